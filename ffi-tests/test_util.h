@@ -1,0 +1,61 @@
+// Shared helpers of the C tests: checks that count instead of aborting, and a
+// log callback that records what the library said.
+#ifndef MINFER_TEST_UTIL_H
+#define MINFER_TEST_UTIL_H
+
+#include "llama.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_pass = 0;
+static int g_fail = 0;
+
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        if (cond) {                                                    \
+            g_pass++;                                                  \
+        } else {                                                       \
+            g_fail++;                                                  \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                              \
+            fprintf(stderr, "\n");                                     \
+        }                                                              \
+    } while (0)
+
+// The last messages the library logged (concatenated, bounded).
+static char g_log[1 << 16];
+static size_t g_log_len = 0;
+static int g_log_count = 0;
+
+static inline void capture_log(enum ggml_log_level level, const char * text, void * user_data) {
+    (void) level;
+    (void) user_data;
+    size_t n = strlen(text);
+    if (g_log_len + n >= sizeof(g_log)) {
+        g_log_len = 0;
+    }
+    memcpy(g_log + g_log_len, text, n);
+    g_log_len += n;
+    g_log[g_log_len] = 0;
+    g_log_count++;
+}
+
+static inline void log_clear(void) {
+    g_log_len = 0;
+    g_log[0] = 0;
+    g_log_count = 0;
+}
+
+static inline int log_has(const char * needle) {
+    return strstr(g_log, needle) != NULL;
+}
+
+// Prints this program's tally and returns its exit code.
+static inline int finish(const char * name) {
+    printf("%s: %d passed, %d failed\n", name, g_pass, g_fail);
+    return g_fail == 0 ? 0 : 1;
+}
+
+#endif

@@ -1,0 +1,32 @@
+//! CPU features detected at run time (reported by llama_print_system_info;
+//! the kernels of a later issue choose their code path from the same facts).
+
+/// `(name, present)` for every SIMD feature minfer knows of on this target.
+pub fn features() -> Vec<(&'static str, bool)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        vec![
+            ("SSE3", std::arch::is_x86_feature_detected!("sse3")),
+            ("SSSE3", std::arch::is_x86_feature_detected!("ssse3")),
+            ("AVX", std::arch::is_x86_feature_detected!("avx")),
+            ("AVX2", std::arch::is_x86_feature_detected!("avx2")),
+            ("F16C", std::arch::is_x86_feature_detected!("f16c")),
+            ("FMA", std::arch::is_x86_feature_detected!("fma")),
+            ("BMI2", std::arch::is_x86_feature_detected!("bmi2")),
+            ("AVX512", std::arch::is_x86_feature_detected!("avx512f")),
+            ("AVX512_VNNI", std::arch::is_x86_feature_detected!("avx512vnni")),
+        ]
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        vec![
+            ("NEON", std::arch::is_aarch64_feature_detected!("neon")),
+            ("DOTPROD", std::arch::is_aarch64_feature_detected!("dotprod")),
+            ("FP16_VA", std::arch::is_aarch64_feature_detected!("fp16")),
+        ]
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        Vec::new()
+    }
+}

@@ -1,0 +1,214 @@
+//! Contexts: creation, parameters, getters, outputs, performance counters.
+
+// Most functions here are stubs until their issue lands; their parameters
+// are unused until then.
+#![allow(unused_variables)]
+
+use super::boundary::*;
+use super::types::*;
+use std::ffi::{c_int, c_void};
+use crate::context::{Context, ContextParams};
+use crate::error::{Error, Result};
+use std::ptr;
+use std::sync::Arc;
+
+/// The context behind a handle, or an error if it is NULL.
+pub(crate) fn ctx_ref<'a>(ctx: *const llama_context) -> Result<&'a Context> {
+    deref(ctx.cast::<Context>(), "ctx")
+}
+
+/// The context behind a handle, for a call that changes it.
+pub(crate) fn ctx_mut<'a>(ctx: *mut llama_context) -> Result<&'a mut Context> {
+    // SAFETY: a non-NULL handle is a live Box<Context> the caller owns and
+    // does not use from another thread during this call (the C API's rule).
+    unsafe { ctx.cast::<Context>().as_mut() }.ok_or_else(|| Error::invalid("ctx is NULL"))
+}
+
+/// A getter on a context: NULL-checked, inside the boundary.
+fn with_ctx<T>(name: &str, fail: T, ctx: *const llama_context, f: impl FnOnce(&Context) -> T) -> T {
+    guard(name, fail, || Ok(f(ctx_ref(ctx)?)))
+}
+
+#[no_mangle]
+pub extern "C" fn llama_attach_threadpool(ctx: *mut llama_context, threadpool: ggml_threadpool_t, threadpool_batch: ggml_threadpool_t) {
+    not_implemented("llama_attach_threadpool", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
+    not_implemented("llama_detach_threadpool", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_context_params) -> *mut llama_context {
+    guard("llama_init_from_model", ptr::null_mut(), || {
+        let model = super::model::model_arc(model)?;
+        let request = ContextParams {
+            n_ctx: params.n_ctx,
+            n_batch: params.n_batch,
+            n_ubatch: params.n_ubatch,
+            n_seq_max: params.n_seq_max,
+            n_threads: params.n_threads,
+            n_threads_batch: params.n_threads_batch,
+            kv_unified: params.kv_unified,
+            embeddings: params.embeddings,
+        };
+        let ctx = Context::new(model, &request)?;
+        Ok(Box::into_raw(Box::new(ctx)).cast::<llama_context>())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn llama_new_context_with_model(model: *mut llama_model, params: llama_context_params) -> *mut llama_context {
+    llama_init_from_model(model, params)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_free(ctx: *mut llama_context) {
+    guard("llama_free", (), || {
+        if !ctx.is_null() {
+            // SAFETY: a non-NULL handle came from Box::into_raw in
+            // llama_init_from_model and is freed once (the C API's contract).
+            drop(unsafe { Box::from_raw(ctx.cast::<Context>()) });
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_ctx(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_ctx", 0, ctx, |c| c.cparams.n_ctx)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_ctx_seq(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_ctx_seq", 0, ctx, |c| c.cparams.n_ctx_seq)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_batch(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_batch", 0, ctx, |c| c.cparams.n_batch)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_ubatch(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_ubatch", 0, ctx, |c| c.cparams.n_ubatch)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_seq_max(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_seq_max", 0, ctx, |c| c.cparams.n_seq_max)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_rs_seq(ctx: *const llama_context) -> u32 {
+    with_ctx("llama_n_rs_seq", 0, ctx, |_| 0)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_model {
+    with_ctx("llama_get_model", ptr::null(), ctx, |c| Arc::as_ptr(&c.model).cast::<llama_model>())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
+    not_implemented("llama_get_memory", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_pooling_type(ctx: *const llama_context) -> enum_llama_pooling_type {
+    not_implemented("llama_pooling_type", enum_llama_pooling_type(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int))
+}
+
+#[no_mangle]
+pub extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
+    guard("llama_set_n_threads", (), || {
+        if n_threads <= 0 || n_threads_batch <= 0 {
+            return Err(Error::invalid(format!("n_threads ({n_threads}) and n_threads_batch ({n_threads_batch}) must be positive")));
+        }
+        let c = ctx_mut(ctx)?;
+        c.cparams.n_threads = n_threads;
+        c.cparams.n_threads_batch = n_threads_batch;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_threads(ctx: *mut llama_context) -> i32 {
+    with_ctx("llama_n_threads", -1, ctx, |c| c.cparams.n_threads)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
+    with_ctx("llama_n_threads_batch", -1, ctx, |c| c.cparams.n_threads_batch)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
+    not_implemented("llama_set_embeddings", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
+    not_implemented("llama_set_causal_attn", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
+    not_implemented("llama_get_causal_attn", false)
+}
+
+#[no_mangle]
+pub extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
+    not_implemented("llama_set_warmup", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_set_abort_callback(ctx: *mut llama_context, abort_callback: ggml_abort_callback, abort_callback_data: *mut c_void) {
+    not_implemented("llama_set_abort_callback", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_synchronize(ctx: *mut llama_context) {
+    not_implemented("llama_synchronize", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
+    not_implemented("llama_get_logits", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
+    not_implemented("llama_get_logits_ith", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
+    not_implemented("llama_get_embeddings", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
+    not_implemented("llama_get_embeddings_ith", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
+    not_implemented("llama_get_embeddings_seq", ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
+    not_implemented("llama_perf_context", llama_perf_context_data::default())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
+    not_implemented("llama_perf_context_print", ())
+}
+
+#[no_mangle]
+pub extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
+    not_implemented("llama_perf_context_reset", ())
+}

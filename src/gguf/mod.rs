@@ -1,0 +1,449 @@
+//! The GGUF file format (v2 and v3): a validating, zero-copy reader over a
+//! memory mapping, and a writer.
+//!
+//! `GgufFile::open` maps the file, parses the header, the key-value metadata
+//! and the tensor table, and checks every rule of the format (see
+//! `reader.rs`) before returning. Any violation is an `Error::Gguf` naming
+//! the offending field and its byte offset; no input makes the parser panic,
+//! overflow, or allocate more than a small multiple of the file size.
+//!
+//! Strings and arrays in the metadata are views (`StrRef`, `ArrayRef`) into
+//! the mapped bytes, resolved through the file (`str_bytes`, `array_iter`,
+//! `array_strings`, `array_values`). Tensor data is a slice of the mapping
+//! (`tensor_data`) — it is not aligned in memory beyond what the file's
+//! alignment and the mapping's base give, so readers must not assume more
+//! than byte alignment.
+//!
+//! All offsets (in errors, views, `data_offset`, `TensorInfo`) are relative
+//! to the start of the GGUF data, which is `base()` bytes into the file for
+//! `open_file_at`.
+
+mod reader;
+mod tensor;
+mod value;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+use reader::KvEntry;
+
+pub use reader::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, HEADER_SIZE};
+pub use tensor::{TensorInfo, MAX_DIMS, MAX_NAME_LEN};
+pub use value::{
+    type_name_of, ArrayRef, ArrayValues, GgufScalar, GgufType, ScalarIter, StrIter, StrRef, Value,
+    MAX_ARRAY_DEPTH,
+};
+pub use writer::{GgufWriter, OwnedArray, OwnedValue};
+
+/// The bytes a `GgufFile` reads from.
+enum Storage {
+    /// A read-only mapping of a whole file; the GGUF data starts at `base`.
+    Mapped { map: Mmap, base: usize },
+    /// Bytes owned in memory (tests, fuzzing, synthetic models).
+    Owned(Vec<u8>),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped { map, base } => map.get(*base..).unwrap_or(&[]),
+            Storage::Owned(v) => v,
+        }
+    }
+
+    fn base(&self) -> u64 {
+        match self {
+            Storage::Mapped { base, .. } => value::to_u64(*base),
+            Storage::Owned(_) => 0,
+        }
+    }
+}
+
+/// A parsed and validated GGUF file. Immutable; `Send + Sync`.
+pub struct GgufFile {
+    storage: Storage,
+    version: u32,
+    alignment: u64,
+    data_offset: usize,
+    kvs: Vec<KvEntry>,
+    key_index: HashMap<String, usize>,
+    tensors: Vec<TensorInfo>,
+    tensor_index: HashMap<String, usize>,
+    total_bytes: u64,
+}
+
+impl GgufFile {
+    /// Maps and parses the GGUF file at `path`. Fails with `Error::Io` if the
+    /// file cannot be opened or mapped, `Error::Gguf` if it is not valid.
+    pub fn open(path: &Path) -> Result<GgufFile> {
+        let io_err = |e: std::io::Error| Error::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        let file = File::open(path).map_err(io_err)?;
+        let map = map_file(&file).map_err(io_err)?;
+        GgufFile::from_storage(Storage::Mapped { map, base: 0 })
+    }
+
+    /// Maps `file` and parses the GGUF data that starts `base` bytes into it
+    /// (for `llama_model_load_from_file_ptr`, which reads a GGUF embedded at
+    /// the FILE*'s current position). Offsets reported by the result are
+    /// relative to `base`.
+    pub fn open_file_at(file: &File, base: u64) -> Result<GgufFile> {
+        let io_err = |reason: String| Error::Io {
+            path: String::from("(open file)"),
+            reason,
+        };
+        let map = map_file(file).map_err(|e| io_err(e.to_string()))?;
+        let len = value::to_u64(map.len());
+        let base = usize::try_from(base)
+            .ok()
+            .filter(|&b| b <= map.len())
+            .ok_or_else(|| {
+                io_err(format!(
+                    "the GGUF data would start at byte {base}, past the end of the {len}-byte file"
+                ))
+            })?;
+        GgufFile::from_storage(Storage::Mapped { map, base })
+    }
+
+    /// Parses a GGUF file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<GgufFile> {
+        GgufFile::from_storage(Storage::Owned(bytes))
+    }
+
+    fn from_storage(storage: Storage) -> Result<GgufFile> {
+        let p = reader::parse(storage.bytes())?;
+        Ok(GgufFile {
+            storage,
+            version: p.version,
+            alignment: p.alignment,
+            data_offset: p.data_offset,
+            kvs: p.kvs,
+            key_index: p.key_index,
+            tensors: p.tensors,
+            tensor_index: p.tensor_index,
+            total_bytes: p.total_bytes,
+        })
+    }
+
+    // --- header and layout
+
+    /// The format version (2 or 3).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Alignment of the data section and of every tensor's data offset:
+    /// `general.alignment` or 32.
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// Start of the data section, relative to the start of the GGUF data.
+    /// As in gguf.cpp, it is aligned when the file has tensors, and is just
+    /// the end of the metadata otherwise.
+    pub fn data_offset(&self) -> u64 {
+        value::to_u64(self.data_offset)
+    }
+
+    /// Where the GGUF data starts in the underlying file (0 except for
+    /// `open_file_at`).
+    pub fn base(&self) -> u64 {
+        self.storage.base()
+    }
+
+    /// The whole GGUF data (from the magic to the end of the file).
+    pub fn bytes(&self) -> &[u8] {
+        self.storage.bytes()
+    }
+
+    // --- metadata
+
+    /// Number of key-value pairs.
+    pub fn n_kv(&self) -> usize {
+        self.kvs.len()
+    }
+
+    /// Key and value of pair `i`, in file order.
+    ///
+    /// # Panics
+    /// If `i >= n_kv()`; use `get_kv` for a checked lookup.
+    pub fn kv(&self, i: usize) -> (&str, &Value) {
+        let kv = &self.kvs[i];
+        (&kv.key, &kv.value)
+    }
+
+    /// Key and value of pair `i`, or `None` if `i` is out of range.
+    pub fn get_kv(&self, i: usize) -> Option<(&str, &Value)> {
+        self.kvs.get(i).map(|kv| (kv.key.as_str(), &kv.value))
+    }
+
+    /// The raw bytes of key `i` (the `&str` of `kv` is a lossy decoding of
+    /// them when they are not UTF-8).
+    pub fn key_bytes(&self, i: usize) -> Option<&[u8]> {
+        self.kvs.get(i).map(|kv| self.str_bytes(&kv.key_ref))
+    }
+
+    /// Byte offset of pair `i` (its key) in the GGUF data, for messages.
+    pub fn kv_offset(&self, i: usize) -> Option<u64> {
+        self.kvs.get(i).map(|kv| kv.key_offset)
+    }
+
+    /// Iterator over (key, value) in file order.
+    pub fn iter_kv(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
+        self.kvs.iter().map(|kv| (kv.key.as_str(), &kv.value))
+    }
+
+    /// Index of the pair with key `key` (exact bytes), in O(1).
+    pub fn find_key(&self, key: &str) -> Option<usize> {
+        self.key_index.get(key).copied()
+    }
+
+    /// The value of key `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.find_key(key)
+            .and_then(|i| self.kvs.get(i))
+            .map(|kv| &kv.value)
+    }
+
+    /// The bytes of string value `key`, if it exists and is a string.
+    pub fn get_str_bytes(&self, key: &str) -> Option<&[u8]> {
+        self.get(key)?.as_str_ref().map(|s| self.str_bytes(&s))
+    }
+
+    /// The string value `key`, if it exists, is a string and is UTF-8.
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        std::str::from_utf8(self.get_str_bytes(key)?).ok()
+    }
+
+    /// The bytes of a string view (empty if the view is not of this file).
+    pub fn str_bytes(&self, s: &StrRef) -> &[u8] {
+        s.offset
+            .checked_add(s.len)
+            .and_then(|end| self.bytes().get(s.offset..end))
+            .unwrap_or(&[])
+    }
+
+    /// The elements of array `a` as `T`, or `None` if the element type is
+    /// not `T`'s (or the view is not of this file).
+    pub fn array_iter<T: GgufScalar>(&self, a: &ArrayRef) -> Option<ScalarIter<'_, T>> {
+        if a.elem_type != T::TYPE as u32 {
+            return None;
+        }
+        let elems = a.elems(self.bytes())?;
+        let expected = usize::try_from(a.len).ok()?.checked_mul(T::SIZE)?;
+        (elems.len() == expected).then(|| ScalarIter::new(elems))
+    }
+
+    /// The elements of array `a` collected into a `Vec<T>`.
+    pub fn array_vec<T: GgufScalar>(&self, a: &ArrayRef) -> Option<Vec<T>> {
+        self.array_iter(a).map(Iterator::collect)
+    }
+
+    /// A u8 array as a slice of the file bytes (zero-copy).
+    pub fn array_u8(&self, a: &ArrayRef) -> Option<&[u8]> {
+        if a.elem_type != GgufType::U8 as u32 {
+            return None;
+        }
+        a.elems(self.bytes())
+            .filter(|e| u64::try_from(e.len()).ok() == Some(a.len))
+    }
+
+    /// An i32 array as a Vec.
+    pub fn array_i32(&self, a: &ArrayRef) -> Option<Vec<i32>> {
+        self.array_vec(a)
+    }
+
+    /// A u32 array as a Vec.
+    pub fn array_u32(&self, a: &ArrayRef) -> Option<Vec<u32>> {
+        self.array_vec(a)
+    }
+
+    /// An f32 array as a Vec.
+    pub fn array_f32(&self, a: &ArrayRef) -> Option<Vec<f32>> {
+        self.array_vec(a)
+    }
+
+    /// The elements of a string array as raw bytes, or `None` if the element
+    /// type is not string.
+    pub fn array_strings(&self, a: &ArrayRef) -> Option<StrIter<'_>> {
+        if a.elem_type != GgufType::Str as u32 {
+            return None;
+        }
+        Some(StrIter::new(a.elems(self.bytes())?, a.len))
+    }
+
+    /// The elements of any array as `Value`s (nested arrays as
+    /// `Value::Array` views, resolvable the same way).
+    pub fn array_values(&self, a: &ArrayRef) -> ArrayValues<'_> {
+        ArrayValues::new(self.bytes(), a)
+    }
+
+    /// A value formatted as llama.cpp's `gguf_kv_to_str` does (what
+    /// `llama_model_meta_val_str` returns): strings raw; numbers in decimal,
+    /// floats with six decimals; bools "true"/"false"; arrays as
+    /// `[1, 2, 3]` with string elements quoted (`\` and `"` escaped) and
+    /// nested arrays as `???`. Raw bytes, since strings need not be UTF-8.
+    pub fn format_value(&self, v: &Value) -> Vec<u8> {
+        match v {
+            Value::Str(s) => self.str_bytes(s).to_vec(),
+            Value::Array(a) => {
+                let mut out = vec![b'['];
+                for (j, e) in self.array_values(a).enumerate() {
+                    if j > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    match e {
+                        Value::Str(s) => {
+                            out.push(b'"');
+                            for &b in self.str_bytes(&s) {
+                                if b == b'\\' || b == b'"' {
+                                    out.push(b'\\');
+                                }
+                                out.push(b);
+                            }
+                            out.push(b'"');
+                        }
+                        Value::Array(_) => out.extend_from_slice(b"???"),
+                        scalar => out.extend_from_slice(format_scalar(&scalar).as_bytes()),
+                    }
+                }
+                out.push(b']');
+                out
+            }
+            scalar => format_scalar(scalar).into_bytes(),
+        }
+    }
+
+    /// `format_value`, decoded lossily as UTF-8.
+    pub fn format_value_lossy(&self, v: &Value) -> String {
+        String::from_utf8_lossy(&self.format_value(v)).into_owned()
+    }
+
+    // --- tensors
+
+    /// Number of tensors.
+    pub fn n_tensors(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// The tensor table, in file order.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// Index of the tensor named `name`, in O(1).
+    pub fn find_tensor_index(&self, name: &str) -> Option<usize> {
+        self.tensor_index.get(name).copied()
+    }
+
+    /// The tensor named `name`.
+    pub fn find_tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.find_tensor_index(name)
+            .and_then(|i| self.tensors.get(i))
+    }
+
+    /// The data of tensor `t`: exactly `t.nbytes` bytes of the mapping, no
+    /// copy. Empty if `t` is not a tensor of this file.
+    pub fn tensor_data(&self, t: &TensorInfo) -> &[u8] {
+        let range = value::to_u64(self.data_offset)
+            .checked_add(t.offset)
+            .and_then(|s| Some((usize::try_from(s).ok()?, usize::try_from(t.nbytes).ok()?)))
+            .and_then(|(s, n)| Some(s..s.checked_add(n)?));
+        range.and_then(|r| self.bytes().get(r)).unwrap_or(&[])
+    }
+
+    /// Offset of tensor `t`'s data in the underlying file (base included).
+    pub fn tensor_file_offset(&self, t: &TensorInfo) -> Option<u64> {
+        self.base()
+            .checked_add(self.data_offset())?
+            .checked_add(t.offset)
+    }
+
+    /// Sum of the tensors' sizes in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Checks the stricter layout gguf.cpp requires: tensor data in file
+    /// order, each at the previous one's end rounded up to the alignment,
+    /// starting at 0. `open` only requires aligned, in-bounds,
+    /// non-overlapping data; call this to reject what the reference rejects.
+    pub fn check_contiguous_layout(&self) -> Result<()> {
+        let mut expected: u64 = 0;
+        for (i, t) in self.tensors.iter().enumerate() {
+            if t.offset != expected {
+                return Err(Error::gguf(
+                    t.info_offset,
+                    format!("tensor[{i}] '{}'.offset", value::show(t.name.as_bytes())),
+                    format!("the data offset is {}, expected {expected} (tensors must be contiguous, in order)", t.offset),
+                ));
+            }
+            let padded = t
+                .nbytes
+                .checked_add(self.alignment - 1)
+                .map(|n| n & !(self.alignment - 1))
+                .and_then(|n| expected.checked_add(n));
+            expected = padded.ok_or_else(|| {
+                Error::gguf(
+                    t.info_offset,
+                    format!("tensor[{i}].nbytes"),
+                    "the data section size overflows",
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GgufFile")
+            .field("version", &self.version)
+            .field("base", &self.base())
+            .field("len", &self.bytes().len())
+            .field("alignment", &self.alignment)
+            .field("data_offset", &self.data_offset)
+            .field("n_kv", &self.kvs.len())
+            .field("n_tensors", &self.tensors.len())
+            .field("total_bytes", &self.total_bytes)
+            .finish()
+    }
+}
+
+/// Maps the whole of `file` read-only.
+fn map_file(file: &File) -> std::io::Result<Mmap> {
+    // SAFETY: the mapping is read-only and private to this GgufFile. Like
+    // llama.cpp, we rely on the model file not being truncated or modified
+    // while it is mapped; memmap2 handles empty files and the lifetime of
+    // the mapping.
+    unsafe { Mmap::map(file) }
+}
+
+/// A scalar value formatted like C++ `std::to_string` (floats "%f").
+fn format_scalar(v: &Value) -> String {
+    match *v {
+        Value::U8(x) => x.to_string(),
+        Value::I8(x) => x.to_string(),
+        Value::U16(x) => x.to_string(),
+        Value::I16(x) => x.to_string(),
+        Value::U32(x) => x.to_string(),
+        Value::I32(x) => x.to_string(),
+        Value::U64(x) => x.to_string(),
+        Value::I64(x) => x.to_string(),
+        Value::F32(x) => value::c_float(f64::from(x)),
+        Value::F64(x) => value::c_float(x),
+        Value::Bool(b) => String::from(if b { "true" } else { "false" }),
+        Value::Str(_) | Value::Array(_) => String::new(),
+    }
+}

@@ -1,0 +1,36 @@
+//! minfer: an LLM inference runtime shipped as `libllama`, a drop-in
+//! replacement for llama.cpp's library (the llama.h ABI of commit 0c1e570).
+//!
+//! # The rules of the C API
+//!
+//! - **Ownership.** Every handle returned by a `*_init*`/`*_load*` function is
+//!   owned by the caller and released by the matching `*_free`, which accepts
+//!   NULL. A model is reference counted by the contexts made from it: freeing
+//!   it while a context lives is allowed and logged; its memory goes when the
+//!   last context does.
+//! - **NULL and ranges.** Every handle and pointer argument is checked; a NULL
+//!   or out-of-range argument gets the function's documented failure value
+//!   (NULL, a negative number, false, 0) and a logged message.
+//! - **Panics.** None crosses the boundary: every exported function runs inside
+//!   `ffi::boundary::guard`, which turns a panic into the failure value.
+//! - **Threads.** Distinct contexts may be used from distinct threads at once;
+//!   one context must not be used from two threads at the same time (as with
+//!   the reference). Logging setters are global.
+//!
+//! # Layout
+//!
+//! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
+//! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
+//! `log`, `error`. See docs/ARCHITECTURE.md.
+
+pub mod cpu;
+pub mod error;
+#[macro_use]
+pub mod log;
+pub mod ggml_type;
+pub mod gguf;
+pub mod model;
+pub mod context;
+pub mod ffi;
+
+pub use error::{Error, Result};

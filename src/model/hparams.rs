@@ -1,0 +1,176 @@
+//! Hyperparameters, read from the GGUF keys the reference reads (with the
+//! caller's kv overrides first), and checked so that later stages can divide
+//! and index by them safely.
+
+use super::metadata::{Override, Overrides};
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, Value};
+
+/// LLAMA_MAX_LAYERS of the reference.
+pub const MAX_LAYERS: u32 = 512;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HParams {
+    pub n_ctx_train: u32,
+    pub n_embd: u32,
+    pub n_layer: u32,
+    /// Per layer; `n_head[0]` is what llama_model_n_head reports.
+    pub n_head: Vec<u32>,
+    pub n_head_kv: Vec<u32>,
+    pub n_ff: Vec<u32>,
+    pub n_embd_head_k: u32,
+    pub n_embd_head_v: u32,
+    pub n_rot: u32,
+    pub n_swa: u32,
+    pub n_vocab: u32,
+    pub rope_freq_base_train: f32,
+    pub rope_freq_base_train_swa: f32,
+    pub rope_freq_scale_train: f32,
+    pub f_norm_rms_eps: f32,
+}
+
+/// Typed reads of `{arch}.*` keys, overrides first.
+pub struct Keys<'a> {
+    pub file: &'a GgufFile,
+    pub arch: &'a str,
+    pub overrides: &'a Overrides,
+}
+
+impl Keys<'_> {
+    fn full(&self, suffix: &str) -> String {
+        suffix.replace("%s", self.arch)
+    }
+
+    /// An unsigned integer key (any integer GGUF type that fits u32).
+    pub fn u32(&self, key: &str) -> Result<Option<u32>> {
+        let key = self.full(key);
+        if let Some(Override::Int(v)) = self.overrides.get(&key) {
+            return u32::try_from(*v).map(Some).map_err(|_| Error::model(format!("override of '{key}' is out of range: {v}")));
+        }
+        match self.file.get(&key) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(x) => u32::try_from(x).map(Some).map_err(|_| Error::model(format!("key '{key}' is out of range: {x}"))),
+                None => Err(Error::model(format!("key '{key}' has type {}, expected an unsigned integer", v.type_name()))),
+            },
+        }
+    }
+
+    pub fn required_u32(&self, key: &str) -> Result<u32> {
+        self.u32(key)?.ok_or_else(|| Error::model(format!("key not found in model: {}", self.full(key))))
+    }
+
+    pub fn f32(&self, key: &str) -> Result<Option<f32>> {
+        let key = self.full(key);
+        if let Some(Override::Float(v)) = self.overrides.get(&key) {
+            return Ok(Some(*v as f32));
+        }
+        match self.file.get(&key) {
+            None => Ok(None),
+            Some(Value::F32(x)) => Ok(Some(*x)),
+            Some(Value::F64(x)) => Ok(Some(*x as f32)),
+            Some(v) => Err(Error::model(format!("key '{key}' has type {}, expected f32", v.type_name()))),
+        }
+    }
+
+    /// A u32 key that may instead be an array of one value per layer.
+    pub fn u32_per_layer(&self, key: &str, n_layer: u32) -> Result<Option<Vec<u32>>> {
+        let full = self.full(key);
+        if let Some(Value::Array(a)) = self.file.get(&full) {
+            let values = self
+                .file
+                .array_u32(a)
+                .or_else(|| self.file.array_i32(a).map(|v| v.into_iter().map(|x| x.max(0) as u32).collect()))
+                .ok_or_else(|| Error::model(format!("key '{full}' is an array of the wrong element type")))?;
+            if values.len() != n_layer as usize {
+                return Err(Error::model(format!(
+                    "key '{full}' has {} values, expected one per layer ({n_layer})",
+                    values.len()
+                )));
+            }
+            return Ok(Some(values));
+        }
+        Ok(self.u32(key)?.map(|v| vec![v; n_layer as usize]))
+    }
+}
+
+impl HParams {
+    /// Reads the hyperparameters every architecture shares (the reference's
+    /// llama_model_base::load_hparams), then checks them.
+    pub fn read(keys: &Keys, n_vocab: u32) -> Result<HParams> {
+        let n_ctx_train = keys.required_u32("%s.context_length")?;
+        let n_embd = keys.required_u32("%s.embedding_length")?;
+        let n_layer = keys.required_u32("%s.block_count")?;
+        if n_layer == 0 || n_layer > MAX_LAYERS {
+            return Err(Error::model(format!("block_count {n_layer} is out of range [1, {MAX_LAYERS}]")));
+        }
+        let n_ff = keys.u32_per_layer("%s.feed_forward_length", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
+        let n_head = keys.u32_per_layer("%s.attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
+        let n_head_kv = keys.u32_per_layer("%s.attention.head_count_kv", n_layer)?.unwrap_or_else(|| n_head.clone());
+
+        let h0 = n_head[0];
+        let (mut n_embd_head_k, mut n_embd_head_v, mut n_rot) = (0, 0, 0);
+        if h0 > 0 {
+            n_embd_head_k = keys.u32("%s.attention.key_length")?.unwrap_or(n_embd / h0);
+            n_embd_head_v = keys.u32("%s.attention.value_length")?.unwrap_or(n_embd / h0);
+            n_rot = keys.u32("%s.rope.dimension_count")?.unwrap_or(n_embd_head_k);
+        }
+
+        let rope_freq_base_train = keys.f32("%s.rope.freq_base")?.unwrap_or(10000.0);
+        let rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(rope_freq_base_train);
+        let scale = match keys.f32("%s.rope.scaling.factor")? {
+            Some(s) => s,
+            None => keys.f32("%s.rope.scale_linear")?.unwrap_or(0.0),
+        };
+        let rope_freq_scale_train = if scale == 0.0 { 1.0 } else { 1.0 / scale };
+
+        Ok(HParams {
+            n_ctx_train,
+            n_embd,
+            n_layer,
+            n_head,
+            n_head_kv,
+            n_ff,
+            n_embd_head_k,
+            n_embd_head_v,
+            n_rot,
+            n_swa: keys.u32("%s.attention.sliding_window")?.unwrap_or(0),
+            n_vocab,
+            rope_freq_base_train,
+            rope_freq_base_train_swa,
+            rope_freq_scale_train,
+            f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
+        })
+    }
+
+    /// The checks a transformer needs before anything divides or indexes by
+    /// these numbers (run for the architectures minfer executes).
+    pub fn check_runnable(&self) -> Result<()> {
+        if self.n_embd == 0 {
+            return Err(Error::model("embedding_length is 0"));
+        }
+        for (il, (&h, &hkv)) in self.n_head.iter().zip(&self.n_head_kv).enumerate() {
+            if h == 0 {
+                return Err(Error::model(format!("layer {il}: attention.head_count is 0")));
+            }
+            if hkv == 0 || h % hkv != 0 {
+                return Err(Error::model(format!(
+                    "layer {il}: attention.head_count_kv {hkv} does not divide head_count {h}"
+                )));
+            }
+        }
+        if self.n_embd_head_k == 0 || self.n_embd_head_v == 0 {
+            return Err(Error::model("attention head size is 0"));
+        }
+        if self.n_rot > self.n_embd_head_k || self.n_rot % 2 != 0 {
+            return Err(Error::model(format!(
+                "rope.dimension_count {} must be even and at most the head size {}",
+                self.n_rot, self.n_embd_head_k
+            )));
+        }
+        if self.n_vocab == 0 {
+            return Err(Error::model("the vocabulary is empty"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! A loaded model: its GGUF file(s), architecture, hyperparameters, metadata
+//! and vocabulary facts. Weights stay in the mapping (zero-copy).
+
+pub mod arch;
+pub mod ftype;
+pub mod hparams;
+pub mod metadata;
+pub mod vocab_info;
+
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, TensorInfo, Value};
+use arch::Arch;
+use hparams::{HParams, Keys};
+use metadata::{Metadata, Overrides};
+use std::collections::HashMap;
+use std::ffi::CString;
+use vocab_info::VocabInfo;
+
+/// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
+pub const MAX_SEQ: usize = 256;
+
+/// Where the GGUF bytes come from.
+pub enum Source<'a> {
+    /// One file, or the first of a split set that names its own parts.
+    Path(&'a std::path::Path),
+    /// A GGUF embedded in an open file, starting at `base`.
+    FileAt(&'a std::fs::File, u64),
+    /// The parts of a split model, in order.
+    Splits(&'a [std::path::PathBuf]),
+}
+
+/// What the caller asked for (decoded from llama_model_params).
+#[derive(Default)]
+pub struct LoadParams<'a> {
+    pub vocab_only: bool,
+    pub overrides: Overrides,
+    /// Called with a fraction in [0, 1]; returning false cancels the load.
+    pub progress: Option<&'a mut dyn FnMut(f32) -> bool>,
+}
+
+pub struct Model {
+    /// The GGUF files; metadata comes from the first.
+    pub files: Vec<GgufFile>,
+    /// Tensor name → (file index, tensor index in that file).
+    pub tensor_index: HashMap<String, (usize, usize)>,
+    pub arch_name: String,
+    /// None when the architecture is one minfer does not run (vocab_only).
+    pub arch: Option<Arch>,
+    pub hparams: HParams,
+    pub metadata: Metadata,
+    pub vocab: VocabInfo,
+    /// llama_ftype, with the GUESSED bit when the file does not say.
+    pub ftype: i32,
+    pub desc: CString,
+    pub n_params: u64,
+    pub n_bytes: u64,
+    pub vocab_only: bool,
+}
+
+fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
+    match source {
+        Source::Path(p) => Ok(vec![GgufFile::open(p)?]),
+        Source::FileAt(f, base) => Ok(vec![GgufFile::open_file_at(f, *base)?]),
+        Source::Splits(paths) => {
+            if paths.is_empty() {
+                return Err(Error::invalid("no split paths given"));
+            }
+            paths.iter().map(|p| GgufFile::open(p)).collect()
+        }
+    }
+}
+
+/// Checks that a set of files is one split model, in order: `split.count`
+/// equals the number of files and each `split.no` its position.
+fn check_splits(files: &[GgufFile]) -> Result<()> {
+    let count = files[0].get("split.count").and_then(Value::as_u64).unwrap_or(1);
+    if count != files.len() as u64 {
+        return Err(Error::model(format!(
+            "the model has split.count = {count} but {} file(s) were given{}",
+            files.len(),
+            if files.len() == 1 { " (loading the other parts from a first split is not implemented yet)" } else { "" }
+        )));
+    }
+    for (i, f) in files.iter().enumerate() {
+        let no = f.get("split.no").and_then(Value::as_u64).unwrap_or(0);
+        if no != i as u64 {
+            return Err(Error::model(format!("split file {i} has split.no = {no}; the paths must be in order")));
+        }
+    }
+    Ok(())
+}
+
+impl Model {
+    pub fn load(source: Source, mut params: LoadParams) -> Result<Model> {
+        let files = open_all(&source)?;
+        check_splits(&files)?;
+        let first = &files[0];
+
+        let arch_name = match first.get("general.architecture") {
+            Some(Value::Str(s)) => String::from_utf8_lossy(first.str_bytes(s)).into_owned(),
+            Some(v) => {
+                return Err(Error::model(format!("general.architecture has type {}, expected a string", v.type_name())))
+            }
+            None => return Err(Error::model("key not found in model: general.architecture")),
+        };
+        let arch = Arch::from_name(&arch_name);
+        if arch.is_none() && !params.vocab_only {
+            return Err(Error::model(format!(
+                "model architecture '{arch_name}' is not supported by minfer (supported: llama, gemma3, qwen2, qwen3; \
+                 other architectures load only with vocab_only)"
+            )));
+        }
+
+        let metadata = Metadata::from_gguf(first);
+        let vocab = VocabInfo::read(first)?;
+
+        let mut tensor_index = HashMap::new();
+        let (mut n_params, mut n_bytes) = (0u64, 0u64);
+        for (fi, f) in files.iter().enumerate() {
+            for (ti, t) in f.tensors().iter().enumerate() {
+                if tensor_index.insert(t.name.clone(), (fi, ti)).is_some() {
+                    return Err(Error::model(format!("tensor '{}' appears in more than one split", t.name)));
+                }
+                n_params = n_params.saturating_add(t.n_elements());
+                n_bytes = n_bytes.saturating_add(t.nbytes);
+            }
+        }
+
+        let hparams = if params.vocab_only {
+            HParams { n_vocab: vocab.n_tokens, ..HParams::default() }
+        } else {
+            let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
+            let hp = HParams::read(&keys, vocab.n_tokens)?;
+            hp.check_runnable()?;
+            hp
+        };
+
+        let ftype = match first.get("general.file_type").and_then(Value::as_u64) {
+            Some(ft) => i32::try_from(ft).unwrap_or(ftype::GUESSED),
+            None => ftype::guess(files.iter().flat_map(|f| f.tensors().iter().map(|t| t.ggml_type))),
+        };
+        let size_name = match arch {
+            Some(a) if !params.vocab_only => a.size_name(
+                hparams.n_layer,
+                hparams.n_embd,
+                hparams.n_head[0],
+                hparams.n_head_kv[0],
+                hparams.n_vocab,
+            ),
+            _ => "?B",
+        };
+        // With vocab_only the reference reads no file type and leaves the
+        // description empty; so does minfer.
+        let (ftype, desc) = if params.vocab_only {
+            (0, String::new())
+        } else {
+            (ftype, format!("{arch_name} {size_name} {}", ftype::name_c(ftype).to_string_lossy()))
+        };
+
+        // Tensor data is mapped, not read; the progress callback still sees
+        // the load advance tensor by tensor, and may cancel it.
+        if !params.vocab_only {
+            if let Some(progress) = params.progress.as_mut() {
+                let total = n_bytes.max(1) as f64;
+                let mut done = 0u64;
+                for f in &files {
+                    for t in f.tensors() {
+                        if !progress((done as f64 / total) as f32) {
+                            return Err(Error::Cancelled);
+                        }
+                        done = done.saturating_add(t.nbytes);
+                    }
+                }
+                if !progress(1.0) {
+                    return Err(Error::Cancelled);
+                }
+            }
+        }
+
+        Ok(Model {
+            files,
+            tensor_index,
+            arch_name,
+            arch,
+            hparams,
+            metadata,
+            vocab,
+            ftype,
+            desc: CString::new(desc).unwrap_or_default(),
+            n_params,
+            n_bytes,
+            vocab_only: params.vocab_only,
+        })
+    }
+
+    /// A tensor by name, with the file holding its data.
+    pub fn tensor(&self, name: &str) -> Option<(&GgufFile, &TensorInfo)> {
+        let &(fi, ti) = self.tensor_index.get(name)?;
+        let f = &self.files[fi];
+        Some((f, &f.tensors()[ti]))
+    }
+
+    /// The chat template named `name` (`tokenizer.chat_template.<name>`), or
+    /// the default one (`tokenizer.chat_template`).
+    pub fn chat_template(&self, name: Option<&str>) -> Option<&CString> {
+        let key = match name {
+            Some(n) => format!("tokenizer.chat_template.{n}"),
+            None => "tokenizer.chat_template".to_string(),
+        };
+        self.metadata.get(key.as_bytes())
+    }
+}
