@@ -520,10 +520,10 @@ def cases(base):
         def f(m):
             m.kvs[m.kv_index(key)] = kv_u32(key, v)
         return f
-    yield variant("block_count_0.gguf", "block_count 0", u32_kv("llama.block_count", 0))
-    yield variant("block_count_100000.gguf", "block_count 100000", u32_kv("llama.block_count", 100000))
-    yield variant("head_count_0.gguf", "head_count is 0", u32_kv("llama.attention.head_count", 0))
-    yield variant("head_count_kv_3.gguf", "head_count_kv 3", u32_kv("llama.attention.head_count_kv", 3))
+    yield variant("block_count_0.gguf", "llama.block_count = 0 is out of range", u32_kv("llama.block_count", 0))
+    yield variant("block_count_100000.gguf", "llama.block_count = 100000 is out of range", u32_kv("llama.block_count", 100000))
+    yield variant("head_count_0.gguf", "llama.attention.head_count is 0", u32_kv("llama.attention.head_count", 0))
+    yield variant("head_count_kv_3.gguf", "head_count_kv = 3 does not divide", u32_kv("llama.attention.head_count_kv", 3))
     yield variant("embedding_length_missing.gguf", "embedding_length",
                   lambda m: m.drop_kv("llama.embedding_length"))
 
@@ -534,7 +534,7 @@ def cases(base):
 
     def tokens_i32(m):
         m.kv("tokenizer.ggml.tokens").payload = array(I32, [scalar(I32, i) for i in range(len(TOKENS))])
-    yield variant("tokens_type_i32.gguf", "tokenizer.ggml.tokens has type", tokens_i32)
+    yield variant("tokens_type_i32.gguf", "tokenizer.ggml.tokens is an array of element type i32", tokens_i32)
 
 
 def main():

@@ -115,6 +115,17 @@ if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
         not_ok "dump_model build"
     fi
     compile test_models "$ROOT/ffi-tests/test_models.c" && run_prog test_models "$SMOL" "$GEMMA" || not_ok "test_models build"
+    if compile test_lifecycle "$ROOT/ffi-tests/test_lifecycle.c"; then
+        run_prog test_lifecycle "$SMOL"
+        if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$OUT/test_lifecycle" "$SMOL" > "$OUT/valgrind_lifecycle.out" 2> "$OUT/valgrind_lifecycle.err"; then
+            ok "test_lifecycle under valgrind memcheck: no errors, no leaks"
+        else
+            not_ok "test_lifecycle under valgrind"; tail -n 40 "$OUT/valgrind_lifecycle.err"
+        fi
+    else
+        not_ok "test_lifecycle build"
+    fi
 else
     not_ok "models missing (run scripts/fetch-models.sh)"
 fi

@@ -37,7 +37,7 @@ pub struct Keys<'a> {
 }
 
 impl Keys<'_> {
-    fn full(&self, suffix: &str) -> String {
+    pub fn full(&self, suffix: &str) -> String {
         suffix.replace("%s", self.arch)
     }
 
@@ -102,7 +102,10 @@ impl HParams {
         let n_embd = keys.required_u32("%s.embedding_length")?;
         let n_layer = keys.required_u32("%s.block_count")?;
         if n_layer == 0 || n_layer > MAX_LAYERS {
-            return Err(Error::model(format!("block_count {n_layer} is out of range [1, {MAX_LAYERS}]")));
+            return Err(Error::model(format!(
+                "{} = {n_layer} is out of range [1, {MAX_LAYERS}]",
+                keys.full("%s.block_count")
+            )));
         }
         let n_ff = keys.u32_per_layer("%s.feed_forward_length", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
         let n_head = keys.u32_per_layer("%s.attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
@@ -145,26 +148,26 @@ impl HParams {
 
     /// The checks a transformer needs before anything divides or indexes by
     /// these numbers (run for the architectures minfer executes).
-    pub fn check_runnable(&self) -> Result<()> {
+    pub fn check_runnable(&self, arch: &str) -> Result<()> {
         if self.n_embd == 0 {
-            return Err(Error::model("embedding_length is 0"));
+            return Err(Error::model(format!("{arch}.embedding_length is 0")));
         }
         for (il, (&h, &hkv)) in self.n_head.iter().zip(&self.n_head_kv).enumerate() {
             if h == 0 {
-                return Err(Error::model(format!("layer {il}: attention.head_count is 0")));
+                return Err(Error::model(format!("layer {il}: {arch}.attention.head_count is 0")));
             }
             if hkv == 0 || h % hkv != 0 {
                 return Err(Error::model(format!(
-                    "layer {il}: attention.head_count_kv {hkv} does not divide head_count {h}"
+                    "layer {il}: {arch}.attention.head_count_kv = {hkv} does not divide {arch}.attention.head_count = {h}"
                 )));
             }
         }
         if self.n_embd_head_k == 0 || self.n_embd_head_v == 0 {
-            return Err(Error::model("attention head size is 0"));
+            return Err(Error::model(format!("attention head size is 0 ({arch}.attention.key_length/value_length)")));
         }
         if self.n_rot > self.n_embd_head_k || self.n_rot % 2 != 0 {
             return Err(Error::model(format!(
-                "rope.dimension_count {} must be even and at most the head size {}",
+                "{arch}.rope.dimension_count = {} must be even and at most the head size {}",
                 self.n_rot, self.n_embd_head_k
             )));
         }

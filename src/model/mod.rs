@@ -131,7 +131,7 @@ impl Model {
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
             let hp = HParams::read(&keys, vocab.n_tokens)?;
-            hp.check_runnable()?;
+            hp.check_runnable(&arch_name)?;
             hp
         };
 

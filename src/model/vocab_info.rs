@@ -47,6 +47,12 @@ impl VocabInfo {
             Some(Value::Array(a)) if a.elem_type == 8 => {
                 u32::try_from(a.len).map_err(|_| Error::model("tokenizer.ggml.tokens has too many entries"))?
             }
+            Some(Value::Array(a)) => {
+                return Err(Error::model(format!(
+                    "tokenizer.ggml.tokens is an array of element type {}, expected strings",
+                    crate::gguf::type_name_of(a.elem_type)
+                )))
+            }
             Some(v) => {
                 return Err(Error::model(format!(
                     "tokenizer.ggml.tokens has type {}, expected an array of strings",
