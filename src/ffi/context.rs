@@ -12,6 +12,25 @@ use crate::error::{Error, Result};
 use std::ptr;
 use std::sync::Arc;
 
+/// A caller's abort callback and its data, callable from Rust.
+struct AbortCallback(unsafe extern "C" fn(*mut c_void) -> bool, *mut c_void);
+
+// SAFETY: the data pointer is only handed back to the caller's callback,
+// which the reference's API lets run on the decoding thread.
+unsafe impl Send for AbortCallback {}
+
+impl AbortCallback {
+    fn ask(&self) -> bool {
+        // SAFETY: the caller registered this function for this data.
+        unsafe { (self.0)(self.1) }
+    }
+}
+
+pub(crate) fn abort_closure(cb: ggml_abort_callback, data: *mut c_void) -> Option<Box<dyn FnMut() -> bool + Send>> {
+    let cb = AbortCallback(cb?, data);
+    Some(Box::new(move || cb.ask()))
+}
+
 /// The context behind a handle, or an error if it is NULL.
 pub(crate) fn ctx_ref<'a>(ctx: *const llama_context) -> Result<&'a Context> {
     deref(ctx.cast::<Context>(), "ctx")
@@ -52,8 +71,11 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             n_threads_batch: params.n_threads_batch,
             kv_unified: params.kv_unified,
             embeddings: params.embeddings,
+            type_k: params.type_k.0,
+            type_v: params.type_v.0,
         };
-        let ctx = Context::new(model, &request)?;
+        let mut ctx = Context::new(model, &request)?;
+        ctx.abort = abort_closure(params.abort_callback, params.abort_callback_data);
         Ok(Box::into_raw(Box::new(ctx)).cast::<llama_context>())
     })
 }
@@ -112,7 +134,7 @@ pub extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_mod
 
 #[no_mangle]
 pub extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
-    not_implemented("llama_get_memory", ptr::null_mut())
+    with_ctx("llama_get_memory", ptr::null_mut(), ctx, |c| ptr::from_ref(c).cast_mut().cast::<llama_memory_i>())
 }
 
 #[no_mangle]
@@ -165,22 +187,37 @@ pub extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
 
 #[no_mangle]
 pub extern "C" fn llama_set_abort_callback(ctx: *mut llama_context, abort_callback: ggml_abort_callback, abort_callback_data: *mut c_void) {
-    not_implemented("llama_set_abort_callback", ())
+    guard("llama_set_abort_callback", (), || {
+        let c = ctx_mut(ctx)?;
+        c.abort = abort_closure(abort_callback, abort_callback_data);
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_synchronize(ctx: *mut llama_context) {
-    not_implemented("llama_synchronize", ())
+    // Every call finishes its work before it returns: nothing to wait for.
+    guard("llama_synchronize", (), || ctx_mut(ctx).map(|_| ()))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
-    not_implemented("llama_get_logits", ptr::null_mut())
+    guard("llama_get_logits", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if c.logits.is_empty() {
+            return Err(Error::invalid("no logits: the last decode produced no outputs"));
+        }
+        Ok(c.logits.as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_logits_ith", ptr::null_mut())
+    guard("llama_get_logits_ith", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        let row = c.logits_ith(i).map_err(|e| Error::invalid(format!("invalid logits id {i}: {e}")))?;
+        Ok(row.as_ptr().cast_mut())
+    })
 }
 
 #[no_mangle]
