@@ -2,12 +2,15 @@
 //! vocabulary of an existing GGUF file (for example a reference vocab-only
 //! file), for forward-pass parity tests against the reference library.
 //!
-//! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED]
+//! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED] [N_VOCAB]
+//! N_VOCAB keeps only the first N tokens of the vocabulary (merges and special
+//! ids that refer past them are dropped), so that logits goldens stay small.
 //! ARCH: llama | qwen2 | qwen3 | gemma3. Sizes: 2 layers, n_embd 64, 4 heads of
 //! 16 (2 KV heads), n_ff 128, context 512.
 
 use llama::ggml_type::GgmlType;
-use llama::gguf::{GgufFile, GgufWriter, OwnedValue, Value};
+use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// splitmix64: a small deterministic generator, so a seed names a model.
@@ -40,9 +43,14 @@ fn main() {
     let (arch, vocab_path, out_path) = (args[1].as_str(), &args[2], &args[3]);
     let seed: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
     let vocab = GgufFile::open(Path::new(vocab_path)).expect("vocab file");
-    let n_vocab = match vocab.get("tokenizer.ggml.tokens") {
+    let full_vocab = match vocab.get("tokenizer.ggml.tokens") {
         Some(Value::Array(a)) => a.len as usize,
         _ => panic!("the vocab file has no tokenizer.ggml.tokens"),
+    };
+    let n_vocab: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(full_vocab).min(full_vocab);
+    let kept: HashSet<Vec<u8>> = match vocab.get("tokenizer.ggml.tokens") {
+        Some(Value::Array(a)) => vocab.array_strings(a).unwrap().take(n_vocab).map(|t| t.to_vec()).collect(),
+        _ => HashSet::new(),
     };
 
     let (n_embd, n_layer, n_head, n_head_kv, hd, n_ff) = (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
@@ -50,11 +58,33 @@ fn main() {
     // The vocabulary: every tokenizer.* pair of the source file.
     for i in 0..vocab.n_kv() {
         let (key, value) = vocab.kv(i);
-        if key.starts_with("tokenizer.") {
-            if let Some(v) = vocab.to_owned_value(value) {
-                w.add(key, v);
-            }
+        if !key.starts_with("tokenizer.") {
+            continue;
         }
+        let Some(v) = vocab.to_owned_value(value) else { continue };
+        let v = match (key, v) {
+            ("tokenizer.ggml.tokens", OwnedValue::Array(OwnedArray::Str(t))) => {
+                OwnedValue::Array(OwnedArray::Str(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.scores", OwnedValue::Array(OwnedArray::F32(t))) => {
+                OwnedValue::Array(OwnedArray::F32(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.token_type", OwnedValue::Array(OwnedArray::I32(t))) => {
+                OwnedValue::Array(OwnedArray::I32(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.merges", OwnedValue::Array(OwnedArray::Str(m))) => {
+                // A merge "a b" survives if a, b and ab are all kept tokens.
+                let keep = |m: &Vec<u8>| {
+                    let Some(sp) = m.iter().position(|&c| c == b' ') else { return false };
+                    let (a, b) = (&m[..sp], &m[sp + 1..]);
+                    kept.contains(a) && kept.contains(b) && kept.contains(&[a, b].concat())
+                };
+                OwnedValue::Array(OwnedArray::Str(m.into_iter().filter(keep).collect()))
+            }
+            (k, OwnedValue::U32(id)) if k.ends_with("_token_id") && id as usize >= n_vocab => continue,
+            (_, v) => v,
+        };
+        w.add(key, v);
     }
     let k = |s: &str| format!("{arch}.{s}");
     w.set("general.architecture", OwnedValue::Str(arch.as_bytes().to_vec()));
