@@ -161,6 +161,17 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
+        if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
+            run_prog test_decode "$OUT/synth-llama.gguf"
+            if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                "$OUT/test_decode" "$OUT/synth-llama.gguf" > "$OUT/valgrind_decode.out" 2> "$OUT/valgrind_decode.err"; then
+                ok "test_decode under valgrind memcheck: no errors, no leaks"
+            else
+                not_ok "test_decode under valgrind"; tail -n 40 "$OUT/valgrind_decode.err"
+            fi
+        else
+            not_ok "test_decode build"
+        fi
     else
         not_ok "parity tools build"
     fi
