@@ -238,6 +238,99 @@ int main(int argc, char ** argv) {
     CHECK(llama_memory_seq_pos_max(mem, 99) == -1 && log_has("out of range"), "bad seq id in memory API");
     CHECK(!llama_memory_seq_rm(NULL, 0, -1, -1) && llama_memory_seq_pos_max(NULL, 0) == -1, "NULL memory");
 
+    // --- embeddings: per token (pooling NONE), then MEAN / CLS / LAST pools
+    int n_embd = llama_model_n_embd(g_model);
+    float tok_embd[6][64];
+    {
+        struct llama_context_params cp = llama_context_default_params();
+        cp.embeddings = true;
+        cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
+        struct llama_context * e = llama_init_from_model(g_model, cp);
+        CHECK(e != NULL && llama_pooling_type(e) == LLAMA_POOLING_TYPE_NONE, "embeddings context");
+        b.n_tokens = 6;
+        for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+        CHECK(llama_decode(e, b) == 0, "decode for embeddings");
+        for (int i = 0; i < 6; i++) {
+            const float * v = llama_get_embeddings_ith(e, i);
+            CHECK(v != NULL, "embedding %d", i);
+            if (v) memcpy(tok_embd[i], v, sizeof(float) * (size_t) n_embd);
+        }
+        CHECK(llama_get_embeddings(e) == llama_get_embeddings_ith(e, 0), "llama_get_embeddings is row 0");
+        CHECK(llama_get_embeddings_seq(e, 0) == NULL, "no pooled embedding with pooling NONE");
+        llama_free(e);
+    }
+    enum llama_pooling_type pools[3] = {LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_CLS, LLAMA_POOLING_TYPE_LAST};
+    for (int k = 0; k < 3; k++) {
+        struct llama_context_params cp = llama_context_default_params();
+        cp.embeddings = true;
+        cp.pooling_type = pools[k];
+        struct llama_context * e = llama_init_from_model(g_model, cp);
+        b.n_tokens = 6;
+        for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, i == 5);  // outputs forced to all
+        CHECK(llama_decode(e, b) == 0, "pooled decode");
+        const float * v = llama_get_embeddings_seq(e, 0);
+        CHECK(v != NULL, "pooled embedding of seq 0");
+        float want[64];
+        for (int d = 0; d < n_embd; d++) {
+            float m = 0;
+            for (int i = 0; i < 6; i++) m += tok_embd[i][d];
+            want[d] = k == 0 ? m / 6 : k == 1 ? tok_embd[0][d] : tok_embd[5][d];
+        }
+        CHECK(v && max_rel_diff(want, v, n_embd) < 1e-5f, "pooling %d", (int) pools[k]);
+        CHECK(llama_get_embeddings_seq(e, 1) == NULL, "no embedding for an absent sequence");
+        llama_free(e);
+    }
+    struct llama_context_params rank = llama_context_default_params();
+    rank.pooling_type = LLAMA_POOLING_TYPE_RANK;
+    log_clear();
+    CHECK(llama_init_from_model(g_model, rank) == NULL && log_has("pooling_type"), "RANK pooling refused: %s", g_log);
+    struct llama_context_params badkv = llama_context_default_params();
+    badkv.type_k = GGML_TYPE_Q4_0;
+    log_clear();
+    CHECK(llama_init_from_model(g_model, badkv) == NULL && log_has("type_k"), "Q4_0 K cache refused: %s", g_log);
+    badkv.type_k = GGML_TYPE_F32;
+    badkv.type_v = GGML_TYPE_F32;
+    struct llama_context * f32c = llama_init_from_model(g_model, badkv);
+    b.n_tokens = 6;
+    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+    CHECK(f32c && llama_decode(f32c, b) == 0, "F32 KV cache decodes");
+    CHECK(f32c && scaled_diff(alone[0][5], llama_get_logits_ith(f32c, 5), g_vocab) < 1e-2f, "F32 KV close to F16 KV");
+    llama_free(f32c);
+
+    // --- causal attention off: the first token sees the later ones
+    struct llama_context * nc = new_ctx(256, 1);
+    CHECK(llama_get_causal_attn(nc), "causal by default");
+    llama_set_causal_attn(nc, false);
+    CHECK(!llama_get_causal_attn(nc), "causal off");
+    b.n_tokens = 6;
+    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+    CHECK(llama_decode(nc, b) == 0, "non-causal decode");
+    CHECK(max_rel_diff(alone[0][0], llama_get_logits_ith(nc, 0), g_vocab) > 1e-3f, "non-causal differs at token 0");
+    llama_free(nc);
+
+    // --- perf counters and encode
+    struct llama_context_params pp = llama_context_default_params();
+    pp.no_perf = false;
+    struct llama_context * pc = llama_init_from_model(g_model, pp);
+    b.n_tokens = 6;
+    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, i == 5);
+    llama_decode(pc, b);
+    for (int i = 0; i < 3; i++) {
+        b.n_tokens = 1;
+        put(&b, 0, B[i], 6 + i, 0, true);
+        llama_decode(pc, b);
+    }
+    struct llama_perf_context_data pd = llama_perf_context(pc);
+    CHECK(pd.n_p_eval == 6 && pd.n_eval == 3 && pd.t_p_eval_ms > 0 && pd.t_eval_ms > 0, "perf: %d prompt, %d eval",
+          pd.n_p_eval, pd.n_eval);
+    llama_perf_context_print(pc);
+    llama_perf_context_reset(pc);
+    pd = llama_perf_context(pc);
+    CHECK(pd.n_p_eval == 1 && pd.n_eval == 1 && pd.t_eval_ms == 0, "perf reset (counts read as at least 1)");
+    log_clear();
+    CHECK(llama_encode(pc, b) == -1 && log_has("encoder"), "encode on a decoder-only model: %s", g_log);
+    llama_free(pc);
+
     llama_batch_free(b);
     llama_free(ctx);
     llama_model_free(g_model);

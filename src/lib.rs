@@ -23,6 +23,7 @@
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
 //! `log`, `error`. See docs/ARCHITECTURE.md.
 
+pub mod clock;
 pub mod cpu;
 pub mod error;
 #[macro_use]

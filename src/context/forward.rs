@@ -45,14 +45,19 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
 }
 
 /// Runs one ubatch. `cells[i]` is the KV cell assigned to `tokens[i]` (its
-/// position and sequences are already recorded there). Writes the logits of
-/// the tokens flagged for output, in order, to `logits` ([n_out][n_vocab]).
+/// position and sequences are already recorded there). For the tokens
+/// flagged for output, in order, writes the final normed hidden state to
+/// `embd` ([n_out][n_embd]) and, unless `logits` is empty, the logits
+/// ([n_out][n_vocab]). With `causal` false a token attends to every cell of
+/// its sequence, later positions included.
 pub fn forward(
     model: &Model,
     weights: &Weights,
     kv: &mut KvCache,
     tokens: &[Token],
     cells: &[usize],
+    causal: bool,
+    embd: &mut [f32],
     logits: &mut [f32],
 ) -> Result<()> {
     let hp = &model.hparams;
@@ -67,12 +72,12 @@ pub fn forward(
 
     // --- embeddings: x [nt][n_embd]
     let mut x = vec![0f32; nt * n_embd];
-    let embd = &weights.tok_embd;
-    let row_bytes = bytes(model, embd).len() / embd.rows();
+    let tok_embd = &weights.tok_embd;
+    let row_bytes = bytes(model, tok_embd).len() / tok_embd.rows();
     for (t, tok) in tokens.iter().enumerate() {
         let id = tok.id.unwrap_or(0) as usize;
-        let row = &bytes(model, embd)[id * row_bytes..(id + 1) * row_bytes];
-        ops::dequantize_row(embd.ty(), row, &mut x[t * n_embd..(t + 1) * n_embd])?;
+        let row = &bytes(model, tok_embd)[id * row_bytes..(id + 1) * row_bytes];
+        ops::dequantize_row(tok_embd.ty(), row, &mut x[t * n_embd..(t + 1) * n_embd])?;
     }
     if arch == Arch::Gemma3 {
         let s = (n_embd as f32).sqrt();
@@ -138,7 +143,7 @@ pub fn forward(
                     let cell = &kv.cells[c];
                     !cell.is_empty()
                         && cell.seqs.has(seq)
-                        && cell.pos <= tok.pos
+                        && (!causal || cell.pos <= tok.pos)
                         && !(swa && tok.pos - cell.pos >= hp.n_swa as i32)
                 })
                 .collect();
@@ -208,6 +213,10 @@ pub fn forward(
         h.extend_from_slice(&x[t * n_embd..(t + 1) * n_embd]);
     }
     ops::rms_norm_mul(&mut h, n_embd, &vector(model, &weights.output_norm)?, eps);
+    embd.copy_from_slice(&h);
+    if logits.is_empty() {
+        return Ok(());
+    }
     let out = &weights.output;
     ops::matmul(out.ty(), bytes(model, out), out.rows(), out.cols(), &h, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;

@@ -29,6 +29,11 @@ pub struct ContextParams {
     /// ggml_type values of the K and V cache (F16 = 1, F32 = 0).
     pub type_k: i32,
     pub type_v: i32,
+    /// llama_pooling_type (-1: the model's).
+    pub pooling_type: i32,
+    /// llama_attention_type (-1: the model's, causal for these models).
+    pub attention_type: i32,
+    pub no_perf: bool,
 }
 
 /// The resolved parameters, following the reference's rules (llama_context's
@@ -106,6 +111,27 @@ impl CParams {
     }
 }
 
+/// Pooling of embeddings (llama_pooling_type values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    None = 0,
+    Mean = 1,
+    Cls = 2,
+    Last = 3,
+}
+
+/// Performance counters, as the reference keeps them.
+#[derive(Debug, Clone, Default)]
+pub struct Perf {
+    pub t_start_us: i64,
+    pub t_load_us: i64,
+    pub t_p_eval_us: i64,
+    pub t_eval_us: i64,
+    pub n_p_eval: i32,
+    pub n_eval: i32,
+    pub evaluated_once: bool,
+}
+
 /// What a decode call reports, beside errors (llama_decode's return codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecodeStatus {
@@ -135,6 +161,16 @@ pub struct Context {
     pub n_outputs: usize,
     /// Asked between ubatches; true stops the decode (llama_set_abort_callback).
     pub abort: Option<Box<dyn FnMut() -> bool + Send>>,
+    /// Whether embeddings are extracted (llama_set_embeddings).
+    pub embeddings: bool,
+    pub causal: bool,
+    pub pooling: Pooling,
+    /// Per-output embeddings of the last decode, [n_outputs][n_embd].
+    pub embd: Vec<f32>,
+    /// Pooled embeddings of the last decode, by sequence.
+    pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
+    pub no_perf: bool,
+    pub perf: Perf,
 }
 
 impl Context {
@@ -148,7 +184,34 @@ impl Context {
         let k_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_k) as usize).collect();
         let v_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_v) as usize).collect();
         let kv = KvCache::new(cparams.n_ctx as usize, k_width, v_width, type_k, type_v)?;
-        Ok(Context { model, cparams, kv, logits: Vec::new(), output_ids: Vec::new(), n_outputs: 0, abort: None })
+        let pooling = match params.pooling_type {
+            -1 | 0 => Pooling::None,
+            1 => Pooling::Mean,
+            2 => Pooling::Cls,
+            3 => Pooling::Last,
+            p => return Err(Error::invalid(format!("pooling_type {p} is not supported (NONE, MEAN, CLS, LAST are)"))),
+        };
+        let causal = match params.attention_type {
+            -1 | 0 => true,
+            1 => false,
+            a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
+        };
+        Ok(Context {
+            model,
+            kv,
+            logits: Vec::new(),
+            output_ids: Vec::new(),
+            n_outputs: 0,
+            abort: None,
+            embeddings: cparams.embeddings,
+            causal,
+            pooling,
+            embd: Vec::new(),
+            embd_seq: Default::default(),
+            no_perf: params.no_perf,
+            perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
+            cparams,
+        })
     }
 
     /// Decodes a batch: validates it, splits it into ubatches of n_ubatch
@@ -169,12 +232,24 @@ impl Context {
             return Ok(DecodeStatus::NoKvSlot);
         };
 
-        let n_out = batch.n_outputs();
+        let t0 = crate::clock::time_us();
+        let n_embd = self.model.hparams.n_embd as usize;
+        // Pooled embeddings need every token's hidden state.
+        let pooled = self.embeddings && self.pooling != Pooling::None;
+        let mut tokens = batch.tokens.clone();
+        if pooled && tokens.iter().any(|t| !t.output) {
+            log_warn!("llama_decode: embeddings required but some input tokens were not marked as outputs -> overriding");
+            tokens.iter_mut().for_each(|t| t.output = true);
+        }
+        let n_out = tokens.iter().filter(|t| t.output).count();
         self.logits.clear();
         self.logits.resize(n_out * n_vocab, 0.0);
-        self.output_ids = vec![-1; batch.tokens.len()];
+        self.embd.clear();
+        self.embd.resize(n_out * n_embd, 0.0);
+        self.embd_seq.clear();
+        self.output_ids = vec![-1; tokens.len()];
         let mut row = 0;
-        for (i, t) in batch.tokens.iter().enumerate() {
+        for (i, t) in tokens.iter().enumerate() {
             if t.output {
                 self.output_ids[i] = row;
                 row += 1;
@@ -185,7 +260,7 @@ impl Context {
         let weights = self.model.weights.as_ref().expect("checked at creation");
         let n_ubatch = self.cparams.n_ubatch as usize;
         let mut out_row = 0;
-        for (chunk, cells) in batch.tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
+        for (chunk, cells) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
             if abort() {
                 return Ok(DecodeStatus::Aborted);
             }
@@ -199,7 +274,8 @@ impl Context {
             }
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
-            if let Err(e) = forward::forward(&self.model, weights, &mut self.kv, chunk, cells, logits) {
+            let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
+            if let Err(e) = forward::forward(&self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
                 for &c in cells {
                     self.kv.cells[c].seqs.clear();
                 }
@@ -207,7 +283,59 @@ impl Context {
             }
             out_row += n;
         }
+        if pooled {
+            self.pool(&tokens);
+        }
+        self.count_perf(tokens.len(), t0);
         Ok(DecodeStatus::Ok)
+    }
+
+    /// Pools the per-token embeddings of the last batch by (first) sequence.
+    fn pool(&mut self, tokens: &[batch::Token]) {
+        let n_embd = self.model.hparams.n_embd as usize;
+        let mut rows: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
+        for (i, t) in tokens.iter().enumerate() {
+            rows.entry(t.seqs[0]).or_default().push(i);
+        }
+        for (seq, idx) in rows {
+            let row = |i: usize| &self.embd[i * n_embd..(i + 1) * n_embd];
+            let v = match self.pooling {
+                Pooling::Mean => {
+                    let mut acc = vec![0f32; n_embd];
+                    for &i in &idx {
+                        for (a, x) in acc.iter_mut().zip(row(i)) {
+                            *a += x;
+                        }
+                    }
+                    acc.iter().map(|a| a / idx.len() as f32).collect()
+                }
+                Pooling::Cls => row(idx[0]).to_vec(),
+                Pooling::Last => row(idx[idx.len() - 1]).to_vec(),
+                Pooling::None => continue,
+            };
+            self.embd_seq.insert(seq, v);
+        }
+    }
+
+    /// The reference's counters: single-token calls count as generation,
+    /// longer ones as prompt; times only without no_perf.
+    fn count_perf(&mut self, n_tokens: usize, t0: i64) {
+        let dt = crate::clock::time_us() - t0;
+        if n_tokens == 1 {
+            if !self.no_perf {
+                self.perf.t_eval_us += dt;
+            }
+            self.perf.n_eval += 1;
+        } else {
+            if !self.no_perf {
+                self.perf.t_p_eval_us += dt;
+            }
+            self.perf.n_p_eval += n_tokens as i32;
+        }
+        if !self.perf.evaluated_once {
+            self.perf.t_load_us = crate::clock::time_us() - self.perf.t_start_us;
+            self.perf.evaluated_once = true;
+        }
     }
 
     /// Moves the positions of `seq`'s cells in [p0, p1) through `f`, and
@@ -253,6 +381,15 @@ impl Context {
     /// The logits row of batch token `i` (negative: from the last output).
     pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
         let n_vocab = self.model.hparams.n_vocab as usize;
+        let row = self.output_row(i)?;
+        self.logits
+            .get(row * n_vocab..(row + 1) * n_vocab)
+            .ok_or_else(|| Error::invalid(format!("no logits for index {i}")))
+    }
+
+    /// The output row of batch token `i` (negative: counted from the last
+    /// output), as llama_get_logits_ith / llama_get_embeddings_ith map it.
+    pub fn output_row(&self, i: i32) -> Result<usize> {
         let row = if i < 0 {
             let j = i64::from(self.n_outputs as i32) + i64::from(i);
             if j < 0 {
@@ -268,9 +405,10 @@ impl Context {
                 Some(&r) => r as usize,
             }
         };
-        self.logits
-            .get(row * n_vocab..(row + 1) * n_vocab)
-            .ok_or_else(|| Error::invalid(format!("no logits for index {i}")))
+        if row >= self.n_outputs {
+            return Err(Error::invalid(format!("no output {row} (the last decode had {})", self.n_outputs)));
+        }
+        Ok(row)
     }
 }
 
@@ -298,6 +436,9 @@ mod tests {
             embeddings: false,
             type_k: 1,
             type_v: 1,
+            pooling_type: -1,
+            attention_type: -1,
+            no_perf: true,
         }
     }
 

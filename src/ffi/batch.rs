@@ -157,7 +157,11 @@ pub extern "C" fn llama_batch_free(batch: llama_batch) {
 
 #[no_mangle]
 pub extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    not_implemented("llama_encode", -1)
+    guard("llama_encode", -1, || {
+        ctx_mut(ctx)?;
+        let _ = batch;
+        Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)"))
+    })
 }
 
 #[no_mangle]

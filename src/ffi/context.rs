@@ -73,6 +73,9 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             embeddings: params.embeddings,
             type_k: params.type_k.0,
             type_v: params.type_v.0,
+            pooling_type: params.pooling_type.0,
+            attention_type: params.attention_type.0,
+            no_perf: params.no_perf,
         };
         let mut ctx = Context::new(model, &request)?;
         ctx.abort = abort_closure(params.abort_callback, params.abort_callback_data);
@@ -139,7 +142,8 @@ pub extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t 
 
 #[no_mangle]
 pub extern "C" fn llama_pooling_type(ctx: *const llama_context) -> enum_llama_pooling_type {
-    not_implemented("llama_pooling_type", enum_llama_pooling_type(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int))
+    let unspecified = enum_llama_pooling_type(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int);
+    with_ctx("llama_pooling_type", unspecified, ctx, |c| enum_llama_pooling_type(c.pooling as c_int))
 }
 
 #[no_mangle]
@@ -167,22 +171,30 @@ pub extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
 
 #[no_mangle]
 pub extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
-    not_implemented("llama_set_embeddings", ())
+    guard("llama_set_embeddings", (), || {
+        ctx_mut(ctx)?.embeddings = embeddings;
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
-    not_implemented("llama_set_causal_attn", ())
+    guard("llama_set_causal_attn", (), || {
+        ctx_mut(ctx)?.causal = causal_attn;
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
-    not_implemented("llama_get_causal_attn", false)
+    with_ctx("llama_get_causal_attn", false, ctx, |c| c.causal)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
-    not_implemented("llama_set_warmup", ())
+    // A warmup run touches every weight in the reference's graph; minfer's
+    // weights are mapped and its decode path is the same either way.
+    guard("llama_set_warmup", (), || ctx_mut(ctx).map(|_| ()))
 }
 
 #[no_mangle]
@@ -222,30 +234,93 @@ pub extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut 
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
-    not_implemented("llama_get_embeddings", ptr::null_mut())
+    guard("llama_get_embeddings", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if c.embd.is_empty() || !c.embeddings {
+            return Err(Error::invalid("no embeddings: enable them with llama_set_embeddings and decode"));
+        }
+        Ok(c.embd.as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_embeddings_ith", ptr::null_mut())
+    guard("llama_get_embeddings_ith", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if !c.embeddings {
+            return Err(Error::invalid("embeddings are disabled (llama_set_embeddings)"));
+        }
+        let n_embd = c.model.hparams.n_embd as usize;
+        let row = c.output_row(i).map_err(|e| Error::invalid(format!("invalid embeddings id {i}: {e}")))?;
+        Ok(c.embd[row * n_embd..].as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
-    not_implemented("llama_get_embeddings_seq", ptr::null_mut())
+    guard("llama_get_embeddings_seq", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        match c.embd_seq.get_mut(&seq_id) {
+            Some(v) => Ok(v.as_mut_ptr()),
+            None => Err(Error::invalid(format!(
+                "no pooled embedding for sequence {seq_id} (pooling {:?}, embeddings {})",
+                c.pooling, c.embeddings
+            ))),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
-    not_implemented("llama_perf_context", llama_perf_context_data::default())
+    with_ctx("llama_perf_context", llama_perf_context_data::default(), ctx, |c| {
+        let p = &c.perf;
+        llama_perf_context_data {
+            t_start_ms: 1e-3 * p.t_start_us as f64,
+            t_load_ms: 1e-3 * p.t_load_us as f64,
+            t_p_eval_ms: 1e-3 * p.t_p_eval_us as f64,
+            t_eval_ms: 1e-3 * p.t_eval_us as f64,
+            n_p_eval: p.n_p_eval.max(1),
+            n_eval: p.n_eval.max(1),
+            n_reused: 0,
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
-    not_implemented("llama_perf_context_print", ())
+    let d = llama_perf_context(ctx);
+    guard("llama_perf_context_print", (), || {
+        ctx_ref(ctx)?;
+        let t_end_ms = 1e-3 * crate::clock::time_us() as f64;
+        log_info!("llama_perf_context_print:        load time = {:10.2} ms", d.t_load_ms);
+        log_info!(
+            "llama_perf_context_print: prompt eval time = {:10.2} ms / {:5} tokens ({:8.2} ms per token, {:8.2} tokens per second)",
+            d.t_p_eval_ms,
+            d.n_p_eval,
+            d.t_p_eval_ms / f64::from(d.n_p_eval),
+            1e3 / d.t_p_eval_ms * f64::from(d.n_p_eval)
+        );
+        log_info!(
+            "llama_perf_context_print:        eval time = {:10.2} ms / {:5} runs   ({:8.2} ms per token, {:8.2} tokens per second)",
+            d.t_eval_ms,
+            d.n_eval,
+            d.t_eval_ms / f64::from(d.n_eval),
+            1e3 / d.t_eval_ms * f64::from(d.n_eval)
+        );
+        log_info!(
+            "llama_perf_context_print:       total time = {:10.2} ms / {:5} tokens",
+            t_end_ms - d.t_start_ms,
+            d.n_p_eval + d.n_eval
+        );
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
-    not_implemented("llama_perf_context_reset", ())
+    guard("llama_perf_context_reset", (), || {
+        let c = ctx_mut(ctx)?;
+        c.perf = crate::context::Perf { t_start_us: crate::clock::time_us(), ..Default::default() };
+        Ok(())
+    })
 }
