@@ -159,3 +159,37 @@ fn fp16_and_bf16_conversions_match_ggml_on_edge_values() {
     assert_eq!(c_f32_to_i32(3e9), i32::MIN);
     assert_eq!(c_f32_to_i32(-7.9), -7);
 }
+
+/// Compares `dequantize_row` with the gguf package's numpy dequantizer, bit
+/// for bit (NaN equals NaN), on the files scripts/gguf_dequant.py writes to
+/// `$MINFER_GGUF_DEQUANT_DIR` (scripts/test.sh sets it up). Without the
+/// variable the test says so and passes; with it, missing files fail.
+#[test]
+fn dequantize_equals_gguf_numpy() {
+    let Some(dir) = std::env::var_os("MINFER_GGUF_DEQUANT_DIR") else {
+        eprintln!("dequantize_equals_gguf_numpy: MINFER_GGUF_DEQUANT_DIR not set, skipped");
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let mut checked = 0;
+    for (ty, _) in golden_types() {
+        if matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K) {
+            continue; // activation-only types: the gguf package has no dequantizer
+        }
+        let name = ty.name();
+        let q = std::fs::read(dir.join(format!("{name}.q"))).expect("gguf_dequant.py output");
+        let want: Vec<f32> = std::fs::read(dir.join(format!("{name}.f32")))
+            .expect("gguf_dequant.py output")
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let mut got = vec![0f32; want.len()];
+        dequantize_row(ty, &q, &mut got).expect("valid row");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+            assert!(same, "{name}: element {i}: got {g:e} ({:#x}), numpy {w:e} ({:#x})", g.to_bits(), w.to_bits());
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 14);
+}
