@@ -29,6 +29,8 @@ pub mod error;
 #[macro_use]
 pub mod log;
 pub mod ggml_type;
+pub mod kernels;
+pub mod quant;
 pub mod gguf;
 pub mod model;
 pub mod context;
