@@ -308,6 +308,34 @@ int main(int argc, char ** argv) {
     CHECK(max_rel_diff(alone[0][0], llama_get_logits_ith(nc, 0), g_vocab) > 1e-3f, "non-causal differs at token 0");
     llama_free(nc);
 
+    // --- the extended batch API and llama_process
+    {
+        struct llama_context * xc = new_ctx(256, 2);
+        struct llama_batch_ext * xb = llama_batch_ext_init(xc);
+        CHECK(xb != NULL, "batch_ext_init");
+        for (int i = 0; i < 6; i++) {
+            int idx = llama_batch_ext_add_token(xb, 0, A[i]);
+            CHECK(idx == i, "add_token index %d", idx);
+            llama_pos p = i;
+            CHECK(llama_batch_ext_set_pos(xb, idx, &p), "set_pos");
+            CHECK(llama_batch_ext_set_output_logits(xb, idx, true), "set_output");
+        }
+        CHECK(llama_batch_ext_add_token(xb, 0, -1) == -2 && llama_batch_ext_add_token(xb, 0, g_vocab) == -2, "bad id: -2");
+        CHECK(llama_batch_ext_add_token(xb, 5, 1) == -3, "bad sequence: -3");
+        CHECK(!llama_batch_ext_set_pos(xb, 99, NULL) && !llama_batch_ext_add_seq(xb, 99, 0), "bad index: false");
+        CHECK(llama_process(xc, LLAMA_PROCESS_TYPE_DECODE, xb) == 0, "llama_process decode: %s", g_log);
+        CHECK(max_rel_diff(alone[0][5], llama_get_logits_ith(xc, 5), g_vocab) <= 1e-5f, "same logits as llama_decode");
+        CHECK(llama_process(xc, LLAMA_PROCESS_TYPE_ENCODE, xb) == -1, "encode: -1");
+        llama_batch_ext_clear(xb);
+        CHECK(llama_process(xc, LLAMA_PROCESS_TYPE_DECODE, xb) == -1, "empty batch: -1");
+        int full = 0;
+        while (llama_batch_ext_add(xb, 0) >= 0) full++;
+        CHECK(full == (int) llama_n_batch(xc), "full at n_batch (%d)", full);
+        llama_batch_ext_free(xb);
+        llama_batch_ext_free(NULL);
+        llama_free(xc);
+    }
+
     // --- perf counters and encode
     struct llama_context_params pp = llama_context_default_params();
     pp.no_perf = false;

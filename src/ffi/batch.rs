@@ -1,16 +1,56 @@
 //! Batches, decode and encode.
 
-// Most functions here are stubs until their issue lands; their parameters
-// are unused until then.
-#![allow(unused_variables)]
-
 use super::boundary::*;
 use super::types::*;
 use super::context::ctx_mut;
 use crate::context::batch::{Batch, Token};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use std::ffi::c_int;
 use std::ptr;
+
+/// A token of an extended batch (llama_batch_ext): position unset (-1)
+/// until llama_batch_ext_set_pos.
+struct ExtToken {
+    id: Option<llama_token>,
+    pos: llama_pos,
+    seqs: Vec<llama_seq_id>,
+    output: bool,
+}
+
+/// What a `*mut llama_batch_ext` points to.
+struct BatchExt {
+    n_tokens_max: usize,
+    n_seq_max: i32,
+    n_vocab: i32,
+    tokens: Vec<ExtToken>,
+}
+
+impl BatchExt {
+    /// Adds a token; returns its index, or -1 (full), -2 (bad id), -3 (bad
+    /// sequence), as llama.h documents.
+    fn add(&mut self, seq_id: llama_seq_id, id: Option<llama_token>) -> i32 {
+        if self.tokens.len() >= self.n_tokens_max {
+            return -1;
+        }
+        if seq_id < 0 || seq_id >= self.n_seq_max {
+            return -3;
+        }
+        if let Some(id) = id {
+            if id < 0 || id >= self.n_vocab {
+                return -2;
+            }
+        }
+        self.tokens.push(ExtToken { id, pos: -1, seqs: vec![seq_id], output: false });
+        (self.tokens.len() - 1) as i32
+    }
+}
+
+fn ext_mut<'a>(batch: *mut llama_batch_ext) -> Result<&'a mut BatchExt> {
+    // SAFETY: a non-NULL handle is a live Box<BatchExt> from
+    // llama_batch_ext_init, used from one thread at a time.
+    unsafe { batch.cast::<BatchExt>().as_mut() }.ok_or_else(|| Error::invalid("batch is NULL"))
+}
 
 /// malloc for `n` values of T (None on overflow or failure).
 fn c_alloc<T>(n: usize) -> Option<*mut T> {
@@ -180,67 +220,161 @@ pub extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
-    not_implemented("llama_batch_ext_init", ptr::null_mut())
+    guard("llama_batch_ext_init", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        let b = BatchExt {
+            n_tokens_max: c.cparams.n_batch as usize,
+            n_seq_max: c.cparams.n_seq_max as i32,
+            n_vocab: c.model.hparams.n_vocab as i32,
+            tokens: Vec::new(),
+        };
+        Ok(Box::into_raw(Box::new(b)).cast::<llama_batch_ext>())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
-    not_implemented("llama_batch_ext_free", ())
+    guard("llama_batch_ext_free", (), || {
+        if !batch.is_null() {
+            // SAFETY: a non-NULL handle came from Box::into_raw in
+            // llama_batch_ext_init and is freed once.
+            drop(unsafe { Box::from_raw(batch.cast::<BatchExt>()) });
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
-    not_implemented("llama_batch_ext_clear", ())
+    guard("llama_batch_ext_clear", (), || {
+        ext_mut(batch)?.tokens.clear();
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    not_implemented("llama_batch_ext_add", -1)
+    guard("llama_batch_ext_add", -1, || Ok(ext_mut(batch)?.add(seq_id, None)))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_token(batch: *mut llama_batch_ext, seq_id: llama_seq_id, id: llama_token) -> i32 {
-    not_implemented("llama_batch_ext_add_token", -1)
+    guard("llama_batch_ext_add_token", -1, || Ok(ext_mut(batch)?.add(seq_id, Some(id))))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_embd(batch: *mut llama_batch_ext, seq_id: llama_seq_id, embd: llama_embd) -> i32 {
-    not_implemented("llama_batch_ext_add_embd", -1)
+    guard("llama_batch_ext_add_embd", -2, || {
+        ext_mut(batch)?;
+        let _ = (seq_id, embd);
+        Err(Error::invalid("embedding inputs are not implemented yet"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32, seq_id: llama_seq_id) -> bool {
-    not_implemented("llama_batch_ext_add_seq", false)
+    guard("llama_batch_ext_add_seq", false, || {
+        let b = ext_mut(batch)?;
+        let ok = seq_id >= 0 && seq_id < b.n_seq_max;
+        match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) if ok => {
+                if !t.seqs.contains(&seq_id) {
+                    t.seqs.push(seq_id);
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_embd_token(batch: *mut llama_batch_ext, idx: i32, embd: llama_embd) -> bool {
-    not_implemented("llama_batch_ext_set_embd_token", false)
+    guard("llama_batch_ext_set_embd_token", false, || {
+        ext_mut(batch)?;
+        let _ = (idx, embd);
+        Err(Error::invalid("embedding inputs are not implemented yet"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_embd_state(batch: *mut llama_batch_ext, idx: i32, embd: llama_embd) -> bool {
-    not_implemented("llama_batch_ext_set_embd_state", false)
+    guard("llama_batch_ext_set_embd_state", false, || {
+        ext_mut(batch)?;
+        let _ = (idx, embd);
+        Err(Error::invalid("state embeddings (MTP, deepstack) do not apply to the models minfer runs"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    not_implemented("llama_batch_ext_set_output_embd", false)
+    guard("llama_batch_ext_set_output_embd", false, || {
+        let b = ext_mut(batch)?;
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                t.output = value;
+                true
+            }
+            None => false,
+        })
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    not_implemented("llama_batch_ext_set_output_logits", false)
+    guard("llama_batch_ext_set_output_logits", false, || {
+        let b = ext_mut(batch)?;
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                t.output = value;
+                true
+            }
+            None => false,
+        })
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
-    not_implemented("llama_batch_ext_set_pos", false)
+    guard("llama_batch_ext_set_pos", false, || {
+        let b = ext_mut(batch)?;
+        if pos.is_null() {
+            return Ok(false);
+        }
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                // SAFETY: a text token takes one position from the caller.
+                t.pos = unsafe { *pos };
+                true
+            }
+            None => false,
+        })
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_process(ctx: *mut llama_context, r#type: enum_llama_process_type, batch: *mut llama_batch_ext) -> i32 {
-    not_implemented("llama_process", -1)
+    guard("llama_process", -1, || {
+        let c = ctx_mut(ctx)?;
+        let b = ext_mut(batch)?;
+        if r#type.0 == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as c_int {
+            return Err(Error::invalid("the model has no encoder (decoder-only models use LLAMA_PROCESS_TYPE_DECODE)"));
+        }
+        if r#type.0 != llama_process_type::LLAMA_PROCESS_TYPE_DECODE as c_int {
+            return Err(Error::invalid(format!("unknown process type {}", r#type.0)));
+        }
+        let mut input = Batch { tokens: Vec::with_capacity(b.tokens.len()), embd: Vec::new() };
+        for (i, t) in b.tokens.iter().enumerate() {
+            let Some(id) = t.id else {
+                return Err(Error::invalid(format!("token {i} has no id (embedding inputs are not implemented yet)")));
+            };
+            input.tokens.push(Token { id: Some(id), pos: t.pos, seqs: t.seqs.clone(), output: t.output });
+        }
+        let mut abort = c.abort.take();
+        let status = c.decode(&input, &mut || abort.as_mut().is_some_and(|f| f()));
+        c.abort = abort;
+        Ok(status? as i32)
+    })
 }
 
 /// The all-NULL batch returned on failure (freeing it is a no-op).
