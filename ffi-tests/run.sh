@@ -130,6 +130,55 @@ else
     not_ok "models missing (run scripts/fetch-models.sh)"
 fi
 
+# --- forward pass: teacher-forced logits of synthetic models (random F32
+# weights, 2 layers, a reference vocab cut to 512 tokens) against goldens made
+# with the reference library (scripts/make-parity-goldens.sh), and invariance
+# (threads, ubatch size, decode chunking: bit-identical)
+VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
+if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gguf" ]; then
+    PAR=$ROOT/ffi-tests/golden/parity
+    if gcc -O2 -std=c11 -Wall -Wextra -Werror -I"$ROOT/include" "$ROOT/ffi-tests/parity/logits.c" -o "$OUT/logits" "${LDFLAGS[@]}" \
+        && gcc -O2 -std=c11 -Wall -Wextra -Werror "$ROOT/ffi-tests/parity/compare_logits.c" -o "$OUT/compare_logits" -lm \
+        && (cd "$ROOT" && cargo build --release --quiet --example synth_model); then
+        for arch in llama qwen2 qwen3 gemma3; do
+            vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
+            m=$OUT/synth-$arch.gguf
+            "$ROOT/target/release/examples/synth_model" "$arch" "$VOCAB/ggml-vocab-$vocab.gguf" "$m" 11 512
+            if "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/synth-$arch.bin" 512 2 2> "$OUT/logits-$arch.err" \
+                && "$OUT/compare_logits" "$PAR/synth-$arch.ref.bin" "$OUT/synth-$arch.bin" 99.5 1e-5 1e-3 > "$OUT/parity-$arch.txt"; then
+                ok "synthetic $arch logits match the reference ($(cat "$OUT/parity-$arch.txt"))"
+            else
+                not_ok "synthetic $arch logits match the reference"; cat "$OUT/parity-$arch.txt" "$OUT/logits-$arch.err" 2> /dev/null
+            fi
+            inv_ok=1
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-t1.bin" 512 1 2> /dev/null || inv_ok=0
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-ub8.bin" 8 2 2> /dev/null || inv_ok=0
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-chunk.bin" 512 2 5 2> /dev/null || inv_ok=0
+            for f in inv-t1 inv-ub8 inv-chunk; do cmp -s "$OUT/synth-$arch.bin" "$OUT/$f.bin" || inv_ok=0; done
+            if [ $inv_ok = 1 ]; then
+                ok "synthetic $arch: bit-identical logits for 1/2 threads, n_ubatch 512/8, one decode or chunks of 5"
+            else
+                not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
+            fi
+        done
+        if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
+            run_prog test_decode "$OUT/synth-llama.gguf"
+            if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                "$OUT/test_decode" "$OUT/synth-llama.gguf" > "$OUT/valgrind_decode.out" 2> "$OUT/valgrind_decode.err"; then
+                ok "test_decode under valgrind memcheck: no errors, no leaks"
+            else
+                not_ok "test_decode under valgrind"; tail -n 40 "$OUT/valgrind_decode.err"
+            fi
+        else
+            not_ok "test_decode build"
+        fi
+    else
+        not_ok "parity tools build"
+    fi
+else
+    not_ok "vocab files missing (run scripts/fetch-reference-src.sh)"
+fi
+
 # --- (e) malformed GGUF files: rejected with a message, clean under valgrind
 if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     rm -rf "$OUT/bad_gguf" && mkdir -p "$OUT/bad_gguf"

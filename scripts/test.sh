@@ -23,6 +23,7 @@ fi
 
 # --- models (cached under ~/.cache/minfer; a second run downloads nothing)
 bash scripts/fetch-models.sh > /dev/null || { echo "could not fetch the models"; exit 1; }
+bash scripts/fetch-reference-src.sh > /dev/null || { echo "could not fetch the reference source and vocab files"; exit 1; }
 
 # --- Rust unit tests, and the library the C tests link (same profile and
 # features, so the two builds share their dependencies)

@@ -23,11 +23,14 @@
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
 //! `log`, `error`. See docs/ARCHITECTURE.md.
 
+pub mod clock;
 pub mod cpu;
 pub mod error;
 #[macro_use]
 pub mod log;
 pub mod ggml_type;
+pub mod kernels;
+pub mod quant;
 pub mod gguf;
 pub mod model;
 pub mod context;

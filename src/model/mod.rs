@@ -6,6 +6,7 @@ pub mod ftype;
 pub mod hparams;
 pub mod metadata;
 pub mod vocab_info;
+pub mod weights;
 
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo, Value};
@@ -15,6 +16,7 @@ use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
 use std::ffi::CString;
 use vocab_info::VocabInfo;
+use weights::Weights;
 
 /// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
 pub const MAX_SEQ: usize = 256;
@@ -55,6 +57,8 @@ pub struct Model {
     pub n_params: u64,
     pub n_bytes: u64,
     pub vocab_only: bool,
+    /// The bound weights (None with vocab_only).
+    pub weights: Option<Weights>,
 }
 
 fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
@@ -130,7 +134,10 @@ impl Model {
             HParams { n_vocab: vocab.n_tokens, ..HParams::default() }
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
-            let hp = HParams::read(&keys, vocab.n_tokens)?;
+            let mut hp = HParams::read(&keys, vocab.n_tokens)?;
+            if let Some(a) = arch {
+                hp.read_arch(a, &keys)?;
+            }
             hp.check_runnable(&arch_name)?;
             hp
         };
@@ -155,6 +162,11 @@ impl Model {
             (0, String::new())
         } else {
             (ftype, format!("{arch_name} {size_name} {}", ftype::name_c(ftype).to_string_lossy()))
+        };
+
+        let weights = match arch {
+            Some(a) if !params.vocab_only => Some(Weights::bind(a, &hparams, &files, &tensor_index)?),
+            _ => None,
         };
 
         // Tensor data is mapped, not read; the progress callback still sees
@@ -190,6 +202,7 @@ impl Model {
             n_params,
             n_bytes,
             vocab_only: params.vocab_only,
+            weights,
         })
     }
 
