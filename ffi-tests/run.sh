@@ -38,6 +38,18 @@ CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/f
 CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
 LDFLAGS=(-L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
 
+# under_valgrind NAME ARGS... : reruns a compiled test under memcheck; any
+# invalid access or definite/indirect leak fails it
+under_valgrind() {
+    local name=$1; shift
+    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        "$OUT/$name" "$@" > "$OUT/valgrind_$name.out" 2> "$OUT/valgrind_$name.err"; then
+        ok "$name under valgrind memcheck: no errors, no leaks"
+    else
+        not_ok "$name under valgrind"; tail -n 40 "$OUT/valgrind_$name.err"
+    fi
+}
+
 # compile NAME SOURCE [c|c++]
 compile() {
     local name=$1 src=$2 lang=${3:-c}
@@ -117,12 +129,7 @@ if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     compile test_models "$ROOT/ffi-tests/test_models.c" && run_prog test_models "$SMOL" "$GEMMA" || not_ok "test_models build"
     if compile test_lifecycle "$ROOT/ffi-tests/test_lifecycle.c"; then
         run_prog test_lifecycle "$SMOL"
-        if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            "$OUT/test_lifecycle" "$SMOL" > "$OUT/valgrind_lifecycle.out" 2> "$OUT/valgrind_lifecycle.err"; then
-            ok "test_lifecycle under valgrind memcheck: no errors, no leaks"
-        else
-            not_ok "test_lifecycle under valgrind"; tail -n 40 "$OUT/valgrind_lifecycle.err"
-        fi
+        under_valgrind test_lifecycle "$SMOL"
     else
         not_ok "test_lifecycle build"
     fi
@@ -163,12 +170,7 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
         done
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
             run_prog test_decode "$OUT/synth-llama.gguf"
-            if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-                "$OUT/test_decode" "$OUT/synth-llama.gguf" > "$OUT/valgrind_decode.out" 2> "$OUT/valgrind_decode.err"; then
-                ok "test_decode under valgrind memcheck: no errors, no leaks"
-            else
-                not_ok "test_decode under valgrind"; tail -n 40 "$OUT/valgrind_decode.err"
-            fi
+            under_valgrind test_decode "$OUT/synth-llama.gguf"
         else
             not_ok "test_decode build"
         fi
@@ -186,12 +188,7 @@ if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     if compile test_bad_gguf "$ROOT/ffi-tests/test_bad_gguf.c"; then
         run_prog test_bad_gguf "$OUT/bad_gguf"
         if command -v valgrind > /dev/null; then
-            if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-                "$OUT/test_bad_gguf" "$OUT/bad_gguf" > "$OUT/valgrind_bad_gguf.out" 2> "$OUT/valgrind_bad_gguf.err"; then
-                ok "test_bad_gguf under valgrind memcheck: no errors, no leaks"
-            else
-                not_ok "test_bad_gguf under valgrind"; tail -n 40 "$OUT/valgrind_bad_gguf.err"
-            fi
+            under_valgrind test_bad_gguf "$OUT/bad_gguf"
         else
             not_ok "valgrind is not installed"
         fi

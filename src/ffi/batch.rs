@@ -46,6 +46,20 @@ impl BatchExt {
     }
 }
 
+/// Marks token `idx` as an output (logits and embeddings are one flag for now).
+fn set_output(name: &str, batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
+    guard(name, false, || {
+        let b = ext_mut(batch)?;
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                t.output = value;
+                true
+            }
+            None => false,
+        })
+    })
+}
+
 fn ext_mut<'a>(batch: *mut llama_batch_ext) -> Result<&'a mut BatchExt> {
     // SAFETY: a non-NULL handle is a live Box<BatchExt> from
     // llama_batch_ext_init, used from one thread at a time.
@@ -308,30 +322,12 @@ pub extern "C" fn llama_batch_ext_set_embd_state(batch: *mut llama_batch_ext, id
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    guard("llama_batch_ext_set_output_embd", false, || {
-        let b = ext_mut(batch)?;
-        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
-            Some(t) => {
-                t.output = value;
-                true
-            }
-            None => false,
-        })
-    })
+    set_output("llama_batch_ext_set_output_embd", batch, idx, value)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    guard("llama_batch_ext_set_output_logits", false, || {
-        let b = ext_mut(batch)?;
-        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
-            Some(t) => {
-                t.output = value;
-                true
-            }
-            None => false,
-        })
-    })
+    set_output("llama_batch_ext_set_output_logits", batch, idx, value)
 }
 
 #[no_mangle]
