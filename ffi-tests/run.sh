@@ -108,6 +108,15 @@ fi
 # --- (g) the panic boundary and the log
 compile test_panic_log "$ROOT/ffi-tests/test_panic_log.c" && run_prog test_panic_log || not_ok "test_panic_log build"
 
+# --- every exported function called with NULL / zero arguments survives
+python3 "$ROOT/ffi-tests/gen_null_calls.py" "$ROOT/include/llama.h" "$OUT/null_calls.c"
+if compile null_calls "$OUT/null_calls.c"; then
+    run_prog null_calls
+    under_valgrind null_calls
+else
+    not_ok "null_calls build"
+fi
+
 # --- (d) both real models: metadata as the reference reports it, and the API's conventions
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     if compile dump_model "$ROOT/ffi-tests/dump_model.c"; then
