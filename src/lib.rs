@@ -30,6 +30,7 @@ pub mod log;
 pub mod ggml_type;
 pub mod gguf;
 pub mod model;
+pub mod vocab;
 pub mod context;
 pub mod ffi;
 

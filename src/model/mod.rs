@@ -14,7 +14,7 @@ use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
 use std::ffi::CString;
-use vocab_info::VocabInfo;
+use crate::vocab::Vocab;
 
 /// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
 pub const MAX_SEQ: usize = 256;
@@ -48,7 +48,8 @@ pub struct Model {
     pub arch: Option<Arch>,
     pub hparams: HParams,
     pub metadata: Metadata,
-    pub vocab: VocabInfo,
+    /// The vocabulary and its tokenizer (`llama_model_get_vocab` points here).
+    pub vocab: Vocab,
     /// llama_ftype, with the GUESSED bit when the file does not say.
     pub ftype: i32,
     pub desc: CString,
@@ -112,7 +113,8 @@ impl Model {
         }
 
         let metadata = Metadata::from_gguf(first);
-        let vocab = VocabInfo::read(first)?;
+        let vocab = Vocab::load(first)?;
+        let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
 
         let mut tensor_index = HashMap::new();
         let (mut n_params, mut n_bytes) = (0u64, 0u64);
@@ -127,10 +129,10 @@ impl Model {
         }
 
         let hparams = if params.vocab_only {
-            HParams { n_vocab: vocab.n_tokens, ..HParams::default() }
+            HParams { n_vocab, ..HParams::default() }
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
-            let hp = HParams::read(&keys, vocab.n_tokens)?;
+            let hp = HParams::read(&keys, n_vocab)?;
             hp.check_runnable(&arch_name)?;
             hp
         };
