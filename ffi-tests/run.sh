@@ -152,6 +152,29 @@ if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     fi
 fi
 
+# --- (i) the vocab C API (buffers, invalid ids, NUL bytes, 10 MB input), and
+# every vocab getter against the reference's (a digest per vocabulary)
+if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
+    compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c" && run_prog test_vocab_api "$SMOL" "$GEMMA" \
+        || not_ok "test_vocab_api build"
+fi
+if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
+    for g in "$ROOT"/ffi-tests/golden/vocab/*.txt; do
+        name=$(basename "$g" .txt)
+        case "$name" in
+            SmolLM2-*|gemma-3-*) model=$MODELS/$name.gguf ;;
+            *) model=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/$name.gguf ;;
+        esac
+        if "$OUT/dump_vocab" "$model" > "$OUT/vocab-$name.txt" 2>&1 && diff -u "$g" "$OUT/vocab-$name.txt" > "$OUT/vocab-$name.diff"; then
+            ok "vocab getters of $name equal the reference's"
+        else
+            not_ok "vocab getters of $name equal the reference's"; head -n 20 "$OUT/vocab-$name.diff"
+        fi
+    done
+else
+    not_ok "dump_vocab build"
+fi
+
 # --- (h) tokenizer goldens: every row of every vocabulary (ids and detokenized
 # bytes identical to the reference library's), through the C API
 TOK=$SHARED/ref/tokenizer

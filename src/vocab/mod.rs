@@ -19,6 +19,7 @@ mod hash;
 pub mod pretokenize;
 pub mod regex;
 mod spm;
+mod stdmap;
 mod ugm;
 pub mod unicode;
 mod unicode_data;
@@ -797,11 +798,10 @@ impl Vocab {
             "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
         ];
 
-        // The reference walks an unordered_map; where several candidates
-        // exist, minfer takes the one listed first, then the lowest id.
-        let find = |v: &Vocab, names: &[&str]| -> Option<i32> {
-            names.iter().map(|n| v.text_to_token(n.as_bytes())).find(|&t| t != TOKEN_NULL)
-        };
+        // The reference walks its unordered_map token_to_id and keeps the
+        // first candidate it meets: walk the same order (stdmap.rs).
+        let order: Vec<u32> = stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
+            .unwrap_or_else(|| (0..self.tokens.len() as u32).collect());
         let slots: [(fn(&mut Vocab) -> &mut i32, &[&str]); 8] = [
             (|v| &mut v.eot, EOT),
             (|v| &mut v.eom, EOM),
@@ -812,14 +812,17 @@ impl Vocab {
             (|v| &mut v.fim_rep, FIM_REP),
             (|v| &mut v.fim_sep, FIM_SEP),
         ];
-        for (slot, names) in slots {
-            if *slot(self) != TOKEN_NULL {
+        let all: Vec<&str> = slots.iter().flat_map(|(_, names)| names.iter().copied()).collect();
+        for &id in &order {
+            let text = self.tokens[id as usize].text();
+            if !all.iter().any(|n| n.as_bytes() == text) {
                 continue;
             }
-            // every candidate present gets the control attribute only if chosen
-            if let Some(id) = find(self, names) {
-                *slot(self) = id;
-                self.force_control(id);
+            for (slot, names) in &slots {
+                if *slot(self) == TOKEN_NULL && names.iter().any(|n| n.as_bytes() == self.tokens[id as usize].text()) {
+                    *slot(self) = id as i32;
+                    self.force_control(id as i32);
+                }
             }
         }
 
