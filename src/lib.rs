@@ -33,6 +33,7 @@ pub mod kernels;
 pub mod quant;
 pub mod gguf;
 pub mod model;
+pub mod vocab;
 pub mod context;
 pub mod ffi;
 
