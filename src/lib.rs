@@ -21,7 +21,7 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `log`, `error`. See docs/ARCHITECTURE.md.
+//! `sampling/` (the samplers, the chain, GBNF grammars), `log`, `error`. See docs/ARCHITECTURE.md.
 
 pub mod cpu;
 pub mod error;
@@ -31,6 +31,7 @@ pub mod ggml_type;
 pub mod gguf;
 pub mod model;
 pub mod context;
+pub mod sampling;
 pub mod ffi;
 
 pub use error::{Error, Result};
