@@ -2,7 +2,8 @@
 # Runs the C tests of the library: ABI tables, header compilation (C11 and
 # C++17, warnings as errors), exported symbols, default parameters and model
 # metadata against goldens from the reference library, the boundary and the
-# log, the real models, malformed GGUF files (also under valgrind).
+# log, the real models, malformed GGUF files (also under valgrind), the
+# samplers (seed-for-seed goldens from the reference, the API from C).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -149,6 +150,32 @@ if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     else
         not_ok "test_bad_gguf build"
     fi
+fi
+
+# --- (h) samplers: seed-for-seed parity with the reference (goldens made by
+# ffi-tests/gen_sampler_golden.sh with the reference library), the API from
+# C (a caller's own sampler, chain semantics, clone/reset/copy, seeds, perf,
+# grammar errors, NULL handles), also under valgrind
+if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
+    if "$OUT/sampler_golden" > "$OUT/sampler_chains.txt" \
+        && diff -u "$ROOT/ffi-tests/golden/sampler_chains.txt" "$OUT/sampler_chains.txt" > "$OUT/sampler_chains.diff"; then
+        ok "sampler chains choose the reference's tokens ($(wc -l < "$OUT/sampler_chains.txt") chain/size/logits cases x 1000 draws)"
+    else
+        not_ok "sampler chains differ from the reference"; head -n 20 "$OUT/sampler_chains.diff"
+    fi
+else
+    not_ok "sampler_golden build"
+fi
+if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
+    run_prog test_samplers
+    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        "$OUT/test_samplers" > "$OUT/valgrind_samplers.out" 2> "$OUT/valgrind_samplers.err"; then
+        ok "test_samplers under valgrind memcheck: no errors, no leaks"
+    else
+        not_ok "test_samplers under valgrind"; tail -n 40 "$OUT/valgrind_samplers.err"
+    fi
+else
+    not_ok "test_samplers build"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

@@ -23,6 +23,8 @@ fi
 
 # --- models (cached under ~/.cache/minfer; a second run downloads nothing)
 bash scripts/fetch-models.sh > /dev/null || { echo "could not fetch the models"; exit 1; }
+# the reference source: its grammars/ are parsed by the grammar tests
+bash scripts/fetch-reference-src.sh > /dev/null || { echo "could not fetch the reference source"; exit 1; }
 
 # --- Rust unit tests, and the library the C tests link (same profile and
 # features, so the two builds share their dependencies)
