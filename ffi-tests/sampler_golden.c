@@ -9,8 +9,9 @@
 // the first 40 tokens and an FNV-1a hash of all 1000 (set
 // SAMPLER_GOLDEN_VERBOSE=1 to print every token when hunting a difference).
 //
-// Logits modes: "smooth" (uniform in [-10, 10)) and "ties" (multiples of
-// 0.5 in [-4, 4), ~10% -inf): ties exercise the sort order of equal keys.
+// Logits modes: "smooth" (uniform in [-10, 10)), "ties" (multiples of 0.5
+// in [-4, 4), ~10% -inf), "flat" (all equal) and "spiky" (-inf but three):
+// ties exercise the sort order of equal keys, the last two the edge cases.
 #include "llama.h"
 
 #include <math.h>
@@ -34,10 +35,27 @@ static float next_unit(void) { // [0, 1)
     return (float) (next_u32() >> 8) / 16777216.0f;
 }
 
-static void fill(llama_token_data * d, int n, int ties) {
+enum { SMOOTH, TIES, FLAT, SPIKY, N_MODES };
+static const char * mode_name[N_MODES] = { "smooth", "ties", "flat", "spiky" };
+
+static void fill(llama_token_data * d, int n, int mode) {
+    if (mode == FLAT || mode == SPIKY) {
+        // flat: every logit equal (pure tie order); spiky: -inf except three
+        for (int i = 0; i < n; i++) {
+            d[i].id = i;
+            d[i].logit = mode == FLAT ? 1.0f : -INFINITY;
+            d[i].p = 0.0f;
+        }
+        if (mode == SPIKY) {
+            for (int k = 0; k < 3; k++) {
+                d[next_u32() % (uint32_t) n].logit = (float) k;
+            }
+        }
+        return;
+    }
     for (int i = 0; i < n; i++) {
         float logit;
-        if (ties) {
+        if (mode == TIES) {
             uint32_t r = next_u32();
             if (r % 10 == 0) {
                 logit = -INFINITY;
@@ -164,17 +182,17 @@ int main(void) {
 
     for (int c = 0; c < N_CHAINS; c++) {
         for (int s = 0; s < 3; s++) {
-            for (int ties = 0; ties < 2; ties++) {
+            for (int mode = 0; mode < N_MODES; mode++) {
                 const int n = sizes[s];
-                if (ties && n == 49152) {
+                if ((mode == TIES || mode == SPIKY) && n == 49152) {
                     continue;
                 }
                 const uint32_t seed = 1234u + 17u * (uint32_t) c + (uint32_t) s;
-                g_state = 0x9e3779b9u ^ (uint32_t) (c * 7919 + s * 104729 + ties * 1299709);
+                g_state = 0x9e3779b9u ^ (uint32_t) (c * 7919 + s * 104729 + mode * 1299709);
                 struct llama_sampler * ch = make_chain(c, n, seed);
                 uint64_t h = 1469598103934665603ull;
                 for (int d = 0; d < n_draws; d++) {
-                    fill(data, n, ties);
+                    fill(data, n, mode);
                     llama_token_data_array cur = { data, (size_t) n, -1, false };
                     llama_sampler_apply(ch, &cur);
                     int tok = -1;
@@ -188,7 +206,7 @@ int main(void) {
                         h *= 1099511628211ull;
                     }
                 }
-                printf("%s n=%d %s seed=%u hash=%016llx:", chain_name(c), n, ties ? "ties" : "smooth", (unsigned) llama_sampler_get_seed(ch),
+                printf("%s n=%d %s seed=%u hash=%016llx:", chain_name(c), n, mode_name[mode], (unsigned) llama_sampler_get_seed(ch),
                        (unsigned long long) h);
                 for (int d = 0; d < (verbose ? n_draws : 40); d++) {
                     printf(" %d", chosen[d]);
