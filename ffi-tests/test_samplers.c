@@ -301,6 +301,11 @@ int main(void) {
         llama_perf_sampler_reset(NULL);
         CHECK(llama_sampler_sample(NULL, NULL, 0) == -1, "sample(NULL)");
         CHECK(llama_sampler_init_logit_bias(10, 3, NULL) == NULL, "logit_bias with NULL entries");
+        CHECK(llama_get_sampled_token_ith(NULL, 0) == LLAMA_TOKEN_NULL, "sampled token (NULL ctx)");
+        CHECK(llama_get_sampled_probs_ith(NULL, 0) == NULL && llama_get_sampled_probs_count_ith(NULL, 0) == 0, "sampled probs (NULL ctx)");
+        CHECK(llama_get_sampled_logits_ith(NULL, 0) == NULL && llama_get_sampled_logits_count_ith(NULL, 0) == 0, "sampled logits (NULL ctx)");
+        CHECK(llama_get_sampled_candidates_ith(NULL, 0) == NULL && llama_get_sampled_candidates_count_ith(NULL, 0) == 0, "sampled candidates (NULL ctx)");
+        CHECK(!llama_set_sampler(NULL, 0, NULL), "set_sampler (NULL ctx)");
         CHECK(g_log_count > 0, "messages logged");
 
         struct llama_sampler * ch = llama_sampler_chain_init(llama_sampler_chain_default_params());

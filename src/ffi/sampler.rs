@@ -19,44 +19,67 @@ pub extern "C" fn llama_sampler_chain_default_params() -> llama_sampler_chain_pa
     llama_sampler_chain_params { no_perf: true }
 }
 
+// ---------------------------------------------------------------------------
+// Backend sampling (llama_context_params.samplers, llama_set_sampler) runs a
+// sampler chain inside the reference's compute graph. minfer samples on the
+// host only: no sampler is ever attached to a context, so for a valid
+// context the getters return what the reference returns when no backend
+// sampler ran (LLAMA_TOKEN_NULL, NULL, 0), quietly; llama_sampler_sample then
+// samples from the logits, as with the reference. llama_set_sampler refuses
+// with a logged reason.
+// ---------------------------------------------------------------------------
+
+/// Checks the context handle of a sampled-output getter.
+fn sampled_getter<T>(name: &str, ctx: *mut llama_context, nothing: T, fail: T) -> T {
+    guard(name, fail, || {
+        super::context::ctx_ref(ctx)?;
+        Ok(nothing)
+    })
+}
+
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_token_ith(ctx: *mut llama_context, i: i32) -> llama_token {
-    not_implemented("llama_get_sampled_token_ith", -1)
+    sampled_getter("llama_get_sampled_token_ith", ctx, LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_probs_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_sampled_probs_ith", ptr::null_mut())
+    sampled_getter("llama_get_sampled_probs_ith", ctx, ptr::null_mut(), ptr::null_mut())
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_probs_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    not_implemented("llama_get_sampled_probs_count_ith", 0)
+    sampled_getter("llama_get_sampled_probs_count_ith", ctx, 0, 0)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_sampled_logits_ith", ptr::null_mut())
+    sampled_getter("llama_get_sampled_logits_ith", ctx, ptr::null_mut(), ptr::null_mut())
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_logits_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    not_implemented("llama_get_sampled_logits_count_ith", 0)
+    sampled_getter("llama_get_sampled_logits_count_ith", ctx, 0, 0)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_candidates_ith(ctx: *mut llama_context, i: i32) -> *mut llama_token {
-    not_implemented("llama_get_sampled_candidates_ith", ptr::null_mut())
+    sampled_getter("llama_get_sampled_candidates_ith", ctx, ptr::null_mut(), ptr::null_mut())
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_sampled_candidates_count_ith(ctx: *mut llama_context, i: i32) -> u32 {
-    not_implemented("llama_get_sampled_candidates_count_ith", 0)
+    sampled_getter("llama_get_sampled_candidates_count_ith", ctx, 0, 0)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_sampler(ctx: *mut llama_context, seq_id: llama_seq_id, smpl: *mut llama_sampler) -> bool {
-    not_implemented("llama_set_sampler", false)
+    guard("llama_set_sampler", false, || {
+        super::context::ctx_ref(ctx)?;
+        Err(Error::invalid(
+            "backend sampling is not supported: minfer samples on the host; sample with llama_sampler_sample",
+        ))
+    })
 }
 
 // ---------------------------------------------------------------------------

@@ -384,3 +384,80 @@ mod tests {
         assert_eq!(cvtt(f32::NEG_INFINITY), i32::MIN);
     }
 }
+
+#[cfg(test)]
+mod edge_tests {
+    use super::test_util::*;
+    use super::*;
+
+    fn all_samplers() -> Vec<Box<dyn Sampler>> {
+        vec![
+            Box::new(basic::Greedy),
+            Box::new(basic::Dist::new(1)),
+            basic::top_k(3),
+            basic::top_p(0.5, 1),
+            basic::top_p(0.5, 0),
+            basic::min_p(0.2, 1),
+            basic::typical(0.5, 0),
+            basic::typical(0.5, 2),
+            basic::temp(0.5),
+            basic::temp(0.0),
+            basic::temp(-1.0),
+            basic::temp_ext(0.8, 0.5, 1.0),
+            basic::xtc(1.0, 0.1, 1, 1),
+            basic::top_n_sigma(1.0),
+            Box::new(mirostat::Mirostat::new(300, 1, 5.0, 0.1, 100)),
+            Box::new(mirostat::Mirostat::new(300, 1, 5.0, 0.1, 0)),
+            Box::new(mirostat::MirostatV2::new(1, 5.0, 0.1)),
+            penalties::penalties(300, 8, 1.2, 0.1, 0.1),
+            penalties::dry(0.8, 1.75, 2, 16, Default::default()),
+            penalties::logit_bias(300, vec![penalties::Bias { token: 1, bias: 1.0 }, penalties::Bias { token: -5, bias: 1.0 }]),
+            Box::new(adaptive::AdaptiveP::new(0.5, 0.9, 1)),
+            Box::new(adaptive::AdaptiveP::new(-1.0, 0.9, 1)),
+        ]
+    }
+
+    /// Empty, single, all -inf, mixed -inf, +inf and huge values: no panic,
+    /// and a selection (when made) is inside the array.
+    #[test]
+    fn every_sampler_survives_degenerate_arrays() {
+        let ninf = f32::NEG_INFINITY;
+        let cases: Vec<Vec<TokenData>> = vec![
+            vec![],
+            vec![td(0, 1.0)],
+            (0..300).map(|i| td(i, ninf)).collect(),
+            vec![td(0, ninf), td(1, 2.0), td(2, ninf), td(3, 2.0)],
+            vec![td(0, f32::INFINITY), td(1, 1.0), td(2, 3.0)],
+            vec![td(0, 1e30), td(1, -1e30), td(2, 0.0)],
+            logits(300, 3),
+        ];
+        for (ci, case) in cases.iter().enumerate() {
+            for (si, mut s) in all_samplers().into_iter().enumerate() {
+                for round in 0..3 {
+                    let mut v = case.clone();
+                    let mut c = Candidates::new(&mut v);
+                    s.apply(&mut c);
+                    if c.selected >= 0 {
+                        assert!((c.selected as usize) < c.size() || c.size() == 0, "case {ci} sampler {si} round {round}");
+                    }
+                    if let Some(t) = c.data.first() {
+                        s.accept(t.id);
+                    }
+                }
+                s.reset();
+                let _ = s.clone_box().unwrap();
+            }
+        }
+    }
+
+    /// NaN logits: no guarantee of a meaningful choice (the reference's is
+    /// undefined too), but never a panic outside the sorts' bounds checks.
+    #[test]
+    fn nan_logits_do_not_break_the_simple_samplers() {
+        let mk = || vec![td(0, f32::NAN), td(1, 1.0), td(2, 2.0)];
+        for mut s in [Box::new(basic::Greedy) as Box<dyn Sampler>, Box::new(basic::Dist::new(2)), basic::temp(0.7), basic::top_k(2), basic::min_p(0.1, 1)] {
+            let mut v = mk();
+            s.apply(&mut Candidates::new(&mut v));
+        }
+    }
+}
