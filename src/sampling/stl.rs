@@ -36,9 +36,27 @@ fn partial_sort_range<T: Copy>(v: &mut [T], first: usize, middle: usize, last: u
 
 fn heap_select<T: Copy>(v: &mut [T], first: usize, middle: usize, last: usize, comp: &impl Fn(&T, &T) -> bool) {
     make_heap(v, first, middle, comp);
-    for i in middle..last {
-        if comp(&v[i], &v[first]) {
-            pop_heap(v, first, middle, i, comp);
+    if middle == first {
+        // an empty heap: libstdc++ still compares against *first (which is
+        // then the tail's first element) and swaps; kept verbatim
+        for i in middle..last {
+            if comp(&v[i], &v[first]) {
+                pop_heap(v, first, middle, i, comp);
+            }
+        }
+        return;
+    }
+    // the hot loop of top-k: scan the tail against the heap's top
+    let (head, tail) = v[first..last].split_at_mut(middle - first);
+    let len = head.len();
+    let mut top = head[0];
+    for x in tail.iter_mut() {
+        if comp(x, &top) {
+            // __pop_heap(first, middle, i): *i = *first, then sift the old *i down
+            let value = *x;
+            *x = top;
+            adjust_heap(head, 0, 0, len, value, comp);
+            top = head[0];
         }
     }
 }
