@@ -377,3 +377,43 @@ fn generation_under_the_json_grammar_yields_valid_json_for_20_seeds() {
     }
     assert_eq!(finished, 20);
 }
+
+#[test]
+fn lazy_grammar_waits_for_a_trigger_token() {
+    let v = FakeVocab::new();
+    let trig = v.id(b"{\"");
+    let p = parse(b"root ::= \"{\\\"\" [a-z]+ \"\\\"}\"").unwrap();
+    let mut g = Grammar::new(&p, "root", true, vec![trig]).unwrap();
+    // awaiting the trigger: nothing is masked, free text is accepted
+    assert_eq!(allowed(&g, &v).len(), v.n_tokens());
+    g.accept(&v, v.id(b"q")).unwrap();
+    g.accept(&v, v.id(b"12")).unwrap();
+    assert!(g.awaiting_trigger);
+    // the trigger token starts the grammar (and is its first piece)
+    g.accept(&v, trig).unwrap();
+    assert!(!g.awaiting_trigger);
+    let a = allowed(&g, &v);
+    assert!(a.contains(&b"k".to_vec()) && !a.contains(&b"1".to_vec()) && !a.contains(&b"\"}".to_vec()));
+    g.accept(&v, v.id(b"k")).unwrap();
+    assert!(allowed(&g, &v).contains(&b"\"}".to_vec()));
+}
+
+#[test]
+fn grammar_sampler_resets_and_clones() {
+    let vocab: Arc<FakeVocab> = Arc::new(FakeVocab::new());
+    let mut s = GrammarSampler::new(vocab.clone(), b"root ::= \"ab\"", "root", false, vec![]).unwrap();
+    s.accept(vocab.id(b"a"));
+    let c = s.clone_box().unwrap();
+    let mut d = all_candidates(&vocab);
+    let mut cur = Candidates::new(&mut d);
+    let mut c = c;
+    c.apply(&mut cur);
+    let ok: Vec<i32> = d.iter().filter(|t| t.logit != f32::NEG_INFINITY).map(|t| t.id).collect();
+    assert_eq!(ok, vec![vocab.id(b"b")]);
+    s.reset();
+    let mut d = all_candidates(&vocab);
+    s.apply(&mut Candidates::new(&mut d));
+    let ok: Vec<i32> = d.iter().filter(|t| t.logit != f32::NEG_INFINITY).map(|t| t.id).collect();
+    assert_eq!(ok, vec![vocab.id(b"a")]);
+    assert!(GrammarSampler::new(vocab, b"root ::= (", "root", false, vec![]).is_err());
+}
