@@ -488,6 +488,19 @@ impl Grammar {
         Ok(())
     }
 
+    /// Which of `pieces` (code points, each ending with 0, no partial UTF-8)
+    /// the current stacks reject (the reference's candidate rejection, used
+    /// by the parity trace).
+    pub fn rejected_mask(&self, pieces: &[Vec<u32>]) -> Vec<bool> {
+        let cands: Vec<Cand> =
+            (0..pieces.len()).map(|i| Cand { index: i, cps: i, off: 0, partial: PartialUtf8::default(), id: i as i32 }).collect();
+        let mut mask = vec![false; pieces.len()];
+        for r in self.reject(&self.stacks, &cands, pieces) {
+            mask[r.index] = true;
+        }
+        mask
+    }
+
     /// Whether the text accepted so far is a complete sentence.
     pub fn is_complete(&self) -> bool {
         self.stacks.iter().any(|s| s.is_empty())

@@ -417,3 +417,79 @@ fn grammar_sampler_resets_and_clones() {
     assert_eq!(ok, vec![vocab.id(b"a")]);
     assert!(GrammarSampler::new(vocab, b"root ::= (", "root", false, vec![]).is_err());
 }
+
+/// Our side of the grammar parity trace (see ffi-tests/grammar_trace_ref.cpp,
+/// which prints the reference's): same inputs, same format.
+fn trace() -> String {
+    use std::fmt::Write;
+    let mut pieces: Vec<Vec<u32>> = (0x20u32..0x7f).map(|c| vec![c]).collect();
+    for c in [0x0au32, 0xe9, 0x20ac, 0x65e5, 0x3053] {
+        pieces.push(vec![c]);
+    }
+    for s in ["true", "e4", "- ", "12", "\"}"] {
+        pieces.push(s.bytes().map(|b| b as u32).collect());
+    }
+    for p in pieces.iter_mut() {
+        p.push(0);
+    }
+    let state = |g: &Grammar, out: &mut String| {
+        write!(out, "stacks {}:", g.stacks.len()).unwrap();
+        for s in &g.stacks {
+            let items: Vec<String> = s.iter().map(|p| format!("{}:{}", p.rule, p.idx)).collect();
+            write!(out, " [{}]", items.join(" ")).unwrap();
+        }
+        writeln!(out, " partial {} {}", g.partial_utf8.value, g.partial_utf8.n_remain).unwrap();
+        if g.stacks.is_empty() || g.partial_utf8.n_remain != 0 {
+            out.push_str("rej: -\n");
+            return;
+        }
+        let mask: String = g.rejected_mask(&pieces).iter().map(|&b| if b { '1' } else { '0' }).collect();
+        writeln!(out, "rej:{mask}").unwrap();
+    };
+    let inputs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/grammar_inputs.txt")).unwrap();
+    let mut out = String::new();
+    for line in inputs.lines() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, chunks) = line.split_once('\t').unwrap();
+        let text = std::fs::read(grammars_dir().join(format!("{name}.gbnf"))).unwrap();
+        writeln!(out, "== {name}").unwrap();
+        let p = parse(&text).unwrap();
+        writeln!(out, "rules {}", p.rules.len()).unwrap();
+        for (i, r) in p.rules.iter().enumerate() {
+            let items: Vec<String> = r.iter().map(|e| format!("{}:{}", e.ty as u32, e.value)).collect();
+            writeln!(out, "r{i}: {}", items.join(" ")).unwrap();
+        }
+        let mut g = Grammar::new(&p, "root", false, vec![]).unwrap();
+        state(&g, &mut out);
+        for hex in chunks.split_whitespace() {
+            let bytes: Vec<u8> = (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+            writeln!(out, "chunk {hex}").unwrap();
+            if g.accept_str(&bytes).is_err() {
+                out.push_str("EMPTY\n");
+                break;
+            }
+            state(&g, &mut out);
+        }
+    }
+    out
+}
+
+#[test]
+fn grammar_trace_equals_the_reference() {
+    let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/grammar_trace.txt")).unwrap();
+    let ours = trace();
+    if ours != golden {
+        let path = std::env::temp_dir().join("minfer_grammar_trace.txt");
+        std::fs::write(&path, &ours).unwrap();
+        let line = ours.lines().zip(golden.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "grammar trace differs from the reference at line {} (ours in {}):\n ours: {}\n  ref: {}",
+            line + 1,
+            path.display(),
+            ours.lines().nth(line).unwrap_or(""),
+            golden.lines().nth(line).unwrap_or("")
+        );
+    }
+}
