@@ -13,5 +13,5 @@ OUT=$ROOT/target/ffi-tests
 mkdir -p "$OUT"
 g++ -std=c++17 -O1 -I"$REF_SRC/include" -I"$REF_SRC/ggml/include" -I"$REF_SRC/src" "$ROOT/ffi-tests/grammar_trace_ref.cpp" \
     -o "$OUT/grammar_trace_ref" -L"$REF_LIB" -lllama -Wl,-rpath,"$REF_LIB"
-"$OUT/grammar_trace_ref" "$REF_SRC/grammars" "$ROOT/ffi-tests/grammar_inputs.txt" 2> /dev/null > "$ROOT/ffi-tests/golden/grammar_trace.txt"
+"$OUT/grammar_trace_ref" "$REF_SRC/grammars" "$ROOT/ffi-tests/grammar_inputs.txt" "$ROOT/ffi-tests/grammar_malformed.txt" 2> /dev/null > "$ROOT/ffi-tests/golden/grammar_trace.txt"
 echo "wrote ffi-tests/golden/grammar_trace.txt ($(wc -l < "$ROOT/ffi-tests/golden/grammar_trace.txt") lines)"

@@ -67,9 +67,22 @@ static void print_state(llama_grammar * g, const std::vector<std::vector<uint32_
     printf("\n");
 }
 
+static std::string unescape(const std::string & l) {
+    std::string t;
+    for (size_t i = 0; i < l.size(); i++) {
+        if (l[i] == '\\' && i + 1 < l.size()) {
+            t.push_back(l[i + 1] == 'n' ? '\n' : l[i + 1]);
+            i++;
+        } else {
+            t.push_back(l[i]);
+        }
+    }
+    return t;
+}
+
 int main(int argc, char ** argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s GRAMMARS_DIR INPUTS\n", argv[0]);
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s GRAMMARS_DIR INPUTS MALFORMED\n", argv[0]);
         return 2;
     }
     const auto pieces = candidate_pieces();
@@ -115,6 +128,16 @@ int main(int argc, char ** argv) {
             }
             print_state(g, pieces);
         }
+        llama_grammar_free_impl(g);
+    }
+    // accepted or refused: grammar texts (see grammar_malformed.txt)
+    std::ifstream mf(argv[3]);
+    std::getline(mf, line);  // the header comment
+    int n = 0;
+    while (std::getline(mf, line)) {
+        const std::string text = unescape(line);
+        llama_grammar * g = llama_grammar_init_impl(nullptr, text.c_str(), "root", false, nullptr, 0, nullptr, 0);
+        printf("grammar %d: %s\n", n++, g ? "accepted" : "refused");
         llama_grammar_free_impl(g);
     }
     return 0;

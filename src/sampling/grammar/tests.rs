@@ -473,6 +473,23 @@ fn trace() -> String {
             state(&g, &mut out);
         }
     }
+    let texts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/grammar_malformed.txt")).unwrap();
+    for (n, line) in texts.lines().skip(1).enumerate() {
+        let mut t = Vec::new();
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' && i + 1 < b.len() {
+                t.push(if b[i + 1] == b'n' { b'\n' } else { b[i + 1] });
+                i += 2;
+            } else {
+                t.push(b[i]);
+                i += 1;
+            }
+        }
+        let ok = parse(&t).ok().and_then(|p| Grammar::new(&p, "root", false, vec![]).ok()).is_some();
+        writeln!(out, "grammar {n}: {}", if ok { "accepted" } else { "refused" }).unwrap();
+    }
     out
 }
 
