@@ -275,6 +275,16 @@ int main(void) {
         s = llama_sampler_init_grammar_lazy_patterns(NULL, "root ::= [a-", "root", NULL, 0, NULL, 0);
         CHECK(s == NULL && log_has("line 1, column"), "lazy: malformed refused: %s", g_log);
         log_clear();
+        const char * bad_patterns[1] = { "[\\s\\S]*?(<tool" };
+        s = llama_sampler_init_grammar_lazy_patterns(NULL, "root ::= \"a\"", "root", bad_patterns, 1, NULL, 0);
+        CHECK(s == NULL && log_has("invalid trigger pattern"), "lazy: bad trigger pattern refused: %s", g_log);
+        log_clear();
+        s = llama_sampler_init_grammar(NULL, "start ::= \"a\"", "root");
+        CHECK(s == NULL && log_has("does not contain a 'root' symbol"), "missing root refused: %s", g_log);
+        log_clear();
+        s = llama_sampler_init_grammar(NULL, "root ::= root \"a\" | \"b\"", "root");
+        CHECK(s == NULL && log_has("left recursion"), "left recursion refused: %s", g_log);
+        log_clear();
         s = llama_sampler_init_grammar(NULL, "root ::= undefined-rule", "root");
         CHECK(s == NULL && log_has("Undefined rule identifier 'undefined-rule'"), "undefined rule named: %s", g_log);
     }

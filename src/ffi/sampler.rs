@@ -605,31 +605,64 @@ pub extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta: f32) 
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_grammar(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char) -> *mut llama_sampler {
-    guard("llama_sampler_init_grammar", ptr::null_mut(), || init_grammar(grammar_str, grammar_root))
+    guard("llama_sampler_init_grammar", ptr::null_mut(), || init_grammar(vocab, grammar_str, grammar_root, &[]))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_grammar_lazy(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, trigger_words: *mut *const c_char, num_trigger_words: usize, trigger_tokens: *const llama_token, num_trigger_tokens: usize) -> *mut llama_sampler {
-    guard("llama_sampler_init_grammar_lazy", ptr::null_mut(), || init_grammar(grammar_str, grammar_root))
+    guard("llama_sampler_init_grammar_lazy", ptr::null_mut(), || {
+        // the deprecated trigger words become one pattern, as in the reference
+        let words = c_strings(trigger_words, num_trigger_words, "trigger_words")?;
+        let words: Vec<&[u8]> = words.iter().map(|w| w.to_bytes()).collect();
+        let pattern = if words.is_empty() { None } else { Some(grammar::regex::trigger_words_pattern(&words)) };
+        init_grammar(vocab, grammar_str, grammar_root, pattern.as_slice())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_grammar_lazy_patterns(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, trigger_patterns: *mut *const c_char, num_trigger_patterns: usize, trigger_tokens: *const llama_token, num_trigger_tokens: usize) -> *mut llama_sampler {
-    guard("llama_sampler_init_grammar_lazy_patterns", ptr::null_mut(), || init_grammar(grammar_str, grammar_root))
+    guard("llama_sampler_init_grammar_lazy_patterns", ptr::null_mut(), || {
+        let patterns = c_strings(trigger_patterns, num_trigger_patterns, "trigger_patterns")?;
+        let patterns: Vec<String> = patterns.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        init_grammar(vocab, grammar_str, grammar_root, &patterns)
+    })
+}
+
+/// `n` C strings from a caller's array (NULL with n == 0 is fine).
+fn c_strings<'a>(list: *mut *const c_char, n: usize, what: &str) -> Result<Vec<&'a CStr>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if list.is_null() {
+        return Err(Error::invalid(format!("{what} is NULL with a count of {n}")));
+    }
+    // SAFETY: the caller passes n string pointers.
+    let ptrs = unsafe { std::slice::from_raw_parts(list, n) };
+    ptrs.iter().enumerate().map(|(i, &p)| c_str(p, &format!("{what}[{i}]"))).collect()
 }
 
 /// The grammar constructors: an empty or NULL grammar string gives the
 /// reference's inactive grammar sampler (a no-op); otherwise the grammar is
-/// parsed (a malformed one fails with its line and column) and then needs
-/// the vocabulary's token pieces, which arrive with the tokenizer.
-fn init_grammar(grammar_str: *const c_char, grammar_root: *const c_char) -> Result<*mut llama_sampler> {
+/// parsed (a malformed one fails with its line and column), the trigger
+/// patterns compiled, and then the grammar needs the vocabulary's token
+/// pieces, which arrive with the tokenizer.
+fn init_grammar(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, patterns: &[String]) -> Result<*mut llama_sampler> {
     let text = if grammar_str.is_null() { &[][..] } else { c_str(grammar_str, "grammar_str")?.to_bytes() };
     if text.is_empty() {
         return Ok(new_handle(Box::new(grammar::Inactive)));
     }
     let root = if grammar_root.is_null() { "root".to_string() } else { c_str(grammar_root, "grammar_root")?.to_string_lossy().into_owned() };
-    grammar::parser::parse(text).map_err(|e| Error::invalid(format!("failed to parse grammar: {e}")))?;
-    let _ = root;
+    let parsed = match grammar::parser::parse(text) {
+        Ok(p) => p,
+        // `<text>` token references are tokenized with the vocabulary
+        Err(e) if !vocab.is_null() && e.message.starts_with("no vocab to parse token") => {
+            return Err(Error::NotImplemented("grammar token references <text> (they are tokenized with the vocabulary)"));
+        }
+        Err(e) => return Err(Error::invalid(format!("failed to parse grammar: {e}"))),
+    };
+    grammar::matcher::Grammar::new(&parsed, &root, false, Vec::new()).map_err(|e| Error::invalid(e.to_string()))?;
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    grammar::compile_patterns(&patterns)?;
     Err(Error::NotImplemented("grammar sampling over a vocabulary (the tokenizer's token pieces are not available yet)"))
 }
 

@@ -10,6 +10,7 @@
 //! exactly as the reference does.
 
 use super::parser::{detect_left_recursion, ElemType, Element, ParsedGrammar, Rule};
+use super::regex::Regex;
 use crate::sampling::{Candidates, VocabView};
 use std::collections::HashSet;
 
@@ -92,7 +93,12 @@ pub struct Grammar {
     pub partial_utf8: PartialUtf8,
     pub lazy: bool,
     pub awaiting_trigger: bool,
+    /// Output held back while a lazy grammar waits for its trigger.
+    pub trigger_buffer: Vec<u8>,
+    /// The tokens in `trigger_buffer` and their byte ranges in it.
+    pub trigger_buffer_positions: Vec<(i32, (usize, usize))>,
     pub trigger_tokens: Vec<i32>,
+    pub trigger_patterns: Vec<Regex>,
 }
 
 /// Why a grammar cannot be used.
@@ -126,6 +132,17 @@ struct Cand {
 impl Grammar {
     /// `llama_grammar_init_impl` from a parsed grammar and the root name.
     pub fn new(parsed: &ParsedGrammar, root: &str, lazy: bool, trigger_tokens: Vec<i32>) -> Result<Grammar, GrammarError> {
+        Self::with_patterns(parsed, root, lazy, trigger_tokens, Vec::new())
+    }
+
+    /// `new` with trigger patterns (lazy grammars).
+    pub fn with_patterns(
+        parsed: &ParsedGrammar,
+        root: &str,
+        lazy: bool,
+        trigger_tokens: Vec<i32>,
+        trigger_patterns: Vec<Regex>,
+    ) -> Result<Grammar, GrammarError> {
         let start = *parsed.symbol_ids.get(root).ok_or_else(|| GrammarError::NoRoot(root.to_string()))? as usize;
         let rules = parsed.rules.clone();
         let n = rules.len();
@@ -139,7 +156,17 @@ impl Grammar {
                 return Err(GrammarError::LeftRecursion(name));
             }
         }
-        let mut g = Grammar { rules, stacks: Vec::new(), partial_utf8: PartialUtf8::default(), lazy, awaiting_trigger: lazy, trigger_tokens };
+        let mut g = Grammar {
+            rules,
+            stacks: Vec::new(),
+            partial_utf8: PartialUtf8::default(),
+            lazy,
+            awaiting_trigger: lazy,
+            trigger_buffer: Vec::new(),
+            trigger_buffer_positions: Vec::new(),
+            trigger_tokens,
+            trigger_patterns,
+        };
         let mut stacks = Vec::new();
         let mut pos = Pos { rule: start as u32, idx: 0 };
         loop {
@@ -413,14 +440,33 @@ impl Grammar {
         }
     }
 
-    /// `llama_grammar_accept_impl` (trigger tokens for lazy grammars; an EOG
-    /// token is accepted only when a stack is complete).
+    /// `llama_grammar_accept_impl`: a lazy grammar buffers the output until
+    /// a trigger token, or a trigger pattern matching the buffer (then the
+    /// buffered tokens from the pattern's start are replayed); an EOG token
+    /// is accepted only when a stack is complete.
     pub fn accept(&mut self, vocab: &dyn VocabView, token: i32) -> Result<(), GrammarError> {
         let piece = vocab.piece(token, false);
         if self.awaiting_trigger {
             if self.trigger_tokens.contains(&token) {
                 self.awaiting_trigger = false;
+                self.trigger_buffer.clear();
                 return self.accept_token(token, &piece);
+            }
+            let range = (self.trigger_buffer.len(), self.trigger_buffer.len() + piece.len());
+            self.trigger_buffer_positions.push((token, range));
+            self.trigger_buffer.extend_from_slice(&piece);
+            let found = self.trigger_patterns.iter().find_map(|p| p.trigger_find(&self.trigger_buffer));
+            if let Some(start) = found {
+                self.awaiting_trigger = false;
+                let buffer = std::mem::take(&mut self.trigger_buffer);
+                let positions = std::mem::take(&mut self.trigger_buffer_positions);
+                for (tok, (tok_start, tok_end)) in positions {
+                    if tok_end <= start {
+                        continue;
+                    }
+                    let piece_start = tok_start.max(start); // a token may be cut by the start
+                    self.accept_token(tok, &buffer[piece_start..tok_end])?;
+                }
             }
             return Ok(());
         }

@@ -5,6 +5,7 @@
 
 pub mod matcher;
 pub mod parser;
+pub mod regex;
 
 use super::{Candidates, Sampler, VocabView};
 use crate::sampler_any;
@@ -41,8 +42,23 @@ impl GrammarSampler {
     /// Parses `text` and starts at rule `root`; a malformed grammar is an
     /// error naming line and column.
     pub fn new(vocab: Arc<dyn VocabView + Send + Sync>, text: &[u8], root: &str, lazy: bool, trigger_tokens: Vec<i32>) -> Result<GrammarSampler> {
+        Self::with_patterns(vocab, text, root, lazy, trigger_tokens, &[])
+    }
+
+    /// `new` with trigger patterns (std::regex ECMAScript subset, see
+    /// [`regex`]); a pattern that does not compile is an error.
+    pub fn with_patterns(
+        vocab: Arc<dyn VocabView + Send + Sync>,
+        text: &[u8],
+        root: &str,
+        lazy: bool,
+        trigger_tokens: Vec<i32>,
+        trigger_patterns: &[&str],
+    ) -> Result<GrammarSampler> {
         let parsed = parser::parse_with_vocab(text, Some(&*vocab)).map_err(|e| Error::invalid(format!("failed to parse grammar: {e}")))?;
-        let grammar = Grammar::new(&parsed, root, lazy, trigger_tokens).map_err(|e| Error::invalid(e.to_string()))?;
+        let patterns = compile_patterns(trigger_patterns)?;
+        let grammar =
+            Grammar::with_patterns(&parsed, root, lazy, trigger_tokens, patterns).map_err(|e| Error::invalid(e.to_string()))?;
         Ok(GrammarSampler { vocab, text: text.to_vec(), root: root.to_string(), initial: grammar.clone(), grammar })
     }
 }
@@ -73,6 +89,14 @@ impl Sampler for GrammarSampler {
         }))
     }
     sampler_any!();
+}
+
+/// Compiles trigger patterns, naming the one that fails.
+pub fn compile_patterns(patterns: &[&str]) -> Result<Vec<regex::Regex>> {
+    patterns
+        .iter()
+        .map(|p| regex::Regex::new(p).map_err(|e| Error::invalid(format!("invalid trigger pattern '{p}': {e}"))))
+        .collect()
 }
 
 #[cfg(test)]

@@ -510,3 +510,27 @@ fn grammar_trace_equals_the_reference() {
         );
     }
 }
+
+#[test]
+fn lazy_grammar_triggered_by_a_pattern_replays_from_the_match() {
+    let v = FakeVocab::new();
+    let p = parse(b"root ::= \"{\\\"\" [a-z]+ \"\\\"}\"").unwrap();
+    let pat = super::regex::Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
+    let mut g = Grammar::with_patterns(&p, "root", true, vec![], vec![pat]).unwrap();
+    for t in [&b"q"[..], b" ", b"{", b"\""] {
+        g.accept(&v, v.id(t)).unwrap();
+    }
+    // the buffer "q {\"" matched from offset 2: "{" and "\"" were replayed
+    assert!(!g.awaiting_trigger);
+    assert!(g.trigger_buffer.is_empty());
+    let a = allowed(&g, &v);
+    assert!(a.contains(&b"k".to_vec()) && !a.contains(&b"{".to_vec()));
+    // a token cut by the match start is replayed from the start only
+    let pat = super::regex::Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
+    let mut g = Grammar::with_patterns(&p, "root", true, vec![], vec![pat]).unwrap();
+    g.accept(&v, v.id(b"12")).unwrap();
+    g.accept(&v, v.id(b"{\"")).unwrap();
+    assert!(!g.awaiting_trigger);
+    assert!(allowed(&g, &v).contains(&b"z".to_vec()));
+    assert!(GrammarSampler::with_patterns(Arc::new(FakeVocab::new()), b"root ::= \"a\"", "root", true, vec![], &["(unclosed"]).is_err());
+}
