@@ -6,8 +6,8 @@
 //! punctuation), `.` (any byte but `\n` and `\r`), classes `[...]` / `[^...]`
 //! with ranges and `\s \S \d \D \w \W` (also outside classes), groups `( )`
 //! and `(?: )`, alternation `|`, quantifiers `* + ? {n} {n,} {n,m}` and their
-//! lazy forms, anchors `^ $`. Not supported (refused): backreferences and
-//! lookaround.
+//! lazy forms, anchors `^ $`, lookahead `(?= )` `(?! )`. Not supported
+//! (refused): backreferences, lookbehind, word boundaries.
 //!
 //! Matching is a backtracking VM in ECMAScript priority order (leftmost
 //! alternative first, greedy or lazy as written), so capture positions are
@@ -24,6 +24,8 @@ enum Inst {
     Save(usize),
     Start,
     End,
+    /// Lookahead: sub-program index, negated.
+    Look(usize, bool),
     Match,
 }
 
@@ -39,12 +41,15 @@ enum Node {
     Concat(Vec<Node>),
     Alt(Vec<Node>),
     Repeat(Box<Node>, usize, Option<usize>, bool), // node, min, max, greedy
+    Look(Box<Node>, bool),                         // (?= ) / (?! )
 }
 
 /// A compiled pattern.
 #[derive(Debug, Clone)]
 pub struct Regex {
     prog: Vec<Inst>,
+    /// Lookahead bodies, each a program ending in Match.
+    subs: Vec<Vec<Inst>>,
     n_groups: usize,
     pub pattern: String,
 }
@@ -271,8 +276,17 @@ impl<'a> Parser<'a> {
                 let group = if self.s[self.i..].starts_with(b"?:") {
                     self.i += 2;
                     None
+                } else if self.s[self.i..].starts_with(b"?=") || self.s[self.i..].starts_with(b"?!") {
+                    let neg = self.s[self.i + 1] == b'!';
+                    self.i += 2;
+                    let inner = self.alt()?;
+                    if self.peek() != Some(b')') {
+                        return Err(self.err("expecting ')'"));
+                    }
+                    self.i += 1;
+                    return Ok(Node::Look(Box::new(inner), neg));
                 } else if self.peek() == Some(b'?') {
-                    return Err(self.err("lookaround is not supported"));
+                    return Err(self.err("lookbehind and named groups are not supported"));
                 } else {
                     self.n_groups += 1;
                     Some(self.n_groups)
@@ -311,7 +325,7 @@ fn negate(ranges: &[(u8, u8)]) -> Vec<(u8, u8)> {
     out
 }
 
-fn emit(node: &Node, prog: &mut Vec<Inst>) -> Result<(), String> {
+fn emit(node: &Node, prog: &mut Vec<Inst>, subs: &mut Vec<Vec<Inst>>) -> Result<(), String> {
     match node {
         Node::Empty => {}
         Node::Byte(b) => prog.push(Inst::Byte(*b)),
@@ -319,18 +333,25 @@ fn emit(node: &Node, prog: &mut Vec<Inst>) -> Result<(), String> {
         Node::Any => prog.push(Inst::Any),
         Node::Start => prog.push(Inst::Start),
         Node::End => prog.push(Inst::End),
+        Node::Look(inner, neg) => {
+            let mut sub = Vec::new();
+            emit(inner, &mut sub, subs)?;
+            sub.push(Inst::Match);
+            subs.push(sub);
+            prog.push(Inst::Look(subs.len() - 1, *neg));
+        }
         Node::Group(inner, g) => {
             if let Some(g) = g {
                 prog.push(Inst::Save(2 * g));
-                emit(inner, prog)?;
+                emit(inner, prog, subs)?;
                 prog.push(Inst::Save(2 * g + 1));
             } else {
-                emit(inner, prog)?;
+                emit(inner, prog, subs)?;
             }
         }
         Node::Concat(items) => {
             for it in items {
-                emit(it, prog)?;
+                emit(it, prog, subs)?;
             }
         }
         Node::Alt(alts) => {
@@ -339,13 +360,13 @@ fn emit(node: &Node, prog: &mut Vec<Inst>) -> Result<(), String> {
                 if k + 1 < alts.len() {
                     let split = prog.len();
                     prog.push(Inst::Split(0, 0));
-                    emit(a, prog)?;
+                    emit(a, prog, subs)?;
                     jumps.push(prog.len());
                     prog.push(Inst::Jmp(0));
                     let next = prog.len();
                     prog[split] = Inst::Split(split + 1, next);
                 } else {
-                    emit(a, prog)?;
+                    emit(a, prog, subs)?;
                 }
             }
             let end = prog.len();
@@ -358,14 +379,14 @@ fn emit(node: &Node, prog: &mut Vec<Inst>) -> Result<(), String> {
                 return Err("repetition count over 1000".into());
             }
             for _ in 0..*min {
-                emit(inner, prog)?;
+                emit(inner, prog, subs)?;
             }
             match max {
                 None => {
                     // L: split(body, out); body; jmp L
                     let l = prog.len();
                     prog.push(Inst::Split(0, 0));
-                    emit(inner, prog)?;
+                    emit(inner, prog, subs)?;
                     prog.push(Inst::Jmp(l));
                     let out = prog.len();
                     prog[l] = if *greedy { Inst::Split(l + 1, out) } else { Inst::Split(out, l + 1) };
@@ -375,7 +396,7 @@ fn emit(node: &Node, prog: &mut Vec<Inst>) -> Result<(), String> {
                     for _ in *min..*m {
                         splits.push(prog.len());
                         prog.push(Inst::Split(0, 0));
-                        emit(inner, prog)?;
+                        emit(inner, prog, subs)?;
                     }
                     let out = prog.len();
                     for s in splits {
@@ -396,10 +417,11 @@ impl Regex {
             return Err(p.err("unbalanced ')'"));
         }
         let mut prog = vec![Inst::Save(0)];
-        emit(&node, &mut prog)?;
+        let mut subs = Vec::new();
+        emit(&node, &mut prog, &mut subs)?;
         prog.push(Inst::Save(1));
         prog.push(Inst::Match);
-        Ok(Regex { prog, n_groups: p.n_groups, pattern: pattern.to_string() })
+        Ok(Regex { prog, subs, n_groups: p.n_groups, pattern: pattern.to_string() })
     }
 
     /// Runs the program from `start` (a depth-first search in priority
@@ -409,6 +431,10 @@ impl Regex {
     /// explored: reaching one again means it failed (failure does not depend
     /// on captures or on the start), so it is shared across start positions.
     fn run(&self, text: &[u8], start: usize, full: bool, visited: &mut [u64]) -> Option<Vec<Option<usize>>> {
+        self.run_prog(&self.prog, text, start, full, visited)
+    }
+
+    fn run_prog(&self, prog: &[Inst], text: &[u8], start: usize, full: bool, visited: &mut [u64]) -> Option<Vec<Option<usize>>> {
         let width = text.len() + 1;
         let mut stack: Vec<(usize, usize, Vec<Option<usize>>)> = vec![(0, start, vec![None; 2 * (self.n_groups + 1)])];
         while let Some((mut pc, mut pos, mut caps)) = stack.pop() {
@@ -418,7 +444,7 @@ impl Regex {
                     break;
                 }
                 visited[bit / 64] |= 1u64 << (bit % 64);
-                match &self.prog[pc] {
+                match &prog[pc] {
                     Inst::Byte(b) => {
                         if text.get(pos) != Some(b) {
                             break;
@@ -448,6 +474,16 @@ impl Regex {
                     }
                     Inst::End => {
                         if pos != text.len() {
+                            break;
+                        }
+                        pc += 1;
+                    }
+                    Inst::Look(k, neg) => {
+                        // captures inside a lookahead are not reported
+                        let sub = &self.subs[*k];
+                        let mut v = vec![0u64; (sub.len() * width).div_ceil(64)];
+                        let found = self.run_prog(sub, text, pos, false, &mut v).is_some();
+                        if found == *neg {
                             break;
                         }
                         pc += 1;
@@ -551,6 +587,8 @@ mod tests {
         assert_eq!(find("x{2,3}?(y)", "xxxy"), Some(3));
         assert_eq!(find("[^a-c\\d]+(z)", "ab9qz"), Some(4));
         assert_eq!(find(".(z)", "\nz"), None); // . does not match a newline
+        assert_eq!(find(">>>(?!all)", "x>>>all >>>get"), Some(8));
+        assert_eq!(find("a(?=b)(b)", "acab"), Some(3));
     }
 
     #[test]
@@ -566,7 +604,7 @@ mod tests {
 
     #[test]
     fn unsupported_and_malformed_patterns_are_refused() {
-        for p in ["(a", "a)", "*a", "[a", "a{2,1}", "(?=a)", "\\1", "\\q"] {
+        for p in ["(a", "a)", "*a", "[a", "a{2,1}", "(?<=a)", "\\1", "\\q"] {
             assert!(Regex::new(p).is_err(), "{p}");
         }
         assert!(Regex::new("(a*)*b").unwrap().search(&[b'a'; 200]).is_none()); // no blow-up
@@ -587,5 +625,46 @@ mod tests {
         assert_eq!(p, "[\\s\\S]*?(<\\|tool\\|>|a\\.b)[\\s\\S]*");
         assert_eq!(find(&p, "xx<|tool|>"), Some(2));
         assert_eq!(find(&p, "aXb"), None);
+    }
+}
+
+#[cfg(test)]
+mod parity {
+    use super::*;
+
+    fn unescape(l: &str) -> Vec<u8> {
+        let b = l.as_bytes();
+        let mut t = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' && i + 1 < b.len() {
+                t.push(match b[i + 1] {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    c => c,
+                });
+                i += 2;
+            } else {
+                t.push(b[i]);
+                i += 1;
+            }
+        }
+        t
+    }
+
+    /// The trigger-pattern cases of ffi-tests/regex_cases.txt find what
+    /// std::regex finds (golden/regex_find.txt, from regex_find_ref.cpp).
+    #[test]
+    fn regex_find_equals_std_regex() {
+        let cases = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/regex_cases.txt")).unwrap();
+        let mut out = String::new();
+        for (n, line) in cases.lines().skip(1).enumerate() {
+            let (p, t) = line.split_once('\t').unwrap();
+            let pattern = String::from_utf8(unescape(p)).unwrap();
+            let found = Regex::new(&pattern).unwrap_or_else(|e| panic!("case {n}: {pattern}: {e}")).trigger_find(&unescape(t));
+            out.push_str(&format!("case {n}: {}\n", found.map_or(-1, |v| v as i64)));
+        }
+        let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/regex_find.txt")).unwrap();
+        assert_eq!(out, golden);
     }
 }
