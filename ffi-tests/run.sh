@@ -3,7 +3,8 @@
 # C++17, warnings as errors), exported symbols, default parameters and model
 # metadata against goldens from the reference library, the boundary and the
 # log, the real models, malformed GGUF files (also under valgrind), the
-# tokenizer goldens of 21 vocabularies.
+# tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
+# reference, the API from C).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -260,6 +261,27 @@ if [ -d "$TOK" ] && python3 "$ROOT/ffi-tests/corpus_to_hex.py" "$TOK/corpus.json
     done
 else
     not_ok "tokenizer goldens: missing $TOK or the test did not build"
+fi
+
+# --- (j) samplers: seed-for-seed parity with the reference (goldens made by
+# ffi-tests/gen_sampler_golden.sh with the reference library), the API from
+# C (a caller's own sampler, chain semantics, clone/reset/copy, seeds, perf,
+# grammar errors, NULL handles), also under valgrind
+if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
+    if "$OUT/sampler_golden" > "$OUT/sampler_chains.txt" \
+        && diff -u "$ROOT/ffi-tests/golden/sampler_chains.txt" "$OUT/sampler_chains.txt" > "$OUT/sampler_chains.diff"; then
+        ok "sampler chains choose the reference's tokens ($(wc -l < "$OUT/sampler_chains.txt") chain/size/logits cases x 1000 draws)"
+    else
+        not_ok "sampler chains differ from the reference"; head -n 20 "$OUT/sampler_chains.diff"
+    fi
+else
+    not_ok "sampler_golden build"
+fi
+if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
+    run_prog test_samplers
+    under_valgrind test_samplers
+else
+    not_ok "test_samplers build"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

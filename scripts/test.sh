@@ -23,7 +23,8 @@ fi
 
 # --- models and vocab files (cached under ~/.cache/minfer; a second run downloads nothing)
 bash scripts/fetch-models.sh > /dev/null || { echo "could not fetch the models"; exit 1; }
-# the reference source and its 19 vocab-only GGUF files (tokenizer goldens)
+# the reference source: its 19 vocab-only GGUF files (tokenizer goldens) and
+# grammars/ (parsed by the grammar tests)
 bash scripts/fetch-reference-src.sh > /dev/null || { echo "could not fetch the reference source and vocab files"; exit 1; }
 
 # --- Rust unit tests, and the library the C tests link (same profile and
