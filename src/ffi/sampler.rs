@@ -732,7 +732,32 @@ pub extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama_context, idx: i32) -> llama_token {
-    not_implemented("llama_sampler_sample", -1)
+    guard("llama_sampler_sample", LLAMA_TOKEN_NULL, || {
+        if smpl.is_null() {
+            return Err(Error::invalid("smpl is NULL"));
+        }
+        let c = super::context::ctx_mut(ctx)?;
+        // No backend samplers in minfer: candidates are the logits of output `idx`.
+        let logits = c.logits_ith(idx).map_err(|e| Error::invalid(format!("invalid logits id {idx}: {e}")))?;
+        let mut cur: Vec<llama_token_data> =
+            logits.iter().enumerate().map(|(i, &logit)| llama_token_data { id: i as llama_token, logit, p: 0.0 }).collect();
+        let mut cur_p = llama_token_data_array { data: cur.as_mut_ptr(), size: cur.len(), selected: -1, sorted: false };
+        let apply = iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
+        // SAFETY: the sampler's own callback with its handle and our array.
+        unsafe { apply(smpl, &mut cur_p) };
+        // Samplers may point `data` elsewhere; `selected` indexes whatever it is now.
+        let selected = usize::try_from(cur_p.selected).ok().filter(|&i| i < cur_p.size && !cur_p.data.is_null());
+        let Some(i) = selected else {
+            return Err(Error::invalid(format!(
+                "the sampler selected no token (selected = {}, size = {})",
+                cur_p.selected, cur_p.size
+            )));
+        };
+        // SAFETY: i < size of the array the sampler left in cur_p.
+        let token = unsafe { (*cur_p.data.add(i)).id };
+        accept_sampler(smpl, token);
+        Ok(token)
+    })
 }
 
 #[no_mangle]
