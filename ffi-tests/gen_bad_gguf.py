@@ -560,6 +560,42 @@ def cases(base):
                   ti_set("blk.0.attn_k.weight", ne=[64, 16]))
     yield variant("tensor_wrong_shape_embd.gguf", "tensor 'token_embd.weight' has the wrong shape",
                   ti_set("token_embd.weight", ne=[32, 16]))
+    # --- the vocabulary's own rules
+    def scores_short(m):
+        m.kv("tokenizer.ggml.scores").payload = array(F32, [scalar(F32, 0.0)])
+    yield variant("vocab_scores_short.gguf", "Index out of array bounds for scores (1 < ", scores_short)
+
+    def scores_str(m):
+        m.kv("tokenizer.ggml.scores").payload = array(STR, [gstr(b"x") for _ in TOKENS])
+    yield variant("vocab_scores_strings.gguf", "invalid gguf type for tokenizer.ggml.scores", scores_str)
+
+    def toktype_short(m):
+        m.kv("tokenizer.ggml.token_type").payload = array(I32, [scalar(I32, 1)])
+    yield variant("vocab_token_type_short.gguf", "Index out of array bounds for toktypes (1 < ", toktype_short)
+
+    def toktype_f32(m):
+        m.kv("tokenizer.ggml.token_type").payload = array(F32, [scalar(F32, 1.0) for _ in TOKENS])
+    yield variant("vocab_token_type_f32.gguf", "tokenizer.ggml.token_type is an array of element type f32", toktype_f32)
+
+    def dup_token(m):
+        toks = list(TOKENS)
+        toks[4] = toks[3]
+        m.kv("tokenizer.ggml.tokens").payload = array(STR, [gstr(t) for t in toks])
+    yield variant("vocab_duplicate_token.gguf", "appears twice in the vocabulary", dup_token)
+
+    def bos_type(m):
+        m.kvs[m.kv_index("tokenizer.ggml.bos_token_id")] = kv_str("tokenizer.ggml.bos_token_id", "1")
+    yield variant("vocab_bos_id_string.gguf", "tokenizer.ggml.bos_token_id has wrong type", bos_type)
+
+    def gpt2_no_merges(m):
+        m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
+    yield variant("vocab_bpe_without_merges.gguf", "cannot find tokenizer merges", gpt2_no_merges)
+
+    def unknown_pre(m):
+        m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
+        m.kvs.append(KV("tokenizer.ggml.merges", ARR, array(STR, [gstr(b"a b")])))
+        m.kvs.append(kv_str("tokenizer.ggml.pre", "nosuchpre"))
+    yield variant("vocab_pre_unknown.gguf", "unknown pre-tokenizer type: 'nosuchpre'", unknown_pre)
 
 
 def main():

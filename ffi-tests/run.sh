@@ -2,7 +2,9 @@
 # Runs the C tests of the library: ABI tables, header compilation (C11 and
 # C++17, warnings as errors), exported symbols, default parameters and model
 # metadata against goldens from the reference library, the boundary and the
-# log, the real models, malformed GGUF files (also under valgrind).
+# log, the real models, malformed GGUF files (also under valgrind), the
+# tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
+# reference, the API from C).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -209,6 +211,77 @@ if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     else
         not_ok "test_bad_gguf build"
     fi
+fi
+
+# --- (i) the vocab C API (buffers, invalid ids, NUL bytes, 10 MB input), and
+# every vocab getter against the reference's (a digest per vocabulary)
+if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
+    compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c" && run_prog test_vocab_api "$SMOL" "$GEMMA" \
+        || not_ok "test_vocab_api build"
+fi
+if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
+    for g in "$ROOT"/ffi-tests/golden/vocab/*.txt; do
+        name=$(basename "$g" .txt)
+        case "$name" in
+            SmolLM2-*|gemma-3-*) model=$MODELS/$name.gguf ;;
+            *) model=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/$name.gguf ;;
+        esac
+        if "$OUT/dump_vocab" "$model" > "$OUT/vocab-$name.txt" 2>&1 && diff -u "$g" "$OUT/vocab-$name.txt" > "$OUT/vocab-$name.diff"; then
+            ok "vocab getters of $name equal the reference's"
+        else
+            not_ok "vocab getters of $name equal the reference's"; head -n 20 "$OUT/vocab-$name.diff"
+        fi
+    done
+else
+    not_ok "dump_vocab build"
+fi
+
+# --- (h) tokenizer goldens: every row of every vocabulary (ids and detokenized
+# bytes identical to the reference library's), through the C API
+TOK=$SHARED/ref/tokenizer
+VOCABS=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
+if [ -d "$TOK" ] && python3 "$ROOT/ffi-tests/corpus_to_hex.py" "$TOK/corpus.json" "$OUT/corpus.hex" \
+    && compile test_tokenizer_goldens "$ROOT/ffi-tests/test_tokenizer_goldens.c"; then
+    gold() { # NAME MODEL TSV
+        if [ ! -f "$2" ]; then not_ok "tokenizer goldens $1: missing $2"; return; fi
+        "$OUT/test_tokenizer_goldens" "$2" "$OUT/corpus.hex" "$3" > "$OUT/gold-$1.out" 2>&1
+        local counts
+        counts=$(grep -E 'rows match$' "$OUT/gold-$1.out" | sed -E 's/.*: ([0-9]+\/[0-9]+) rows match/\1/')
+        if tally "$OUT/gold-$1.out" > /dev/null; then
+            ok "tokenizer goldens $1: ${counts} rows match"
+        else
+            not_ok "tokenizer goldens $1: ${counts:-0/?} rows match"; head -n 30 "$OUT/gold-$1.out"
+        fi
+    }
+    gold smollm2-135m "$SMOL" "$TOK/smollm2-135m.tsv"
+    gold gemma3-270m "$GEMMA" "$TOK/gemma3-270m.tsv"
+    for tsv in "$TOK"/vocab/*.tsv; do
+        name=$(basename "$tsv" .tsv)
+        gold "$name" "$VOCABS/ggml-vocab-$name.gguf" "$tsv"
+    done
+else
+    not_ok "tokenizer goldens: missing $TOK or the test did not build"
+fi
+
+# --- (j) samplers: seed-for-seed parity with the reference (goldens made by
+# ffi-tests/gen_sampler_golden.sh with the reference library), the API from
+# C (a caller's own sampler, chain semantics, clone/reset/copy, seeds, perf,
+# grammar errors, NULL handles), also under valgrind
+if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
+    if "$OUT/sampler_golden" > "$OUT/sampler_chains.txt" \
+        && diff -u "$ROOT/ffi-tests/golden/sampler_chains.txt" "$OUT/sampler_chains.txt" > "$OUT/sampler_chains.diff"; then
+        ok "sampler chains choose the reference's tokens ($(wc -l < "$OUT/sampler_chains.txt") chain/size/logits cases x 1000 draws)"
+    else
+        not_ok "sampler chains differ from the reference"; head -n 20 "$OUT/sampler_chains.diff"
+    fi
+else
+    not_ok "sampler_golden build"
+fi
+if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
+    run_prog test_samplers
+    under_valgrind test_samplers
+else
+    not_ok "test_samplers build"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

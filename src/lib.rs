@@ -21,7 +21,7 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `log`, `error`. See docs/ARCHITECTURE.md.
+//! `sampling/` (the samplers, the chain, GBNF grammars), `log`, `error`. See docs/ARCHITECTURE.md.
 
 pub mod clock;
 pub mod cpu;
@@ -33,7 +33,9 @@ pub mod kernels;
 pub mod quant;
 pub mod gguf;
 pub mod model;
+pub mod vocab;
 pub mod context;
+pub mod sampling;
 pub mod ffi;
 
 pub use error::{Error, Result};

@@ -15,7 +15,7 @@ use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
 use std::ffi::CString;
-use vocab_info::VocabInfo;
+use crate::vocab::Vocab;
 use weights::Weights;
 
 /// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
@@ -50,7 +50,8 @@ pub struct Model {
     pub arch: Option<Arch>,
     pub hparams: HParams,
     pub metadata: Metadata,
-    pub vocab: VocabInfo,
+    /// The vocabulary and its tokenizer (`llama_model_get_vocab` points here).
+    pub vocab: Vocab,
     /// llama_ftype, with the GUESSED bit when the file does not say.
     pub ftype: i32,
     pub desc: CString,
@@ -116,7 +117,8 @@ impl Model {
         }
 
         let metadata = Metadata::from_gguf(first);
-        let vocab = VocabInfo::read(first)?;
+        let vocab = Vocab::load(first)?;
+        let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
 
         let mut tensor_index = HashMap::new();
         let (mut n_params, mut n_bytes) = (0u64, 0u64);
@@ -131,10 +133,10 @@ impl Model {
         }
 
         let hparams = if params.vocab_only {
-            HParams { n_vocab: vocab.n_tokens, ..HParams::default() }
+            HParams { n_vocab, ..HParams::default() }
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
-            let mut hp = HParams::read(&keys, vocab.n_tokens)?;
+            let mut hp = HParams::read(&keys, n_vocab)?;
             if let Some(a) = arch {
                 hp.read_arch(a, &keys)?;
             }
