@@ -112,6 +112,11 @@ fn kernel_sets_are_detected_and_chosen_once() {
         }
     }
     assert!(!sets[0].supports(GgmlType::IQ2_XXS));
+    // scripts/test-aarch64.sh runs the tests on emulated CPUs with and
+    // without dotprod and says which set must be chosen.
+    if let Ok(want) = std::env::var("MINFER_EXPECT_KERNELS") {
+        assert_eq!(chosen.name, want);
+    }
 }
 
 #[test]
