@@ -5,7 +5,9 @@
 //! - A submission ([`ThreadPool::run`]) is a task count and a closure
 //!   `f(task)`; every task runs exactly once, on some thread. Tasks are
 //!   claimed from an atomic counter, and the submitting thread claims tasks
-//!   too. `run` returns when every task has finished.
+//!   too. `run` returns when every task has finished. A worker that wakes
+//!   after all tasks were claimed does not join (so a slow wake-up costs the
+//!   submitter nothing).
 //! - Between submissions a worker spins briefly (a new submission usually
 //!   follows within microseconds during a forward pass), then parks on a
 //!   condition variable.
@@ -35,12 +37,15 @@ struct JobPtr(*const (dyn Fn(usize) + Sync));
 unsafe impl Send for JobPtr {}
 
 struct Shared {
-    /// Bumped (under `park_lock`) once per submission.
+    /// Bumped (under `park_lock`) once per submission, to wake workers.
     epoch: AtomicU64,
-    job: Mutex<Option<JobPtr>>,
+    /// The current job and its task count. A worker joins it (incrementing
+    /// `active`) only while holding this lock and only while it is `Some`;
+    /// the submitter takes it out under the lock once every task is claimed,
+    /// so it then waits only for workers that joined.
+    job: Mutex<Option<(JobPtr, usize)>>,
     next_task: AtomicUsize,
-    n_tasks: AtomicUsize,
-    /// Workers that have not yet finished the current submission.
+    /// Workers working on the current job.
     active: AtomicUsize,
     panicked: AtomicBool,
     shutdown: AtomicBool,
@@ -49,9 +54,8 @@ struct Shared {
 }
 
 impl Shared {
-    /// Claims and runs tasks until none is left.
-    fn work(&self, job: &(dyn Fn(usize) + Sync)) {
-        let n = self.n_tasks.load(Ordering::Acquire);
+    /// Claims and runs tasks until none of the `n` is left.
+    fn work(&self, job: &(dyn Fn(usize) + Sync), n: usize) {
         loop {
             let i = self.next_task.fetch_add(1, Ordering::Relaxed);
             if i >= n {
@@ -81,7 +85,6 @@ impl ThreadPool {
             epoch: AtomicU64::new(0),
             job: Mutex::new(None),
             next_task: AtomicUsize::new(0),
-            n_tasks: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
@@ -120,26 +123,27 @@ impl ThreadPool {
                 }
             }
         } else {
-            // SAFETY: erasing the lifetime of `f` is sound because this
-            // function does not return before every worker has decremented
-            // `active` for this submission, and workers touch the job only
-            // between reading it and that decrement. The pointer is cleared
-            // before returning.
+            // SAFETY: erasing the lifetime of `f` is sound: workers reach the
+            // job only through `job`, joining under its lock (incrementing
+            // `active`); this function clears `job` under that lock and then
+            // waits for `active` to drop to zero before returning, so no
+            // worker uses the pointer after `f`'s borrow ends.
             let job: JobPtr = JobPtr(unsafe {
                 std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(
                     f as *const _,
                 )
             });
-            *sh.job.lock() = Some(job);
             sh.next_task.store(0, Ordering::Relaxed);
-            sh.n_tasks.store(n_tasks, Ordering::Relaxed);
-            sh.active.store(self.workers.len(), Ordering::Relaxed);
+            *sh.job.lock() = Some((job, n_tasks));
             {
                 let _g = sh.park_lock.lock();
                 sh.epoch.fetch_add(1, Ordering::Release);
             }
             sh.park_cv.notify_all();
-            sh.work(f);
+            sh.work(f, n_tasks);
+            // Every task is claimed: close the job to late workers, then wait
+            // for those that joined (they may still be running tasks).
+            *sh.job.lock() = None;
             let start = Instant::now();
             while sh.active.load(Ordering::Acquire) != 0 {
                 if start.elapsed() < SPIN {
@@ -148,7 +152,6 @@ impl ThreadPool {
                     std::thread::yield_now();
                 }
             }
-            *sh.job.lock() = None;
         }
         if sh.panicked.load(Ordering::Relaxed) {
             return Err(Error::invalid("a thread pool task panicked"));
@@ -186,15 +189,23 @@ fn worker_loop(sh: &Shared) {
             return;
         }
         seen = sh.epoch.load(Ordering::Acquire);
-        // --- run it
-        let job = *sh.job.lock();
-        if let Some(JobPtr(p)) = job {
-            // SAFETY: the submitter keeps the closure alive until `active`
-            // reaches zero, which needs this worker's decrement below.
+        // --- join the job if it is still open, and run tasks
+        let joined = {
+            let g = sh.job.lock();
+            let j = *g;
+            if j.is_some() {
+                sh.active.fetch_add(1, Ordering::AcqRel);
+            }
+            j
+        };
+        if let Some((JobPtr(p), n)) = joined {
+            // SAFETY: this worker joined while the job was open (counted in
+            // `active`), and the submitter keeps the closure alive until
+            // `active` is back to zero.
             let f = unsafe { &*p };
-            sh.work(f);
+            sh.work(f, n);
+            sh.active.fetch_sub(1, Ordering::Release);
         }
-        sh.active.fetch_sub(1, Ordering::Release);
     }
 }
 
