@@ -21,7 +21,8 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `log`, `error`. See docs/ARCHITECTURE.md.
+//! `quant/` (ggml block formats), `kernels/` (SIMD dot products, matmul,
+//! thread pool), `log`, `error`. See docs/ARCHITECTURE.md.
 
 pub mod cpu;
 pub mod error;
