@@ -14,6 +14,15 @@
 //! The body functions are `#[inline(always)]` and generic over the int8 dot
 //! ([`Smull`] or [`Sdot`]); each entry point instantiates them, the dotprod
 //! ones inside a `#[target_feature(enable = "dotprod")]` function.
+//!
+//! # Safety
+//! Every function here is `unsafe` and reads through raw pointers with
+//! unaligned loads. The entry points (`TileFn`, `QuantFn`) are called only
+//! through `KernelSet` after their shape contract was checked
+//! (`dispatch::check_dot_shapes`, `KernelSet::quantize_act`), which keeps
+//! every load within `w[..row_bytes]` and `a[t·stride .. t·stride + act_row]`;
+//! the sets are handed out only by `available_sets()`, which checks the CPU
+//! features first (the statics are crate-private).
 
 use std::arch::aarch64::*;
 
@@ -33,9 +42,9 @@ pub fn cpu_ok_dotprod() -> bool {
     cpu_ok() && std::arch::is_aarch64_feature_detected!("dotprod")
 }
 
-pub static SET: KernelSet = KernelSet { name: "neon", tile, quant_q8_0, quant_q8_1, quant_q8_k };
+pub(crate) static SET: KernelSet = KernelSet { name: "neon", tile, quant_q8_0, quant_q8_1, quant_q8_k };
 
-pub static SET_DOTPROD: KernelSet =
+pub(crate) static SET_DOTPROD: KernelSet =
     KernelSet { name: "neon-dotprod", tile: tile_dp, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each

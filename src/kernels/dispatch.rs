@@ -64,7 +64,9 @@ impl ActType {
 
 /// `out[t] = W_row · act[t]` for `t < out.len()`, where `act[t]` starts at
 /// byte `t * a_stride` of `a`. Kernels walk the row once per group of a few
-/// tokens, reusing each unpacked weight block across the group.
+/// tokens, reusing each unpacked weight block across the group. Activation
+/// quants must lie in -127..=127, as the quantizers here write them (the SIMD
+/// sign trick would misread -128: a wrong number, not a memory error).
 ///
 /// # Safety
 /// `n` is a multiple of the weight block size (and of 256 for Q8_K

@@ -17,7 +17,7 @@ use crate::quant::{
     q5_1, q5_k, q6_k, q8_0, q8_1, q8_k, Block, QK, QK_K,
 };
 
-pub static SET: KernelSet = KernelSet {
+pub(crate) static SET: KernelSet = KernelSet {
     name: "scalar",
     tile,
     quant_q8_0: quant_q8_0,

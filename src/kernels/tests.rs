@@ -401,3 +401,57 @@ fn pool_reports_a_panicking_task_and_stays_usable() {
     assert_eq!(ok.into_inner(), 10);
     assert_eq!(ThreadPool::new(0).expect("pool").n_threads(), 1);
 }
+
+/// Byte offsets of the f16 scale fields of each block type.
+fn scale_fields(ty: GgmlType) -> &'static [usize] {
+    use GgmlType::*;
+    match ty {
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
+        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
+        Q6_K => &[208],
+        _ => &[],
+    }
+}
+
+#[test]
+fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
+    // Random bytes reach bit patterns a quantizer rarely writes (Q6_K scale
+    // -128, every Q3_K/IQ4_XS scale, all high bits set...). Scale fields get
+    // finite f16 values; activations come from the quantizers (their quants
+    // stay within ±127, which the kernels rely on).
+    let mut rng = Rng::new(31);
+    for set in available_sets().into_iter().skip(1) {
+        for ty in WEIGHT_TYPES {
+            let act = ActType::for_weight(ty).expect("paired");
+            let n = 1024;
+            let mut w: Vec<u8> = (0..ty.row_size(n as u64).unwrap_or(0)).map(|_| rng.next() as u8).collect();
+            if ty.block_size() == 1 {
+                // float weights: finite values only
+                let x = rng.data(n);
+                w.clear();
+                w.resize(ty.row_size(n as u64).unwrap_or(0) as usize, 0);
+                quant::quantize_row(ty, &x, &mut w).expect("valid");
+            }
+            for blk in w.chunks_exact_mut(ty.type_size()) {
+                for &off in scale_fields(ty) {
+                    let v = (rng.uni() * 0.01) as f32;
+                    blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(v));
+                }
+            }
+            let a = quantize_acts(&scalar::SET, act, &rng.data(n));
+            let want = scalar::SET.dot(ty, n, &w, &a).expect("valid");
+            let got = set.dot(ty, n, &w, &a).expect("valid");
+            if act == ActType::Q8K {
+                assert_eq!(got.to_bits(), want.to_bits(), "{} {ty}: {got} vs {want}", set.name);
+            } else {
+                let wf = dequantize(ty, &w, n);
+                let af = dequantize(act_as_ggml(act), &a, n);
+                let scale = abs_dot(&wf, &af).max(f64::MIN_POSITIVE);
+                let err = (got as f64 - want as f64).abs();
+                assert!(err <= 1e-6 * scale, "{} {ty}: {got} vs {want} (rel {})", set.name, err / scale);
+            }
+        }
+    }
+}

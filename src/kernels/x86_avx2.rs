@@ -13,6 +13,15 @@
 //!   reference's x86 conversions of out-of-range values.
 //!
 //! Loads are unaligned throughout: weights come straight from a GGUF mapping.
+//!
+//! # Safety
+//! Every function here is `unsafe` and reads through raw pointers with
+//! unaligned loads. The entry points (`TileFn`, `QuantFn`) are called only
+//! through `KernelSet` after their shape contract was checked
+//! (`dispatch::check_dot_shapes`, `KernelSet::quantize_act`), which keeps
+//! every load within `w[..row_bytes]` and `a[t·stride .. t·stride + act_row]`;
+//! the sets are handed out only by `available_sets()`, which checks the CPU
+//! features first (the statics are crate-private).
 
 use std::arch::x86_64::*;
 
@@ -27,7 +36,7 @@ pub fn cpu_ok() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
 }
 
-pub static SET: KernelSet = KernelSet {
+pub(crate) static SET: KernelSet = KernelSet {
     name: "avx2",
     tile,
     quant_q8_0,
