@@ -27,6 +27,10 @@ bash scripts/fetch-models.sh > /dev/null || { echo "could not fetch the models";
 # grammars/ (parsed by the grammar tests)
 bash scripts/fetch-reference-src.sh > /dev/null || { echo "could not fetch the reference source and vocab files"; exit 1; }
 
+# --- reference dequantizations of the gguf package, for the quant unit tests
+prep=$(bash scripts/test-kernels.sh prepare) || { echo "could not prepare the kernel checks"; exit 1; }
+eval "$prep"
+
 # --- Rust unit tests, and the library the C tests link (same profile and
 # features, so the two builds share their dependencies)
 features=(--release --features test-hooks)
@@ -46,7 +50,15 @@ c_fail=$(echo "$c_line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
 c_pass=${c_pass:-0}
 c_fail=${c_fail:-1}
 
+# --- kernel checks: forced scalar path, aarch64 NEON tests under qemu
+bash scripts/test-kernels.sh check 2>&1 | tee target/kernel-checks.log
+k_line=$(grep -E '^kernel checks: ' target/kernel-checks.log | tail -n 1)
+k_pass=$(echo "$k_line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
+k_fail=$(echo "$k_line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
+k_pass=${k_pass:-0}
+k_fail=${k_fail:-1}
+
 echo
-echo "rust unit tests: $rust_pass passed, $rust_fail failed; C test groups: $c_pass passed, $c_fail failed"
-echo "total: $((rust_pass + c_pass)) passed, $((rust_fail + c_fail)) failed"
-[ "$((rust_fail + c_fail))" = 0 ]
+echo "rust unit tests: $rust_pass passed, $rust_fail failed; C test groups: $c_pass passed, $c_fail failed; kernel checks (aarch64/qemu, scalar override): $k_pass passed, $k_fail failed"
+echo "total: $((rust_pass + c_pass + k_pass)) passed, $((rust_fail + c_fail + k_fail)) failed"
+[ "$((rust_fail + c_fail + k_fail))" = 0 ]

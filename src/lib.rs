@@ -21,7 +21,9 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `sampling/` (the samplers, the chain, GBNF grammars), `log`, `error`. See docs/ARCHITECTURE.md.
+//! `sampling/` (the samplers, the chain, GBNF grammars), `quant/` (ggml block
+//! formats), `kernels/` (SIMD dot products, matmul, thread pool), `log`,
+//! `error`. See docs/ARCHITECTURE.md.
 
 pub mod clock;
 pub mod cpu;

@@ -1,1 +1,47 @@
-//! kernels
+//! Compute kernels: dot products of quantized weights with quantized
+//! activations, activation quantizers, the matmul and its thread pool.
+//!
+//! # API (what the forward pass calls)
+//!
+//! ```ignore
+//! use minfer::kernels::{ThreadPool, Weights, matmul, matmul_siblings};
+//! let pool = ThreadPool::new(n_threads)?;                 // once per context
+//! // A weight tensor straight from the GGUF mapping: rows of `cols`
+//! // elements (ne0 = cols, ne1 = rows), any alignment.
+//! let wq = Weights::new(bytes, GgmlType::Q4_K, n_rows, n_cols)?;
+//! matmul(&pool, &wq, &x, n_tokens, &mut y)?;            // x: [nt][cols], y: [nt][rows]
+//! // Projections that read the same input: quantized once, one submission.
+//! matmul_siblings(&pool, &[wq, wk, wv], &x, nt, &mut [&mut q, &mut k, &mut v])?;
+//! ```
+//!
+//! - `y[t][o] = W[o] · x[t]`, with `x` quantized to the weight type's
+//!   activation format ([`ActType`]: Q8_0, Q8_1, Q8_K, or f32 for float
+//!   weights). Integer dots within a block, scales folded once per block.
+//! - Results are bit-identical for any thread count and any `nt` (a row's
+//!   value for a token does not depend on the other tokens in the call).
+//! - The kernel set (scalar, AVX2+FMA+F16C, NEON, NEON+dotprod) is chosen
+//!   once at run time ([`kernels`]); `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1`
+//!   force scalar. Every SIMD kernel has its scalar definition in
+//!   `scalar.rs` and is tested against it.
+//!
+//! Files: `dispatch.rs` (kernel sets, detection), `scalar.rs`,
+//! `x86_avx2.rs`, `aarch64_neon.rs`, `matmul.rs`, `pool.rs`.
+
+pub mod dispatch;
+pub mod matmul;
+pub mod pool;
+pub mod scalar;
+#[cfg(target_arch = "x86_64")]
+pub mod x86_avx2;
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64_neon;
+
+#[cfg(test)]
+mod tests;
+
+pub use dispatch::{available_sets, kernels, ActType, KernelSet};
+pub use matmul::{
+    matmul, matmul_quantized_with, matmul_siblings, matmul_siblings_with, matmul_with,
+    Activations, Weights,
+};
+pub use pool::ThreadPool;

@@ -108,6 +108,19 @@ pub fn dequantize_row_xs(blocks: &[BlockIq4Xs], out: &mut [f32]) {
     }
 }
 
+/// Huge inputs overflow the weighted sums to inf and `inf / inf` is NaN,
+/// whose sign is the CPU's: x86 (where the reference bytes come from) sets
+/// it, aarch64 does not. The scale then lands in the block as an f16 NaN, so
+/// take x86's default NaN to write the same bytes everywhere.
+#[inline]
+fn x86_nan(v: f32) -> f32 {
+    if v.is_nan() {
+        f32::from_bits(0xFFC0_0000)
+    } else {
+        v
+    }
+}
+
 /// ggml's `best_index_int8` over the IQ4 table.
 #[inline]
 fn best_index(x: f32) -> u8 {
@@ -190,7 +203,7 @@ fn quantize_iq4_impl(
             sumqx += w * q * xb[j];
             sumq2 += w * q * q;
         }
-        d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
+        d = if sumq2 > 0.0 { x86_nan(sumqx / sumq2) } else { 0.0 };
         let mut best = d * sumqx;
         for itry in -ntry..=ntry {
             id = (itry as f32 + v0) / max;
@@ -205,7 +218,7 @@ fn quantize_iq4_impl(
                 sumq2 += w * q * q;
             }
             if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
-                d = sumqx / sumq2;
+                d = x86_nan(sumqx / sumq2);
                 best = d * sumqx;
             }
         }

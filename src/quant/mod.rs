@@ -37,7 +37,7 @@ pub mod q8_1;
 pub mod q8_k;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::ggml_type::GgmlType;
 use crate::{Error, Result};

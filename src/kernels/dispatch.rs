@@ -1,0 +1,229 @@
+//! Kernel sets and their run-time choice.
+//!
+//! A [`KernelSet`] holds, for one instruction set, the tile dot kernel of
+//! every weight type and the three activation quantizers. [`kernels()`]
+//! returns the best set for this CPU, chosen once: AVX2+FMA+F16C on x86-64,
+//! NEON (with the dotprod extension when present) on aarch64, else scalar.
+//! `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force the scalar set.
+//! [`available_sets()`] lists every set this CPU can run (tests compare each
+//! against the scalar one).
+
+use std::sync::OnceLock;
+
+use crate::ggml_type::GgmlType;
+use crate::quant::{QK, QK_K};
+use crate::{Error, Result};
+
+/// The activation format a weight type's dot kernel reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActType {
+    /// plain little-endian f32 (F32, F16, BF16 weights)
+    F32,
+    /// Q4_0, Q5_0, Q8_0, IQ4_NL weights
+    Q8_0,
+    /// Q4_1, Q5_1 weights (the block sum folds in their minimum)
+    Q8_1,
+    /// Q2_K … Q6_K, IQ4_XS weights
+    Q8K,
+}
+
+impl ActType {
+    /// The activation type weights of type `w` pair with, or `None` if minfer
+    /// has no dot kernel for `w`.
+    pub fn for_weight(w: GgmlType) -> Option<ActType> {
+        use GgmlType::*;
+        Some(match w {
+            F32 | F16 | BF16 => ActType::F32,
+            Q4_0 | Q5_0 | Q8_0 | IQ4_NL => ActType::Q8_0,
+            Q4_1 | Q5_1 => ActType::Q8_1,
+            Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => ActType::Q8K,
+            _ => return None,
+        })
+    }
+
+    /// Elements per block.
+    pub fn block_size(self) -> usize {
+        match self {
+            ActType::F32 => 1,
+            ActType::Q8_0 | ActType::Q8_1 => QK,
+            ActType::Q8K => QK_K,
+        }
+    }
+
+    /// Bytes of an activation row of `n` elements (`n` a multiple of the
+    /// block size).
+    pub fn row_bytes(self, n: usize) -> usize {
+        match self {
+            ActType::F32 => 4 * n,
+            ActType::Q8_0 => n / QK * 34,
+            ActType::Q8_1 => n / QK * 36,
+            ActType::Q8K => n / QK_K * 292,
+        }
+    }
+}
+
+/// `out[t] = W_row · act[t]` for `t < out.len()`, where `act[t]` starts at
+/// byte `t * a_stride` of `a`. Kernels walk the row once per group of a few
+/// tokens, reusing each unpacked weight block across the group. Activation
+/// quants must lie in -127..=127, as the quantizers here write them (the SIMD
+/// sign trick would misread -128: a wrong number, not a memory error).
+///
+/// # Safety
+/// `n` is a multiple of the weight block size (and of 256 for Q8_K
+/// activations), `w.len() >= row_size(n)`, `out.len() >= 1`,
+/// `a.len() >= (out.len() - 1) * a_stride + act.row_bytes(n)`, and the CPU
+/// has the features of the set the kernel belongs to.
+pub type TileFn = unsafe fn(n: usize, w: &[u8], a: &[u8], a_stride: usize, out: &mut [f32]);
+
+/// Quantizes `x` (a multiple of the block size) into `out`
+/// (`act.row_bytes(x.len())` bytes).
+///
+/// # Safety
+/// The lengths are as stated and the CPU has the set's features.
+pub type QuantFn = unsafe fn(x: &[f32], out: &mut [u8]);
+
+/// The kernels of one instruction set.
+pub struct KernelSet {
+    /// "scalar", "avx2", "neon", "neon-dotprod"
+    pub name: &'static str,
+    pub(crate) tile: fn(GgmlType) -> Option<TileFn>,
+    pub(crate) quant_q8_0: QuantFn,
+    pub(crate) quant_q8_1: QuantFn,
+    pub(crate) quant_q8_k: QuantFn,
+}
+
+impl KernelSet {
+    /// Whether this set has a dot kernel for weight type `ty`.
+    pub fn supports(&self, ty: GgmlType) -> bool {
+        (self.tile)(ty).is_some()
+    }
+
+    /// The tile kernel for `ty` (callers uphold its safety contract).
+    pub(crate) fn tile_fn(&self, ty: GgmlType) -> Result<TileFn> {
+        (self.tile)(ty).ok_or_else(|| Error::invalid(format!("no dot kernel for weight type {ty}")))
+    }
+
+    /// Checked tile dot: `out[t] = dot(w, act row t)`, rows `a_stride` bytes
+    /// apart in `a`.
+    pub fn dot_tile(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        w: &[u8],
+        a: &[u8],
+        a_stride: usize,
+        out: &mut [f32],
+    ) -> Result<()> {
+        let f = self.tile_fn(ty)?;
+        let act = ActType::for_weight(ty).ok_or_else(|| Error::invalid("no activation type"))?;
+        check_dot_shapes(ty, act, n, w.len(), a.len(), a_stride, out.len())?;
+        // SAFETY: the shapes were checked above; `self` is only ever built for
+        // a CPU that has its features (see `available_sets`).
+        unsafe { f(n, w, a, a_stride, out) };
+        Ok(())
+    }
+
+    /// Checked dot of one weight row with one activation row.
+    pub fn dot(&self, ty: GgmlType, n: usize, w: &[u8], a: &[u8]) -> Result<f32> {
+        let mut out = [0f32];
+        self.dot_tile(ty, n, w, a, 0, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Checked activation quantizer for `act` (`F32` copies the bytes).
+    pub fn quantize_act(&self, act: ActType, x: &[f32], out: &mut [u8]) -> Result<()> {
+        if x.len() % act.block_size() != 0 || out.len() != act.row_bytes(x.len()) {
+            return Err(Error::invalid(format!(
+                "quantize_act {act:?}: {} elements into {} bytes",
+                x.len(),
+                out.len()
+            )));
+        }
+        let f = match act {
+            ActType::F32 => {
+                crate::quant::float::quantize_row_f32(x, out);
+                return Ok(());
+            }
+            ActType::Q8_0 => self.quant_q8_0,
+            ActType::Q8_1 => self.quant_q8_1,
+            ActType::Q8K => self.quant_q8_k,
+        };
+        // SAFETY: lengths checked above; the set matches this CPU.
+        unsafe { f(x, out) };
+        Ok(())
+    }
+}
+
+pub(crate) fn check_dot_shapes(
+    ty: GgmlType,
+    act: ActType,
+    n: usize,
+    w_len: usize,
+    a_len: usize,
+    a_stride: usize,
+    nt: usize,
+) -> Result<()> {
+    let bad = |what: String| Err(Error::invalid(format!("dot {ty}: {what}")));
+    if nt == 0 {
+        return bad("no tokens".into());
+    }
+    if n % ty.block_size() != 0 || n % act.block_size() != 0 {
+        return bad(format!("{n} elements is not a multiple of the block size"));
+    }
+    let w_need = n / ty.block_size() * ty.type_size();
+    if w_len < w_need {
+        return bad(format!("weight row has {w_len} bytes, needs {w_need}"));
+    }
+    let a_row = act.row_bytes(n);
+    if nt > 1 && a_stride < a_row {
+        return bad(format!("activation stride {a_stride} < row bytes {a_row}"));
+    }
+    let a_need = (nt - 1)
+        .checked_mul(a_stride)
+        .and_then(|v| v.checked_add(a_row))
+        .ok_or_else(|| Error::invalid("activation size overflows"))?;
+    if a_len < a_need {
+        return bad(format!("activations have {a_len} bytes, need {a_need}"));
+    }
+    Ok(())
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Every kernel set this CPU can run, scalar first.
+pub fn available_sets() -> Vec<&'static KernelSet> {
+    #[allow(unused_mut)]
+    let mut sets: Vec<&'static KernelSet> = vec![&super::scalar::SET];
+    #[cfg(target_arch = "x86_64")]
+    if super::x86_avx2::cpu_ok() {
+        sets.push(&super::x86_avx2::SET);
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if super::aarch64_neon::cpu_ok() {
+            sets.push(&super::aarch64_neon::SET);
+        }
+        if super::aarch64_neon::cpu_ok_dotprod() {
+            sets.push(&super::aarch64_neon::SET_DOTPROD);
+        }
+    }
+    sets
+}
+
+/// The kernel set used by the matmul: the best this CPU runs, chosen once
+/// (`MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force scalar).
+pub fn kernels() -> &'static KernelSet {
+    static CHOSEN: OnceLock<&'static KernelSet> = OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        let sets = available_sets();
+        let forced_scalar = (cfg!(target_arch = "x86_64") && env_set("MINFER_NO_AVX2"))
+            || (cfg!(target_arch = "aarch64") && env_set("MINFER_NO_NEON"));
+        if forced_scalar {
+            sets[0]
+        } else {
+            sets[sets.len() - 1]
+        }
+    })
+}

@@ -1,0 +1,299 @@
+//! `y[t][o] = W[o] · x[t]` on the thread pool.
+//!
+//! The activations `x` (`[nt][cols]` f32) are quantized once per call to the
+//! weight type's activation format (once per format for a group of sibling
+//! matrices that read the same input, such as q/k/v or gate/up), then the
+//! output rows are cut into tasks. A task owns whole rows: for each of its
+//! rows it runs the tile kernel over all `nt` tokens, so every `y[t][o]` is
+//! computed by the same instruction sequence whatever the thread count, task
+//! size or `nt` (results are bit-identical across them).
+
+use super::dispatch::{check_dot_shapes, ActType, KernelSet};
+use super::pool::ThreadPool;
+use crate::ggml_type::GgmlType;
+use crate::{Error, Result};
+
+/// A weight matrix viewed in place (e.g. in a GGUF mapping): `rows` rows of
+/// `cols` elements of type `ty`, each row `ty.row_size(cols)` bytes, rows
+/// contiguous. No alignment is assumed.
+#[derive(Clone, Copy, Debug)]
+pub struct Weights<'a> {
+    pub data: &'a [u8],
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    row_bytes: usize,
+}
+
+impl<'a> Weights<'a> {
+    /// Checks that the type has a dot kernel, that `cols` is a multiple of its
+    /// block size (and of 256 for the Q8_K-paired types) and that `data`
+    /// holds `rows` rows.
+    pub fn new(data: &'a [u8], ty: GgmlType, rows: usize, cols: usize) -> Result<Weights<'a>> {
+        let act = ActType::for_weight(ty)
+            .ok_or_else(|| Error::invalid(format!("matmul: no dot kernel for weight type {ty}")))?;
+        if cols == 0 || cols % ty.block_size() != 0 || cols % act.block_size() != 0 {
+            return Err(Error::invalid(format!(
+                "matmul: {cols} columns is not a multiple of the {ty} block size"
+            )));
+        }
+        let row_bytes = cols / ty.block_size() * ty.type_size();
+        let need = rows
+            .checked_mul(row_bytes)
+            .ok_or_else(|| Error::invalid("matmul: weight size overflows"))?;
+        if data.len() < need {
+            return Err(Error::invalid(format!(
+                "matmul: {rows}x{cols} {ty} weights need {need} bytes, got {}",
+                data.len()
+            )));
+        }
+        Ok(Weights { data, ty, rows, cols, row_bytes })
+    }
+
+    /// Bytes per row.
+    pub fn row_bytes(&self) -> usize {
+        self.row_bytes
+    }
+
+    fn row(&self, o: usize) -> &'a [u8] {
+        &self.data[o * self.row_bytes..(o + 1) * self.row_bytes]
+    }
+
+    /// The activation format this matrix's kernel reads.
+    pub fn act_type(&self) -> ActType {
+        // `new` checked that there is one.
+        ActType::for_weight(self.ty).unwrap_or(ActType::F32)
+    }
+}
+
+/// Quantized activations: `nt` rows of `cols` elements in format `act`,
+/// `row_bytes` apart. Reusable across calls (the buffer only grows).
+#[derive(Debug)]
+pub struct Activations {
+    act: ActType,
+    nt: usize,
+    cols: usize,
+    row_bytes: usize,
+    data: Vec<u8>, // [nt][row_bytes]
+}
+
+impl Default for Activations {
+    fn default() -> Self {
+        Activations { act: ActType::F32, nt: 0, cols: 0, row_bytes: 0, data: Vec::new() }
+    }
+}
+
+impl Activations {
+    pub fn new() -> Activations {
+        Activations::default()
+    }
+    pub fn act_type(&self) -> ActType {
+        self.act
+    }
+    pub fn n_tokens(&self) -> usize {
+        self.nt
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Quantizes `x` (`[nt][cols]`) to `act`, one token per pool task.
+    pub fn quantize(
+        &mut self,
+        ks: &KernelSet,
+        pool: &ThreadPool,
+        act: ActType,
+        x: &[f32],
+        nt: usize,
+        cols: usize,
+    ) -> Result<()> {
+        if cols == 0 || cols % act.block_size() != 0 {
+            return Err(Error::invalid(format!(
+                "activations: {cols} columns is not a multiple of the {act:?} block size"
+            )));
+        }
+        if nt.checked_mul(cols) != Some(x.len()) {
+            return Err(Error::invalid(format!(
+                "activations: {} values for {nt} tokens of {cols}",
+                x.len()
+            )));
+        }
+        let row_bytes = act.row_bytes(cols);
+        self.data.resize(nt * row_bytes, 0);
+        self.act = act;
+        self.nt = nt;
+        self.cols = cols;
+        self.row_bytes = row_bytes;
+        let out = SyncPtr(self.data.as_mut_ptr());
+        pool.run(nt, &|t| {
+            // SAFETY: task t writes only row t of `data`, which is
+            // `row_bytes` long and in bounds (`data` holds nt rows); no other
+            // task touches it, and `data` outlives `run`.
+            let row = unsafe { std::slice::from_raw_parts_mut(out.get().add(t * row_bytes), row_bytes) };
+            // Shapes were checked above, so this cannot fail.
+            let _ = ks.quantize_act(act, &x[t * cols..(t + 1) * cols], row);
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SyncPtr<T>(*mut T);
+impl<T> SyncPtr<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+// SAFETY: used only to hand disjoint parts of one buffer to pool tasks (each
+// use states which part it owns).
+unsafe impl<T> Sync for SyncPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Send for SyncPtr<T> {}
+
+/// Rows per task: enough tasks to balance 2-4 threads, not so small that
+/// claiming them costs.
+fn rows_per_task(rows: usize, nt: usize, n_threads: usize) -> usize {
+    if n_threads <= 1 {
+        return rows.max(1);
+    }
+    let target_tasks = 8 * n_threads;
+    let by_balance = rows.div_ceil(target_tasks);
+    let min_rows = if nt >= 8 { 1 } else { 4 };
+    by_balance.max(min_rows).max(1)
+}
+
+/// `y[t][o] = W[o]·x[t]`: `x` is `[nt][w.cols]`, `y` is `[nt][w.rows]`.
+pub fn matmul(pool: &ThreadPool, w: &Weights, x: &[f32], nt: usize, y: &mut [f32]) -> Result<()> {
+    matmul_with(super::kernels(), pool, w, x, nt, y)
+}
+
+/// [`matmul`] with an explicit kernel set (tests, A/B runs).
+pub fn matmul_with(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    w: &Weights,
+    x: &[f32],
+    nt: usize,
+    y: &mut [f32],
+) -> Result<()> {
+    matmul_siblings_with(ks, pool, &[*w], x, nt, &mut [y])
+}
+
+/// Several matrices that read the same input (q/k/v, gate/up): `x` is
+/// quantized once per activation format, and all rows of all matrices are
+/// computed in one pool submission. `ys[i]` is `[nt][ws[i].rows]`.
+pub fn matmul_siblings(
+    pool: &ThreadPool,
+    ws: &[Weights],
+    x: &[f32],
+    nt: usize,
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
+    matmul_siblings_with(super::kernels(), pool, ws, x, nt, ys)
+}
+
+/// [`matmul_siblings`] with an explicit kernel set.
+pub fn matmul_siblings_with(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    ws: &[Weights],
+    x: &[f32],
+    nt: usize,
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
+    let Some(first) = ws.first() else { return Ok(()) };
+    let cols = first.cols;
+    if ws.len() != ys.len() {
+        return Err(Error::invalid("matmul: one output per weight matrix"));
+    }
+    if nt == 0 {
+        return Ok(());
+    }
+    for (w, y) in ws.iter().zip(ys.iter()) {
+        if w.cols != cols {
+            return Err(Error::invalid("matmul: sibling matrices must have the same columns"));
+        }
+        if nt.checked_mul(w.rows) != Some(y.len()) {
+            return Err(Error::invalid(format!(
+                "matmul: output has {} values, want {nt}x{}",
+                y.len(),
+                w.rows
+            )));
+        }
+        ks.tile_fn(w.ty)?;
+    }
+    // --- quantize the input once per activation format
+    let mut acts: Vec<Activations> = Vec::new();
+    for w in ws {
+        let act = w.act_type();
+        if !acts.iter().any(|a| a.act == act) {
+            let mut a = Activations::new();
+            a.quantize(ks, pool, act, x, nt, cols)?;
+            acts.push(a);
+        }
+    }
+    let act_of = |w: &Weights| acts.iter().position(|a| a.act == w.act_type()).unwrap_or(0);
+    let refs: Vec<&Activations> = ws.iter().map(|w| &acts[act_of(w)]).collect();
+    matmul_quantized_with(ks, pool, ws, &refs, ys)
+}
+
+/// The matmul proper, on activations quantized by the caller (`acts[i]` in
+/// `ws[i]`'s activation format).
+pub fn matmul_quantized_with(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    ws: &[Weights],
+    acts: &[&Activations],
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
+    if ws.len() != acts.len() || ws.len() != ys.len() {
+        return Err(Error::invalid("matmul: one activation set and output per matrix"));
+    }
+    // --- check shapes and cut every matrix's rows into tasks
+    struct Job<'a> {
+        w: Weights<'a>,
+        a: &'a Activations,
+        f: super::dispatch::TileFn,
+        y: SyncPtr<f32>,
+    }
+    let mut jobs = Vec::with_capacity(ws.len());
+    let mut tasks: Vec<(usize, usize, usize)> = Vec::new(); // (job, row0, row1)
+    for (i, ((w, a), y)) in ws.iter().zip(acts).zip(ys.iter_mut()).enumerate() {
+        if a.act != w.act_type() || a.cols != w.cols {
+            return Err(Error::invalid("matmul: activations do not match the weights"));
+        }
+        if a.nt.checked_mul(w.rows) != Some(y.len()) {
+            return Err(Error::invalid("matmul: output size mismatch"));
+        }
+        if a.nt == 0 || w.rows == 0 {
+            continue;
+        }
+        check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
+        let f = ks.tile_fn(w.ty)?;
+        let step = rows_per_task(w.rows, a.nt, pool.n_threads());
+        let mut r = 0;
+        while r < w.rows {
+            let r1 = (r + step).min(w.rows);
+            tasks.push((i, r, r1));
+            r = r1;
+        }
+        jobs.push((i, Job { w: *w, a, f, y: SyncPtr(y.as_mut_ptr()) }));
+    }
+    let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
+    pool.run(tasks.len(), &|task| {
+        let (i, r0, r1) = tasks[task];
+        let Some(job) = find(i) else { return };
+        let nt = job.a.nt;
+        let rows = job.w.rows;
+        let mut out = vec![0f32; nt]; // [nt]: one row's results for every token
+        for o in r0..r1 {
+            // SAFETY: the shapes were checked by `check_dot_shapes` above and
+            // the kernel set matches this CPU.
+            unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, job.a.row_bytes, &mut out) };
+            for (t, v) in out.iter().enumerate() {
+                // SAFETY: y is [nt][rows] (checked above); row o belongs to
+                // this task alone, so no other task writes y[t][o].
+                unsafe { *job.y.get().add(t * rows + o) = *v };
+            }
+        }
+    })
+}

@@ -1,0 +1,236 @@
+//! The scalar kernels: the definition every SIMD kernel is tested against.
+//!
+//! Dot products are integer within a block and fold the scales in once per
+//! block, in f32, accumulated in block order:
+//! - 32-blocks × Q8_0: `acc += (dw·da) · Σ qw·qa`
+//! - 32-blocks with a minimum × Q8_1: `acc += (dw·da) · Σ qw·qa + mw·sa`
+//! - super-blocks × Q8_K (see `KBlock`): `acc += (d·da)·isum − (dmin·da)·imin`
+//! - F32/F16/BF16 × f32: `acc += w·a`, element by element.
+//!
+//! The activation quantizers are the reference quantizers of `quant`.
+
+use super::dispatch::{KernelSet, TileFn};
+use crate::ggml_type::GgmlType;
+use crate::quant::k_helpers::KBlock;
+use crate::quant::{
+    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0,
+    q5_1, q5_k, q6_k, q8_0, q8_1, q8_k, Block, QK, QK_K,
+};
+
+pub(crate) static SET: KernelSet = KernelSet {
+    name: "scalar",
+    tile,
+    quant_q8_0: quant_q8_0,
+    quant_q8_1: quant_q8_1,
+    quant_q8_k: quant_q8_k,
+};
+
+fn tile(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        F32 => tile_f32,
+        F16 => tile_f16,
+        BF16 => tile_bf16,
+        Q4_0 => tile_q4_0,
+        Q5_0 => tile_q5_0,
+        Q8_0 => tile_q8_0,
+        IQ4_NL => tile_iq4_nl,
+        Q4_1 => tile_q4_1,
+        Q5_1 => tile_q5_1,
+        Q2_K => tile_q2_k,
+        Q3_K => tile_q3_k,
+        Q4_K => tile_q4_k,
+        Q5_K => tile_q5_k,
+        Q6_K => tile_q6_k,
+        IQ4_XS => tile_iq4_xs,
+        _ => return None,
+    })
+}
+
+fn quant_q8_0(x: &[f32], out: &mut [u8]) {
+    q8_0::quantize_row(x, as_blocks_mut(out));
+}
+fn quant_q8_1(x: &[f32], out: &mut [u8]) {
+    q8_1::quantize_row(x, as_blocks_mut(out));
+}
+fn quant_q8_k(x: &[f32], out: &mut [u8]) {
+    q8_k::quantize_row(x, as_blocks_mut(out));
+}
+
+/// Activation row `t` as blocks.
+#[inline]
+fn act_row<B: Block>(a: &[u8], a_stride: usize, t: usize, nb: usize) -> &[B] {
+    let start = t * a_stride;
+    &as_blocks::<B>(&a[start..start + nb * std::mem::size_of::<B>()])[..nb]
+}
+
+// --- 32-blocks × Q8_0
+
+#[inline]
+fn tile_x_q8_0<B: Block>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    a_stride: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> ([i8; QK], f32),
+) {
+    let nb = n / QK;
+    let wb = &as_blocks::<B>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_0::BlockQ8_0>(a, a_stride, t, nb);
+        let mut acc = 0.0f32;
+        for (bw, ba) in wb.iter().zip(ab) {
+            let (q, dw) = unpack(bw);
+            let sumi: i32 = q.iter().zip(&ba.qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
+            acc += (dw * f16_to_f32(ba.d)) * sumi as f32;
+        }
+        *o = acc;
+    }
+}
+
+fn tile_q4_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_0(n, w, a, s, out, |b: &q4_0::BlockQ4_0| (b.unpack(), f16_to_f32(b.d)));
+}
+fn tile_q5_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_0(n, w, a, s, out, |b: &q5_0::BlockQ5_0| (b.unpack(), f16_to_f32(b.d)));
+}
+fn tile_q8_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_0(n, w, a, s, out, |b: &q8_0::BlockQ8_0| {
+        (b.qs.map(|v| v as i8), f16_to_f32(b.d))
+    });
+}
+fn tile_iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_0(n, w, a, s, out, |b: &iq4::BlockIq4Nl| (b.unpack(), f16_to_f32(b.d)));
+}
+
+// --- 32-blocks with a minimum × Q8_1
+
+#[inline]
+fn tile_x_q8_1<B: Block>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    a_stride: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> ([u8; QK], f32, f32),
+) {
+    let nb = n / QK;
+    let wb = &as_blocks::<B>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_1::BlockQ8_1>(a, a_stride, t, nb);
+        let mut acc = 0.0f32;
+        for (bw, ba) in wb.iter().zip(ab) {
+            let (q, dw, mw) = unpack(bw);
+            let sumi: i32 = q.iter().zip(&ba.qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
+            acc += (dw * f16_to_f32(ba.d)) * sumi as f32 + mw * f16_to_f32(ba.s);
+        }
+        *o = acc;
+    }
+}
+
+fn tile_q4_1(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_1(n, w, a, s, out, |b: &q4_1::BlockQ4_1| {
+        (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m))
+    });
+}
+fn tile_q5_1(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_1(n, w, a, s, out, |b: &q5_1::BlockQ5_1| {
+        (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m))
+    });
+}
+
+// --- super-blocks × Q8_K
+
+/// The integer part of a super-block dot: (Σ_g scales[g]·Σ q·a, Σ_g mins[g]·bsums[g]).
+#[inline]
+pub(crate) fn kblock_isums(k: &KBlock, a: &q8_k::BlockQ8K) -> (i32, i32) {
+    let mut isum = 0i32;
+    let mut imin = 0i32;
+    for g in 0..16 {
+        let s: i32 = (16 * g..16 * g + 16).map(|i| k.q[i] as i32 * a.qs[i] as i8 as i32).sum();
+        isum += k.scales[g] as i32 * s;
+        imin += k.mins[g] as i32 * a.bsum(g) as i32;
+    }
+    (isum, imin)
+}
+
+/// How a super-block's integer sums become its f32 contribution (shared by
+/// every kernel set, so that all of them agree bit for bit).
+#[inline(always)]
+pub(crate) fn kblock_fold(d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
+    (d * da) * isum as f32 - (dmin * da) * imin as f32
+}
+
+#[inline]
+fn tile_x_q8_k<B: Block>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    a_stride: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> KBlock,
+) {
+    let nb = n / QK_K;
+    let wb = &as_blocks::<B>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_k::BlockQ8K>(a, a_stride, t, nb);
+        let mut acc = 0.0f32;
+        for (bw, ba) in wb.iter().zip(ab) {
+            let k = unpack(bw);
+            let (isum, imin) = kblock_isums(&k, ba);
+            acc += kblock_fold(k.d, k.dmin, ba.d(), isum, imin);
+        }
+        *o = acc;
+    }
+}
+
+fn tile_q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, q2_k::BlockQ2K::unpack);
+}
+fn tile_q3_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, q3_k::BlockQ3K::unpack);
+}
+fn tile_q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, q4_k::BlockQ4K::unpack);
+}
+fn tile_q5_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, q5_k::BlockQ5K::unpack);
+}
+fn tile_q6_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, q6_k::BlockQ6K::unpack);
+}
+fn tile_iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
+}
+
+// --- float weights × f32
+
+#[inline]
+fn tile_float<const BYTES: usize>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    a_stride: usize,
+    out: &mut [f32],
+    load: impl Fn(&[u8]) -> f32,
+) {
+    for (t, o) in out.iter_mut().enumerate() {
+        let ar = &a[t * a_stride..t * a_stride + 4 * n];
+        let mut acc = 0.0f32;
+        for (wb, ab) in w[..BYTES * n].chunks_exact(BYTES).zip(ar.chunks_exact(4)) {
+            acc += load(wb) * f32::from_le_bytes([ab[0], ab[1], ab[2], ab[3]]);
+        }
+        *o = acc;
+    }
+}
+
+fn tile_f32(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<4>(n, w, a, s, out, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+}
+fn tile_f16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<2>(n, w, a, s, out, |b| f16_to_f32([b[0], b[1]]));
+}
+fn tile_bf16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<2>(n, w, a, s, out, |b| bf16_to_f32([b[0], b[1]]));
+}

@@ -1,0 +1,457 @@
+//! Kernel tests: every SIMD kernel set against the scalar definitions, the
+//! matmul's thread-count and token-count invariance, the pool.
+
+use super::dispatch::{available_sets, ActType, KernelSet};
+use super::matmul::{matmul_siblings_with, matmul_with, Weights};
+use super::pool::ThreadPool;
+use super::scalar;
+use crate::ggml_type::GgmlType;
+use crate::quant;
+
+/// Every weight type with a dot kernel.
+pub(crate) const WEIGHT_TYPES: [GgmlType; 15] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
+];
+
+/// xorshift64*: deterministic test data.
+pub(crate) struct Rng(u64);
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in [-1, 1).
+    pub(crate) fn uni(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / 8_388_608.0 - 1.0
+    }
+    /// Values with a per-32 random scale, some zero blocks and negative zeros.
+    pub(crate) fn data(&mut self, n: usize) -> Vec<f32> {
+        let mut v = Vec::with_capacity(n);
+        let mut scale = 1.0f32;
+        for i in 0..n {
+            if i % 32 == 0 {
+                scale = match self.next() % 8 {
+                    0 => 0.0,
+                    1 => 1e-3,
+                    2 => 100.0,
+                    _ => 1.0,
+                };
+            }
+            let x = self.uni() * scale;
+            v.push(if x == 0.0 && self.next() % 2 == 0 { -0.0 } else { x });
+        }
+        v
+    }
+}
+
+fn quantize(ty: GgmlType, x: &[f32]) -> Vec<u8> {
+    let mut out = vec![0u8; ty.row_size(x.len() as u64).unwrap_or(0) as usize];
+    quant::quantize_row(ty, x, &mut out).expect("valid row");
+    out
+}
+
+fn dequantize(ty: GgmlType, bytes: &[u8], n: usize) -> Vec<f32> {
+    let mut out = vec![0f32; n];
+    quant::dequantize_row(ty, bytes, &mut out).expect("valid row");
+    out
+}
+
+fn act_as_ggml(act: ActType) -> GgmlType {
+    match act {
+        ActType::F32 => GgmlType::F32,
+        ActType::Q8_0 => GgmlType::Q8_0,
+        ActType::Q8_1 => GgmlType::Q8_1,
+        ActType::Q8K => GgmlType::Q8_K,
+    }
+}
+
+fn quantize_acts(ks: &KernelSet, act: ActType, x: &[f32]) -> Vec<u8> {
+    let mut out = vec![0u8; act.row_bytes(x.len())];
+    ks.quantize_act(act, x, &mut out).expect("valid row");
+    out
+}
+
+/// Copies `v` to an odd address (offset 1 in a fresh buffer) so kernels see
+/// unaligned data, as in a GGUF mapping.
+fn misaligned(v: &[u8]) -> (Vec<u8>, usize) {
+    let mut buf = vec![0u8; v.len() + 1];
+    let off = if buf.as_ptr() as usize % 2 == 0 { 1 } else { 0 };
+    buf[off..off + v.len()].copy_from_slice(v);
+    (buf, off)
+}
+
+#[test]
+fn kernel_sets_are_detected_and_chosen_once() {
+    let sets = available_sets();
+    assert_eq!(sets[0].name, "scalar");
+    let chosen = super::kernels();
+    assert!(sets.iter().any(|s| std::ptr::eq(*s, chosen)));
+    eprintln!("kernel sets: {:?}, chosen {}", sets.iter().map(|s| s.name).collect::<Vec<_>>(), chosen.name);
+    for ty in WEIGHT_TYPES {
+        for s in &sets {
+            assert!(s.supports(ty), "{} lacks {ty}", s.name);
+        }
+    }
+    assert!(!sets[0].supports(GgmlType::IQ2_XXS));
+    // scripts/test-aarch64.sh runs the tests on emulated CPUs with and
+    // without dotprod and says which set must be chosen.
+    if let Ok(want) = std::env::var("MINFER_EXPECT_KERNELS") {
+        assert_eq!(chosen.name, want);
+    }
+}
+
+#[test]
+fn activation_quantizers_of_every_set_write_the_scalar_bytes() {
+    let mut rng = Rng::new(7);
+    let mut inputs = vec![quant::tests::golden_input()];
+    for _ in 0..4 {
+        inputs.push(rng.data(2048));
+    }
+    // all-equal magnitudes with both signs: the Q8_K signed maximum is the first
+    let mut ties = vec![0.5f32; 256];
+    ties[3] = -0.5;
+    ties[0] = 0.25;
+    inputs.push(ties);
+    for set in available_sets() {
+        for act in [ActType::Q8_0, ActType::Q8_1, ActType::Q8K] {
+            for x in &inputs {
+                let want = quantize_acts(&scalar::SET, act, x);
+                let got = quantize_acts(set, act, x);
+                let bs = act_as_ggml(act).type_size();
+                if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
+                    panic!(
+                        "{} {act:?}: byte {i} (block {}) got {:02x?} want {:02x?}",
+                        set.name,
+                        i / bs,
+                        &got[i / bs * bs..(i / bs + 1) * bs],
+                        &want[i / bs * bs..(i / bs + 1) * bs]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn scalar_activation_quantizers_equal_the_reference_quantizers() {
+    let x = quant::tests::golden_input();
+    for (act, ty) in [(ActType::Q8_0, GgmlType::Q8_0), (ActType::Q8_1, GgmlType::Q8_1), (ActType::Q8K, GgmlType::Q8_K)] {
+        assert_eq!(quantize_acts(&scalar::SET, act, &x), quantize(ty, &x), "{act:?}");
+    }
+}
+
+/// Σ|w_i·a_i| over the dequantized operands: the scale the dot tolerances
+/// are relative to.
+fn abs_dot(w: &[f32], a: &[f32]) -> f64 {
+    w.iter().zip(a).map(|(x, y)| (*x as f64 * *y as f64).abs()).sum()
+}
+
+#[test]
+fn scalar_dots_equal_the_dot_of_the_dequantized_rows() {
+    let mut rng = Rng::new(11);
+    for ty in WEIGHT_TYPES {
+        let act = ActType::for_weight(ty).expect("paired");
+        for &n in &[256usize, 1024] {
+            let w = quantize(ty, &rng.data(n));
+            let a = quantize_acts(&scalar::SET, act, &rng.data(n));
+            let wf = dequantize(ty, &w, n);
+            let af = dequantize(act_as_ggml(act), &a, n);
+            let exact: f64 = wf.iter().zip(&af).map(|(x, y)| *x as f64 * *y as f64).sum();
+            let got = scalar::SET.dot(ty, n, &w, &a).expect("valid") as f64;
+            // Q8_1's block sum is stored as f16: its minimum term is rounded.
+            let tol = if act == ActType::Q8_1 { 2e-3 } else { 1e-5 };
+            let scale = abs_dot(&wf, &af).max(f64::MIN_POSITIVE);
+            assert!((got - exact).abs() <= tol * scale, "{ty} n={n}: {got} vs {exact} (scale {scale})");
+        }
+    }
+}
+
+#[test]
+fn simd_dots_equal_scalar_dots() {
+    // K-quants and IQ4_XS: bit-identical (exact integer sums, same folding).
+    // The others: within 1e-6 of Σ|w_i·a_i| (8-lane f32 accumulation).
+    let mut rng = Rng::new(23);
+    for set in available_sets() {
+        for ty in WEIGHT_TYPES {
+            let act = ActType::for_weight(ty).expect("paired");
+            let exact = act == ActType::Q8K;
+            let sizes: &[usize] = if ty.block_size() == 1 { &[37, 256, 1000] } else { &[256, 512, 2048] };
+            for &n in sizes {
+                let nt = 7; // a group of 4 tokens and 3 single ones
+                let w = quantize(ty, &rng.data(n));
+                let (wbuf, woff) = misaligned(&w);
+                let row = act.row_bytes(n);
+                let stride = row + 3; // rows not packed, odd addresses
+                let mut a = vec![0u8; (nt - 1) * stride + row];
+                let mut af = Vec::new();
+                for t in 0..nt {
+                    let q = quantize_acts(&scalar::SET, act, &rng.data(n));
+                    af.push(dequantize(act_as_ggml(act), &q, n));
+                    a[t * stride..t * stride + row].copy_from_slice(&q);
+                }
+                let (abuf, aoff) = misaligned(&a);
+                let wf = dequantize(ty, &w, n);
+                let mut want = vec![0f32; nt];
+                scalar::SET.dot_tile(ty, n, &w, &a, stride, &mut want).expect("valid");
+                let mut got = vec![0f32; nt];
+                set.dot_tile(ty, n, &wbuf[woff..woff + w.len()], &abuf[aoff..aoff + a.len()], stride, &mut got)
+                    .expect("valid");
+                for t in 0..nt {
+                    // one token alone gives the same bits as inside a group
+                    let single = set.dot(ty, n, &w, &a[t * stride..t * stride + row]).expect("valid");
+                    assert_eq!(single.to_bits(), got[t].to_bits(), "{} {ty} n={n} t={t}: tile vs single", set.name);
+                    if exact {
+                        assert_eq!(got[t].to_bits(), want[t].to_bits(), "{} {ty} n={n} t={t}: {} vs {}", set.name, got[t], want[t]);
+                    } else {
+                        let scale = abs_dot(&wf, &af[t]).max(f64::MIN_POSITIVE);
+                        let err = (got[t] as f64 - want[t] as f64).abs();
+                        assert!(err <= 1e-6 * scale, "{} {ty} n={n} t={t}: {} vs {} (rel {})", set.name, got[t], want[t], err / scale);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dot_rejects_bad_shapes() {
+    let ks = super::kernels();
+    let w = vec![0u8; 18 * 8];
+    let a = vec![0u8; 34 * 8];
+    assert!(ks.dot(GgmlType::Q4_0, 256, &w, &a).is_ok());
+    assert!(ks.dot(GgmlType::Q4_0, 256, &w[..17], &a).is_err());
+    assert!(ks.dot(GgmlType::Q4_0, 256, &w, &a[..100]).is_err());
+    assert!(ks.dot(GgmlType::Q4_0, 250, &w, &a).is_err());
+    assert!(ks.dot(GgmlType::IQ2_XXS, 256, &w, &a).is_err());
+    let mut out = vec![0f32; 2];
+    assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 0, &mut out).is_err());
+    assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 272, &mut []).is_err());
+}
+
+fn weights_of(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::new();
+    for _ in 0..rows {
+        out.extend(quantize(ty, &rng.data(cols)));
+    }
+    out
+}
+
+#[test]
+fn matmul_is_identical_for_1_2_3_threads_and_any_token_count() {
+    let pools: Vec<ThreadPool> = (1..=3).map(|n| ThreadPool::new(n).expect("pool")).collect();
+    let (rows, cols, nt) = (67, 512, 9);
+    let mut rng = Rng::new(5);
+    let x = rng.data(nt * cols);
+    for set in available_sets() {
+        for ty in WEIGHT_TYPES {
+            let wb = weights_of(ty, rows, cols, 99);
+            let (buf, off) = misaligned(&wb);
+            let w = Weights::new(&buf[off..off + wb.len()], ty, rows, cols).expect("weights");
+            let mut ys = Vec::new();
+            for pool in &pools {
+                let mut y = vec![f32::NAN; nt * rows];
+                matmul_with(set, pool, &w, &x, nt, &mut y).expect("matmul");
+                ys.push(y);
+            }
+            for (i, y) in ys.iter().enumerate().skip(1) {
+                let same = y.iter().zip(&ys[0]).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{} {ty}: {} threads differ from 1", set.name, i + 1);
+            }
+            // each token alone (nt = 1) gives the same bits as in the batch
+            for t in [0, 4, 8] {
+                let mut y1 = vec![f32::NAN; rows];
+                matmul_with(set, &pools[1], &w, &x[t * cols..(t + 1) * cols], 1, &mut y1).expect("matmul");
+                let same = y1.iter().zip(&ys[0][t * rows..(t + 1) * rows]).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{} {ty}: token {t} alone differs from the batch", set.name);
+            }
+            // and the values are the rows' dots
+            let act = ActType::for_weight(ty).expect("paired");
+            for t in [0, 8] {
+                let a = quantize_acts(set, act, &x[t * cols..(t + 1) * cols]);
+                for o in [0, 33, rows - 1] {
+                    let d = set.dot(ty, cols, w.data[o * w.row_bytes()..].as_ref(), &a).expect("dot");
+                    assert_eq!(d.to_bits(), ys[0][t * rows + o].to_bits(), "{} {ty} y[{t}][{o}]", set.name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sibling_matmul_equals_separate_matmuls() {
+    let pool = ThreadPool::new(2).expect("pool");
+    let (cols, nt) = (256, 5);
+    let x = Rng::new(8).data(nt * cols);
+    let specs = [(GgmlType::Q4_K, 40), (GgmlType::Q6_K, 24), (GgmlType::Q8_0, 24), (GgmlType::F16, 8)];
+    let bufs: Vec<Vec<u8>> = specs.iter().map(|&(ty, r)| weights_of(ty, r, cols, r as u64)).collect();
+    let ws: Vec<Weights> = specs
+        .iter()
+        .zip(&bufs)
+        .map(|(&(ty, r), b)| Weights::new(b, ty, r, cols).expect("weights"))
+        .collect();
+    let ks = super::kernels();
+    let mut outs: Vec<Vec<f32>> = specs.iter().map(|&(_, r)| vec![0f32; nt * r]).collect();
+    {
+        let mut refs: Vec<&mut [f32]> = outs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        matmul_siblings_with(ks, &pool, &ws, &x, nt, &mut refs).expect("siblings");
+    }
+    for (w, y) in ws.iter().zip(&outs) {
+        let mut y1 = vec![0f32; y.len()];
+        matmul_with(ks, &pool, w, &x, nt, &mut y1).expect("matmul");
+        assert!(y.iter().zip(&y1).all(|(a, b)| a.to_bits() == b.to_bits()), "{}", w.ty);
+    }
+}
+
+#[test]
+fn matmul_rejects_bad_shapes() {
+    let pool = ThreadPool::new(2).expect("pool");
+    let wb = vec![0u8; 18 * 8 * 4];
+    assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 256).is_ok());
+    assert!(Weights::new(&wb, GgmlType::Q4_0, 5, 256).is_err());
+    assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 250).is_err());
+    assert!(Weights::new(&wb, GgmlType::IQ2_XXS, 1, 256).is_err());
+    assert!(Weights::new(&wb, GgmlType::Q4_K, 1, 288).is_err());
+    let w = Weights::new(&wb, GgmlType::Q4_0, 4, 256).expect("weights");
+    let x = vec![0f32; 2 * 256];
+    let mut y = vec![0f32; 8];
+    assert!(super::matmul(&pool, &w, &x, 2, &mut y).is_ok());
+    assert!(super::matmul(&pool, &w, &x, 3, &mut y).is_err());
+    assert!(super::matmul(&pool, &w, &x[..500], 2, &mut y).is_err());
+    assert!(super::matmul(&pool, &w, &x, 2, &mut y[..7]).is_err());
+    assert_eq!(y, vec![0f32; 8]);
+}
+
+#[test]
+fn pool_runs_every_task_once_with_concurrent_submitters() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pool = std::sync::Arc::new(ThreadPool::new(3).expect("pool"));
+    let counts: Vec<AtomicUsize> = (0..1000).map(|_| AtomicUsize::new(0)).collect();
+    let counts = std::sync::Arc::new(counts);
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let pool = pool.clone();
+            let counts = counts.clone();
+            std::thread::spawn(move || {
+                for round in 0..50 {
+                    let n = 1 + round * 17 % 1000;
+                    pool.run(n, &|i| {
+                        counts[i].fetch_add(1, Ordering::Relaxed);
+                    })
+                    .expect("run");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("submitter");
+    }
+    let mut want = vec![0usize; 1000];
+    for round in 0..50 {
+        for w in want.iter_mut().take(1 + round * 17 % 1000) {
+            *w += 2;
+        }
+    }
+    for (i, c) in counts.iter().enumerate() {
+        assert_eq!(c.load(Ordering::Relaxed), want[i], "task {i}");
+    }
+    // parking and waking: a pause longer than the spin, then more work
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let hits = AtomicUsize::new(0);
+    pool.run(100, &|_| {
+        hits.fetch_add(1, Ordering::Relaxed);
+    })
+    .expect("run");
+    assert_eq!(hits.load(Ordering::Relaxed), 100);
+}
+
+#[test]
+fn pool_reports_a_panicking_task_and_stays_usable() {
+    let pool = ThreadPool::new(2).expect("pool");
+    let r = pool.run(10, &|i| {
+        if i == 3 {
+            panic!("task 3 fails on purpose");
+        }
+    });
+    assert!(r.is_err());
+    let ok = std::sync::atomic::AtomicUsize::new(0);
+    pool.run(10, &|_| {
+        ok.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    })
+    .expect("run");
+    assert_eq!(ok.into_inner(), 10);
+    assert_eq!(ThreadPool::new(0).expect("pool").n_threads(), 1);
+}
+
+/// Byte offsets of the f16 scale fields of each block type.
+fn scale_fields(ty: GgmlType) -> &'static [usize] {
+    use GgmlType::*;
+    match ty {
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
+        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
+        Q6_K => &[208],
+        _ => &[],
+    }
+}
+
+#[test]
+fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
+    // Random bytes reach bit patterns a quantizer rarely writes (Q6_K scale
+    // -128, every Q3_K/IQ4_XS scale, all high bits set...). Scale fields get
+    // finite f16 values; activations come from the quantizers (their quants
+    // stay within ±127, which the kernels rely on).
+    let mut rng = Rng::new(31);
+    for set in available_sets().into_iter().skip(1) {
+        for ty in WEIGHT_TYPES {
+            let act = ActType::for_weight(ty).expect("paired");
+            let n = 1024;
+            let mut w: Vec<u8> = (0..ty.row_size(n as u64).unwrap_or(0)).map(|_| rng.next() as u8).collect();
+            if ty.block_size() == 1 {
+                // float weights: finite values only
+                let x = rng.data(n);
+                w.clear();
+                w.resize(ty.row_size(n as u64).unwrap_or(0) as usize, 0);
+                quant::quantize_row(ty, &x, &mut w).expect("valid");
+            }
+            for blk in w.chunks_exact_mut(ty.type_size()) {
+                for &off in scale_fields(ty) {
+                    let v = (rng.uni() * 0.01) as f32;
+                    blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(v));
+                }
+            }
+            let a = quantize_acts(&scalar::SET, act, &rng.data(n));
+            let want = scalar::SET.dot(ty, n, &w, &a).expect("valid");
+            let got = set.dot(ty, n, &w, &a).expect("valid");
+            if act == ActType::Q8K {
+                assert_eq!(got.to_bits(), want.to_bits(), "{} {ty}: {got} vs {want}", set.name);
+            } else {
+                let wf = dequantize(ty, &w, n);
+                let af = dequantize(act_as_ggml(act), &a, n);
+                let scale = abs_dot(&wf, &af).max(f64::MIN_POSITIVE);
+                let err = (got as f64 - want as f64).abs();
+                assert!(err <= 1e-6 * scale, "{} {ty}: {got} vs {want} (rel {})", set.name, err / scale);
+            }
+        }
+    }
+}

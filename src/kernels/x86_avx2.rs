@@ -1,0 +1,816 @@
+//! x86-64 kernels for AVX2 + FMA + F16C. Each mirrors its scalar definition in
+//! `scalar.rs` (tested against it in `tests.rs`):
+//!
+//! - 32-blocks: the weight block is unpacked once into a register of 32 i8
+//!   and dotted with up to 4 tokens' Q8 blocks (`maddubs` on |w| and
+//!   sign-adjusted activations); each token keeps an 8-lane f32 accumulator
+//!   in a register (the lanes sum in another order than the scalar loop:
+//!   results agree within f32 rounding).
+//! - super-blocks: unpacked once into 8 registers of 32 i8 plus the group
+//!   scales, dotted with up to 4 tokens; the integer sums are exact and fold
+//!   into f32 exactly as the scalar code does (bit-identical results).
+//! - activation quantizers: byte-identical to the scalar ones, including the
+//!   reference's x86 conversions of out-of-range values.
+//!
+//! Loads are unaligned throughout: weights come straight from a GGUF mapping.
+//!
+//! # Safety
+//! Every function here is `unsafe` and reads through raw pointers with
+//! unaligned loads. The entry points (`TileFn`, `QuantFn`) are called only
+//! through `KernelSet` after their shape contract was checked
+//! (`dispatch::check_dot_shapes`, `KernelSet::quantize_act`), which keeps
+//! every load within `w[..row_bytes]` and `a[t·stride .. t·stride + act_row]`;
+//! the sets are handed out only by `available_sets()`, which checks the CPU
+//! features first (the statics are crate-private).
+
+use std::arch::x86_64::*;
+
+use super::dispatch::{KernelSet, TileFn};
+use super::scalar::kblock_fold;
+use crate::ggml_type::GgmlType;
+use crate::quant::k_helpers::get_scale_min_k4;
+use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
+
+/// Whether this CPU runs the AVX2 set.
+pub fn cpu_ok() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+}
+
+pub(crate) static SET: KernelSet = KernelSet {
+    name: "avx2",
+    tile,
+    quant_q8_0,
+    quant_q8_1,
+    quant_q8_k,
+};
+
+fn tile(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        F32 => tile_f32,
+        F16 => tile_f16,
+        BF16 => tile_bf16,
+        Q4_0 => tile_q8_0_family::<WQ4_0>,
+        Q5_0 => tile_q8_0_family::<WQ5_0>,
+        Q8_0 => tile_q8_0_family::<WQ8_0>,
+        IQ4_NL => tile_q8_0_family::<WIq4Nl>,
+        Q4_1 => tile_q8_1_family::<WQ4_1>,
+        Q5_1 => tile_q8_1_family::<WQ5_1>,
+        Q2_K => tile_q8_k_family::<WQ2K>,
+        Q3_K => tile_q8_k_family::<WQ3K>,
+        Q4_K => tile_q8_k_family::<WQ4K>,
+        Q5_K => tile_q8_k_family::<WQ5K>,
+        Q6_K => tile_q8_k_family::<WQ6K>,
+        IQ4_XS => tile_q8_k_family::<WIq4Xs>,
+        _ => return None,
+    })
+}
+
+// --- helpers
+
+/// f16 at `p` (unaligned) → f32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn f16_at(p: *const u8) -> f32 {
+    let bits = std::ptr::read_unaligned(p as *const u16);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn hsum_ps(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn hsum_epi32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
+    _mm_cvtsi128_si32(s)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn loadu(p: *const u8) -> __m256i {
+    _mm256_loadu_si256(p as *const __m256i)
+}
+
+/// 16 packed bytes → 32 nibbles as bytes: low nibbles first, then high.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn nibbles32(p: *const u8) -> __m256i {
+    let v = _mm_loadu_si128(p as *const __m128i);
+    let m = _mm_set1_epi8(0x0F);
+    let lo = _mm_and_si128(v, m);
+    let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+    _mm256_set_m128i(hi, lo)
+}
+
+/// The 32 bits at `p` as 32 bytes: 0xFF where the bit is set, else 0.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn bits32(p: *const u8) -> __m256i {
+    let x = std::ptr::read_unaligned(p as *const u32);
+    let shuf = _mm256_set_epi64x(
+        0x0303_0303_0303_0303,
+        0x0202_0202_0202_0202,
+        0x0101_0101_0101_0101,
+        0x0000_0000_0000_0000,
+    );
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
+    let bit_mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
+    _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit_mask), _mm256_set1_epi64x(-1))
+}
+
+/// Σ over pairs of `w·a` for signed `w` (|w| <= 127) and `a` (|a| <= 127),
+/// as 16 i16 (pair sums: lanes 0-7 cover elements 0-15, lanes 8-15 16-31).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn dot_pairs_signed(w: __m256i, a: __m256i) -> __m256i {
+    _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn pairs_to_i32(p: __m256i) -> __m256i {
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+// --- 32-blocks × Q8_0
+
+/// A 32-element weight block whose values are signed.
+trait W32 {
+    const BYTES: usize;
+    /// The 32 values as i8 and the block scale.
+    unsafe fn load(p: *const u8) -> (__m256i, f32);
+}
+
+struct WQ4_0;
+impl W32 for WQ4_0 {
+    const BYTES: usize = 18;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32) {
+        (_mm256_sub_epi8(nibbles32(p.add(2)), _mm256_set1_epi8(8)), f16_at(p))
+    }
+}
+
+struct WQ5_0;
+impl W32 for WQ5_0 {
+    const BYTES: usize = 22;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32) {
+        // (nibble | bit<<4) - 16 == nibble | (bit ? 0 : 0xF0) as i8
+        let hi = _mm256_andnot_si256(bits32(p.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
+        (_mm256_or_si256(nibbles32(p.add(6)), hi), f16_at(p))
+    }
+}
+
+struct WQ8_0;
+impl W32 for WQ8_0 {
+    const BYTES: usize = 34;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32) {
+        (loadu(p.add(2)), f16_at(p))
+    }
+}
+
+struct WIq4Nl;
+impl W32 for WIq4Nl {
+    const BYTES: usize = 18;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32) {
+        let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+        let table = _mm256_set_m128i(t, t);
+        (_mm256_shuffle_epi8(table, nibbles32(p.add(2))), f16_at(p))
+    }
+}
+
+/// `T` tokens (starting at activation row `t0`) against one weight row.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn group_q8_0<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); T];
+    for b in 0..nb {
+        let (q, dw) = U::load(w.add(b * U::BYTES));
+        for j in 0..T {
+            let ab = a.add(j * s + b * 34);
+            let p = pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2))));
+            let scale = _mm256_set1_ps(dw * f16_at(ab));
+            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+        }
+    }
+    for j in 0..T {
+        out[j] = hsum_ps(acc[j]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_q8_0_family<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK;
+    let mut t = 0;
+    while t + 4 <= out.len() {
+        group_q8_0::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        t += 4;
+    }
+    while t < out.len() {
+        group_q8_0::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        t += 1;
+    }
+}
+
+// --- 32-blocks with a minimum × Q8_1
+
+/// A 32-element weight block with unsigned values and a minimum.
+trait W32Min {
+    const BYTES: usize;
+    /// The 32 values as u8, the scale and the minimum.
+    unsafe fn load(p: *const u8) -> (__m256i, f32, f32);
+}
+
+struct WQ4_1;
+impl W32Min for WQ4_1 {
+    const BYTES: usize = 20;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32, f32) {
+        (nibbles32(p.add(4)), f16_at(p), f16_at(p.add(2)))
+    }
+}
+
+struct WQ5_1;
+impl W32Min for WQ5_1 {
+    const BYTES: usize = 24;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32, f32) {
+        let hi = _mm256_and_si256(bits32(p.add(4)), _mm256_set1_epi8(0x10));
+        (_mm256_or_si256(nibbles32(p.add(8)), hi), f16_at(p), f16_at(p.add(2)))
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut acc_min = [0f32; T];
+    for b in 0..nb {
+        let (q, dw, mw) = U::load(w.add(b * U::BYTES));
+        for j in 0..T {
+            let ab = a.add(j * s + b * 36);
+            let p = pairs_to_i32(_mm256_maddubs_epi16(q, loadu(ab.add(4))));
+            let scale = _mm256_set1_ps(dw * f16_at(ab));
+            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+            acc_min[j] += mw * f16_at(ab.add(2));
+        }
+    }
+    for j in 0..T {
+        out[j] = hsum_ps(acc[j]) + acc_min[j];
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK;
+    let mut t = 0;
+    while t + 4 <= out.len() {
+        group_q8_1::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        t += 4;
+    }
+    while t < out.len() {
+        group_q8_1::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        t += 1;
+    }
+}
+
+// --- super-blocks × Q8_K
+
+/// A super-block unpacked into registers: 8 chunks of 32 signed values, the
+/// per-chunk scale vectors (i16, group 2c in lanes 0-7, 2c+1 in lanes 8-15),
+/// the 16 group minimums and the two super-scales.
+struct KRegs {
+    q: [__m256i; 8],
+    sc: [__m256i; 8],
+    mins: __m256i,
+    has_min: bool,
+    d: f32,
+    dmin: f32,
+}
+
+trait WK {
+    const BYTES: usize;
+    /// Unpacks the super-block at `p`.
+    unsafe fn unpack(p: *const u8) -> KRegs;
+}
+
+/// Scale vectors from 16 group scales.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn scale_vectors(s: &[i16; 16]) -> [__m256i; 8] {
+    let mut v = [_mm256_setzero_si256(); 8];
+    for c in 0..8 {
+        v[c] = _mm256_set_m128i(_mm_set1_epi16(s[2 * c + 1]), _mm_set1_epi16(s[2 * c]));
+    }
+    v
+}
+
+/// Scale vectors from 8 sub-block (32-element) scales.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
+    let mut v = [_mm256_setzero_si256(); 8];
+    for c in 0..8 {
+        v[c] = _mm256_set1_epi16(s[c]);
+    }
+    v
+}
+
+/// Q4_K/Q5_K: the 8 6-bit scales and the 16 group minimums (each sub-block
+/// minimum twice).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
+    let packed: [u8; 12] = std::ptr::read_unaligned(p as *const [u8; 12]);
+    let mut sc = [0i16; 8];
+    let mut mins = [0i16; 16];
+    for j in 0..8 {
+        let (s, m) = get_scale_min_k4(j, &packed);
+        sc[j] = s as i16;
+        mins[2 * j] = m as i16;
+        mins[2 * j + 1] = m as i16;
+    }
+    (sc, _mm256_loadu_si256(mins.as_ptr() as *const __m256i))
+}
+
+struct WQ2K;
+impl WK for WQ2K {
+    const BYTES: usize = 84;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let m3 = _mm256_set1_epi8(3);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for h in 0..2 {
+            let v = loadu(p.add(16 + 32 * h));
+            q[4 * h] = _mm256_and_si256(v, m3);
+            q[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            q[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            q[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+        }
+        let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
+        let mut sc = [0i16; 16];
+        let mut mins = [0i16; 16];
+        for g in 0..16 {
+            sc[g] = (raw[g] & 0xF) as i16;
+            mins[g] = (raw[g] >> 4) as i16;
+        }
+        KRegs {
+            q,
+            sc: scale_vectors(&sc),
+            mins: _mm256_loadu_si256(mins.as_ptr() as *const __m256i),
+            has_min: true,
+            d: f16_at(p.add(80)),
+            dmin: f16_at(p.add(82)),
+        }
+    }
+}
+
+struct WQ3K;
+impl WK for WQ3K {
+    const BYTES: usize = 110;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let m3 = _mm256_set1_epi8(3);
+        let four = _mm256_set1_epi8(4);
+        let hm = loadu(p);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for h in 0..2 {
+            let v = loadu(p.add(32 + 32 * h));
+            for s in 0..4 {
+                let low = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * s as i32)), m3);
+                let bit = _mm256_set1_epi8((1u8 << (4 * h + s)) as i8);
+                let unset = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), _mm256_setzero_si256());
+                q[4 * h + s] = _mm256_sub_epi8(low, _mm256_and_si256(unset, four));
+            }
+        }
+        let s: [u8; 12] = std::ptr::read_unaligned(p.add(96) as *const [u8; 12]);
+        let mut sc = [0i16; 16];
+        for (j, o) in sc.iter_mut().enumerate() {
+            let low = if j < 8 { s[j] & 0xF } else { s[j - 8] >> 4 };
+            let high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+            *o = (low | (high << 4)) as i16 - 32;
+        }
+        KRegs {
+            q,
+            sc: scale_vectors(&sc),
+            mins: _mm256_setzero_si256(),
+            has_min: false,
+            d: f16_at(p.add(108)),
+            dmin: 0.0,
+        }
+    }
+}
+
+struct WQ4K;
+impl WK for WQ4K {
+    const BYTES: usize = 144;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let m4 = _mm256_set1_epi8(0x0F);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for c in 0..4 {
+            let v = loadu(p.add(16 + 32 * c));
+            q[2 * c] = _mm256_and_si256(v, m4);
+            q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        let (sc, mins) = k4_scales(p.add(4));
+        KRegs {
+            q,
+            sc: scale_vectors32(&sc),
+            mins,
+            has_min: true,
+            d: f16_at(p),
+            dmin: f16_at(p.add(2)),
+        }
+    }
+}
+
+struct WQ5K;
+impl WK for WQ5K {
+    const BYTES: usize = 176;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let m4 = _mm256_set1_epi8(0x0F);
+        let b16 = _mm256_set1_epi8(0x10);
+        let hb = loadu(p.add(16));
+        let fifth = |k: i32| {
+            let bit = _mm256_set1_epi8((1u8 << k) as i8);
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), b16)
+        };
+        let mut q = [_mm256_setzero_si256(); 8];
+        for c in 0..4 {
+            let v = loadu(p.add(48 + 32 * c));
+            q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4), fifth(2 * c as i32));
+            q[2 * c + 1] =
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), fifth(2 * c as i32 + 1));
+        }
+        let (sc, mins) = k4_scales(p.add(4));
+        KRegs {
+            q,
+            sc: scale_vectors32(&sc),
+            mins,
+            has_min: true,
+            d: f16_at(p),
+            dmin: f16_at(p.add(2)),
+        }
+    }
+}
+
+struct WQ6K;
+impl WK for WQ6K {
+    const BYTES: usize = 210;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let m4 = _mm256_set1_epi8(0x0F);
+        let m30 = _mm256_set1_epi8(0x30);
+        let b32 = _mm256_set1_epi8(32);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for h in 0..2 {
+            let ql0 = loadu(p.add(64 * h));
+            let ql1 = loadu(p.add(64 * h + 32));
+            let qh = loadu(p.add(128 + 32 * h));
+            let h0 = _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30);
+            let h1 = _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30);
+            let h2 = _mm256_and_si256(qh, m30);
+            let h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30);
+            q[4 * h] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql0, m4), h0), b32);
+            q[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql1, m4), h1), b32);
+            q[4 * h + 2] =
+                _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2), b32);
+            q[4 * h + 3] =
+                _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3), b32);
+        }
+        let raw: [u8; 16] = std::ptr::read_unaligned(p.add(192) as *const [u8; 16]);
+        let sc = raw.map(|v| v as i8 as i16);
+        KRegs {
+            q,
+            sc: scale_vectors(&sc),
+            mins: _mm256_setzero_si256(),
+            has_min: false,
+            d: f16_at(p.add(208)),
+            dmin: 0.0,
+        }
+    }
+}
+
+struct WIq4Xs;
+impl WK for WIq4Xs {
+    const BYTES: usize = 136;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+        let table = _mm256_set_m128i(t, t);
+        let mut q = [_mm256_setzero_si256(); 8];
+        for (ib, qv) in q.iter_mut().enumerate() {
+            *qv = _mm256_shuffle_epi8(table, nibbles32(p.add(8 + 16 * ib)));
+        }
+        let h = std::ptr::read_unaligned(p.add(2) as *const u16);
+        let l: [u8; 4] = std::ptr::read_unaligned(p.add(4) as *const [u8; 4]);
+        let mut sc = [0i16; 8];
+        for (ib, o) in sc.iter_mut().enumerate() {
+            let ls = ((l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i16 | ((((h >> (2 * ib)) & 3) as i16) << 4);
+            *o = ls - 32;
+        }
+        KRegs {
+            q,
+            sc: scale_vectors32(&sc),
+            mins: _mm256_setzero_si256(),
+            has_min: false,
+            d: f16_at(p),
+            dmin: 0.0,
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn group_q8_k<U: WK, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+    let mut acc = [0f32; T];
+    for b in 0..nb {
+        let k = U::unpack(w.add(b * U::BYTES));
+        for j in 0..T {
+            let ab = a.add(j * s + b * 292);
+            let aq = ab.add(4);
+            let mut isum = _mm256_setzero_si256();
+            for c in 0..8 {
+                let p = dot_pairs_signed(k.q[c], loadu(aq.add(32 * c)));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+            }
+            let isum = hsum_epi32(isum);
+            let imin = if k.has_min { hsum_epi32(_mm256_madd_epi16(k.mins, loadu(ab.add(260)))) } else { 0 };
+            let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
+            acc[j] += kblock_fold(k.d, k.dmin, da, isum, imin);
+        }
+    }
+    out[..T].copy_from_slice(&acc);
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_q8_k_family<U: WK>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK_K;
+    let mut t = 0;
+    while t + 4 <= out.len() {
+        group_q8_k::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        t += 4;
+    }
+    while t < out.len() {
+        group_q8_k::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        t += 1;
+    }
+}
+
+// --- float weights × f32
+
+trait WF {
+    const BYTES: usize;
+    /// 8 weights at `p` as f32.
+    unsafe fn load8(p: *const u8) -> __m256;
+    fn one(b: &[u8]) -> f32;
+}
+
+struct WF32;
+impl WF for WF32 {
+    const BYTES: usize = 4;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load8(p: *const u8) -> __m256 {
+        _mm256_loadu_ps(p as *const f32)
+    }
+    fn one(b: &[u8]) -> f32 {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+struct WF16;
+impl WF for WF16 {
+    const BYTES: usize = 2;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load8(p: *const u8) -> __m256 {
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+    fn one(b: &[u8]) -> f32 {
+        crate::quant::f16_to_f32([b[0], b[1]])
+    }
+}
+
+struct WBf16;
+impl WF for WBf16 {
+    const BYTES: usize = 2;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load8(p: *const u8) -> __m256 {
+        let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+        _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+    }
+    fn one(b: &[u8]) -> f32 {
+        crate::quant::bf16_to_f32([b[0], b[1]])
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn group_float<U: WF, const T: usize>(n: usize, w: &[u8], a: *const u8, s: usize, out: &mut [f32]) {
+    let n8 = n / 8 * 8;
+    let wp = w.as_ptr();
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut i = 0;
+    while i < n8 {
+        let wv = U::load8(wp.add(i * U::BYTES));
+        for j in 0..T {
+            let av = _mm256_loadu_ps(a.add(j * s + 4 * i) as *const f32);
+            acc[j] = _mm256_fmadd_ps(wv, av, acc[j]);
+        }
+        i += 8;
+    }
+    for j in 0..T {
+        let mut r = hsum_ps(acc[j]);
+        for k in n8..n {
+            let av = std::ptr::read_unaligned(a.add(j * s + 4 * k) as *const f32);
+            r += U::one(&w[k * U::BYTES..]) * av;
+        }
+        out[j] = r;
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_float<U: WF>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let mut t = 0;
+    while t + 4 <= out.len() {
+        group_float::<U, 4>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        t += 4;
+    }
+    while t < out.len() {
+        group_float::<U, 1>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        t += 1;
+    }
+}
+
+unsafe fn tile_f32(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<WF32>(n, w, a, s, out)
+}
+unsafe fn tile_f16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<WF16>(n, w, a, s, out)
+}
+unsafe fn tile_bf16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_float::<WBf16>(n, w, a, s, out)
+}
+
+// --- activation quantizers
+
+/// max |x| over 32 floats at `x`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn amax32(x: *const f32) -> f32 {
+    let sign = _mm256_set1_ps(-0.0);
+    let mut m = _mm256_setzero_ps();
+    for k in 0..4 {
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x.add(8 * k))));
+    }
+    let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    let h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    _mm_cvtss_f32(h)
+}
+
+/// C's `roundf` on 8 lanes (half away from zero), NaN and ±inf passed through.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn roundf8(v: __m256) -> __m256 {
+    let t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    let frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_sub_ps(v, t));
+    let up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5), _CMP_GE_OQ);
+    let one = _mm256_or_ps(_mm256_set1_ps(1.0), _mm256_and_ps(v, _mm256_set1_ps(-0.0)));
+    _mm256_add_ps(t, _mm256_and_ps(up, one))
+}
+
+/// The low bytes of 32 i32 lanes (C's `(int8_t)` of an int), in order.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn low_bytes(v: [__m256i; 4]) -> __m256i {
+    let m = _mm256_set1_epi32(0xFF);
+    let ab = _mm256_packus_epi32(_mm256_and_si256(v[0], m), _mm256_and_si256(v[1], m));
+    let cd = _mm256_packus_epi32(_mm256_and_si256(v[2], m), _mm256_and_si256(v[3], m));
+    let r = _mm256_packus_epi16(ab, cd);
+    _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+}
+
+/// Σ of 32 i8 lanes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn sum_i8(v: __m256i) -> i32 {
+    let lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));
+    let hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));
+    hsum_epi32(pairs_to_i32(_mm256_add_epi16(lo, hi)))
+}
+
+/// One block of 32: the quants (as `roundf(x·id)` converted like C) and
+/// the block scale.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn q8_block(x: *const f32) -> (__m256i, f32) {
+    let (d, id) = q8_0::scale_of(amax32(x));
+    let idv = _mm256_set1_ps(id);
+    let mut ints = [_mm256_setzero_si256(); 4];
+    for (k, iv) in ints.iter_mut().enumerate() {
+        let v = _mm256_mul_ps(_mm256_loadu_ps(x.add(8 * k)), idv);
+        *iv = _mm256_cvttps_epi32(roundf8(v));
+    }
+    (low_bytes(ints), d)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
+    for b in 0..x.len() / QK {
+        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let o = out.as_mut_ptr().add(b * 34);
+        std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
+        _mm256_storeu_si256(o.add(2) as *mut __m256i, q);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
+    for b in 0..x.len() / QK {
+        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let o = out.as_mut_ptr().add(b * 36);
+        std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
+        std::ptr::copy_nonoverlapping(f32_to_f16(sum_i8(q) as f32 * d).as_ptr(), o.add(2), 2);
+        _mm256_storeu_si256(o.add(4) as *mut __m256i, q);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quant_q8_k(x: &[f32], out: &mut [u8]) {
+    let sign = _mm256_set1_ps(-0.0);
+    for b in 0..x.len() / QK_K {
+        let xb = x.as_ptr().add(b * QK_K);
+        let o = out.as_mut_ptr().add(b * 292);
+        // --- absolute maximum, then the first value that has it
+        let mut m = _mm256_setzero_ps();
+        for k in 0..QK_K / 8 {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb.add(8 * k))));
+        }
+        let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        let amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+        if amax == 0.0 {
+            std::ptr::write_bytes(o, 0, 292);
+            continue;
+        }
+        let amv = _mm256_set1_ps(amax);
+        let mut max = amax;
+        for k in 0..QK_K / 8 {
+            let v = _mm256_loadu_ps(xb.add(8 * k));
+            let hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), amv, _CMP_EQ_OQ));
+            if hit != 0 {
+                max = *xb.add(8 * k + hit.trailing_zeros() as usize);
+                break;
+            }
+        }
+        // --- quants: nearest_int(iscale·x) (round to nearest even), min 127
+        let iscale = -127.0 / max;
+        let isv = _mm256_set1_ps(iscale);
+        let lim = _mm256_set1_epi32(127);
+        for c in 0..QK_K / 32 {
+            let mut ints = [_mm256_setzero_si256(); 4];
+            for (k, iv) in ints.iter_mut().enumerate() {
+                let v = _mm256_mul_ps(isv, _mm256_loadu_ps(xb.add(32 * c + 8 * k)));
+                *iv = _mm256_min_epi32(_mm256_cvtps_epi32(v), lim);
+            }
+            let q = low_bytes(ints);
+            _mm256_storeu_si256(o.add(4 + 32 * c) as *mut __m256i, q);
+            // group sums of 16 (i16)
+            let lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
+            let hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
+            let s0 = hsum_epi32(pairs_to_i32(lo)) as i16;
+            let s1 = hsum_epi32(pairs_to_i32(hi)) as i16;
+            std::ptr::copy_nonoverlapping(s0.to_le_bytes().as_ptr(), o.add(260 + 4 * c), 2);
+            std::ptr::copy_nonoverlapping(s1.to_le_bytes().as_ptr(), o.add(262 + 4 * c), 2);
+        }
+        std::ptr::copy_nonoverlapping((1.0 / iscale).to_le_bytes().as_ptr(), o, 4);
+    }
+}
