@@ -9,6 +9,7 @@ use super::batch::Token;
 use super::kv_cache::KvCache;
 use super::ops;
 use crate::error::Result;
+use crate::kernels::{self, ThreadPool};
 use crate::model::arch::Arch;
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
@@ -25,11 +26,31 @@ fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
     Ok(out)
 }
 
-/// y = W·x for each of the `nt` rows of x.
-fn linear(model: &Model, w: &Weight, x: &[f32], nt: usize) -> Result<Vec<f32>> {
+/// A weight as the kernels take it.
+fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
+    kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())
+}
+
+/// y = W·x for each of the `nt` rows of x ([nt][cols] → [nt][rows]).
+fn linear(pool: &ThreadPool, model: &Model, w: &Weight, x: &[f32], nt: usize) -> Result<Vec<f32>> {
     let mut y = vec![0f32; nt * w.rows()];
-    ops::matmul(w.ty(), bytes(model, w), w.rows(), w.cols(), x, nt, &mut y)?;
+    kernels::matmul(pool, &kw(model, w)?, x, nt, &mut y)?;
     Ok(y)
+}
+
+/// Projections that read the same input, quantized once (q/k/v, gate/up).
+fn linear_siblings<const N: usize>(
+    pool: &ThreadPool,
+    model: &Model,
+    ws: [&Weight; N],
+    x: &[f32],
+    nt: usize,
+) -> Result<[Vec<f32>; N]> {
+    let mut ys: [Vec<f32>; N] = std::array::from_fn(|i| vec![0f32; nt * ws[i].rows()]);
+    let kws = ws.iter().map(|w| kw(model, w)).collect::<Result<Vec<_>>>()?;
+    let mut outs: Vec<&mut [f32]> = ys.iter_mut().map(|y| y.as_mut_slice()).collect();
+    kernels::matmul_siblings(pool, &kws, x, nt, &mut outs)?;
+    Ok(ys)
 }
 
 fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
@@ -51,6 +72,7 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
 /// ([n_out][n_vocab]). With `causal` false a token attends to every cell of
 /// its sequence, later positions included.
 pub fn forward(
+    pool: &ThreadPool,
     model: &Model,
     weights: &Weights,
     kv: &mut KvCache,
@@ -98,9 +120,8 @@ pub fn forward(
         // --- attention
         let mut h = x.clone();
         ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.attn_norm)?, eps);
-        let mut q = linear(model, &lw.wq, &h, nt)?; // [nt][n_head * hd_k]
-        let mut k = linear(model, &lw.wk, &h, nt)?; // [nt][n_head_kv * hd_k]
-        let mut v = linear(model, &lw.wv, &h, nt)?; // [nt][n_head_kv * hd_v]
+        // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
+        let [mut q, mut k, mut v] = linear_siblings(pool, model, [&lw.wq, &lw.wk, &lw.wv], &h, nt)?;
         add_bias(model, &mut q, lw.bq.as_ref())?;
         add_bias(model, &mut k, lw.bk.as_ref())?;
         add_bias(model, &mut v, lw.bv.as_ref())?;
@@ -176,7 +197,7 @@ pub fn forward(
                 }
             }
         }
-        let mut o = linear(model, &lw.wo, &attn, nt)?; // [nt][n_embd]
+        let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
         if let Some(w) = &lw.attn_post_norm {
             ops::rms_norm_mul(&mut o, n_embd, &vector(model, w)?, eps);
         }
@@ -187,14 +208,13 @@ pub fn forward(
         // --- feed-forward
         let mut h = x.clone();
         ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
-        let gate = linear(model, &lw.ffn_gate, &h, nt)?;
-        let up = linear(model, &lw.ffn_up, &h, nt)?;
+        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nt)?;
         let act: Vec<f32> = if arch == Arch::Gemma3 {
             gate.iter().zip(&up).map(|(&g, &u)| ops::gelu_tanh(g) * u).collect()
         } else {
             gate.iter().zip(&up).map(|(&g, &u)| ops::silu(g) * u).collect()
         };
-        let mut d = linear(model, &lw.ffn_down, &act, nt)?;
+        let mut d = linear(pool, model, &lw.ffn_down, &act, nt)?;
         if let Some(w) = &lw.ffn_post_norm {
             ops::rms_norm_mul(&mut d, n_embd, &vector(model, w)?, eps);
         }
@@ -217,8 +237,7 @@ pub fn forward(
     if logits.is_empty() {
         return Ok(());
     }
-    let out = &weights.output;
-    ops::matmul(out.ty(), bytes(model, out), out.rows(), out.cols(), &h, out_rows.len(), logits)?;
+    kernels::matmul(pool, &kw(model, &weights.output)?, &h, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;
     if cap != 0.0 {
         logits.iter_mut().for_each(|l| *l = (*l / cap).tanh() * cap);

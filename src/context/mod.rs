@@ -171,6 +171,8 @@ pub struct Context {
     pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
     pub no_perf: bool,
     pub perf: Perf,
+    /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
+    pub pool: crate::kernels::ThreadPool,
 }
 
 impl Context {
@@ -210,6 +212,7 @@ impl Context {
             embd_seq: Default::default(),
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
+            pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
             cparams,
         })
     }
@@ -275,7 +278,7 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            if let Err(e) = forward::forward(&self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
+            if let Err(e) = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
                 for &c in cells {
                     self.kv.cells[c].seqs.clear();
                 }
@@ -288,6 +291,22 @@ impl Context {
         }
         self.count_perf(tokens.len(), t0);
         Ok(DecodeStatus::Ok)
+    }
+
+    /// Changes the thread counts, resizing the worker pool when needed.
+    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) -> Result<()> {
+        if n_threads <= 0 || n_threads_batch <= 0 {
+            return Err(Error::invalid(format!(
+                "n_threads ({n_threads}) and n_threads_batch ({n_threads_batch}) must be positive"
+            )));
+        }
+        let n = n_threads.max(n_threads_batch) as usize;
+        if n != self.pool.n_threads() {
+            self.pool = crate::kernels::ThreadPool::new(n)?;
+        }
+        self.cparams.n_threads = n_threads;
+        self.cparams.n_threads_batch = n_threads_batch;
+        Ok(())
     }
 
     /// Pools the per-token embeddings of the last batch by (first) sequence.

@@ -52,60 +52,10 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f
     }
 }
 
-/// Dequantizes one row of a weight into `out` (f32).
+/// Dequantizes one row of a weight into `out` (f32): embedding rows, norm
+/// and bias vectors. (Matmuls go through `crate::kernels`.)
 pub fn dequantize_row(ty: GgmlType, row: &[u8], out: &mut [f32]) -> Result<()> {
     crate::quant::dequantize_row(ty, row, out)
-}
-
-/// The activation type ggml pairs with a weight type (its vec_dot_type):
-/// activations are rounded through it before the dot product.
-fn activation_type(ty: GgmlType) -> GgmlType {
-    use GgmlType::*;
-    match ty {
-        Q4_0 | Q5_0 | Q8_0 | IQ4_NL => Q8_0,
-        Q4_1 | Q5_1 => Q8_1,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => Q8_K,
-        F16 => F16,
-        BF16 => BF16,
-        _ => F32,
-    }
-}
-
-/// y[t][o] = W[o] · x[t] for a weight of `rows` rows of `cols` elements.
-/// x: [nt][cols], y: [nt][rows]. Activations are first rounded through the
-/// weight type's activation format, as the reference quantizes them.
-pub fn matmul(ty: GgmlType, data: &[u8], rows: usize, cols: usize, x: &[f32], nt: usize, y: &mut [f32]) -> Result<()> {
-    let act = activation_type(ty);
-    let mut xq = x.to_vec();
-    if act == GgmlType::Q8_0 || act == GgmlType::Q8_1 {
-        // ggml-cpu's x86 runtime quantizer: id = 127/amax, round half to even.
-        for blk in xq.chunks_exact_mut(32) {
-            let amax = blk.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let d = amax / 127.0;
-            let dh = half::f16::from_f32(d).to_f32();
-            let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
-            for v in blk.iter_mut() {
-                *v = (*v * id).round_ties_even() * dh;
-            }
-        }
-    } else if act != GgmlType::F32 {
-        let row_bytes = act.row_size(cols as u64).unwrap_or(0) as usize;
-        let mut buf = vec![0u8; row_bytes];
-        for row in xq.chunks_exact_mut(cols) {
-            crate::quant::quantize_row(act, row, &mut buf)?;
-            crate::quant::dequantize_row(act, &buf, row)?;
-        }
-    }
-    let row_bytes = data.len() / rows.max(1);
-    let mut w = vec![0f32; cols];
-    for o in 0..rows {
-        dequantize_row(ty, &data[o * row_bytes..(o + 1) * row_bytes], &mut w)?;
-        for t in 0..nt {
-            let xt = &xq[t * cols..(t + 1) * cols];
-            y[t * rows + o] = w.iter().zip(xt).map(|(a, b)| a * b).sum();
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

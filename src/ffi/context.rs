@@ -148,15 +148,7 @@ pub extern "C" fn llama_pooling_type(ctx: *const llama_context) -> enum_llama_po
 
 #[no_mangle]
 pub extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
-    guard("llama_set_n_threads", (), || {
-        if n_threads <= 0 || n_threads_batch <= 0 {
-            return Err(Error::invalid(format!("n_threads ({n_threads}) and n_threads_batch ({n_threads_batch}) must be positive")));
-        }
-        let c = ctx_mut(ctx)?;
-        c.cparams.n_threads = n_threads;
-        c.cparams.n_threads_batch = n_threads_batch;
-        Ok(())
-    })
+    guard("llama_set_n_threads", (), || ctx_mut(ctx)?.set_n_threads(n_threads, n_threads_batch))
 }
 
 #[no_mangle]
