@@ -167,9 +167,9 @@ else
     not_ok "sampler_golden build"
 fi
 if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
-    run_prog test_samplers
+    run_prog test_samplers "$SMOL"
     if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-        "$OUT/test_samplers" > "$OUT/valgrind_samplers.out" 2> "$OUT/valgrind_samplers.err"; then
+        "$OUT/test_samplers" "$SMOL" > "$OUT/valgrind_samplers.out" 2> "$OUT/valgrind_samplers.err"; then
         ok "test_samplers under valgrind memcheck: no errors, no leaks"
     else
         not_ok "test_samplers under valgrind"; tail -n 40 "$OUT/valgrind_samplers.err"

@@ -140,6 +140,10 @@ pub trait VocabView {
     fn tokenize_special(&self, text: &[u8]) -> Vec<i32> {
         self.tokenize(text)
     }
+    /// `detokenize({token}, special = true)` (DRY's breaker scan).
+    fn detokenize_one(&self, token: i32) -> Vec<u8> {
+        self.piece(token, true)
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -177,7 +177,7 @@ pub fn dry_breaker_sequences(vocab: &dyn VocabView, s: &[u8], out: &mut Breakers
         return;
     }
     for token in 0..vocab.n_tokens() as i32 {
-        let word = vocab.piece(token, true);
+        let word = vocab.detokenize_one(token);
         if find(&word, s).is_some() {
             out.entry(token).or_default().push(Vec::new());
             continue;

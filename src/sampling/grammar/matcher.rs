@@ -422,7 +422,7 @@ impl Grammar {
         let mut decoded = Vec::with_capacity(cur.size());
         let mut cands = Vec::with_capacity(cur.size());
         for (i, t) in cur.data.iter_mut().enumerate() {
-            let piece = vocab.piece(t.id, false);
+            let piece = vocab.piece(t.id, true); // the reference's cached pieces are special = true
             if vocab.is_eog(t.id) {
                 if !allow_eog {
                     t.logit = f32::NEG_INFINITY;
@@ -445,7 +445,7 @@ impl Grammar {
     /// buffered tokens from the pattern's start are replayed); an EOG token
     /// is accepted only when a stack is complete.
     pub fn accept(&mut self, vocab: &dyn VocabView, token: i32) -> Result<(), GrammarError> {
-        let piece = vocab.piece(token, false);
+        let piece = vocab.piece(token, true);
         if self.awaiting_trigger {
             if self.trigger_tokens.contains(&token) {
                 self.awaiting_trigger = false;
