@@ -166,6 +166,24 @@ if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
 else
     not_ok "sampler_golden build"
 fi
+# the samplers that read a vocabulary (grammar, DRY breakers, infill) over
+# the models' vocabularies; skipped (not counted) while the library has no tokenizer
+REF_GRAMMARS=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/grammars
+if compile vocab_sampler_golden "$ROOT/ffi-tests/vocab_sampler_golden.c"; then
+    if "$OUT/vocab_sampler_golden" "$REF_GRAMMARS" "$SMOL" "$GEMMA" > "$OUT/vocab_samplers.txt" 2> "$OUT/vocab_samplers.err"; then
+        if grep -q '^SKIP' "$OUT/vocab_samplers.txt"; then
+            echo "skip vocabulary samplers vs the reference: $(head -n 1 "$OUT/vocab_samplers.txt")"
+        elif diff -u "$ROOT/ffi-tests/golden/vocab_samplers.txt" "$OUT/vocab_samplers.txt" > "$OUT/vocab_samplers.diff"; then
+            ok "grammar, DRY breakers and infill over the models' vocabularies choose the reference's tokens"
+        else
+            not_ok "vocabulary samplers differ from the reference"; head -n 20 "$OUT/vocab_samplers.diff"
+        fi
+    else
+        not_ok "vocab_sampler_golden failed"; tail -n 20 "$OUT/vocab_samplers.err"
+    fi
+else
+    not_ok "vocab_sampler_golden build"
+fi
 if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
     run_prog test_samplers "$SMOL"
     if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \

@@ -408,6 +408,7 @@ fn copy_sampler(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()
 
 use super::vocab::{llama_detokenize, llama_token_to_piece, llama_tokenize, llama_vocab_eos, llama_vocab_eot, llama_vocab_is_eog, llama_vocab_n_tokens};
 use crate::sampling::VocabView;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A token's piece through the C API; None when the call fails.
@@ -478,13 +479,13 @@ impl VocabView for CVocab {
     fn n_tokens(&self) -> usize {
         self.pieces.len()
     }
-    fn piece(&self, token: i32, special: bool) -> Vec<u8> {
+    fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]> {
         if special == self.special {
             if let Some(p) = usize::try_from(token).ok().and_then(|t| self.pieces.get(t)) {
-                return p.clone();
+                return Cow::Borrowed(p);
             }
         }
-        c_piece(self.handle(), token, special).unwrap_or_default()
+        Cow::Owned(c_piece(self.handle(), token, special).unwrap_or_default())
     }
     fn is_eog(&self, token: i32) -> bool {
         usize::try_from(token).ok().and_then(|t| self.eog.get(t)).copied().unwrap_or(false)
@@ -863,8 +864,8 @@ impl VocabView for CVocabLite {
     fn n_tokens(&self) -> usize {
         self.n
     }
-    fn piece(&self, token: i32, special: bool) -> Vec<u8> {
-        c_piece(self.ptr, token, special).unwrap_or_default()
+    fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]> {
+        Cow::Owned(c_piece(self.ptr, token, special).unwrap_or_default())
     }
     fn is_eog(&self, token: i32) -> bool {
         llama_vocab_is_eog(self.ptr, token)

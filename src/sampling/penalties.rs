@@ -489,8 +489,8 @@ mod tests {
         fn n_tokens(&self) -> usize {
             self.0.len()
         }
-        fn piece(&self, token: i32, _special: bool) -> Vec<u8> {
-            self.0[token as usize].as_bytes().to_vec()
+        fn piece(&self, token: i32, _special: bool) -> std::borrow::Cow<'_, [u8]> {
+            std::borrow::Cow::Borrowed(self.0[token as usize].as_bytes())
         }
         fn is_eog(&self, _t: i32) -> bool {
             false
