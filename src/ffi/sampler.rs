@@ -411,20 +411,32 @@ use crate::sampling::VocabView;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+/// A token's piece through the C API, appended to `out`; false when the
+/// call fails.
+fn c_piece_into(vocab: *const llama_vocab, token: i32, special: bool, out: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 256];
+    let n = llama_token_to_piece(vocab, token, buf.as_mut_ptr().cast(), buf.len() as i32, 0, special);
+    if n >= 0 {
+        out.extend_from_slice(&buf[..n as usize]);
+        return true;
+    }
+    if n == -1 {
+        return false; // cannot mean "1 byte needed" with 256 bytes: a failure
+    }
+    // a longer piece: -n bytes needed
+    let mut big = vec![0u8; n.unsigned_abs() as usize];
+    let n = llama_token_to_piece(vocab, token, big.as_mut_ptr().cast(), big.len() as i32, 0, special);
+    if n < 0 {
+        return false;
+    }
+    out.extend_from_slice(&big[..n as usize]);
+    true
+}
+
 /// A token's piece through the C API; None when the call fails.
 fn c_piece(vocab: *const llama_vocab, token: i32, special: bool) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 256];
-    let mut n = llama_token_to_piece(vocab, token, buf.as_mut_ptr().cast(), buf.len() as i32, 0, special);
-    if n < 0 && n != -1 {
-        // a longer piece: -n bytes needed (-1 cannot mean that with 256 bytes)
-        buf.resize(n.unsigned_abs() as usize, 0);
-        n = llama_token_to_piece(vocab, token, buf.as_mut_ptr().cast(), buf.len() as i32, 0, special);
-    }
-    if n < 0 {
-        return None;
-    }
-    buf.truncate(n as usize);
-    Some(buf)
+    let mut out = Vec::new();
+    c_piece_into(vocab, token, special, &mut out).then_some(out)
 }
 
 fn c_tokenize(vocab: *const llama_vocab, text: &[u8], parse_special: bool) -> Vec<i32> {
@@ -445,7 +457,9 @@ fn c_tokenize(vocab: *const llama_vocab, text: &[u8], parse_special: bool) -> Ve
 struct CVocab {
     ptr: usize, // the handle (outlives the sampler, as with the reference)
     special: bool,
-    pieces: Vec<Vec<u8>>,
+    /// All pieces back to back; token t is bytes[offs[t]..offs[t + 1]].
+    bytes: Vec<u8>,
+    offs: Vec<u32>,
     eog: Vec<bool>,
     eot: i32,
     eos: i32,
@@ -460,14 +474,18 @@ impl CVocab {
         if n <= 0 {
             return Err(Error::invalid("the vocabulary has no tokens"));
         }
-        let mut pieces = Vec::with_capacity(n as usize);
+        let mut bytes = Vec::new();
+        let mut offs = Vec::with_capacity(n as usize + 1);
         let mut eog = Vec::with_capacity(n as usize);
+        offs.push(0u32);
         for t in 0..n {
-            let p = c_piece(vocab, t, special).ok_or(Error::NotImplemented("token pieces of the vocabulary (llama_token_to_piece)"))?;
-            pieces.push(p);
+            if !c_piece_into(vocab, t, special, &mut bytes) {
+                return Err(Error::NotImplemented("token pieces of the vocabulary (llama_token_to_piece)"));
+            }
+            offs.push(u32::try_from(bytes.len()).map_err(|_| Error::invalid("vocabulary pieces over 4 GiB"))?);
             eog.push(llama_vocab_is_eog(vocab, t));
         }
-        Ok(CVocab { ptr: vocab as usize, special, pieces, eog, eot: llama_vocab_eot(vocab), eos: llama_vocab_eos(vocab) })
+        Ok(CVocab { ptr: vocab as usize, special, bytes, offs, eog, eot: llama_vocab_eot(vocab), eos: llama_vocab_eos(vocab) })
     }
 
     fn handle(&self) -> *const llama_vocab {
@@ -477,12 +495,12 @@ impl CVocab {
 
 impl VocabView for CVocab {
     fn n_tokens(&self) -> usize {
-        self.pieces.len()
+        self.eog.len()
     }
     fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]> {
         if special == self.special {
-            if let Some(p) = usize::try_from(token).ok().and_then(|t| self.pieces.get(t)) {
-                return Cow::Borrowed(p);
+            if let Some(t) = usize::try_from(token).ok().filter(|&t| t < self.eog.len()) {
+                return Cow::Borrowed(&self.bytes[self.offs[t] as usize..self.offs[t + 1] as usize]);
             }
         }
         Cow::Owned(c_piece(self.handle(), token, special).unwrap_or_default())
