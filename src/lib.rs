@@ -23,13 +23,17 @@
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
 //! `sampling/` (the samplers, the chain, GBNF grammars), `log`, `error`. See docs/ARCHITECTURE.md.
 
+pub mod clock;
 pub mod cpu;
 pub mod error;
 #[macro_use]
 pub mod log;
 pub mod ggml_type;
+pub mod kernels;
+pub mod quant;
 pub mod gguf;
 pub mod model;
+pub mod vocab;
 pub mod context;
 pub mod sampling;
 pub mod ffi;

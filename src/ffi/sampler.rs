@@ -949,28 +949,18 @@ pub extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
 
 // Samples from the logits of output `idx` as the reference does: every
 // token of the vocabulary as a candidate (in the chain's reusable buffer
-// when `smpl` is a chain), apply, take the selected token, accept it. The
-// logits come through `llama_get_logits_ith` (so this works as soon as
-// decode provides them); no backend sampler ever runs in this library, so
-// there is no pre-sampled token to return.
+// when `smpl` is a chain), apply, take the selected token, accept it. No
+// backend sampler ever runs in this library, so there is no pre-sampled
+// token to return.
 #[no_mangle]
 pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama_context, idx: i32) -> llama_token {
     guard("llama_sampler_sample", LLAMA_TOKEN_NULL, || {
         if smpl.is_null() {
             return Err(Error::invalid("smpl is NULL"));
         }
-        super::context::ctx_ref(ctx)?;
-        let vocab = super::model::llama_model_get_vocab(super::context::llama_get_model(ctx));
-        let n_vocab = super::vocab::llama_vocab_n_tokens(vocab);
-        if n_vocab <= 0 {
-            return Err(Error::invalid("the model has no vocabulary"));
-        }
-        let logits = super::context::llama_get_logits_ith(ctx, idx);
-        if logits.is_null() {
-            return Err(Error::invalid(format!("no logits for output {idx}")));
-        }
-        // SAFETY: llama_get_logits_ith returns a row of n_vocab floats.
-        let logits = unsafe { std::slice::from_raw_parts(logits, n_vocab as usize) };
+        let c = super::context::ctx_mut(ctx)?;
+        // No backend samplers in minfer: candidates are the logits of output `idx`.
+        let logits = c.logits_ith(idx).map_err(|e| Error::invalid(format!("invalid logits id {idx}: {e}")))?;
 
         // the chain's buffer, taken out while the chain runs
         // SAFETY: smpl is a live handle.
@@ -981,19 +971,22 @@ pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama
         buf.clear();
         buf.extend(logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as i32, logit: l, p: 0.0 }));
         let mut arr = llama_token_data_array { data: buf.as_mut_ptr().cast(), size: buf.len(), selected: -1, sorted: false };
-        llama_sampler_apply(smpl, &mut arr);
-        let token = if arr.selected >= 0 && (arr.selected as usize) < arr.size && !arr.data.is_null() {
-            // SAFETY: the samplers left `data` pointing at `size` candidates.
-            Some(unsafe { (*arr.data.add(arr.selected as usize)).id })
-        } else {
-            None
-        };
+        let apply = iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
+        // SAFETY: the sampler's own callback with its handle and our array.
+        unsafe { apply(smpl, &mut arr) };
+        // Samplers may point `data` elsewhere; `selected` indexes whatever it is now.
+        let token = usize::try_from(arr.selected).ok().filter(|&i| i < arr.size && !arr.data.is_null()).map(|i| {
+            // SAFETY: i < size of the array the samplers left in arr.
+            unsafe { (*arr.data.add(i)).id }
+        });
         // SAFETY: as above.
         if let Some(c) = unsafe { inner(smpl) }.and_then(|s| s.as_any_mut().downcast_mut::<Chain>()) {
             c.cur = buf;
         }
-        let token = token.ok_or_else(|| Error::invalid(format!("the samplers selected no token (selected {}, size {})", arr.selected, arr.size)))?;
-        llama_sampler_accept(smpl, token);
+        let token = token.ok_or_else(|| {
+            Error::invalid(format!("the sampler selected no token (selected = {}, size = {})", arr.selected, arr.size))
+        })?;
+        accept_sampler(smpl, token);
         Ok(token)
     })
 }

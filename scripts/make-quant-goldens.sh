@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerates tests/goldens/quant/ from the reference library (needs
+# scripts/install-reference-lib.sh to have run; CI does not run this, the
+# goldens are committed). See scripts/quant-goldens/make_goldens.c.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LIB=${MINFER_REF_LIB:-$HOME/.cache/minfer-ref/venv/lib/python3.11/site-packages/llama_cpp/lib}
+OUT="$ROOT/tests/goldens/quant"
+mkdir -p "$OUT" "$ROOT/target"
+gcc -O1 -std=c11 -Wall -Werror -o "$ROOT/target/make_quant_goldens" \
+    "$ROOT/scripts/quant-goldens/make_goldens.c" -L"$LIB" -lggml-base -Wl,-rpath,"$LIB"
+"$ROOT/target/make_quant_goldens" "$OUT"
+du -ch "$OUT"/* | tail -n 1

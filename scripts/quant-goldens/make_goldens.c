@@ -1,0 +1,110 @@
+// Writes the quantization goldens of tests/goldens/quant/ with the reference
+// library (ggml-base of llama.cpp 0c1e570): the input floats (input.f32) and,
+// per type, the bytes of its reference quantizer over the whole input as one
+// row (<type>.bin). Built and run by scripts/make-quant-goldens.sh.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// From ggml-quants.h / ggml.h (block pointers as void *).
+#define DECL(t) void quantize_row_##t##_ref(const float *x, void *y, int64_t k);
+DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0) DECL(q8_1)
+DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(q8_K)
+DECL(iq4_nl) DECL(iq4_xs)
+size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start,
+                           int64_t nrows, int64_t n_per_row, const float *imatrix);
+
+#define NSB 24          // super-blocks of 256
+#define N (NSB * 256)   // elements
+
+static uint64_t state = 0x6d696e6665722d71ull; // "minfer-q"
+static uint64_t next(void) { // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float uni(void) { // [-1, 1), exact
+    return (float)(next() >> 40) * (1.0f / 8388608.0f) - 1.0f;
+}
+static float gauss(void) { return (uni() + uni() + uni() + uni()) * 0.5f; }
+
+static void fill(float *x) {
+    static const float tens[] = {1e-10f, 1e-8f, 1e-6f, 1e-4f, 1e-2f, 1.f, 1e2f, 1e4f, 1e6f, 1e8f, 1e10f};
+    for (int s = 0; s < NSB; s++) {
+        float *b = x + 256 * s;
+        for (int i = 0; i < 256; i++) {
+            float v;
+            switch (s) {
+            case 0: v = uni(); break;
+            case 1: v = gauss(); break;
+            case 2: v = 0.0f; break;                      // all zero
+            case 3: v = -0.0f; break;                     // all negative zero
+            case 4: v = (i / 32) % 2 ? uni() : 0.0f; break; // zero 32-blocks inside
+            case 5: v = uni() * 1e30f; break;             // beyond f16 range
+            case 6: v = uni() * 65000.f; break;           // near f16 max
+            case 7: v = uni() * 1e-30f; break;            // tiny
+            case 8: v = uni() * 1e-40f; break;            // subnormal f32
+            case 9: v = uni() * 1e-6f; break;             // f16-subnormal scales
+            case 10: v = 0.5f; break;                     // constant
+            case 11: v = -3.0f; break;
+            case 12: v = i == 77 ? 40.0f : uni() * 0.01f; break; // outlier
+            case 13: v = (uni() + 1.0f) * 0.5f; break;    // all positive
+            case 14: v = -(uni() + 1.0f) * 2.0f; break;   // all negative
+            case 15: { uint64_t r = next(); v = r % 7 == 0 ? uni() : (r % 2 ? -0.0f : 0.0f); } break; // sparse
+            case 16: v = uni() * tens[(i / 16) % 11]; break; // wild group scales
+            case 17: v = (float)((int)(next() % 16) - 8); break; // small integers
+            case 18: v = i % 3 == 0 ? -0.0f : uni() * 1e5f; break;
+            default: v = gauss() * tens[(next() % 11)]; break; // per-element wild
+            }
+            b[i] = v;
+        }
+        if (s >= 19) { // per-32-block scales
+            for (int j = 0; j < 8; j++) {
+                float sc = tens[(s * 8 + j) % 11];
+                for (int i = 0; i < 32; i++) b[32 * j + i] = gauss() * sc;
+            }
+        }
+    }
+}
+
+static void put(const char *dir, const char *name, const void *p, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) { perror(path); exit(1); }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: %s OUTDIR\n", argv[0]); return 2; }
+    static float x[N];
+    fill(x);
+    put(argv[1], "input.f32", x, sizeof x);
+    static unsigned char y[N * 4];
+    struct { const char *name; void (*f)(const float *, void *, int64_t); size_t bpb, qk; } t[] = {
+        {"q4_0", quantize_row_q4_0_ref, 18, 32},   {"q4_1", quantize_row_q4_1_ref, 20, 32},
+        {"q5_0", quantize_row_q5_0_ref, 22, 32},   {"q5_1", quantize_row_q5_1_ref, 24, 32},
+        {"q8_0", quantize_row_q8_0_ref, 34, 32},   {"q8_1", quantize_row_q8_1_ref, 36, 32},
+        {"q2_K", quantize_row_q2_K_ref, 84, 256},  {"q3_K", quantize_row_q3_K_ref, 110, 256},
+        {"q4_K", quantize_row_q4_K_ref, 144, 256}, {"q5_K", quantize_row_q5_K_ref, 176, 256},
+        {"q6_K", quantize_row_q6_K_ref, 210, 256}, {"q8_K", quantize_row_q8_K_ref, 292, 256},
+        {"iq4_nl", quantize_row_iq4_nl_ref, 18, 32}, {"iq4_xs", quantize_row_iq4_xs_ref, 136, 256},
+    };
+    char name[64];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        memset(y, 0, sizeof y);
+        t[i].f(x, y, N);
+        snprintf(name, sizeof name, "%s.bin", t[i].name);
+        put(argv[1], name, y, N / t[i].qk * t[i].bpb);
+    }
+    // Through ggml_quantize_chunk: F16 (1), BF16 (30), and IQ4_NL (20),
+    // whose chunk quantizer searches 7 scales either side (the _ref does not).
+    memset(y, 0, sizeof y);
+    put(argv[1], "f16.bin", y, ggml_quantize_chunk(1, x, y, 0, 1, N, NULL));
+    memset(y, 0, sizeof y);
+    put(argv[1], "bf16.bin", y, ggml_quantize_chunk(30, x, y, 0, 1, N, NULL));
+    memset(y, 0, sizeof y);
+    put(argv[1], "iq4_nl_chunk.bin", y, ggml_quantize_chunk(20, x, y, 0, N / 256, 256, NULL));
+    return 0;
+}

@@ -1,0 +1,350 @@
+//! The search helpers of ggml's k-quant reference quantizers
+//! (`make_qx_quants`, `make_q3_quants`, `make_qkx2_quants`, the 6-bit scale
+//! packing), with the reference's exact order of float operations, and the
+//! unpacked super-block the dot kernels share.
+
+use super::{nearest_int, QK_K};
+
+/// ggml's GROUP_MAX_EPS.
+pub const GROUP_MAX_EPS: f32 = 1e-15;
+
+/// A weight super-block unpacked for an integer dot with a Q8_K block:
+/// `dot = d·da·Σ_g scales[g]·Σ_{i∈g} q[i]·a[i] − dmin·da·Σ_g mins[g]·bsums[g]`
+/// over the 16 groups of 16 elements.
+#[derive(Clone, Copy)]
+pub struct KBlock {
+    /// `[256]` quants, signed, in element order
+    pub q: [i8; QK_K],
+    /// `[16]` per-group integer scales
+    pub scales: [i16; 16],
+    /// `[16]` per-group integer minimums (all 0 for types without one)
+    pub mins: [i16; 16],
+    pub d: f32,
+    /// 0.0 for types without a minimum
+    pub dmin: f32,
+}
+
+impl KBlock {
+    pub const ZERO: KBlock =
+        KBlock { q: [0; QK_K], scales: [0; 16], mins: [0; 16], d: 0.0, dmin: 0.0 };
+}
+
+/// ggml's `make_qx_quants` without quant weights (`qw == NULL`).
+pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_type: i32) -> f32 {
+    let mut max = 0.0f32;
+    let mut amax = 0.0f32;
+    for &v in &x[..n] {
+        let ax = v.abs();
+        if ax > amax {
+            amax = ax;
+            max = v;
+        }
+    }
+    if amax < GROUP_MAX_EPS {
+        l_out[..n].fill(0);
+        return 0.0;
+    }
+    let nmaxf = nmax as f32;
+    let mut iscale = -nmaxf / max;
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    if rmse_type == 0 {
+        for i in 0..n {
+            l_out[i] = (nmax + clamp(nearest_int(iscale * x[i]))) as i8;
+        }
+        return 1.0 / iscale;
+    }
+    let (rmse_type, return_early) =
+        if rmse_type < 0 { (-rmse_type, true) } else { (rmse_type, false) };
+    let weight = |v: f32| -> f32 {
+        match rmse_type {
+            1 => v * v,
+            2 => 1.0,
+            3 => v.abs(),
+            _ => v.abs().sqrt(),
+        }
+    };
+    let mut sumlx = 0.0f32;
+    let mut suml2 = 0.0f32;
+    for i in 0..n {
+        let l = clamp(nearest_int(iscale * x[i]));
+        l_out[i] = (l + nmax) as i8;
+        let w = weight(x[i]);
+        let lf = l as f32;
+        sumlx += w * x[i] * lf;
+        suml2 += w * lf * lf;
+    }
+    let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
+    if return_early {
+        return if suml2 > 0.0 { 0.5 * (scale + 1.0 / iscale) } else { 1.0 / iscale };
+    }
+    let mut best = scale * sumlx;
+    for is in -9i32..=9 {
+        if is == 0 {
+            continue;
+        }
+        iscale = -(nmaxf + 0.1 * is as f32) / max;
+        sumlx = 0.0;
+        suml2 = 0.0;
+        for i in 0..n {
+            let l = clamp(nearest_int(iscale * x[i]));
+            let w = weight(x[i]);
+            let lf = l as f32;
+            sumlx += w * x[i] * lf;
+            suml2 += w * lf * lf;
+        }
+        if suml2 > 0.0 && sumlx * sumlx > best * suml2 {
+            for i in 0..n {
+                l_out[i] = (nmax + clamp(nearest_int(iscale * x[i]))) as i8;
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    scale
+}
+
+/// ggml's `make_q3_quants` (used with `do_rmse = true`).
+pub fn make_q3_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], do_rmse: bool) -> f32 {
+    let mut max = 0.0f32;
+    let mut amax = 0.0f32;
+    for &v in &x[..n] {
+        let ax = v.abs();
+        if ax > amax {
+            amax = ax;
+            max = v;
+        }
+    }
+    if amax < GROUP_MAX_EPS {
+        l_out[..n].fill(0);
+        return 0.0;
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let iscale = -(nmax as f32) / max;
+    if do_rmse {
+        let mut sumlx = 0.0f32;
+        let mut suml2 = 0.0f32;
+        for i in 0..n {
+            let l = clamp(nearest_int(iscale * x[i]));
+            l_out[i] = l as i8;
+            let w = x[i] * x[i];
+            sumlx += w * x[i] * l as f32;
+            suml2 += w * l as f32 * l as f32;
+        }
+        for _ in 0..5 {
+            let mut n_changed = 0;
+            for i in 0..n {
+                let w = x[i] * x[i];
+                let li = l_out[i] as f32;
+                let mut slx = sumlx - w * x[i] * li;
+                if slx > 0.0 {
+                    let mut sl2 = suml2 - w * li * li;
+                    let new_l = clamp(nearest_int(x[i] * sl2 / slx));
+                    if new_l != l_out[i] as i32 {
+                        let nl = new_l as f32;
+                        slx += w * x[i] * nl;
+                        sl2 += w * nl * nl;
+                        if sl2 > 0.0 && slx * slx * suml2 > sumlx * sumlx * sl2 {
+                            l_out[i] = new_l as i8;
+                            sumlx = slx;
+                            suml2 = sl2;
+                            n_changed += 1;
+                        }
+                    }
+                }
+            }
+            if n_changed == 0 {
+                break;
+            }
+        }
+        for l in &mut l_out[..n] {
+            *l = (*l as i32 + nmax) as i8;
+        }
+        return if suml2 > 0.0 { sumlx / suml2 } else { 0.0 };
+    }
+    for i in 0..n {
+        l_out[i] = (clamp(nearest_int(iscale * x[i])) + nmax) as i8;
+    }
+    1.0 / iscale
+}
+
+/// ggml's `make_qkx2_quants`: returns (scale, the_min).
+#[allow(clippy::too_many_arguments)]
+pub fn make_qkx2_quants(
+    n: usize,
+    nmax: i32,
+    x: &[f32],
+    weights: &[f32],
+    l_out: &mut [u8],
+    l_aux: &mut [u8],
+    rmin: f32,
+    rdelta: f32,
+    nstep: i32,
+    use_mad: bool,
+) -> (f32, f32) {
+    let mut min = x[0];
+    let mut max = x[0];
+    let mut sum_w = weights[0];
+    let mut sum_x = sum_w * x[0];
+    for i in 1..n {
+        if x[i] < min {
+            min = x[i];
+        }
+        if x[i] > max {
+            max = x[i];
+        }
+        let w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if min > 0.0 {
+        min = 0.0;
+    }
+    if max == min {
+        l_out[..n].fill(0);
+        return (0.0, -min);
+    }
+    let clamp = |l: i32| l.min(nmax).max(0);
+    let nmaxf = nmax as f32;
+    let mut iscale = nmaxf / (max - min);
+    let mut scale = 1.0 / iscale;
+    let mut best_error = 0.0f32;
+    for i in 0..n {
+        let l = clamp(nearest_int(iscale * (x[i] - min)));
+        l_out[i] = l as u8;
+        let mut diff = scale * l as f32 + min - x[i];
+        diff = if use_mad { diff.abs() } else { diff * diff };
+        best_error += weights[i] * diff;
+    }
+    if nstep < 1 {
+        return (scale, -min);
+    }
+    for is in 0..=nstep {
+        iscale = (rmin + rdelta * is as f32 + nmaxf) / (max - min);
+        let mut sum_l = 0.0f32;
+        let mut sum_l2 = 0.0f32;
+        let mut sum_xl = 0.0f32;
+        for i in 0..n {
+            let l = clamp(nearest_int(iscale * (x[i] - min)));
+            l_aux[i] = l as u8;
+            let w = weights[i];
+            let lf = l as f32;
+            sum_l += w * lf;
+            sum_l2 += w * lf * lf;
+            sum_xl += w * lf * x[i];
+        }
+        let dd = sum_w * sum_l2 - sum_l * sum_l;
+        if dd > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / dd;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / dd;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let mut cur_error = 0.0f32;
+            for i in 0..n {
+                let mut diff = this_scale * l_aux[i] as f32 + this_min - x[i];
+                diff = if use_mad { diff.abs() } else { diff * diff };
+                cur_error += weights[i] * diff;
+            }
+            if cur_error < best_error {
+                l_out[..n].copy_from_slice(&l_aux[..n]);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    (scale, -min)
+}
+
+/// ggml's `get_scale_min_k4`: the 6-bit scale and min of sub-block `j` (0..8)
+/// from the 12 packed bytes of Q4_K/Q5_K.
+#[inline]
+pub fn get_scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), (q[j + 4] >> 4) | ((q[j] >> 6) << 4))
+    }
+}
+
+/// The shared part of the Q4_K/Q5_K reference quantizers: per sub-block of
+/// 32, the weighted (scale, min) search, then the 6-bit packing and the
+/// super-block scales. Returns (d bits, dmin bits, packed scales, L) where L
+/// holds the quants (0..=nmax) requantized with the packed scales.
+pub fn quantize_kx_superblock(
+    x: &[f32],
+    nmax: i32,
+    rmin: f32,
+    nstep: i32,
+) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
+    use super::{f16_to_f32, f32_to_f16};
+    let mut l = [0u8; QK_K];
+    let mut l_aux = [0u8; 32];
+    let mut weights = [0.0f32; 32];
+    let mut mins = [0.0f32; QK_K / 32];
+    let mut scales = [0.0f32; QK_K / 32];
+    let mut max_scale = 0.0f32;
+    let mut max_min = 0.0f32;
+    for j in 0..QK_K / 32 {
+        let xs = &x[32 * j..32 * j + 32];
+        let mut sum_x2 = 0.0f32;
+        for &v in xs {
+            sum_x2 += v * v;
+        }
+        let av_x = (sum_x2 / 32.0).sqrt();
+        for (w, &v) in weights.iter_mut().zip(xs) {
+            *w = av_x + v.abs();
+        }
+        let (s, m) = make_qkx2_quants(
+            32,
+            nmax,
+            xs,
+            &weights,
+            &mut l[32 * j..32 * j + 32],
+            &mut l_aux,
+            rmin,
+            0.1,
+            nstep,
+            false,
+        );
+        scales[j] = s;
+        mins[j] = m;
+        if s > max_scale {
+            max_scale = s;
+        }
+        if m > max_min {
+            max_min = m;
+        }
+    }
+    let inv_scale = if max_scale > 0.0 { 63.0 / max_scale } else { 0.0 };
+    let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    let mut sc = [0u8; 12];
+    for j in 0..QK_K / 32 {
+        let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
+        let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
+        if j < 4 {
+            sc[j] = ls;
+            sc[j + 4] = lm;
+        } else {
+            sc[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+            sc[j - 4] |= (ls >> 4) << 6;
+            sc[j] |= (lm >> 4) << 6;
+        }
+    }
+    let d = f32_to_f16(max_scale / 63.0);
+    let dmin = f32_to_f16(max_min / 63.0);
+    for j in 0..QK_K / 32 {
+        let (s, m) = get_scale_min_k4(j, &sc);
+        let dd = f16_to_f32(d) * s as f32;
+        if dd == 0.0 {
+            continue;
+        }
+        let dm = f16_to_f32(dmin) * m as f32;
+        for ii in 0..32 {
+            let q = nearest_int((x[32 * j + ii] + dm) / dd);
+            l[32 * j + ii] = q.min(nmax).max(0) as u8;
+        }
+    }
+    (d, dmin, sc, l)
+}

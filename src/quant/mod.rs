@@ -1,0 +1,236 @@
+//! Block formats of ggml's quantized types, byte-compatible with ggml.
+//!
+//! One file per block family. Each defines its block struct (`#[repr(C)]`,
+//! only `u8` arrays inside, so alignment 1 and every bit pattern valid; a
+//! compile-time assert pins its size to ggml's), `dequantize_row` and the
+//! reference `quantize_row`, whose output bytes equal ggml's
+//! `quantize_row_*_ref` on the same input (tested against committed goldens
+//! made with the reference library: `scripts/make-quant-goldens.sh`).
+//!
+//! Rows are byte slices (`&[u8]`, any alignment) holding whole blocks, as they
+//! sit in a GGUF mapping. The entry points here check lengths and return
+//! `Err` on a mismatch; the per-family functions assume checked lengths.
+//!
+//! | type | block | file | activation type of its dot |
+//! |---|---|---|---|
+//! | F32, F16, BF16 | 1 | `float.rs` | f32 |
+//! | Q4_0, Q4_1, Q5_0, Q5_1 | 32 | `q4_0.rs` … `q5_1.rs` | Q8_0 / Q8_1 |
+//! | Q8_0, Q8_1 | 32 | `q8_0.rs`, `q8_1.rs` | Q8_0 (Q8_1 is activation-only) |
+//! | Q2_K … Q6_K | 256 | `q2_k.rs` … `q6_k.rs` | Q8_K |
+//! | Q8_K | 256 | `q8_k.rs` | activation-only |
+//! | IQ4_NL, IQ4_XS | 32, 256 | `iq4.rs` | Q8_0, Q8_K |
+
+pub mod float;
+pub mod iq4;
+pub mod k_helpers;
+pub mod q2_k;
+pub mod q3_k;
+pub mod q4_0;
+pub mod q4_1;
+pub mod q4_k;
+pub mod q5_0;
+pub mod q5_1;
+pub mod q5_k;
+pub mod q6_k;
+pub mod q8_0;
+pub mod q8_1;
+pub mod q8_k;
+
+#[cfg(test)]
+mod tests;
+
+use crate::ggml_type::GgmlType;
+use crate::{Error, Result};
+
+/// Elements per block of the 32-element families (QK4_0 … QK8_1, QK4_NL).
+pub const QK: usize = 32;
+/// Elements per super-block of the k-quants and IQ4_XS (QK_K).
+pub const QK_K: usize = 256;
+
+/// A ggml block struct: `#[repr(C)]` with only `u8`/`[u8; N]` fields.
+///
+/// # Safety
+/// Implementors must have alignment 1, no padding, and accept every bit
+/// pattern (true for structs made only of `u8` arrays), so that a byte slice
+/// of the right length can be viewed as a slice of blocks.
+pub unsafe trait Block: Sized + Copy {
+    /// The ggml type whose blocks these are.
+    const TYPE: GgmlType;
+}
+
+/// Views `bytes` as blocks. `bytes.len()` must be a multiple of the block size
+/// (callers check; a remainder is ignored).
+pub fn as_blocks<B: Block>(bytes: &[u8]) -> &[B] {
+    let n = bytes.len() / std::mem::size_of::<B>();
+    // SAFETY: `B: Block` has alignment 1 and accepts every bit pattern, and
+    // `n * size_of::<B>() <= bytes.len()`, so the view is in bounds and valid.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<B>(), n) }
+}
+
+/// Mutable twin of [`as_blocks`].
+pub fn as_blocks_mut<B: Block>(bytes: &mut [u8]) -> &mut [B] {
+    let n = bytes.len() / std::mem::size_of::<B>();
+    // SAFETY: as in `as_blocks`; the exclusive borrow of `bytes` is moved into
+    // the returned slice, and any bytes written are valid `u8`s.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<B>(), n) }
+}
+
+// --- scalar conversions with ggml's exact numerics
+
+/// f16 bits → f32 (exact).
+#[inline]
+pub fn f16_to_f32(bits: [u8; 2]) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes(bits)).to_f32()
+}
+
+/// f32 → f16 bits, ggml's `ggml_compute_fp32_to_fp16` (round to nearest
+/// even; NaN becomes 0x7E00 with the sign kept).
+#[inline]
+pub fn f32_to_f16(f: f32) -> [u8; 2] {
+    let scale_to_inf = f32::from_bits(0x7780_0000); // 2^112
+    let scale_to_zero = f32::from_bits(0x0880_0000); // 2^-110
+    let mut base = (f.abs() * scale_to_inf) * scale_to_zero;
+    let w = f.to_bits();
+    let shl1_w = w.wrapping_add(w);
+    let sign = w & 0x8000_0000;
+    let mut bias = shl1_w & 0xFF00_0000;
+    if bias < 0x7100_0000 {
+        bias = 0x7100_0000;
+    }
+    base += f32::from_bits((bias >> 1) + 0x0780_0000);
+    let bits = base.to_bits();
+    let exp_bits = (bits >> 13) & 0x0000_7C00;
+    let mantissa_bits = bits & 0x0000_0FFF;
+    let nonsign = exp_bits + mantissa_bits;
+    let h = (sign >> 16) | if shl1_w > 0xFF00_0000 { 0x7E00 } else { nonsign };
+    (h as u16).to_le_bytes()
+}
+
+/// bf16 bits → f32 (exact).
+#[inline]
+pub fn bf16_to_f32(bits: [u8; 2]) -> f32 {
+    f32::from_bits((u16::from_le_bytes(bits) as u32) << 16)
+}
+
+/// f32 → bf16 bits, ggml's `ggml_compute_fp32_to_bf16` (round to nearest
+/// even; NaN quieted).
+#[inline]
+pub fn f32_to_bf16(f: f32) -> [u8; 2] {
+    let u = f.to_bits();
+    let h = if (u & 0x7fff_ffff) > 0x7f80_0000 {
+        (u >> 16) | 64
+    } else {
+        u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16
+    };
+    (h as u16).to_le_bytes()
+}
+
+/// ggml's `nearest_int`: round to nearest even through the 1.5·2^23 trick.
+/// Exact for |x| <= 2^22; beyond that it returns what the reference returns
+/// (the low mantissa bits), so huge inputs give the same bytes too.
+#[inline]
+pub fn nearest_int(fval: f32) -> i32 {
+    let val = fval + 12_582_912.0;
+    (val.to_bits() as i32 & 0x007f_ffff) - 0x0040_0000
+}
+
+/// C's float → int conversion as x86-64 performs it (`cvttss2si`): truncation
+/// toward zero, and `i32::MIN` for NaN and out-of-range values. The reference
+/// quantizers then keep the low byte (`(int8_t)x`, `(uint8_t)x`).
+#[inline]
+pub fn c_f32_to_i32(x: f32) -> i32 {
+    if x.is_nan() || x >= 2_147_483_648.0 || x < -2_147_483_648.0 {
+        i32::MIN
+    } else {
+        x as i32
+    }
+}
+
+/// C's `roundf`: round half away from zero.
+#[inline]
+pub fn c_roundf(x: f32) -> f32 {
+    x.round()
+}
+
+// --- the per-type entry points
+
+fn check_row(ty: GgmlType, n: usize, bytes: usize, what: &str) -> Result<()> {
+    let bs = ty.block_size();
+    if n % bs != 0 {
+        return Err(Error::invalid(format!(
+            "{what}: {n} elements is not a multiple of the {ty} block size {bs}"
+        )));
+    }
+    let need = n / bs * ty.type_size();
+    if bytes != need {
+        return Err(Error::invalid(format!(
+            "{what}: {n} {ty} elements take {need} bytes, got {bytes}"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether [`dequantize_row`] and [`quantize_row`] support `ty`.
+pub fn is_supported(ty: GgmlType) -> bool {
+    use GgmlType::*;
+    matches!(
+        ty,
+        F32 | F16 | BF16 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1 | Q2_K | Q3_K | Q4_K | Q5_K
+            | Q6_K | Q8_K | IQ4_NL | IQ4_XS
+    )
+}
+
+/// Dequantizes one row: `src` holds `out.len()` elements of type `ty`.
+pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
+    use GgmlType::*;
+    check_row(ty, out.len(), src.len(), "dequantize_row")?;
+    match ty {
+        F32 => float::dequantize_row_f32(src, out),
+        F16 => float::dequantize_row_f16(src, out),
+        BF16 => float::dequantize_row_bf16(src, out),
+        Q4_0 => q4_0::dequantize_row(as_blocks(src), out),
+        Q4_1 => q4_1::dequantize_row(as_blocks(src), out),
+        Q5_0 => q5_0::dequantize_row(as_blocks(src), out),
+        Q5_1 => q5_1::dequantize_row(as_blocks(src), out),
+        Q8_0 => q8_0::dequantize_row(as_blocks(src), out),
+        Q8_1 => q8_1::dequantize_row(as_blocks(src), out),
+        Q2_K => q2_k::dequantize_row(as_blocks(src), out),
+        Q3_K => q3_k::dequantize_row(as_blocks(src), out),
+        Q4_K => q4_k::dequantize_row(as_blocks(src), out),
+        Q5_K => q5_k::dequantize_row(as_blocks(src), out),
+        Q6_K => q6_k::dequantize_row(as_blocks(src), out),
+        Q8_K => q8_k::dequantize_row(as_blocks(src), out),
+        IQ4_NL => iq4::dequantize_row_nl(as_blocks(src), out),
+        IQ4_XS => iq4::dequantize_row_xs(as_blocks(src), out),
+        _ => return Err(Error::invalid(format!("dequantize_row: type {ty} is not supported"))),
+    }
+    Ok(())
+}
+
+/// Quantizes one row with the reference quantizer of `ty` (bytes equal to
+/// ggml's `quantize_row_<ty>_ref`): `out` receives `x.len()` elements.
+pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
+    use GgmlType::*;
+    check_row(ty, x.len(), out.len(), "quantize_row")?;
+    match ty {
+        F32 => float::quantize_row_f32(x, out),
+        F16 => float::quantize_row_f16(x, out),
+        BF16 => float::quantize_row_bf16(x, out),
+        Q4_0 => q4_0::quantize_row(x, as_blocks_mut(out)),
+        Q4_1 => q4_1::quantize_row(x, as_blocks_mut(out)),
+        Q5_0 => q5_0::quantize_row(x, as_blocks_mut(out)),
+        Q5_1 => q5_1::quantize_row(x, as_blocks_mut(out)),
+        Q8_0 => q8_0::quantize_row(x, as_blocks_mut(out)),
+        Q8_1 => q8_1::quantize_row(x, as_blocks_mut(out)),
+        Q2_K => q2_k::quantize_row(x, as_blocks_mut(out)),
+        Q3_K => q3_k::quantize_row(x, as_blocks_mut(out)),
+        Q4_K => q4_k::quantize_row(x, as_blocks_mut(out)),
+        Q5_K => q5_k::quantize_row(x, as_blocks_mut(out)),
+        Q6_K => q6_k::quantize_row(x, as_blocks_mut(out)),
+        Q8_K => q8_k::quantize_row(x, as_blocks_mut(out)),
+        IQ4_NL => iq4::quantize_row_nl(x, as_blocks_mut(out)),
+        IQ4_XS => iq4::quantize_row_xs(x, as_blocks_mut(out)),
+        _ => return Err(Error::invalid(format!("quantize_row: type {ty} is not supported"))),
+    }
+    Ok(())
+}

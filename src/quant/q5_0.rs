@@ -1,0 +1,76 @@
+//! Q5_0: 32 weights per block, 5 bits each (4 low bits in `qs`, the fifth in
+//! `qh`), one f16 scale; value = (q - 16)·d.
+
+use super::{c_f32_to_i32, f16_to_f32, f32_to_f16, Block, QK};
+use crate::ggml_type::GgmlType;
+
+/// ggml's `block_q5_0`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct BlockQ5_0 {
+    /// scale (f16)
+    pub d: [u8; 2],
+    /// fifth bits, little-endian u32: bit j belongs to element j
+    pub qh: [u8; 4],
+    /// low nibbles: `qs[j]` low = element j, high = element j+16
+    pub qs: [u8; QK / 2],
+}
+const _: () = assert!(std::mem::size_of::<BlockQ5_0>() == 22);
+const _: () = assert!(std::mem::size_of::<BlockQ5_0>() == GgmlType::Q5_0.type_size());
+// SAFETY: repr(C), only u8 arrays: alignment 1, no padding, any bit pattern.
+unsafe impl Block for BlockQ5_0 {
+    const TYPE: GgmlType = GgmlType::Q5_0;
+}
+
+impl BlockQ5_0 {
+    /// The 32 signed quants (-16..=15), in element order.
+    #[inline]
+    pub fn unpack(&self) -> [i8; QK] {
+        let qh = u32::from_le_bytes(self.qh);
+        let mut q = [0i8; QK];
+        for j in 0..QK / 2 {
+            let h0 = (((qh >> j) << 4) & 0x10) as u8;
+            let h1 = ((qh >> (j + 12)) & 0x10) as u8;
+            q[j] = ((self.qs[j] & 0x0F) | h0) as i8 - 16;
+            q[j + QK / 2] = ((self.qs[j] >> 4) | h1) as i8 - 16;
+        }
+        q
+    }
+}
+
+pub fn dequantize_row(blocks: &[BlockQ5_0], out: &mut [f32]) {
+    for (b, y) in blocks.iter().zip(out.chunks_exact_mut(QK)) {
+        let d = f16_to_f32(b.d);
+        for (v, q) in y.iter_mut().zip(b.unpack()) {
+            *v = q as i32 as f32 * d;
+        }
+    }
+}
+
+/// ggml's `quantize_row_q5_0_ref`.
+pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ5_0]) {
+    for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
+        let mut amax = 0.0f32;
+        let mut max = 0.0f32;
+        for &v in x {
+            if amax < v.abs() {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        let d = max / -16.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        b.d = f32_to_f16(d);
+        let mut qh = 0u32;
+        for j in 0..QK / 2 {
+            let x0 = x[j] * id;
+            let x1 = x[j + QK / 2] * id;
+            let xi0 = (c_f32_to_i32(x0 + 16.5) as i8).min(31) as u8;
+            let xi1 = (c_f32_to_i32(x1 + 16.5) as i8).min(31) as u8;
+            b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
+            qh |= (((xi0 & 0x10) >> 4) as u32) << j;
+            qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
+        }
+        b.qh = qh.to_le_bytes();
+    }
+}
