@@ -295,6 +295,30 @@ if compile vocab_sampler_golden "$ROOT/ffi-tests/vocab_sampler_golden.c"; then
 else
     not_ok "vocab_sampler_golden build"
 fi
+# end to end through llama_sampler_sample on SmolLM2: greedy must equal the
+# reference (64 tokens); seeded chains are reported (they follow the whole
+# distribution, so they need the reference's logits: how far they agree is printed)
+if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
+    if { "$OUT/generate_seeded" "$SMOL" 64 0 && "$OUT/generate_seeded" "$SMOL" 128 42 43; } > "$OUT/generate_seeded.txt" 2> "$OUT/generate_seeded.err"; then
+        if cmp -s <(head -n 1 "$ROOT/ffi-tests/golden/generate_seeded.txt") <(head -n 1 "$OUT/generate_seeded.txt"); then
+            ok "greedy generation through llama_sampler_sample equals the reference's (SmolLM2, 64 tokens)"
+        else
+            not_ok "greedy generation differs from the reference's"; head -n 1 "$OUT/generate_seeded.txt"
+        fi
+        python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" <<'PY'
+import sys
+ref = [l.split(':')[1].split() for l in open(sys.argv[1])][1:]
+ours = [l.split(':')[1].split() for l in open(sys.argv[2])][1:]
+for seed, a, b in zip((42, 43), ref, ours):
+    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    print(f"info seeded chain (seed {seed}): {'identical' if a == b else f'agrees with the reference for {n} of {len(a)} tokens'}")
+PY
+    else
+        not_ok "generate_seeded failed"; tail -n 20 "$OUT/generate_seeded.err"
+    fi
+else
+    not_ok "generate_seeded build"
+fi
 if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
     run_prog test_samplers "$SMOL"
     under_valgrind test_samplers "$SMOL"
