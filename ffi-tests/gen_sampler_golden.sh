@@ -17,3 +17,16 @@ gcc -std=c11 -O2 -Wall -I"$REF_SRC/include" -I"$REF_SRC/ggml/include" "$ROOT/ffi
     -o "$OUT/sampler_golden_ref" -L"$REF_LIB" -lllama -lm -Wl,-rpath,"$REF_LIB"
 "$OUT/sampler_golden_ref" > "$ROOT/ffi-tests/golden/sampler_chains.txt"
 echo "wrote ffi-tests/golden/sampler_chains.txt ($(wc -l < "$ROOT/ffi-tests/golden/sampler_chains.txt") lines)"
+# the samplers that read a vocabulary, over the test models' vocabularies
+MODELS=${MINFER_CACHE:-$HOME/.cache/minfer}/models
+gcc -std=c11 -O2 -Wall -I"$REF_SRC/include" -I"$REF_SRC/ggml/include" "$ROOT/ffi-tests/vocab_sampler_golden.c" \
+    -o "$OUT/vocab_sampler_golden_ref" -L"$REF_LIB" -lllama -Wl,-rpath,"$REF_LIB"
+"$OUT/vocab_sampler_golden_ref" "$REF_SRC/grammars" "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" "$MODELS/gemma-3-270m-q4_k_m.gguf" \
+    2> /dev/null > "$ROOT/ffi-tests/golden/vocab_samplers.txt"
+echo "wrote ffi-tests/golden/vocab_samplers.txt ($(wc -l < "$ROOT/ffi-tests/golden/vocab_samplers.txt") lines)"
+# end to end on SmolLM2 (greedy, and two seeded chains)
+gcc -std=c11 -O2 -Wall -I"$REF_SRC/include" -I"$REF_SRC/ggml/include" "$ROOT/ffi-tests/generate_seeded.c" \
+    -o "$OUT/generate_seeded_ref" -L"$REF_LIB" -lllama -Wl,-rpath,"$REF_LIB"
+{ "$OUT/generate_seeded_ref" "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" 64 0
+  "$OUT/generate_seeded_ref" "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" 128 42 43; } > "$ROOT/ffi-tests/golden/generate_seeded.txt"
+echo "wrote ffi-tests/golden/generate_seeded.txt"

@@ -277,9 +277,51 @@ if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
 else
     not_ok "sampler_golden build"
 fi
+# the samplers that read a vocabulary (grammar, DRY breakers, infill) over
+# the models' vocabularies; skipped (not counted) while the library has no tokenizer
+REF_GRAMMARS=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/grammars
+if compile vocab_sampler_golden "$ROOT/ffi-tests/vocab_sampler_golden.c"; then
+    if "$OUT/vocab_sampler_golden" "$REF_GRAMMARS" "$SMOL" "$GEMMA" > "$OUT/vocab_samplers.txt" 2> "$OUT/vocab_samplers.err"; then
+        if grep -q '^SKIP' "$OUT/vocab_samplers.txt"; then
+            echo "skip vocabulary samplers vs the reference: $(head -n 1 "$OUT/vocab_samplers.txt")"
+        elif diff -u "$ROOT/ffi-tests/golden/vocab_samplers.txt" "$OUT/vocab_samplers.txt" > "$OUT/vocab_samplers.diff"; then
+            ok "grammar, DRY breakers and infill over the models' vocabularies choose the reference's tokens"
+        else
+            not_ok "vocabulary samplers differ from the reference"; head -n 20 "$OUT/vocab_samplers.diff"
+        fi
+    else
+        not_ok "vocab_sampler_golden failed"; tail -n 20 "$OUT/vocab_samplers.err"
+    fi
+else
+    not_ok "vocab_sampler_golden build"
+fi
+# end to end through llama_sampler_sample on SmolLM2: greedy must equal the
+# reference (64 tokens); seeded chains are reported (they follow the whole
+# distribution, so they need the reference's logits: how far they agree is printed)
+if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
+    if { "$OUT/generate_seeded" "$SMOL" 64 0 && "$OUT/generate_seeded" "$SMOL" 128 42 43; } > "$OUT/generate_seeded.txt" 2> "$OUT/generate_seeded.err"; then
+        if cmp -s <(head -n 1 "$ROOT/ffi-tests/golden/generate_seeded.txt") <(head -n 1 "$OUT/generate_seeded.txt"); then
+            ok "greedy generation through llama_sampler_sample equals the reference's (SmolLM2, 64 tokens)"
+        else
+            not_ok "greedy generation differs from the reference's"; head -n 1 "$OUT/generate_seeded.txt"
+        fi
+        python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" <<'PY'
+import sys
+ref = [l.split(':')[1].split() for l in open(sys.argv[1])][1:]
+ours = [l.split(':')[1].split() for l in open(sys.argv[2])][1:]
+for seed, a, b in zip((42, 43), ref, ours):
+    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    print(f"info seeded chain (seed {seed}): {'identical' if a == b else f'agrees with the reference for {n} of {len(a)} tokens'}")
+PY
+    else
+        not_ok "generate_seeded failed"; tail -n 20 "$OUT/generate_seeded.err"
+    fi
+else
+    not_ok "generate_seeded build"
+fi
 if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
-    run_prog test_samplers
-    under_valgrind test_samplers
+    run_prog test_samplers "$SMOL"
+    under_valgrind test_samplers "$SMOL"
 else
     not_ok "test_samplers build"
 fi

@@ -399,6 +399,140 @@ fn copy_sampler(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()
 }
 
 // ---------------------------------------------------------------------------
+// The vocabulary, as the vocabulary-dependent samplers (grammar, infill, DRY
+// breakers) see it: through the vocab C API (llama_token_to_piece,
+// llama_vocab_is_eog, llama_tokenize, llama_detokenize), pieces cached at
+// construction as the reference caches them. While the tokenizer is not in
+// the library, those calls fail and the constructors say so.
+// ---------------------------------------------------------------------------
+
+use super::vocab::{llama_detokenize, llama_token_to_piece, llama_tokenize, llama_vocab_eos, llama_vocab_eot, llama_vocab_is_eog, llama_vocab_n_tokens};
+use crate::sampling::VocabView;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// A token's piece through the C API, appended to `out`; false when the
+/// call fails.
+fn c_piece_into(vocab: *const llama_vocab, token: i32, special: bool, out: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 256];
+    let n = llama_token_to_piece(vocab, token, buf.as_mut_ptr().cast(), buf.len() as i32, 0, special);
+    if n >= 0 {
+        out.extend_from_slice(&buf[..n as usize]);
+        return true;
+    }
+    if n == -1 {
+        return false; // cannot mean "1 byte needed" with 256 bytes: a failure
+    }
+    // a longer piece: -n bytes needed
+    let mut big = vec![0u8; n.unsigned_abs() as usize];
+    let n = llama_token_to_piece(vocab, token, big.as_mut_ptr().cast(), big.len() as i32, 0, special);
+    if n < 0 {
+        return false;
+    }
+    out.extend_from_slice(&big[..n as usize]);
+    true
+}
+
+/// A token's piece through the C API; None when the call fails.
+fn c_piece(vocab: *const llama_vocab, token: i32, special: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    c_piece_into(vocab, token, special, &mut out).then_some(out)
+}
+
+fn c_tokenize(vocab: *const llama_vocab, text: &[u8], parse_special: bool) -> Vec<i32> {
+    let Ok(len) = i32::try_from(text.len()) else { return Vec::new() };
+    let mut out = vec![0i32; text.len() + 2];
+    let mut n = llama_tokenize(vocab, text.as_ptr().cast(), len, out.as_mut_ptr(), out.len() as i32, false, parse_special);
+    if n < 0 && n != i32::MIN {
+        out.resize(n.unsigned_abs() as usize, 0);
+        n = llama_tokenize(vocab, text.as_ptr().cast(), len, out.as_mut_ptr(), out.len() as i32, false, parse_special);
+    }
+    out.truncate(n.max(0) as usize);
+    out
+}
+
+/// The vocabulary of a `llama_vocab` handle, with the pieces one sampler
+/// needs cached (`special` chooses which: grammar pieces are special = true,
+/// infill's are special = false).
+struct CVocab {
+    ptr: usize, // the handle (outlives the sampler, as with the reference)
+    special: bool,
+    /// All pieces back to back; token t is bytes[offs[t]..offs[t + 1]].
+    bytes: Vec<u8>,
+    offs: Vec<u32>,
+    eog: Vec<bool>,
+    eot: i32,
+    eos: i32,
+}
+
+impl CVocab {
+    fn new(vocab: *const llama_vocab, special: bool) -> Result<CVocab> {
+        if vocab.is_null() {
+            return Err(Error::invalid("vocab is NULL"));
+        }
+        let n = llama_vocab_n_tokens(vocab);
+        if n <= 0 {
+            return Err(Error::invalid("the vocabulary has no tokens"));
+        }
+        let mut bytes = Vec::new();
+        let mut offs = Vec::with_capacity(n as usize + 1);
+        let mut eog = Vec::with_capacity(n as usize);
+        offs.push(0u32);
+        for t in 0..n {
+            if !c_piece_into(vocab, t, special, &mut bytes) {
+                return Err(Error::NotImplemented("token pieces of the vocabulary (llama_token_to_piece)"));
+            }
+            offs.push(u32::try_from(bytes.len()).map_err(|_| Error::invalid("vocabulary pieces over 4 GiB"))?);
+            eog.push(llama_vocab_is_eog(vocab, t));
+        }
+        Ok(CVocab { ptr: vocab as usize, special, bytes, offs, eog, eot: llama_vocab_eot(vocab), eos: llama_vocab_eos(vocab) })
+    }
+
+    fn handle(&self) -> *const llama_vocab {
+        self.ptr as *const llama_vocab
+    }
+}
+
+impl VocabView for CVocab {
+    fn n_tokens(&self) -> usize {
+        self.eog.len()
+    }
+    fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]> {
+        if special == self.special {
+            if let Some(t) = usize::try_from(token).ok().filter(|&t| t < self.eog.len()) {
+                return Cow::Borrowed(&self.bytes[self.offs[t] as usize..self.offs[t + 1] as usize]);
+            }
+        }
+        Cow::Owned(c_piece(self.handle(), token, special).unwrap_or_default())
+    }
+    fn is_eog(&self, token: i32) -> bool {
+        usize::try_from(token).ok().and_then(|t| self.eog.get(t)).copied().unwrap_or(false)
+    }
+    fn token_eot(&self) -> i32 {
+        self.eot
+    }
+    fn token_eos(&self) -> i32 {
+        self.eos
+    }
+    fn tokenize(&self, text: &[u8]) -> Vec<i32> {
+        c_tokenize(self.handle(), text, false)
+    }
+    fn tokenize_special(&self, text: &[u8]) -> Vec<i32> {
+        c_tokenize(self.handle(), text, true)
+    }
+    fn detokenize_one(&self, token: i32) -> Vec<u8> {
+        let mut buf = vec![0u8; 256];
+        let mut n = llama_detokenize(self.handle(), &token, 1, buf.as_mut_ptr().cast(), buf.len() as i32, false, true);
+        if n < 0 {
+            buf.resize(n.unsigned_abs() as usize, 0);
+            n = llama_detokenize(self.handle(), &token, 1, buf.as_mut_ptr().cast(), buf.len() as i32, false, true);
+        }
+        buf.truncate(n.max(0) as usize);
+        buf
+    }
+}
+
+// ---------------------------------------------------------------------------
 // The llama_sampler API
 // ---------------------------------------------------------------------------
 
@@ -605,7 +739,7 @@ pub extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta: f32) 
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_grammar(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char) -> *mut llama_sampler {
-    guard("llama_sampler_init_grammar", ptr::null_mut(), || init_grammar(vocab, grammar_str, grammar_root, &[]))
+    guard("llama_sampler_init_grammar", ptr::null_mut(), || init_grammar(vocab, grammar_str, grammar_root, false, &[], ptr::null(), 0))
 }
 
 #[no_mangle]
@@ -615,7 +749,7 @@ pub extern "C" fn llama_sampler_init_grammar_lazy(vocab: *const llama_vocab, gra
         let words = c_strings(trigger_words, num_trigger_words, "trigger_words")?;
         let words: Vec<&[u8]> = words.iter().map(|w| w.to_bytes()).collect();
         let pattern = if words.is_empty() { None } else { Some(grammar::regex::trigger_words_pattern(&words)) };
-        init_grammar(vocab, grammar_str, grammar_root, pattern.as_slice())
+        init_grammar(vocab, grammar_str, grammar_root, true, pattern.as_slice(), trigger_tokens, num_trigger_tokens)
     })
 }
 
@@ -624,7 +758,7 @@ pub extern "C" fn llama_sampler_init_grammar_lazy_patterns(vocab: *const llama_v
     guard("llama_sampler_init_grammar_lazy_patterns", ptr::null_mut(), || {
         let patterns = c_strings(trigger_patterns, num_trigger_patterns, "trigger_patterns")?;
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-        init_grammar(vocab, grammar_str, grammar_root, &patterns)
+        init_grammar(vocab, grammar_str, grammar_root, true, &patterns, trigger_tokens, num_trigger_tokens)
     })
 }
 
@@ -643,27 +777,45 @@ fn c_strings<'a>(list: *mut *const c_char, n: usize, what: &str) -> Result<Vec<&
 
 /// The grammar constructors: an empty or NULL grammar string gives the
 /// reference's inactive grammar sampler (a no-op); otherwise the grammar is
-/// parsed (a malformed one fails with its line and column), the trigger
-/// patterns compiled, and then the grammar needs the vocabulary's token
-/// pieces, which arrive with the tokenizer.
-fn init_grammar(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, patterns: &[String]) -> Result<*mut llama_sampler> {
+/// parsed (a malformed one fails with its line and column), checked (root,
+/// left recursion), the trigger patterns compiled, and the sampler reads the
+/// vocabulary's token pieces.
+fn init_grammar(
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+    lazy: bool,
+    patterns: &[String],
+    trigger_tokens: *const llama_token,
+    num_trigger_tokens: usize,
+) -> Result<*mut llama_sampler> {
     let text = if grammar_str.is_null() { &[][..] } else { c_str(grammar_str, "grammar_str")?.to_bytes() };
     if text.is_empty() {
         return Ok(new_handle(Box::new(grammar::Inactive)));
     }
     let root = if grammar_root.is_null() { "root".to_string() } else { c_str(grammar_root, "grammar_root")?.to_string_lossy().into_owned() };
-    let parsed = match grammar::parser::parse(text) {
-        Ok(p) => p,
-        // `<text>` token references are tokenized with the vocabulary
-        Err(e) if !vocab.is_null() && e.message.starts_with("no vocab to parse token") => {
-            return Err(Error::NotImplemented("grammar token references <text> (they are tokenized with the vocabulary)"));
-        }
-        Err(e) => return Err(Error::invalid(format!("failed to parse grammar: {e}"))),
+    let tokens: Vec<i32> = if num_trigger_tokens == 0 {
+        Vec::new()
+    } else if trigger_tokens.is_null() {
+        return Err(Error::invalid("trigger_tokens is NULL with a count > 0"));
+    } else {
+        // SAFETY: the caller passes num_trigger_tokens tokens.
+        unsafe { std::slice::from_raw_parts(trigger_tokens, num_trigger_tokens) }.to_vec()
     };
-    grammar::matcher::Grammar::new(&parsed, &root, false, Vec::new()).map_err(|e| Error::invalid(e.to_string()))?;
+    // parse and check before touching the vocabulary, so that a malformed
+    // grammar is reported as such (`<text>` token references need it)
+    match grammar::parser::parse(text) {
+        Ok(parsed) => {
+            grammar::matcher::Grammar::new(&parsed, &root, false, Vec::new()).map_err(|e| Error::invalid(e.to_string()))?;
+        }
+        Err(e) if !vocab.is_null() && e.message.starts_with("no vocab to parse token") => {}
+        Err(e) => return Err(Error::invalid(format!("failed to parse grammar: {e}"))),
+    }
     let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
     grammar::compile_patterns(&patterns)?;
-    Err(Error::NotImplemented("grammar sampling over a vocabulary (the tokenizer's token pieces are not available yet)"))
+    let v = Arc::new(CVocab::new(vocab, true)?);
+    let g = grammar::GrammarSampler::with_patterns(v, text, &root, lazy, tokens, &patterns)?;
+    Ok(new_handle(Box::new(g)))
 }
 
 #[no_mangle]
@@ -677,22 +829,84 @@ pub extern "C" fn llama_sampler_init_penalties(n_vocab: i32, penalty_last_n: i32
 pub extern "C" fn llama_sampler_init_dry(vocab: *const llama_vocab, dry_multiplier: f32, dry_base: f32, dry_allowed_length: i32, dry_penalty_last_n: i32, seq_breakers: *mut *const c_char, num_breakers: usize) -> *mut llama_sampler {
     guard("llama_sampler_init_dry", ptr::null_mut(), || {
         let last_n = dry_penalty_last_n.max(0);
+        let mut breakers = penalties::Breakers::new();
         if penalties::dry_enabled(dry_multiplier, dry_base, last_n) && !seq_breakers.is_null() && num_breakers > 0 {
             // SAFETY: the caller passes num_breakers string pointers.
             let list = unsafe { std::slice::from_raw_parts(seq_breakers, num_breakers) };
+            let mut view: Option<CVocabLite> = None;
             for (i, &b) in list.iter().enumerate() {
                 // SAFETY: each entry is NULL or a C string.
                 if b.is_null() || unsafe { *b } == 0 {
                     log_warn!("skipping null or empty DRY sequence breaker at index {i}");
                     continue;
                 }
-                return Err(Error::NotImplemented(
-                    "llama_sampler_init_dry with sequence breakers (they are tokenized with the vocabulary)",
-                ));
+                let mut text = c_str(b, "seq_breakers[i]")?.to_bytes().to_vec();
+                if text.len() > penalties::DRY_MAX_CHAR_LEN {
+                    log_warn!("truncating DRY sequence breaker to {} characters", penalties::DRY_MAX_CHAR_LEN);
+                    text.truncate(penalties::DRY_MAX_CHAR_LEN);
+                }
+                if view.is_none() {
+                    view = Some(CVocabLite::new(vocab)?);
+                }
+                if let Some(v) = &view {
+                    penalties::dry_breaker_sequences(v, &text, &mut breakers, penalties::DRY_MAX_SEQ_LEN);
+                }
             }
         }
-        Ok(new_handle(penalties::dry(dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, Default::default())))
+        Ok(new_handle(penalties::dry(dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, breakers)))
     })
+}
+
+/// The vocabulary for DRY's breaker scan: no cache, just the C calls.
+struct CVocabLite {
+    ptr: *const llama_vocab,
+    n: usize,
+}
+
+impl CVocabLite {
+    fn new(vocab: *const llama_vocab) -> Result<CVocabLite> {
+        if vocab.is_null() {
+            return Err(Error::invalid("vocab is NULL (sequence breakers are tokenized with it)"));
+        }
+        let n = llama_vocab_n_tokens(vocab);
+        if n <= 0 {
+            return Err(Error::invalid("the vocabulary has no tokens"));
+        }
+        // the tokenizer must be there: probe one piece
+        c_piece(vocab, 0, true).ok_or(Error::NotImplemented("DRY sequence breakers (they need the tokenizer)"))?;
+        Ok(CVocabLite { ptr: vocab, n: n as usize })
+    }
+}
+
+impl VocabView for CVocabLite {
+    fn n_tokens(&self) -> usize {
+        self.n
+    }
+    fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]> {
+        Cow::Owned(c_piece(self.ptr, token, special).unwrap_or_default())
+    }
+    fn is_eog(&self, token: i32) -> bool {
+        llama_vocab_is_eog(self.ptr, token)
+    }
+    fn token_eot(&self) -> i32 {
+        llama_vocab_eot(self.ptr)
+    }
+    fn token_eos(&self) -> i32 {
+        llama_vocab_eos(self.ptr)
+    }
+    fn tokenize(&self, text: &[u8]) -> Vec<i32> {
+        c_tokenize(self.ptr, text, false)
+    }
+    fn detokenize_one(&self, token: i32) -> Vec<u8> {
+        let mut buf = vec![0u8; 256];
+        let mut n = llama_detokenize(self.ptr, &token, 1, buf.as_mut_ptr().cast(), buf.len() as i32, false, true);
+        if n < 0 {
+            buf.resize(n.unsigned_abs() as usize, 0);
+            n = llama_detokenize(self.ptr, &token, 1, buf.as_mut_ptr().cast(), buf.len() as i32, false, true);
+        }
+        buf.truncate(n.max(0) as usize);
+        buf
+    }
 }
 
 #[no_mangle]
@@ -719,7 +933,10 @@ pub extern "C" fn llama_sampler_init_logit_bias(n_vocab: i32, n_logit_bias: i32,
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_infill(vocab: *const llama_vocab) -> *mut llama_sampler {
-    not_implemented("llama_sampler_init_infill (needs the vocabulary's token pieces and EOG set)", ptr::null_mut())
+    guard("llama_sampler_init_infill", ptr::null_mut(), || {
+        let v = Arc::new(CVocab::new(vocab, false)?);
+        Ok(new_handle(Box::new(crate::sampling::infill::Infill { vocab: v })))
+    })
 }
 
 #[no_mangle]
@@ -730,6 +947,11 @@ pub extern "C" fn llama_sampler_get_seed(smpl: *const llama_sampler) -> u32 {
     })
 }
 
+// Samples from the logits of output `idx` as the reference does: every
+// token of the vocabulary as a candidate (in the chain's reusable buffer
+// when `smpl` is a chain), apply, take the selected token, accept it. No
+// backend sampler ever runs in this library, so there is no pre-sampled
+// token to return.
 #[no_mangle]
 pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama_context, idx: i32) -> llama_token {
     guard("llama_sampler_sample", LLAMA_TOKEN_NULL, || {
@@ -739,22 +961,31 @@ pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama
         let c = super::context::ctx_mut(ctx)?;
         // No backend samplers in minfer: candidates are the logits of output `idx`.
         let logits = c.logits_ith(idx).map_err(|e| Error::invalid(format!("invalid logits id {idx}: {e}")))?;
-        let mut cur: Vec<llama_token_data> =
-            logits.iter().enumerate().map(|(i, &logit)| llama_token_data { id: i as llama_token, logit, p: 0.0 }).collect();
-        let mut cur_p = llama_token_data_array { data: cur.as_mut_ptr(), size: cur.len(), selected: -1, sorted: false };
+
+        // the chain's buffer, taken out while the chain runs
+        // SAFETY: smpl is a live handle.
+        let mut buf = match unsafe { inner(smpl) }.and_then(|s| s.as_any_mut().downcast_mut::<Chain>()) {
+            Some(c) => std::mem::take(&mut c.cur),
+            None => Vec::new(),
+        };
+        buf.clear();
+        buf.extend(logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as i32, logit: l, p: 0.0 }));
+        let mut arr = llama_token_data_array { data: buf.as_mut_ptr().cast(), size: buf.len(), selected: -1, sorted: false };
         let apply = iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
         // SAFETY: the sampler's own callback with its handle and our array.
-        unsafe { apply(smpl, &mut cur_p) };
+        unsafe { apply(smpl, &mut arr) };
         // Samplers may point `data` elsewhere; `selected` indexes whatever it is now.
-        let selected = usize::try_from(cur_p.selected).ok().filter(|&i| i < cur_p.size && !cur_p.data.is_null());
-        let Some(i) = selected else {
-            return Err(Error::invalid(format!(
-                "the sampler selected no token (selected = {}, size = {})",
-                cur_p.selected, cur_p.size
-            )));
-        };
-        // SAFETY: i < size of the array the sampler left in cur_p.
-        let token = unsafe { (*cur_p.data.add(i)).id };
+        let token = usize::try_from(arr.selected).ok().filter(|&i| i < arr.size && !arr.data.is_null()).map(|i| {
+            // SAFETY: i < size of the array the samplers left in arr.
+            unsafe { (*arr.data.add(i)).id }
+        });
+        // SAFETY: as above.
+        if let Some(c) = unsafe { inner(smpl) }.and_then(|s| s.as_any_mut().downcast_mut::<Chain>()) {
+            c.cur = buf;
+        }
+        let token = token.ok_or_else(|| {
+            Error::invalid(format!("the sampler selected no token (selected = {}, size = {})", arr.selected, arr.size))
+        })?;
         accept_sampler(smpl, token);
         Ok(token)
     })

@@ -11,11 +11,13 @@ pub struct Chain {
     pub samplers: Vec<Box<dyn Sampler>>,
     pub t_sample_us: i64,
     pub n_sample: i32,
+    /// The candidates buffer `llama_sampler_sample` reuses across calls.
+    pub cur: Vec<TokenData>,
 }
 
 impl Chain {
     pub fn new(no_perf: bool) -> Chain {
-        Chain { no_perf, samplers: Vec::new(), t_sample_us: 0, n_sample: 0 }
+        Chain { no_perf, samplers: Vec::new(), t_sample_us: 0, n_sample: 0, cur: Vec::new() }
     }
 
     fn timed<R>(&mut self, f: impl FnOnce(&mut Vec<Box<dyn Sampler>>) -> R) -> R {

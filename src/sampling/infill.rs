@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::sampler_any;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub struct Infill {
@@ -52,7 +53,7 @@ impl Sampler for Infill {
 
         // combine tokens with a common prefix
         let size = cur.size();
-        let pieces: Vec<Vec<u8>> = cur.data.iter().map(|t| vocab.piece(t.id, false)).collect();
+        let pieces: Vec<Cow<'_, [u8]>> = cur.data.iter().map(|t| vocab.piece(t.id, false)).collect();
         for i0 in 0..size {
             for i1 in 0..size {
                 if cur.data[i0].logit == f32::NEG_INFINITY {
@@ -143,8 +144,8 @@ mod tests {
         fn n_tokens(&self) -> usize {
             5
         }
-        fn piece(&self, token: i32, _special: bool) -> Vec<u8> {
-            ["he", "hello", "world", "<eot>", "x"][token as usize].as_bytes().to_vec()
+        fn piece(&self, token: i32, _special: bool) -> std::borrow::Cow<'_, [u8]> {
+            std::borrow::Cow::Borrowed(["he", "hello", "world", "<eot>", "x"][token as usize].as_bytes())
         }
         fn is_eog(&self, t: i32) -> bool {
             t == 3

@@ -33,6 +33,7 @@ pub mod stl;
 
 use crate::Result;
 use std::any::Any;
+use std::borrow::Cow;
 use std::ffi::CStr;
 
 /// `LLAMA_DEFAULT_SEED`.
@@ -130,7 +131,7 @@ macro_rules! sampler_any {
 pub trait VocabView {
     fn n_tokens(&self) -> usize;
     /// The token's text as `llama_token_to_piece(…, lstrip 0, special)`.
-    fn piece(&self, token: i32, special: bool) -> Vec<u8>;
+    fn piece(&self, token: i32, special: bool) -> Cow<'_, [u8]>;
     fn is_eog(&self, token: i32) -> bool;
     fn token_eot(&self) -> i32;
     fn token_eos(&self) -> i32;
@@ -139,6 +140,10 @@ pub trait VocabView {
     /// Tokenize text without BOS, parsing special tokens (grammar `<token>`).
     fn tokenize_special(&self, text: &[u8]) -> Vec<i32> {
         self.tokenize(text)
+    }
+    /// `detokenize({token}, special = true)` (DRY's breaker scan).
+    fn detokenize_one(&self, token: i32) -> Vec<u8> {
+        self.piece(token, true).into_owned()
     }
 }
 

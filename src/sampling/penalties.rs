@@ -177,7 +177,7 @@ pub fn dry_breaker_sequences(vocab: &dyn VocabView, s: &[u8], out: &mut Breakers
         return;
     }
     for token in 0..vocab.n_tokens() as i32 {
-        let word = vocab.piece(token, true);
+        let word = vocab.detokenize_one(token);
         if find(&word, s).is_some() {
             out.entry(token).or_default().push(Vec::new());
             continue;
@@ -489,8 +489,8 @@ mod tests {
         fn n_tokens(&self) -> usize {
             self.0.len()
         }
-        fn piece(&self, token: i32, _special: bool) -> Vec<u8> {
-            self.0[token as usize].as_bytes().to_vec()
+        fn piece(&self, token: i32, _special: bool) -> std::borrow::Cow<'_, [u8]> {
+            std::borrow::Cow::Borrowed(self.0[token as usize].as_bytes())
         }
         fn is_eog(&self, _t: i32) -> bool {
             false

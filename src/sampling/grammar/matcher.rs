@@ -122,11 +122,28 @@ impl std::fmt::Display for GrammarError {
 
 #[derive(Clone, Copy)]
 struct Cand {
-    index: usize,
-    cps: usize, // which decoded vector
-    off: usize, // offset of the next code point in it
+    index: u32,
+    cps: u32, // which decoded vector
+    off: u32, // offset of the next code point in it
     partial: PartialUtf8,
     id: i32,
+}
+
+/// The character set of a char element (with its alternatives and ranges),
+/// flattened once per stack for the candidate loop: `match_char(pos, c).0`
+/// is `set.matches(c)`.
+struct CharSet {
+    ranges: Vec<(u32, u32)>,
+    any: bool,
+    positive: bool,
+}
+
+impl CharSet {
+    #[inline]
+    fn matches(&self, c: u32) -> bool {
+        let found = self.any || self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+        found == self.positive
+    }
 }
 
 impl Grammar {
@@ -220,6 +237,30 @@ impl Grammar {
             }
         }
         (found == positive, pos)
+    }
+
+    /// The set `match_char` tests at `pos`, flattened.
+    fn char_set(&self, mut pos: Pos) -> CharSet {
+        let positive = matches!(self.el(pos).ty, ElemType::Char | ElemType::CharAny);
+        let mut set = CharSet { ranges: Vec::new(), any: false, positive };
+        loop {
+            let e = self.el(pos);
+            let nx = self.el(pos.next(1));
+            if nx.ty == ElemType::CharRngUpper {
+                set.ranges.push((e.value, nx.value));
+                pos = pos.next(2);
+            } else if e.ty == ElemType::CharAny {
+                set.any = true;
+                pos = pos.next(1);
+            } else {
+                set.ranges.push((e.value, e.value));
+                pos = pos.next(1);
+            }
+            if self.el(pos).ty != ElemType::CharAlt {
+                break;
+            }
+        }
+        set
     }
 
     /// `llama_grammar_match_partial_char`.
@@ -350,7 +391,7 @@ impl Grammar {
 
     fn reject_for_stack(&self, stack: &Stack, cands: &[Cand], decoded: &[Vec<u32>]) -> Vec<Cand> {
         let mut rejects = Vec::new();
-        let cp = |c: &Cand| decoded[c.cps][c.off];
+        let cp = |c: &Cand| decoded[c.cps as usize][c.off as usize];
         let Some(&top) = stack.last() else {
             for c in cands {
                 if cp(c) != 0 || c.partial.n_remain != 0 {
@@ -372,13 +413,15 @@ impl Grammar {
             }
             return rejects;
         }
+        let set = self.char_set(top);
         let mut next = Vec::new();
         for c in cands {
-            if cp(c) == 0 {
+            let chr = cp(c);
+            if chr == 0 {
                 if c.partial.n_remain != 0 && !self.match_partial_char(top, c.partial) {
                     rejects.push(*c);
                 }
-            } else if self.match_char(top, cp(c)).0 {
+            } else if set.matches(chr) {
                 next.push(Cand { off: c.off + 1, ..*c });
             } else {
                 rejects.push(*c);
@@ -422,7 +465,7 @@ impl Grammar {
         let mut decoded = Vec::with_capacity(cur.size());
         let mut cands = Vec::with_capacity(cur.size());
         for (i, t) in cur.data.iter_mut().enumerate() {
-            let piece = vocab.piece(t.id, false);
+            let piece = vocab.piece(t.id, true); // the reference's cached pieces are special = true
             if vocab.is_eog(t.id) {
                 if !allow_eog {
                     t.logit = f32::NEG_INFINITY;
@@ -432,11 +475,11 @@ impl Grammar {
             } else {
                 let (cps, partial) = decode_utf8(&piece, self.partial_utf8);
                 decoded.push(cps);
-                cands.push(Cand { index: i, cps: decoded.len() - 1, off: 0, partial, id: t.id });
+                cands.push(Cand { index: i as u32, cps: (decoded.len() - 1) as u32, off: 0, partial, id: t.id });
             }
         }
         for r in self.reject(&self.stacks, &cands, &decoded) {
-            cur.data[r.index].logit = f32::NEG_INFINITY;
+            cur.data[r.index as usize].logit = f32::NEG_INFINITY;
         }
     }
 
@@ -445,7 +488,7 @@ impl Grammar {
     /// buffered tokens from the pattern's start are replayed); an EOG token
     /// is accepted only when a stack is complete.
     pub fn accept(&mut self, vocab: &dyn VocabView, token: i32) -> Result<(), GrammarError> {
-        let piece = vocab.piece(token, false);
+        let piece = vocab.piece(token, true);
         if self.awaiting_trigger {
             if self.trigger_tokens.contains(&token) {
                 self.awaiting_trigger = false;
@@ -539,10 +582,10 @@ impl Grammar {
     /// by the parity trace).
     pub fn rejected_mask(&self, pieces: &[Vec<u32>]) -> Vec<bool> {
         let cands: Vec<Cand> =
-            (0..pieces.len()).map(|i| Cand { index: i, cps: i, off: 0, partial: PartialUtf8::default(), id: i as i32 }).collect();
+            (0..pieces.len()).map(|i| Cand { index: i as u32, cps: i as u32, off: 0, partial: PartialUtf8::default(), id: i as i32 }).collect();
         let mut mask = vec![false; pieces.len()];
         for r in self.reject(&self.stacks, &cands, pieces) {
-            mask[r.index] = true;
+            mask[r.index as usize] = true;
         }
         mask
     }

@@ -125,8 +125,8 @@ impl VocabView for FakeVocab {
     fn n_tokens(&self) -> usize {
         self.pieces.len()
     }
-    fn piece(&self, token: i32, _special: bool) -> Vec<u8> {
-        self.pieces[token as usize].clone()
+    fn piece(&self, token: i32, _special: bool) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self.pieces[token as usize])
     }
     fn is_eog(&self, token: i32) -> bool {
         token == self.eog
