@@ -14,18 +14,10 @@ fn main() {
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("llama.h");
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
-    // Only src/ffi/ is read: it is the whole C surface, and nothing else's
-    // public items belong in the header.
-    let mut builder = cbindgen::Builder::new().with_config(config);
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(crate_dir.join("src").join("ffi"))
-        .expect("src/ffi")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
-    sources.sort();
-    for src in sources {
-        builder = builder.with_src(src);
-    }
+    // Only src/ffi/ is read (its mod.rs and, through it, every file of the
+    // module): it is the whole C surface, and nothing else's public items
+    // belong in the header.
+    let builder = cbindgen::Builder::new().with_config(config).with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
     let bindings = builder
         .generate()
         .expect("cbindgen could not generate llama.h");

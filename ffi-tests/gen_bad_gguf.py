@@ -242,6 +242,17 @@ def base_model():
         ("token_embd.weight", [64, 8], GGML_F32),
         ("output_norm.weight", [64], GGML_F32),
         ("blk.0.attn_q.weight", [64, 64], GGML_Q4_0),
+        # The rest of a 1-layer llama (64 wide, 4 heads of 16, 2 kv heads), so
+        # that the base model loads; appended so the first three keep their
+        # offsets, which the cases below refer to.
+        ("blk.0.attn_norm.weight", [64], GGML_F32),
+        ("blk.0.attn_k.weight", [64, 32], GGML_F32),
+        ("blk.0.attn_v.weight", [64, 32], GGML_F32),
+        ("blk.0.attn_output.weight", [64, 64], GGML_Q4_0),
+        ("blk.0.ffn_norm.weight", [64], GGML_F32),
+        ("blk.0.ffn_gate.weight", [64, 128], GGML_Q4_0),
+        ("blk.0.ffn_up.weight", [64, 128], GGML_Q4_0),
+        ("blk.0.ffn_down.weight", [128, 64], GGML_Q4_0),
     ]
     tis = []
     data = bytearray()
@@ -490,13 +501,14 @@ def cases(base):
         # 31 bytes of padding after the last tensor, which moves 32 bytes
         # on: its data now ends one byte past the end of the file.
         m.tail = b"\0" * 31
-        m.ti("blk.0.attn_q.weight").offset += 32
+        m.tis[-1].offset += 32
     yield variant("offset_one_past_end.gguf", "past the end", one_past_end)
 
     # --- header counts that disagree with the content
     def n_tensors_plus_one(m):
         m.n_tensors = len(m.tis) + 1
-    yield variant("n_tensors_plus_one.gguf", "tensor[3]", n_tensors_plus_one)
+    # The tensor infos then start one item late and their data runs out.
+    yield variant("n_tensors_plus_one.gguf", "run past the end", n_tensors_plus_one)
 
     def n_kv_minus_one(m):
         m.n_kv = len(m.kvs) - 1
@@ -535,6 +547,55 @@ def cases(base):
     def tokens_i32(m):
         m.kv("tokenizer.ggml.tokens").payload = array(I32, [scalar(I32, i) for i in range(len(TOKENS))])
     yield variant("tokens_type_i32.gguf", "tokenizer.ggml.tokens is an array of element type i32", tokens_i32)
+
+    # --- weights: a required tensor missing, or of the wrong shape
+    def drop_ti(name):
+        def f(m):
+            m.tis = [t for t in m.tis if t.name != name]
+        return f
+    yield variant("tensor_missing_ffn_up.gguf", "missing tensor 'blk.0.ffn_up.weight'", drop_ti("blk.0.ffn_up.weight"))
+    yield variant("tensor_missing_output_norm.gguf", "missing tensor 'output_norm.weight'",
+                  drop_ti("output_norm.weight"))
+    yield variant("tensor_wrong_shape_attn_k.gguf", "tensor 'blk.0.attn_k.weight' has the wrong shape",
+                  ti_set("blk.0.attn_k.weight", ne=[64, 16]))
+    yield variant("tensor_wrong_shape_embd.gguf", "tensor 'token_embd.weight' has the wrong shape",
+                  ti_set("token_embd.weight", ne=[32, 16]))
+    # --- the vocabulary's own rules
+    def scores_short(m):
+        m.kv("tokenizer.ggml.scores").payload = array(F32, [scalar(F32, 0.0)])
+    yield variant("vocab_scores_short.gguf", "Index out of array bounds for scores (1 < ", scores_short)
+
+    def scores_str(m):
+        m.kv("tokenizer.ggml.scores").payload = array(STR, [gstr(b"x") for _ in TOKENS])
+    yield variant("vocab_scores_strings.gguf", "invalid gguf type for tokenizer.ggml.scores", scores_str)
+
+    def toktype_short(m):
+        m.kv("tokenizer.ggml.token_type").payload = array(I32, [scalar(I32, 1)])
+    yield variant("vocab_token_type_short.gguf", "Index out of array bounds for toktypes (1 < ", toktype_short)
+
+    def toktype_f32(m):
+        m.kv("tokenizer.ggml.token_type").payload = array(F32, [scalar(F32, 1.0) for _ in TOKENS])
+    yield variant("vocab_token_type_f32.gguf", "tokenizer.ggml.token_type is an array of element type f32", toktype_f32)
+
+    def dup_token(m):
+        toks = list(TOKENS)
+        toks[4] = toks[3]
+        m.kv("tokenizer.ggml.tokens").payload = array(STR, [gstr(t) for t in toks])
+    yield variant("vocab_duplicate_token.gguf", "appears twice in the vocabulary", dup_token)
+
+    def bos_type(m):
+        m.kvs[m.kv_index("tokenizer.ggml.bos_token_id")] = kv_str("tokenizer.ggml.bos_token_id", "1")
+    yield variant("vocab_bos_id_string.gguf", "tokenizer.ggml.bos_token_id has wrong type", bos_type)
+
+    def gpt2_no_merges(m):
+        m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
+    yield variant("vocab_bpe_without_merges.gguf", "cannot find tokenizer merges", gpt2_no_merges)
+
+    def unknown_pre(m):
+        m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
+        m.kvs.append(KV("tokenizer.ggml.merges", ARR, array(STR, [gstr(b"a b")])))
+        m.kvs.append(kv_str("tokenizer.ggml.pre", "nosuchpre"))
+    yield variant("vocab_pre_unknown.gguf", "unknown pre-tokenizer type: 'nosuchpre'", unknown_pre)
 
 
 def main():

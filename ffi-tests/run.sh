@@ -2,7 +2,9 @@
 # Runs the C tests of the library: ABI tables, header compilation (C11 and
 # C++17, warnings as errors), exported symbols, default parameters and model
 # metadata against goldens from the reference library, the boundary and the
-# log, the real models, malformed GGUF files (also under valgrind).
+# log, the real models, malformed GGUF files (also under valgrind), the
+# tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
+# reference, the API from C).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -37,6 +39,18 @@ tally() {
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
 CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
 LDFLAGS=(-L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
+
+# under_valgrind NAME ARGS... : reruns a compiled test under memcheck; any
+# invalid access or definite/indirect leak fails it
+under_valgrind() {
+    local name=$1; shift
+    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        "$OUT/$name" "$@" > "$OUT/valgrind_$name.out" 2> "$OUT/valgrind_$name.err"; then
+        ok "$name under valgrind memcheck: no errors, no leaks"
+    else
+        not_ok "$name under valgrind"; tail -n 40 "$OUT/valgrind_$name.err"
+    fi
+}
 
 # compile NAME SOURCE [c|c++]
 compile() {
@@ -96,6 +110,15 @@ fi
 # --- (g) the panic boundary and the log
 compile test_panic_log "$ROOT/ffi-tests/test_panic_log.c" && run_prog test_panic_log || not_ok "test_panic_log build"
 
+# --- every exported function called with NULL / zero arguments survives
+python3 "$ROOT/ffi-tests/gen_null_calls.py" "$ROOT/include/llama.h" "$OUT/null_calls.c"
+if compile null_calls "$OUT/null_calls.c"; then
+    run_prog null_calls
+    under_valgrind null_calls
+else
+    not_ok "null_calls build"
+fi
+
 # --- (d) both real models: metadata as the reference reports it, and the API's conventions
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     if compile dump_model "$ROOT/ffi-tests/dump_model.c"; then
@@ -117,17 +140,61 @@ if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     compile test_models "$ROOT/ffi-tests/test_models.c" && run_prog test_models "$SMOL" "$GEMMA" || not_ok "test_models build"
     if compile test_lifecycle "$ROOT/ffi-tests/test_lifecycle.c"; then
         run_prog test_lifecycle "$SMOL"
-        if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            "$OUT/test_lifecycle" "$SMOL" > "$OUT/valgrind_lifecycle.out" 2> "$OUT/valgrind_lifecycle.err"; then
-            ok "test_lifecycle under valgrind memcheck: no errors, no leaks"
-        else
-            not_ok "test_lifecycle under valgrind"; tail -n 40 "$OUT/valgrind_lifecycle.err"
-        fi
+        under_valgrind test_lifecycle "$SMOL"
     else
         not_ok "test_lifecycle build"
     fi
 else
     not_ok "models missing (run scripts/fetch-models.sh)"
+fi
+
+# --- forward pass: teacher-forced logits of synthetic models (random F32
+# weights, 2 layers, a reference vocab cut to 512 tokens) against goldens made
+# with the reference library (scripts/make-parity-goldens.sh), and invariance
+# (threads, ubatch size, decode chunking: bit-identical)
+VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
+if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gguf" ]; then
+    PAR=$ROOT/ffi-tests/golden/parity
+    if gcc -O2 -std=c11 -Wall -Wextra -Werror -I"$ROOT/include" "$ROOT/ffi-tests/parity/logits.c" -o "$OUT/logits" "${LDFLAGS[@]}" \
+        && gcc -O2 -std=c11 -Wall -Wextra -Werror "$ROOT/ffi-tests/parity/compare_logits.c" -o "$OUT/compare_logits" -lm \
+        && (cd "$ROOT" && cargo build --release --quiet --example synth_model); then
+        for arch in llama qwen2 qwen3 gemma3; do
+            vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
+            m=$OUT/synth-$arch.gguf
+            "$ROOT/target/release/examples/synth_model" "$arch" "$VOCAB/ggml-vocab-$vocab.gguf" "$m" 11 512
+            if "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/synth-$arch.bin" 512 2 2> "$OUT/logits-$arch.err" \
+                && "$OUT/compare_logits" "$PAR/synth-$arch.ref.bin" "$OUT/synth-$arch.bin" 99.5 1e-5 1e-3 > "$OUT/parity-$arch.txt"; then
+                ok "synthetic $arch logits match the reference ($(cat "$OUT/parity-$arch.txt"))"
+            else
+                not_ok "synthetic $arch logits match the reference"; cat "$OUT/parity-$arch.txt" "$OUT/logits-$arch.err" 2> /dev/null
+            fi
+            inv_ok=1
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-t1.bin" 512 1 2> /dev/null || inv_ok=0
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-ub8.bin" 8 2 2> /dev/null || inv_ok=0
+            "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-chunk.bin" 512 2 5 2> /dev/null || inv_ok=0
+            for f in inv-t1 inv-ub8 inv-chunk; do cmp -s "$OUT/synth-$arch.bin" "$OUT/$f.bin" || inv_ok=0; done
+            if [ $inv_ok = 1 ]; then
+                ok "synthetic $arch: bit-identical logits for 1/2 threads, n_ubatch 512/8, one decode or chunks of 5"
+            else
+                not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
+            fi
+        done
+        if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
+            run_prog test_decode "$OUT/synth-llama.gguf"
+            under_valgrind test_decode "$OUT/synth-llama.gguf"
+            if gcc "${CFLAGS[@]}" -pthread "$ROOT/ffi-tests/test_threads.c" -o "$OUT/test_threads" "${LDFLAGS[@]}" 2> "$OUT/test_threads.build.log"; then
+                run_prog test_threads "$OUT/synth-llama.gguf"
+            else
+                cat "$OUT/test_threads.build.log"; not_ok "test_threads build"
+            fi
+        else
+            not_ok "test_decode build"
+        fi
+    else
+        not_ok "parity tools build"
+    fi
+else
+    not_ok "vocab files missing (run scripts/fetch-reference-src.sh)"
 fi
 
 # --- (e) malformed GGUF files: rejected with a message, clean under valgrind
@@ -137,18 +204,84 @@ if [ -f "$ROOT/ffi-tests/test_bad_gguf.c" ]; then
     if compile test_bad_gguf "$ROOT/ffi-tests/test_bad_gguf.c"; then
         run_prog test_bad_gguf "$OUT/bad_gguf"
         if command -v valgrind > /dev/null; then
-            if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-                "$OUT/test_bad_gguf" "$OUT/bad_gguf" > "$OUT/valgrind_bad_gguf.out" 2> "$OUT/valgrind_bad_gguf.err"; then
-                ok "test_bad_gguf under valgrind memcheck: no errors, no leaks"
-            else
-                not_ok "test_bad_gguf under valgrind"; tail -n 40 "$OUT/valgrind_bad_gguf.err"
-            fi
+            under_valgrind test_bad_gguf "$OUT/bad_gguf"
         else
             not_ok "valgrind is not installed"
         fi
     else
         not_ok "test_bad_gguf build"
     fi
+fi
+
+# --- (i) the vocab C API (buffers, invalid ids, NUL bytes, 10 MB input), and
+# every vocab getter against the reference's (a digest per vocabulary)
+if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
+    compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c" && run_prog test_vocab_api "$SMOL" "$GEMMA" \
+        || not_ok "test_vocab_api build"
+fi
+if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
+    for g in "$ROOT"/ffi-tests/golden/vocab/*.txt; do
+        name=$(basename "$g" .txt)
+        case "$name" in
+            SmolLM2-*|gemma-3-*) model=$MODELS/$name.gguf ;;
+            *) model=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/$name.gguf ;;
+        esac
+        if "$OUT/dump_vocab" "$model" > "$OUT/vocab-$name.txt" 2>&1 && diff -u "$g" "$OUT/vocab-$name.txt" > "$OUT/vocab-$name.diff"; then
+            ok "vocab getters of $name equal the reference's"
+        else
+            not_ok "vocab getters of $name equal the reference's"; head -n 20 "$OUT/vocab-$name.diff"
+        fi
+    done
+else
+    not_ok "dump_vocab build"
+fi
+
+# --- (h) tokenizer goldens: every row of every vocabulary (ids and detokenized
+# bytes identical to the reference library's), through the C API
+TOK=$SHARED/ref/tokenizer
+VOCABS=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
+if [ -d "$TOK" ] && python3 "$ROOT/ffi-tests/corpus_to_hex.py" "$TOK/corpus.json" "$OUT/corpus.hex" \
+    && compile test_tokenizer_goldens "$ROOT/ffi-tests/test_tokenizer_goldens.c"; then
+    gold() { # NAME MODEL TSV
+        if [ ! -f "$2" ]; then not_ok "tokenizer goldens $1: missing $2"; return; fi
+        "$OUT/test_tokenizer_goldens" "$2" "$OUT/corpus.hex" "$3" > "$OUT/gold-$1.out" 2>&1
+        local counts
+        counts=$(grep -E 'rows match$' "$OUT/gold-$1.out" | sed -E 's/.*: ([0-9]+\/[0-9]+) rows match/\1/')
+        if tally "$OUT/gold-$1.out" > /dev/null; then
+            ok "tokenizer goldens $1: ${counts} rows match"
+        else
+            not_ok "tokenizer goldens $1: ${counts:-0/?} rows match"; head -n 30 "$OUT/gold-$1.out"
+        fi
+    }
+    gold smollm2-135m "$SMOL" "$TOK/smollm2-135m.tsv"
+    gold gemma3-270m "$GEMMA" "$TOK/gemma3-270m.tsv"
+    for tsv in "$TOK"/vocab/*.tsv; do
+        name=$(basename "$tsv" .tsv)
+        gold "$name" "$VOCABS/ggml-vocab-$name.gguf" "$tsv"
+    done
+else
+    not_ok "tokenizer goldens: missing $TOK or the test did not build"
+fi
+
+# --- (j) samplers: seed-for-seed parity with the reference (goldens made by
+# ffi-tests/gen_sampler_golden.sh with the reference library), the API from
+# C (a caller's own sampler, chain semantics, clone/reset/copy, seeds, perf,
+# grammar errors, NULL handles), also under valgrind
+if compile sampler_golden "$ROOT/ffi-tests/sampler_golden.c"; then
+    if "$OUT/sampler_golden" > "$OUT/sampler_chains.txt" \
+        && diff -u "$ROOT/ffi-tests/golden/sampler_chains.txt" "$OUT/sampler_chains.txt" > "$OUT/sampler_chains.diff"; then
+        ok "sampler chains choose the reference's tokens ($(wc -l < "$OUT/sampler_chains.txt") chain/size/logits cases x 1000 draws)"
+    else
+        not_ok "sampler chains differ from the reference"; head -n 20 "$OUT/sampler_chains.diff"
+    fi
+else
+    not_ok "sampler_golden build"
+fi
+if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
+    run_prog test_samplers
+    under_valgrind test_samplers
+else
+    not_ok "test_samplers build"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

@@ -7,11 +7,11 @@
 #   scripts/install-reference-lib.sh --print-lib-dir  print the directory holding libllama.so,
 #                                                     or exit 1 if it is not built
 #
-# Creates the venv ${MINFER_CACHE:-$HOME/.cache/minfer}/ref-venv, installs
+# Creates the venv ~/.cache/minfer-ref/venv (the path ../shared/ref/README.md uses), installs
 # numpy gguf scikit-build-core cmake ninja into it, then compiles
 # llama-cpp-python==0.3.36 with CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
 # (5 to 25 minutes on 2 cores). The library lands in
-# ref-venv/lib/python3.*/site-packages/llama_cpp/lib/libllama.so; one C program
+# venv/lib/python3.*/site-packages/llama_cpp/lib/libllama.so; one C program
 # compiled against include/llama.h runs against it or against ours by pointing
 # LD_LIBRARY_PATH at one or the other:
 #   LD_LIBRARY_PATH="$(scripts/install-reference-lib.sh --print-lib-dir)" ./prog
@@ -25,7 +25,8 @@ set -euo pipefail
 
 VERSION="0.3.36"
 CACHE="${MINFER_CACHE:-$HOME/.cache/minfer}"
-VENV="${MINFER_REF_VENV:-$CACHE/ref-venv}"
+# The location ../shared/ref/README.md names, so a reference built by hand is found.
+VENV="${MINFER_REF_VENV:-$HOME/.cache/minfer-ref/venv}"
 LOG="$CACHE/install-reference-lib.log"
 
 die() { echo "install-reference-lib.sh: error: $*" >&2; exit 1; }

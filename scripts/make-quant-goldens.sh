@@ -10,4 +10,10 @@ mkdir -p "$OUT" "$ROOT/target"
 gcc -O1 -std=c11 -Wall -Werror -o "$ROOT/target/make_quant_goldens" \
     "$ROOT/scripts/quant-goldens/make_goldens.c" -L"$LIB" -lggml-base -Wl,-rpath,"$LIB"
 "$ROOT/target/make_quant_goldens" "$OUT"
+# The activation quantizers of the reference's CPU backend (what its matmul
+# runs), which on x86 differ from the *_ref ones above.
+SRC=${MINFER_REF_SRC:-$HOME/.cache/minfer/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp}
+gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_act_goldens" \
+    "$ROOT/scripts/quant-goldens/make_act_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -Wl,-rpath,"$LIB"
+"$ROOT/target/make_act_goldens" "$OUT"
 du -ch "$OUT"/* | tail -n 1

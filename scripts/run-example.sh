@@ -13,4 +13,4 @@ MODEL=$(bash scripts/fetch-models.sh smollm2 | head -n 1)
 mkdir -p target/examples
 cc -std=c11 -O2 -Wall -Wextra -Iinclude examples-c/simple.c -Ltarget/release -lllama \
     -Wl,-rpath,"$ROOT/target/release" -o target/examples/simple
-exec target/examples/simple "$MODEL" "${1:-Hello, my name is}"
+exec target/examples/simple "$MODEL" -n 32 "${1:-The capital of France is}"

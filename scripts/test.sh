@@ -21,8 +21,11 @@ if [ ${#need[@]} -gt 0 ]; then
         || { echo "could not install ${need[*]}"; exit 1; }
 fi
 
-# --- models (cached under ~/.cache/minfer; a second run downloads nothing)
+# --- models and vocab files (cached under ~/.cache/minfer; a second run downloads nothing)
 bash scripts/fetch-models.sh > /dev/null || { echo "could not fetch the models"; exit 1; }
+# the reference source: its 19 vocab-only GGUF files (tokenizer goldens) and
+# grammars/ (parsed by the grammar tests)
+bash scripts/fetch-reference-src.sh > /dev/null || { echo "could not fetch the reference source and vocab files"; exit 1; }
 
 # --- reference dequantizations of the gguf package, for the quant unit tests
 prep=$(bash scripts/test-kernels.sh prepare) || { echo "could not prepare the kernel checks"; exit 1; }

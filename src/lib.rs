@@ -21,9 +21,11 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `quant/` (ggml block formats), `kernels/` (SIMD dot products, matmul,
-//! thread pool), `log`, `error`. See docs/ARCHITECTURE.md.
+//! `sampling/` (the samplers, the chain, GBNF grammars), `quant/` (ggml block
+//! formats), `kernels/` (SIMD dot products, matmul, thread pool), `log`,
+//! `error`. See docs/ARCHITECTURE.md.
 
+pub mod clock;
 pub mod cpu;
 pub mod error;
 #[macro_use]
@@ -33,7 +35,9 @@ pub mod kernels;
 pub mod quant;
 pub mod gguf;
 pub mod model;
+pub mod vocab;
 pub mod context;
+pub mod sampling;
 pub mod ffi;
 
 pub use error::{Error, Result};

@@ -1,11 +1,18 @@
-//! An inference context: the parameters a model runs with and, as the
-//! forward-pass issue lands, its KV cache and outputs.
+//! An inference context: the parameters a model runs with, its KV cache,
+//! and the outputs (logits) of the last decode.
 //!
 //! A context holds a strong count on its model, so the caller may free the
 //! model first; the model's memory goes with the last context.
 
+pub mod batch;
+pub mod forward;
+pub mod kv_cache;
+pub mod ops;
+
 use crate::error::{Error, Result};
 use crate::model::{Model, MAX_SEQ};
+use batch::Batch;
+use kv_cache::{KvCache, KvType};
 use std::sync::Arc;
 
 /// The caller's request (decoded from llama_context_params).
@@ -19,6 +26,14 @@ pub struct ContextParams {
     pub n_threads_batch: i32,
     pub kv_unified: bool,
     pub embeddings: bool,
+    /// ggml_type values of the K and V cache (F16 = 1, F32 = 0).
+    pub type_k: i32,
+    pub type_v: i32,
+    /// llama_pooling_type (-1: the model's).
+    pub pooling_type: i32,
+    /// llama_attention_type (-1: the model's, causal for these models).
+    pub attention_type: i32,
+    pub no_perf: bool,
 }
 
 /// The resolved parameters, following the reference's rules (llama_context's
@@ -96,18 +111,323 @@ impl CParams {
     }
 }
 
+/// Pooling of embeddings (llama_pooling_type values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    None = 0,
+    Mean = 1,
+    Cls = 2,
+    Last = 3,
+}
+
+/// Performance counters, as the reference keeps them.
+#[derive(Debug, Clone, Default)]
+pub struct Perf {
+    pub t_start_us: i64,
+    pub t_load_us: i64,
+    pub t_p_eval_us: i64,
+    pub t_eval_us: i64,
+    pub n_p_eval: i32,
+    pub n_eval: i32,
+    pub evaluated_once: bool,
+}
+
+/// What a decode call reports, beside errors (llama_decode's return codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeStatus {
+    Ok = 0,
+    /// No room in the KV cache for the batch; nothing was changed.
+    NoKvSlot = 1,
+    /// The abort callback stopped it; the ubatches done so far stay.
+    Aborted = 2,
+}
+
+fn kv_type(ggml_type: i32, which: &str) -> Result<KvType> {
+    match ggml_type {
+        1 => Ok(KvType::F16),
+        0 => Ok(KvType::F32),
+        t => Err(Error::invalid(format!("{which} = {t} is not supported (F16 = 1 and F32 = 0 are)"))),
+    }
+}
+
 pub struct Context {
     pub model: Arc<Model>,
     pub cparams: CParams,
+    pub kv: KvCache,
+    /// Logits of the outputs of the last decode, [n_outputs][n_vocab].
+    pub logits: Vec<f32>,
+    /// For each token of the last batch, its row in `logits`, or -1.
+    pub output_ids: Vec<i32>,
+    pub n_outputs: usize,
+    /// Asked between ubatches; true stops the decode (llama_set_abort_callback).
+    pub abort: Option<Box<dyn FnMut() -> bool + Send>>,
+    /// Whether embeddings are extracted (llama_set_embeddings).
+    pub embeddings: bool,
+    pub causal: bool,
+    pub pooling: Pooling,
+    /// Per-output embeddings of the last decode, [n_outputs][n_embd].
+    pub embd: Vec<f32>,
+    /// Pooled embeddings of the last decode, by sequence.
+    pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
+    pub no_perf: bool,
+    pub perf: Perf,
+    /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
+    pub pool: crate::kernels::ThreadPool,
 }
 
 impl Context {
     pub fn new(model: Arc<Model>, params: &ContextParams) -> Result<Context> {
-        if model.vocab_only {
+        if model.vocab_only || model.weights.is_none() {
             return Err(Error::invalid("the model was loaded with vocab_only and cannot run"));
         }
         let cparams = CParams::resolve(params, model.hparams.n_ctx_train)?;
-        Ok(Context { model, cparams })
+        let (type_k, type_v) = (kv_type(params.type_k, "type_k")?, kv_type(params.type_v, "type_v")?);
+        let hp = &model.hparams;
+        let k_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_k) as usize).collect();
+        let v_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_v) as usize).collect();
+        let kv = KvCache::new(cparams.n_ctx as usize, k_width, v_width, type_k, type_v)?;
+        let pooling = match params.pooling_type {
+            -1 | 0 => Pooling::None,
+            1 => Pooling::Mean,
+            2 => Pooling::Cls,
+            3 => Pooling::Last,
+            p => return Err(Error::invalid(format!("pooling_type {p} is not supported (NONE, MEAN, CLS, LAST are)"))),
+        };
+        let causal = match params.attention_type {
+            -1 | 0 => true,
+            1 => false,
+            a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
+        };
+        Ok(Context {
+            model,
+            kv,
+            logits: Vec::new(),
+            output_ids: Vec::new(),
+            n_outputs: 0,
+            abort: None,
+            embeddings: cparams.embeddings,
+            causal,
+            pooling,
+            embd: Vec::new(),
+            embd_seq: Default::default(),
+            no_perf: params.no_perf,
+            perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
+            pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            cparams,
+        })
+    }
+
+    /// Decodes a batch: validates it, splits it into ubatches of n_ubatch
+    /// tokens, places each in free KV cells and runs the forward pass.
+    /// `abort` is asked between ubatches.
+    pub fn decode(&mut self, batch: &Batch, abort: &mut dyn FnMut() -> bool) -> Result<DecodeStatus> {
+        let n_vocab = self.model.hparams.n_vocab as usize;
+        if batch.tokens.len() > self.cparams.n_batch as usize {
+            return Err(Error::invalid(format!(
+                "n_tokens = {} exceeds n_batch = {}",
+                batch.tokens.len(),
+                self.cparams.n_batch
+            )));
+        }
+        batch.validate(n_vocab, self.cparams.n_seq_max as usize, &self.kv)?;
+        // All cells are found up front, so a full cache changes nothing.
+        let Some(slots) = self.kv.find_slots(batch.tokens.len()) else {
+            return Ok(DecodeStatus::NoKvSlot);
+        };
+
+        let t0 = crate::clock::time_us();
+        let n_embd = self.model.hparams.n_embd as usize;
+        // Pooled embeddings need every token's hidden state.
+        let pooled = self.embeddings && self.pooling != Pooling::None;
+        let mut tokens = batch.tokens.clone();
+        if pooled && tokens.iter().any(|t| !t.output) {
+            log_warn!("llama_decode: embeddings required but some input tokens were not marked as outputs -> overriding");
+            tokens.iter_mut().for_each(|t| t.output = true);
+        }
+        let n_out = tokens.iter().filter(|t| t.output).count();
+        self.logits.clear();
+        self.logits.resize(n_out * n_vocab, 0.0);
+        self.embd.clear();
+        self.embd.resize(n_out * n_embd, 0.0);
+        self.embd_seq.clear();
+        self.output_ids = vec![-1; tokens.len()];
+        let mut row = 0;
+        for (i, t) in tokens.iter().enumerate() {
+            if t.output {
+                self.output_ids[i] = row;
+                row += 1;
+            }
+        }
+        self.n_outputs = n_out;
+
+        let weights = self.model.weights.as_ref().expect("checked at creation");
+        let n_ubatch = self.cparams.n_ubatch as usize;
+        let mut out_row = 0;
+        for (chunk, cells) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
+            if abort() {
+                return Ok(DecodeStatus::Aborted);
+            }
+            for (t, &c) in chunk.iter().zip(cells) {
+                let cell = &mut self.kv.cells[c];
+                cell.pos = t.pos;
+                cell.seqs.clear();
+                for &s in &t.seqs {
+                    cell.seqs.add(s as usize);
+                }
+            }
+            let n = chunk.iter().filter(|t| t.output).count();
+            let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
+            let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
+            if let Err(e) = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
+                for &c in cells {
+                    self.kv.cells[c].seqs.clear();
+                }
+                return Err(e);
+            }
+            out_row += n;
+        }
+        if pooled {
+            self.pool(&tokens);
+        }
+        self.count_perf(tokens.len(), t0);
+        Ok(DecodeStatus::Ok)
+    }
+
+    /// Changes the thread counts, resizing the worker pool when needed.
+    pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) -> Result<()> {
+        if n_threads <= 0 || n_threads_batch <= 0 {
+            return Err(Error::invalid(format!(
+                "n_threads ({n_threads}) and n_threads_batch ({n_threads_batch}) must be positive"
+            )));
+        }
+        let n = n_threads.max(n_threads_batch) as usize;
+        if n != self.pool.n_threads() {
+            self.pool = crate::kernels::ThreadPool::new(n)?;
+        }
+        self.cparams.n_threads = n_threads;
+        self.cparams.n_threads_batch = n_threads_batch;
+        Ok(())
+    }
+
+    /// Pools the per-token embeddings of the last batch by (first) sequence.
+    fn pool(&mut self, tokens: &[batch::Token]) {
+        let n_embd = self.model.hparams.n_embd as usize;
+        let mut rows: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
+        for (i, t) in tokens.iter().enumerate() {
+            rows.entry(t.seqs[0]).or_default().push(i);
+        }
+        for (seq, idx) in rows {
+            let row = |i: usize| &self.embd[i * n_embd..(i + 1) * n_embd];
+            let v = match self.pooling {
+                Pooling::Mean => {
+                    let mut acc = vec![0f32; n_embd];
+                    for &i in &idx {
+                        for (a, x) in acc.iter_mut().zip(row(i)) {
+                            *a += x;
+                        }
+                    }
+                    acc.iter().map(|a| a / idx.len() as f32).collect()
+                }
+                Pooling::Cls => row(idx[0]).to_vec(),
+                Pooling::Last => row(idx[idx.len() - 1]).to_vec(),
+                Pooling::None => continue,
+            };
+            self.embd_seq.insert(seq, v);
+        }
+    }
+
+    /// The reference's counters: single-token calls count as generation,
+    /// longer ones as prompt; times only without no_perf.
+    fn count_perf(&mut self, n_tokens: usize, t0: i64) {
+        let dt = crate::clock::time_us() - t0;
+        if n_tokens == 1 {
+            if !self.no_perf {
+                self.perf.t_eval_us += dt;
+            }
+            self.perf.n_eval += 1;
+        } else {
+            if !self.no_perf {
+                self.perf.t_p_eval_us += dt;
+            }
+            self.perf.n_p_eval += n_tokens as i32;
+        }
+        if !self.perf.evaluated_once {
+            self.perf.t_load_us = crate::clock::time_us() - self.perf.t_start_us;
+            self.perf.evaluated_once = true;
+        }
+    }
+
+    /// Moves the positions of `seq`'s cells in [p0, p1) through `f`, and
+    /// re-rotates their K rows by the change so that attention sees them at
+    /// their new positions (a cell moved below 0 is dropped).
+    pub fn shift_positions(&mut self, seq: i32, p0: i32, p1: i32, f: impl Fn(i32) -> i32) -> Result<()> {
+        let hp = &self.model.hparams;
+        let arch = self.model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
+        let neox = arch.rope_type() == 2;
+        let (hd, n_rot) = (hp.n_embd_head_k as usize, hp.n_rot as usize);
+        let factors: Option<Vec<f32>> = None;
+        let mut head = vec![0f32; hd];
+        for c in 0..self.kv.n_cells() {
+            let cell = self.kv.cells[c];
+            if cell.is_empty() || !cell.seqs.has(seq as usize) || cell.pos < p0 || cell.pos >= p1 {
+                continue;
+            }
+            let new = f(cell.pos);
+            let delta = new - cell.pos;
+            if new < 0 {
+                self.kv.cells[c].seqs.clear();
+                continue;
+            }
+            self.kv.cells[c].pos = new;
+            if delta == 0 {
+                continue;
+            }
+            for il in 0..self.kv.k.len() {
+                let (base, swa) = (self.kv.k_width[il], hp.is_swa[il]);
+                let (freq_base, freq_scale) =
+                    if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
+                for g in 0..base / hd {
+                    let at = c * base + g * hd;
+                    KvCache::read(&self.kv.k[il], at, &mut head);
+                    ops::rope(&mut head, delta, n_rot, freq_base, freq_scale, factors.as_deref(), neox);
+                    self.kv.k[il].write(at, &head);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The logits row of batch token `i` (negative: from the last output).
+    pub fn logits_ith(&self, i: i32) -> Result<&[f32]> {
+        let n_vocab = self.model.hparams.n_vocab as usize;
+        let row = self.output_row(i)?;
+        self.logits
+            .get(row * n_vocab..(row + 1) * n_vocab)
+            .ok_or_else(|| Error::invalid(format!("no logits for index {i}")))
+    }
+
+    /// The output row of batch token `i` (negative: counted from the last
+    /// output), as llama_get_logits_ith / llama_get_embeddings_ith map it.
+    pub fn output_row(&self, i: i32) -> Result<usize> {
+        let row = if i < 0 {
+            let j = i64::from(self.n_outputs as i32) + i64::from(i);
+            if j < 0 {
+                return Err(Error::invalid(format!("negative index {i} out of range [-{}, -1]", self.n_outputs)));
+            }
+            j as usize
+        } else {
+            match self.output_ids.get(i as usize) {
+                None => {
+                    return Err(Error::invalid(format!("out of range [0, {})", self.output_ids.len())));
+                }
+                Some(&r) if r < 0 => return Err(Error::invalid(format!("batch.logits[{i}] != true"))),
+                Some(&r) => r as usize,
+            }
+        };
+        if row >= self.n_outputs {
+            return Err(Error::invalid(format!("no output {row} (the last decode had {})", self.n_outputs)));
+        }
+        Ok(row)
     }
 }
 
@@ -124,7 +444,21 @@ mod tests {
     use super::*;
 
     fn params(n_ctx: u32, n_batch: u32, n_ubatch: u32, n_seq_max: u32) -> ContextParams {
-        ContextParams { n_ctx, n_batch, n_ubatch, n_seq_max, n_threads: 4, n_threads_batch: 4, kv_unified: false, embeddings: false }
+        ContextParams {
+            n_ctx,
+            n_batch,
+            n_ubatch,
+            n_seq_max,
+            n_threads: 4,
+            n_threads_batch: 4,
+            kv_unified: false,
+            embeddings: false,
+            type_k: 1,
+            type_v: 1,
+            pooling_type: -1,
+            attention_type: -1,
+            no_perf: true,
+        }
     }
 
     #[test]

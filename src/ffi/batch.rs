@@ -1,101 +1,376 @@
 //! Batches, decode and encode.
 
-// Most functions here are stubs until their issue lands; their parameters
-// are unused until then.
-#![allow(unused_variables)]
-
 use super::boundary::*;
 use super::types::*;
+use super::context::ctx_mut;
+use crate::context::batch::{Batch, Token};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use std::ffi::c_int;
 use std::ptr;
+
+/// A token of an extended batch (llama_batch_ext): position unset (-1)
+/// until llama_batch_ext_set_pos.
+struct ExtToken {
+    id: Option<llama_token>,
+    pos: llama_pos,
+    seqs: Vec<llama_seq_id>,
+    output: bool,
+}
+
+/// What a `*mut llama_batch_ext` points to.
+struct BatchExt {
+    n_tokens_max: usize,
+    n_seq_max: i32,
+    n_vocab: i32,
+    tokens: Vec<ExtToken>,
+}
+
+impl BatchExt {
+    /// Adds a token; returns its index, or -1 (full), -2 (bad id), -3 (bad
+    /// sequence), as llama.h documents.
+    fn add(&mut self, seq_id: llama_seq_id, id: Option<llama_token>) -> i32 {
+        if self.tokens.len() >= self.n_tokens_max {
+            return -1;
+        }
+        if seq_id < 0 || seq_id >= self.n_seq_max {
+            return -3;
+        }
+        if let Some(id) = id {
+            if id < 0 || id >= self.n_vocab {
+                return -2;
+            }
+        }
+        self.tokens.push(ExtToken { id, pos: -1, seqs: vec![seq_id], output: false });
+        (self.tokens.len() - 1) as i32
+    }
+}
+
+/// Marks token `idx` as an output (logits and embeddings are one flag for now).
+fn set_output(name: &str, batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
+    guard(name, false, || {
+        let b = ext_mut(batch)?;
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                t.output = value;
+                true
+            }
+            None => false,
+        })
+    })
+}
+
+fn ext_mut<'a>(batch: *mut llama_batch_ext) -> Result<&'a mut BatchExt> {
+    // SAFETY: a non-NULL handle is a live Box<BatchExt> from
+    // llama_batch_ext_init, used from one thread at a time.
+    unsafe { batch.cast::<BatchExt>().as_mut() }.ok_or_else(|| Error::invalid("batch is NULL"))
+}
+
+/// malloc for `n` values of T (None on overflow or failure).
+fn c_alloc<T>(n: usize) -> Option<*mut T> {
+    let bytes = n.checked_mul(std::mem::size_of::<T>())?.max(1);
+    // SAFETY: malloc with a nonzero size; NULL is checked.
+    let p = unsafe { libc::malloc(bytes) }.cast::<T>();
+    (!p.is_null()).then_some(p)
+}
+
+/// Copies a caller's llama_batch into a `Batch`, filling the defaults the
+/// reference fills (sequence 0, positions continuing from the KV cache, only
+/// the last token as output), checking every pointer it reads through.
+fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
+    if b.n_tokens <= 0 {
+        return Err(Error::invalid(format!("n_tokens == {}", b.n_tokens)));
+    }
+    if b.token.is_null() {
+        return Err(Error::invalid(if b.embd.is_null() {
+            "batch has neither token ids nor embeddings"
+        } else {
+            "embedding inputs are not implemented yet"
+        }));
+    }
+    let n = b.n_tokens as usize;
+    let n_seq_max = c.cparams.n_seq_max as usize;
+    // SAFETY: the caller's arrays hold n_tokens entries each (llama.h's
+    // contract for llama_batch); NULL ones are not read.
+    let tokens = unsafe { std::slice::from_raw_parts(b.token, n) };
+    let pos = (!b.pos.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.pos, n) });
+    let n_seq_id = (!b.n_seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.n_seq_id, n) });
+    let seq_id = (!b.seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.seq_id, n) });
+    let logits = (!b.logits.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.logits, n) });
+
+    let mut pos_next: Vec<i32> = (0..n_seq_max).map(|s| c.kv.pos_max(s as i32) + 1).collect();
+    let mut out = Batch { tokens: Vec::with_capacity(n), embd: Vec::new() };
+    for i in 0..n {
+        let seqs: Vec<i32> = match (n_seq_id, seq_id) {
+            (Some(ns), Some(ids)) => {
+                let k = ns[i];
+                if k <= 0 || k as usize > n_seq_max {
+                    return Err(Error::invalid(format!("n_seq_id[{i}] = {k} is out of range [1, {n_seq_max}]")));
+                }
+                if ids[i].is_null() {
+                    return Err(Error::invalid(format!("seq_id[{i}] is NULL")));
+                }
+                // SAFETY: seq_id[i] holds n_seq_id[i] entries.
+                unsafe { std::slice::from_raw_parts(ids[i], k as usize) }.to_vec()
+            }
+            _ => vec![0],
+        };
+        let first = seqs[0];
+        if first < 0 || first as usize >= n_seq_max {
+            return Err(Error::invalid(format!("invalid seq_id[{i}][0] = {first} >= {n_seq_max}")));
+        }
+        let p = match pos {
+            Some(p) => p[i],
+            None => {
+                let p = pos_next[first as usize];
+                pos_next[first as usize] += 1;
+                p
+            }
+        };
+        let output = match logits {
+            Some(l) => l[i] != 0,
+            None => c.cparams.embeddings || i == n - 1,
+        };
+        out.tokens.push(Token { id: Some(tokens[i]), pos: p, seqs, output });
+    }
+    Ok(out)
+}
 
 #[no_mangle]
 pub extern "C" fn llama_batch_get_one(tokens: *mut llama_token, n_tokens: i32) -> llama_batch {
-    not_implemented("llama_batch_get_one", empty_batch())
+    llama_batch { n_tokens, token: tokens, ..empty_batch() }
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_init(n_tokens: i32, embd: i32, n_seq_max: i32) -> llama_batch {
-    not_implemented("llama_batch_init", empty_batch())
+    guard("llama_batch_init", empty_batch(), || {
+        if n_tokens <= 0 || n_seq_max <= 0 || embd < 0 {
+            return Err(Error::invalid(format!(
+                "n_tokens ({n_tokens}) and n_seq_max ({n_seq_max}) must be positive and embd ({embd}) not negative"
+            )));
+        }
+        let n = n_tokens as usize;
+        // The arrays are malloc'd, as the reference's are: llama_batch_free
+        // releases them with free().
+        let mut batch = empty_batch();
+        let ok = (|| {
+            if embd > 0 {
+                batch.embd = c_alloc::<f32>(n.checked_mul(embd as usize)?)?;
+            } else {
+                batch.token = c_alloc::<llama_token>(n)?;
+            }
+            batch.pos = c_alloc::<llama_pos>(n)?;
+            batch.n_seq_id = c_alloc::<i32>(n)?;
+            // n + 1 entries: the last is the NULL that llama_batch_free stops at.
+            batch.seq_id = c_alloc::<*mut llama_seq_id>(n + 1)?;
+            for i in 0..=n {
+                // SAFETY: seq_id holds n + 1 pointers; each is written before
+                // any is read, and NULL-initialised first so a failed
+                // allocation below still leaves a freeable batch.
+                unsafe { *batch.seq_id.add(i) = ptr::null_mut() };
+            }
+            for i in 0..n {
+                let p = c_alloc::<llama_seq_id>(n_seq_max as usize)?;
+                // SAFETY: i < n + 1 entries.
+                unsafe { *batch.seq_id.add(i) = p };
+            }
+            batch.logits = c_alloc::<i8>(n)?;
+            Some(())
+        })();
+        if ok.is_none() {
+            llama_batch_free(batch);
+            return Err(Error::invalid(format!("cannot allocate a batch of {n_tokens} tokens")));
+        }
+        Ok(batch)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_free(batch: llama_batch) {
-    not_implemented("llama_batch_free", ())
+    guard("llama_batch_free", (), || {
+        // SAFETY: every non-NULL array came from c_alloc (malloc) in
+        // llama_batch_init; seq_id ends with a NULL entry.
+        unsafe {
+            libc::free(batch.token.cast());
+            libc::free(batch.embd.cast());
+            libc::free(batch.pos.cast());
+            libc::free(batch.n_seq_id.cast());
+            if !batch.seq_id.is_null() {
+                let mut i = 0;
+                while !(*batch.seq_id.add(i)).is_null() {
+                    libc::free((*batch.seq_id.add(i)).cast());
+                    i += 1;
+                }
+                libc::free(batch.seq_id.cast());
+            }
+            libc::free(batch.logits.cast());
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    not_implemented("llama_encode", -1)
+    guard("llama_encode", -1, || {
+        ctx_mut(ctx)?;
+        let _ = batch;
+        Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_decode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
-    not_implemented("llama_decode", -1)
+    guard("llama_decode", -1, || {
+        let c = ctx_mut(ctx)?;
+        let input = read_batch(c, &batch)?;
+        // The callback is taken out for the call so the context can be
+        // borrowed mutably beside it.
+        let mut abort = c.abort.take();
+        let status = c.decode(&input, &mut || abort.as_mut().is_some_and(|f| f()));
+        c.abort = abort;
+        Ok(status? as i32)
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_batch_ext {
-    not_implemented("llama_batch_ext_init", ptr::null_mut())
+    guard("llama_batch_ext_init", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        let b = BatchExt {
+            n_tokens_max: c.cparams.n_batch as usize,
+            n_seq_max: c.cparams.n_seq_max as i32,
+            n_vocab: c.model.hparams.n_vocab as i32,
+            tokens: Vec::new(),
+        };
+        Ok(Box::into_raw(Box::new(b)).cast::<llama_batch_ext>())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
-    not_implemented("llama_batch_ext_free", ())
+    guard("llama_batch_ext_free", (), || {
+        if !batch.is_null() {
+            // SAFETY: a non-NULL handle came from Box::into_raw in
+            // llama_batch_ext_init and is freed once.
+            drop(unsafe { Box::from_raw(batch.cast::<BatchExt>()) });
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
-    not_implemented("llama_batch_ext_clear", ())
+    guard("llama_batch_ext_clear", (), || {
+        ext_mut(batch)?.tokens.clear();
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add(batch: *mut llama_batch_ext, seq_id: llama_seq_id) -> i32 {
-    not_implemented("llama_batch_ext_add", -1)
+    guard("llama_batch_ext_add", -1, || Ok(ext_mut(batch)?.add(seq_id, None)))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_token(batch: *mut llama_batch_ext, seq_id: llama_seq_id, id: llama_token) -> i32 {
-    not_implemented("llama_batch_ext_add_token", -1)
+    guard("llama_batch_ext_add_token", -1, || Ok(ext_mut(batch)?.add(seq_id, Some(id))))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_embd(batch: *mut llama_batch_ext, seq_id: llama_seq_id, embd: llama_embd) -> i32 {
-    not_implemented("llama_batch_ext_add_embd", -1)
+    guard("llama_batch_ext_add_embd", -2, || {
+        ext_mut(batch)?;
+        let _ = (seq_id, embd);
+        Err(Error::invalid("embedding inputs are not implemented yet"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32, seq_id: llama_seq_id) -> bool {
-    not_implemented("llama_batch_ext_add_seq", false)
+    guard("llama_batch_ext_add_seq", false, || {
+        let b = ext_mut(batch)?;
+        let ok = seq_id >= 0 && seq_id < b.n_seq_max;
+        match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) if ok => {
+                if !t.seqs.contains(&seq_id) {
+                    t.seqs.push(seq_id);
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_embd_token(batch: *mut llama_batch_ext, idx: i32, embd: llama_embd) -> bool {
-    not_implemented("llama_batch_ext_set_embd_token", false)
+    guard("llama_batch_ext_set_embd_token", false, || {
+        ext_mut(batch)?;
+        let _ = (idx, embd);
+        Err(Error::invalid("embedding inputs are not implemented yet"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_embd_state(batch: *mut llama_batch_ext, idx: i32, embd: llama_embd) -> bool {
-    not_implemented("llama_batch_ext_set_embd_state", false)
+    guard("llama_batch_ext_set_embd_state", false, || {
+        ext_mut(batch)?;
+        let _ = (idx, embd);
+        Err(Error::invalid("state embeddings (MTP, deepstack) do not apply to the models minfer runs"))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_embd(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    not_implemented("llama_batch_ext_set_output_embd", false)
+    set_output("llama_batch_ext_set_output_embd", batch, idx, value)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_output_logits(batch: *mut llama_batch_ext, idx: i32, value: bool) -> bool {
-    not_implemented("llama_batch_ext_set_output_logits", false)
+    set_output("llama_batch_ext_set_output_logits", batch, idx, value)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32, pos: *const llama_pos) -> bool {
-    not_implemented("llama_batch_ext_set_pos", false)
+    guard("llama_batch_ext_set_pos", false, || {
+        let b = ext_mut(batch)?;
+        if pos.is_null() {
+            return Ok(false);
+        }
+        Ok(match usize::try_from(idx).ok().and_then(|i| b.tokens.get_mut(i)) {
+            Some(t) => {
+                // SAFETY: a text token takes one position from the caller.
+                t.pos = unsafe { *pos };
+                true
+            }
+            None => false,
+        })
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_process(ctx: *mut llama_context, r#type: enum_llama_process_type, batch: *mut llama_batch_ext) -> i32 {
-    not_implemented("llama_process", -1)
+    guard("llama_process", -1, || {
+        let c = ctx_mut(ctx)?;
+        let b = ext_mut(batch)?;
+        if r#type.0 == llama_process_type::LLAMA_PROCESS_TYPE_ENCODE as c_int {
+            return Err(Error::invalid("the model has no encoder (decoder-only models use LLAMA_PROCESS_TYPE_DECODE)"));
+        }
+        if r#type.0 != llama_process_type::LLAMA_PROCESS_TYPE_DECODE as c_int {
+            return Err(Error::invalid(format!("unknown process type {}", r#type.0)));
+        }
+        let mut input = Batch { tokens: Vec::with_capacity(b.tokens.len()), embd: Vec::new() };
+        for (i, t) in b.tokens.iter().enumerate() {
+            let Some(id) = t.id else {
+                return Err(Error::invalid(format!("token {i} has no id (embedding inputs are not implemented yet)")));
+            };
+            input.tokens.push(Token { id: Some(id), pos: t.pos, seqs: t.seqs.clone(), output: t.output });
+        }
+        let mut abort = c.abort.take();
+        let status = c.decode(&input, &mut || abort.as_mut().is_some_and(|f| f()));
+        c.abort = abort;
+        Ok(status? as i32)
+    })
 }
 
 /// The all-NULL batch returned on failure (freeing it is a no-op).

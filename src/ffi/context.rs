@@ -12,6 +12,25 @@ use crate::error::{Error, Result};
 use std::ptr;
 use std::sync::Arc;
 
+/// A caller's abort callback and its data, callable from Rust.
+struct AbortCallback(unsafe extern "C" fn(*mut c_void) -> bool, *mut c_void);
+
+// SAFETY: the data pointer is only handed back to the caller's callback,
+// which the reference's API lets run on the decoding thread.
+unsafe impl Send for AbortCallback {}
+
+impl AbortCallback {
+    fn ask(&self) -> bool {
+        // SAFETY: the caller registered this function for this data.
+        unsafe { (self.0)(self.1) }
+    }
+}
+
+pub(crate) fn abort_closure(cb: ggml_abort_callback, data: *mut c_void) -> Option<Box<dyn FnMut() -> bool + Send>> {
+    let cb = AbortCallback(cb?, data);
+    Some(Box::new(move || cb.ask()))
+}
+
 /// The context behind a handle, or an error if it is NULL.
 pub(crate) fn ctx_ref<'a>(ctx: *const llama_context) -> Result<&'a Context> {
     deref(ctx.cast::<Context>(), "ctx")
@@ -52,8 +71,14 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             n_threads_batch: params.n_threads_batch,
             kv_unified: params.kv_unified,
             embeddings: params.embeddings,
+            type_k: params.type_k.0,
+            type_v: params.type_v.0,
+            pooling_type: params.pooling_type.0,
+            attention_type: params.attention_type.0,
+            no_perf: params.no_perf,
         };
-        let ctx = Context::new(model, &request)?;
+        let mut ctx = Context::new(model, &request)?;
+        ctx.abort = abort_closure(params.abort_callback, params.abort_callback_data);
         Ok(Box::into_raw(Box::new(ctx)).cast::<llama_context>())
     })
 }
@@ -112,25 +137,18 @@ pub extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_mod
 
 #[no_mangle]
 pub extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
-    not_implemented("llama_get_memory", ptr::null_mut())
+    with_ctx("llama_get_memory", ptr::null_mut(), ctx, |c| ptr::from_ref(c).cast_mut().cast::<llama_memory_i>())
 }
 
 #[no_mangle]
 pub extern "C" fn llama_pooling_type(ctx: *const llama_context) -> enum_llama_pooling_type {
-    not_implemented("llama_pooling_type", enum_llama_pooling_type(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int))
+    let unspecified = enum_llama_pooling_type(llama_pooling_type::LLAMA_POOLING_TYPE_UNSPECIFIED as c_int);
+    with_ctx("llama_pooling_type", unspecified, ctx, |c| enum_llama_pooling_type(c.pooling as c_int))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
-    guard("llama_set_n_threads", (), || {
-        if n_threads <= 0 || n_threads_batch <= 0 {
-            return Err(Error::invalid(format!("n_threads ({n_threads}) and n_threads_batch ({n_threads_batch}) must be positive")));
-        }
-        let c = ctx_mut(ctx)?;
-        c.cparams.n_threads = n_threads;
-        c.cparams.n_threads_batch = n_threads_batch;
-        Ok(())
-    })
+    guard("llama_set_n_threads", (), || ctx_mut(ctx)?.set_n_threads(n_threads, n_threads_batch))
 }
 
 #[no_mangle]
@@ -145,70 +163,156 @@ pub extern "C" fn llama_n_threads_batch(ctx: *mut llama_context) -> i32 {
 
 #[no_mangle]
 pub extern "C" fn llama_set_embeddings(ctx: *mut llama_context, embeddings: bool) {
-    not_implemented("llama_set_embeddings", ())
+    guard("llama_set_embeddings", (), || {
+        ctx_mut(ctx)?.embeddings = embeddings;
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_causal_attn(ctx: *mut llama_context, causal_attn: bool) {
-    not_implemented("llama_set_causal_attn", ())
+    guard("llama_set_causal_attn", (), || {
+        ctx_mut(ctx)?.causal = causal_attn;
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_causal_attn(ctx: *const llama_context) -> bool {
-    not_implemented("llama_get_causal_attn", false)
+    with_ctx("llama_get_causal_attn", false, ctx, |c| c.causal)
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
-    not_implemented("llama_set_warmup", ())
+    // A warmup run touches every weight in the reference's graph; minfer's
+    // weights are mapped and its decode path is the same either way.
+    guard("llama_set_warmup", (), || ctx_mut(ctx).map(|_| ()))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_set_abort_callback(ctx: *mut llama_context, abort_callback: ggml_abort_callback, abort_callback_data: *mut c_void) {
-    not_implemented("llama_set_abort_callback", ())
+    guard("llama_set_abort_callback", (), || {
+        let c = ctx_mut(ctx)?;
+        c.abort = abort_closure(abort_callback, abort_callback_data);
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_synchronize(ctx: *mut llama_context) {
-    not_implemented("llama_synchronize", ())
+    // Every call finishes its work before it returns: nothing to wait for.
+    guard("llama_synchronize", (), || ctx_mut(ctx).map(|_| ()))
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
-    not_implemented("llama_get_logits", ptr::null_mut())
+    guard("llama_get_logits", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if c.logits.is_empty() {
+            return Err(Error::invalid("no logits: the last decode produced no outputs"));
+        }
+        Ok(c.logits.as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_logits_ith", ptr::null_mut())
+    guard("llama_get_logits_ith", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        let row = c.logits_ith(i).map_err(|e| Error::invalid(format!("invalid logits id {i}: {e}")))?;
+        Ok(row.as_ptr().cast_mut())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
-    not_implemented("llama_get_embeddings", ptr::null_mut())
+    guard("llama_get_embeddings", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if c.embd.is_empty() || !c.embeddings {
+            return Err(Error::invalid("no embeddings: enable them with llama_set_embeddings and decode"));
+        }
+        Ok(c.embd.as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings_ith(ctx: *mut llama_context, i: i32) -> *mut f32 {
-    not_implemented("llama_get_embeddings_ith", ptr::null_mut())
+    guard("llama_get_embeddings_ith", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        if !c.embeddings {
+            return Err(Error::invalid("embeddings are disabled (llama_set_embeddings)"));
+        }
+        let n_embd = c.model.hparams.n_embd as usize;
+        let row = c.output_row(i).map_err(|e| Error::invalid(format!("invalid embeddings id {i}: {e}")))?;
+        Ok(c.embd[row * n_embd..].as_mut_ptr())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_get_embeddings_seq(ctx: *mut llama_context, seq_id: llama_seq_id) -> *mut f32 {
-    not_implemented("llama_get_embeddings_seq", ptr::null_mut())
+    guard("llama_get_embeddings_seq", ptr::null_mut(), || {
+        let c = ctx_mut(ctx)?;
+        match c.embd_seq.get_mut(&seq_id) {
+            Some(v) => Ok(v.as_mut_ptr()),
+            None => Err(Error::invalid(format!(
+                "no pooled embedding for sequence {seq_id} (pooling {:?}, embeddings {})",
+                c.pooling, c.embeddings
+            ))),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context(ctx: *const llama_context) -> llama_perf_context_data {
-    not_implemented("llama_perf_context", llama_perf_context_data::default())
+    with_ctx("llama_perf_context", llama_perf_context_data::default(), ctx, |c| {
+        let p = &c.perf;
+        llama_perf_context_data {
+            t_start_ms: 1e-3 * p.t_start_us as f64,
+            t_load_ms: 1e-3 * p.t_load_us as f64,
+            t_p_eval_ms: 1e-3 * p.t_p_eval_us as f64,
+            t_eval_ms: 1e-3 * p.t_eval_us as f64,
+            n_p_eval: p.n_p_eval.max(1),
+            n_eval: p.n_eval.max(1),
+            n_reused: 0,
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context_print(ctx: *const llama_context) {
-    not_implemented("llama_perf_context_print", ())
+    let d = llama_perf_context(ctx);
+    guard("llama_perf_context_print", (), || {
+        ctx_ref(ctx)?;
+        let t_end_ms = 1e-3 * crate::clock::time_us() as f64;
+        log_info!("llama_perf_context_print:        load time = {:10.2} ms", d.t_load_ms);
+        log_info!(
+            "llama_perf_context_print: prompt eval time = {:10.2} ms / {:5} tokens ({:8.2} ms per token, {:8.2} tokens per second)",
+            d.t_p_eval_ms,
+            d.n_p_eval,
+            d.t_p_eval_ms / f64::from(d.n_p_eval),
+            1e3 / d.t_p_eval_ms * f64::from(d.n_p_eval)
+        );
+        log_info!(
+            "llama_perf_context_print:        eval time = {:10.2} ms / {:5} runs   ({:8.2} ms per token, {:8.2} tokens per second)",
+            d.t_eval_ms,
+            d.n_eval,
+            d.t_eval_ms / f64::from(d.n_eval),
+            1e3 / d.t_eval_ms * f64::from(d.n_eval)
+        );
+        log_info!(
+            "llama_perf_context_print:       total time = {:10.2} ms / {:5} tokens",
+            t_end_ms - d.t_start_ms,
+            d.n_p_eval + d.n_eval
+        );
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn llama_perf_context_reset(ctx: *mut llama_context) {
-    not_implemented("llama_perf_context_reset", ())
+    guard("llama_perf_context_reset", (), || {
+        let c = ctx_mut(ctx)?;
+        c.perf = crate::context::Perf { t_start_us: crate::clock::time_us(), ..Default::default() };
+        Ok(())
+    })
 }

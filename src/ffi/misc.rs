@@ -7,7 +7,6 @@ use crate::error::Error;
 use std::ffi::CStr;
 use std::ptr;
 use std::sync::OnceLock;
-use std::time::Instant;
 
 /// minfer's version, reported by llama_version and llama_print_system_info.
 static VERSION: &CStr = c"0.1.0 (minfer)";
@@ -19,16 +18,7 @@ const GGML_DEFAULT_N_THREADS: i32 = 4;
 const LOAD_MODE_NAMES: [(c_int, &CStr); 6] =
     [(-1, c"auto"), (0, c"none"), (1, c"mmap"), (2, c"mlock"), (3, c"mmap+mlock"), (4, c"dio")];
 
-fn time_origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
-}
-
-/// Microseconds on a monotonic clock (ggml_time_us's contract: only
-/// differences are meaningful).
-pub(crate) fn time_us() -> i64 {
-    i64::try_from(time_origin().elapsed().as_micros()).unwrap_or(i64::MAX)
-}
+pub(crate) use crate::clock::time_us;
 
 /// "CPU : SSE3 = 1 | AVX2 = 1 | ... | " in the reference's format, listing the
 /// SIMD features detected at run time, then minfer's version.
@@ -134,7 +124,7 @@ pub extern "C" fn llama_context_default_params() -> llama_context_params {
 #[no_mangle]
 pub extern "C" fn llama_backend_init() {
     guard("llama_backend_init", (), || {
-        time_origin();
+        crate::clock::init();
         Ok(())
     })
 }

@@ -683,26 +683,33 @@ unsafe fn amax(x: *const f32, n: usize) -> f32 {
     vmaxvq_f32(m)
 }
 
-/// One block of 32: the quants (`roundf(x·id)`, converted like C on x86)
-/// and the scale.
+/// One block of 32 activations, as ggml-cpu's x86 quantizer makes them (see
+/// `q8_0::act_quant`: half to even, x86 conversion, saturating packs), so
+/// that every kernel set gives the same bytes; and the scale.
+/// Also returns Σ of the converted i32 values (wrapping, before
+/// saturation), as Q8_1's block sum takes it (see `q8_1::quantize_row_act`).
 #[inline(always)]
-unsafe fn q8_block(x: *const f32) -> ([int8x16_t; 2], f32) {
-    let (d, id) = q8_0::scale_of(amax(x, QK));
+unsafe fn q8_block(x: *const f32) -> ([int8x16_t; 2], f32, i32) {
+    let (d, id) = q8_0::act_scale_of(amax(x, QK));
     let mut out = [vdupq_n_s8(0); 2];
+    let mut acc = vdupq_n_s32(0);
     for (h, o) in out.iter_mut().enumerate() {
         let mut ints = [vdupq_n_s32(0); 4];
         for (k, iv) in ints.iter_mut().enumerate() {
-            let v = vrndaq_f32(vmulq_n_f32(vld1q_f32(x.add(16 * h + 4 * k)), id));
+            let v = vrndnq_f32(vmulq_n_f32(vld1q_f32(x.add(16 * h + 4 * k)), id));
             *iv = x86_range(v, vcvtq_s32_f32(v));
+            acc = vaddq_s32(acc, *iv);
         }
-        *o = low_bytes(ints);
+        let a = vcombine_s16(vqmovn_s32(ints[0]), vqmovn_s32(ints[1]));
+        let b = vcombine_s16(vqmovn_s32(ints[2]), vqmovn_s32(ints[3]));
+        *o = vcombine_s8(vqmovn_s16(a), vqmovn_s16(b));
     }
-    (out, d)
+    (out, d, vaddvq_s32(acc))
 }
 
 unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
     for b in 0..x.len() / QK {
-        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let (q, d, _) = q8_block(x.as_ptr().add(b * QK));
         let o = out.as_mut_ptr().add(b * 34);
         std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
         vst1q_s8(o.add(2) as *mut i8, q[0]);
@@ -712,11 +719,10 @@ unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
 
 unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
     for b in 0..x.len() / QK {
-        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let (q, d, sum) = q8_block(x.as_ptr().add(b * QK));
         let o = out.as_mut_ptr().add(b * 36);
-        let sum = vaddlvq_s8(q[0]) as i32 + vaddlvq_s8(q[1]) as i32;
         std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
-        std::ptr::copy_nonoverlapping(f32_to_f16(sum as f32 * d).as_ptr(), o.add(2), 2);
+        std::ptr::copy_nonoverlapping(f32_to_f16(d * sum as f32).as_ptr(), o.add(2), 2);
         vst1q_s8(o.add(4) as *mut i8, q[0]);
         vst1q_s8(o.add(20) as *mut i8, q[1]);
     }

@@ -48,10 +48,10 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
 }
 
 fn quant_q8_0(x: &[f32], out: &mut [u8]) {
-    q8_0::quantize_row(x, as_blocks_mut(out));
+    q8_0::quantize_row_act(x, as_blocks_mut(out));
 }
 fn quant_q8_1(x: &[f32], out: &mut [u8]) {
-    q8_1::quantize_row(x, as_blocks_mut(out));
+    q8_1::quantize_row_act(x, as_blocks_mut(out));
 }
 fn quant_q8_k(x: &[f32], out: &mut [u8]) {
     q8_k::quantize_row(x, as_blocks_mut(out));

@@ -696,17 +696,6 @@ unsafe fn amax32(x: *const f32) -> f32 {
     _mm_cvtss_f32(h)
 }
 
-/// C's `roundf` on 8 lanes (half away from zero), NaN and ±inf passed through.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn roundf8(v: __m256) -> __m256 {
-    let t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    let frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_sub_ps(v, t));
-    let up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5), _CMP_GE_OQ);
-    let one = _mm256_or_ps(_mm256_set1_ps(1.0), _mm256_and_ps(v, _mm256_set1_ps(-0.0)));
-    _mm256_add_ps(t, _mm256_and_ps(up, one))
-}
-
 /// The low bytes of 32 i32 lanes (C's `(int8_t)` of an int), in order.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
@@ -718,34 +707,34 @@ unsafe fn low_bytes(v: [__m256i; 4]) -> __m256i {
     _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
 
-/// Σ of 32 i8 lanes.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn sum_i8(v: __m256i) -> i32 {
-    let lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));
-    let hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));
-    hsum_epi32(pairs_to_i32(_mm256_add_epi16(lo, hi)))
-}
 
-/// One block of 32: the quants (as `roundf(x·id)` converted like C) and
-/// the block scale.
+/// One block of 32 activations, as ggml-cpu's x86 quantize_row_q8_0/_q8_1
+/// make it: `x·(127/amax)` rounded half to even, converted, saturated to i8
+/// by packs (see `q8_0::act_quant`); and the block scale.
+/// Also returns Σ of the converted i32 values (wrapping, before saturation),
+/// which Q8_1's block sum uses as ggml's `hsum_i32_8` does.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn q8_block(x: *const f32) -> (__m256i, f32) {
-    let (d, id) = q8_0::scale_of(amax32(x));
+unsafe fn q8_block(x: *const f32) -> (__m256i, f32, i32) {
+    let (d, id) = q8_0::act_scale_of(amax32(x));
     let idv = _mm256_set1_ps(id);
     let mut ints = [_mm256_setzero_si256(); 4];
     for (k, iv) in ints.iter_mut().enumerate() {
         let v = _mm256_mul_ps(_mm256_loadu_ps(x.add(8 * k)), idv);
-        *iv = _mm256_cvttps_epi32(roundf8(v));
+        let r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        *iv = _mm256_cvtps_epi32(r);
     }
-    (low_bytes(ints), d)
+    let sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(ints[0], ints[1]), _mm256_add_epi32(ints[2], ints[3])));
+    let ab = _mm256_packs_epi32(ints[0], ints[1]);
+    let cd = _mm256_packs_epi32(ints[2], ints[3]);
+    let q = _mm256_packs_epi16(ab, cd);
+    (_mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), d, sum)
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
     for b in 0..x.len() / QK {
-        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let (q, d, _) = q8_block(x.as_ptr().add(b * QK));
         let o = out.as_mut_ptr().add(b * 34);
         std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
         _mm256_storeu_si256(o.add(2) as *mut __m256i, q);
@@ -755,10 +744,10 @@ unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
     for b in 0..x.len() / QK {
-        let (q, d) = q8_block(x.as_ptr().add(b * QK));
+        let (q, d, sum) = q8_block(x.as_ptr().add(b * QK));
         let o = out.as_mut_ptr().add(b * 36);
         std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
-        std::ptr::copy_nonoverlapping(f32_to_f16(sum_i8(q) as f32 * d).as_ptr(), o.add(2), 2);
+        std::ptr::copy_nonoverlapping(f32_to_f16(d * sum as f32).as_ptr(), o.add(2), 2);
         _mm256_storeu_si256(o.add(4) as *mut __m256i, q);
     }
 }

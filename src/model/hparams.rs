@@ -27,6 +27,11 @@ pub struct HParams {
     pub rope_freq_base_train_swa: f32,
     pub rope_freq_scale_train: f32,
     pub f_norm_rms_eps: f32,
+    /// Sliding-window attention per layer (gemma3: 5 of every 6 layers).
+    pub is_swa: Vec<bool>,
+    /// Scale of q·k; 0 means 1/sqrt(head size), the reference's default.
+    pub f_attention_scale: f32,
+    pub f_final_logit_softcapping: f32,
 }
 
 /// Typed reads of `{arch}.*` keys, overrides first.
@@ -120,7 +125,8 @@ impl HParams {
         }
 
         let rope_freq_base_train = keys.f32("%s.rope.freq_base")?.unwrap_or(10000.0);
-        let rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(rope_freq_base_train);
+        // The reference's default for SWA layers is 10000 (not the global base).
+        let rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(10000.0);
         let scale = match keys.f32("%s.rope.scaling.factor")? {
             Some(s) => s,
             None => keys.f32("%s.rope.scale_linear")?.unwrap_or(0.0),
@@ -143,7 +149,30 @@ impl HParams {
             rope_freq_base_train_swa,
             rope_freq_scale_train,
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
+            is_swa: vec![false; n_layer as usize],
+            f_attention_scale: 0.0,
+            f_final_logit_softcapping: 0.0,
         })
+    }
+
+    /// Architecture-specific keys (the reference's load_arch_hparams).
+    pub fn read_arch(&mut self, arch: super::arch::Arch, keys: &Keys) -> Result<()> {
+        use super::arch::Arch;
+        if arch == Arch::Gemma3 {
+            if self.n_swa > 0 {
+                // Every n-th layer is global, the others slide (pattern 6 by default).
+                let n_pattern = keys.u32("%s.attention.sliding_window_pattern")?.unwrap_or(6);
+                for (il, swa) in self.is_swa.iter_mut().enumerate() {
+                    *swa = n_pattern == 0 || (il as u32 % n_pattern) < n_pattern - 1;
+                }
+            }
+            self.f_final_logit_softcapping = keys.f32("%s.final_logit_softcapping")?.unwrap_or(0.0);
+            // 1/sqrt(head size) for every size but 27B (which uses n_embd / n_head).
+            self.f_attention_scale = 1.0 / (self.n_embd_head_k as f32).sqrt();
+        } else {
+            self.n_swa = 0;
+        }
+        Ok(())
     }
 
     /// The checks a transformer needs before anything divides or indexes by

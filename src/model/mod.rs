@@ -6,6 +6,7 @@ pub mod ftype;
 pub mod hparams;
 pub mod metadata;
 pub mod vocab_info;
+pub mod weights;
 
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo, Value};
@@ -14,7 +15,8 @@ use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
 use std::ffi::CString;
-use vocab_info::VocabInfo;
+use crate::vocab::Vocab;
+use weights::Weights;
 
 /// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
 pub const MAX_SEQ: usize = 256;
@@ -48,13 +50,16 @@ pub struct Model {
     pub arch: Option<Arch>,
     pub hparams: HParams,
     pub metadata: Metadata,
-    pub vocab: VocabInfo,
+    /// The vocabulary and its tokenizer (`llama_model_get_vocab` points here).
+    pub vocab: Vocab,
     /// llama_ftype, with the GUESSED bit when the file does not say.
     pub ftype: i32,
     pub desc: CString,
     pub n_params: u64,
     pub n_bytes: u64,
     pub vocab_only: bool,
+    /// The bound weights (None with vocab_only).
+    pub weights: Option<Weights>,
 }
 
 fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
@@ -112,7 +117,8 @@ impl Model {
         }
 
         let metadata = Metadata::from_gguf(first);
-        let vocab = VocabInfo::read(first)?;
+        let vocab = Vocab::load(first)?;
+        let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
 
         let mut tensor_index = HashMap::new();
         let (mut n_params, mut n_bytes) = (0u64, 0u64);
@@ -127,10 +133,13 @@ impl Model {
         }
 
         let hparams = if params.vocab_only {
-            HParams { n_vocab: vocab.n_tokens, ..HParams::default() }
+            HParams { n_vocab, ..HParams::default() }
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
-            let hp = HParams::read(&keys, vocab.n_tokens)?;
+            let mut hp = HParams::read(&keys, n_vocab)?;
+            if let Some(a) = arch {
+                hp.read_arch(a, &keys)?;
+            }
             hp.check_runnable(&arch_name)?;
             hp
         };
@@ -155,6 +164,11 @@ impl Model {
             (0, String::new())
         } else {
             (ftype, format!("{arch_name} {size_name} {}", ftype::name_c(ftype).to_string_lossy()))
+        };
+
+        let weights = match arch {
+            Some(a) if !params.vocab_only => Some(Weights::bind(a, &hparams, &files, &tensor_index)?),
+            _ => None,
         };
 
         // Tensor data is mapped, not read; the progress callback still sees
@@ -190,6 +204,7 @@ impl Model {
             n_params,
             n_bytes,
             vocab_only: params.vocab_only,
+            weights,
         })
     }
 

@@ -45,7 +45,48 @@ pub fn scale_of(amax: f32) -> (f32, f32) {
     (d, id)
 }
 
-/// ggml's `quantize_row_q8_0_ref`; also the scalar activation quantizer.
+/// Scale and inverse scale of ggml-cpu's activation quantizer on x86
+/// (`quantize_row_q8_0` / `_q8_1` in arch/x86/quants.c, which the reference
+/// library runs on the CPUs minfer is measured on): `d = amax/127` and
+/// `id = 127/amax`, not `1/d` as in the `_ref` quantizer.
+#[inline]
+pub fn act_scale_of(amax: f32) -> (f32, f32) {
+    (amax / 127.0, if amax != 0.0 { 127.0 / amax } else { 0.0 })
+}
+
+/// One activation as ggml-cpu's x86 quantizer converts it: `x·id` rounded
+/// half to even (`_mm256_round_ps`), then converted as `cvtps2dq` does
+/// (anything outside i32, NaN included, becomes i32::MIN).
+#[inline]
+pub fn act_convert(v: f32, id: f32) -> i32 {
+    let r = (v * id).round_ties_even();
+    if !(r.abs() < 2_147_483_648.0) {
+        return i32::MIN;
+    }
+    r as i32
+}
+
+/// The stored quant: the converted value saturated to i8 (the packs
+/// instructions).
+#[inline]
+pub fn act_saturate(c: i32) -> i8 {
+    c.clamp(-128, 127) as i8
+}
+
+/// The activation quantizer (scalar definition of the SIMD ones): ggml-cpu's
+/// x86 `quantize_row_q8_0`, so that int8 dots see the reference's inputs.
+pub fn quantize_row_act(x: &[f32], blocks: &mut [BlockQ8_0]) {
+    for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
+        let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        let (d, id) = act_scale_of(amax);
+        b.d = f32_to_f16(d);
+        for (q, &v) in b.qs.iter_mut().zip(x) {
+            *q = act_saturate(act_convert(v, id)) as u8;
+        }
+    }
+}
+
+/// ggml's `quantize_row_q8_0_ref` (weights: llama_model_quantize).
 pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ8_0]) {
     for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
         let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));

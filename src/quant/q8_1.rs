@@ -33,7 +33,27 @@ pub fn dequantize_row(blocks: &[BlockQ8_1], out: &mut [f32]) {
     }
 }
 
-/// ggml's `quantize_row_q8_1_ref`; also the scalar activation quantizer.
+/// The activation quantizer (scalar definition of the SIMD ones): ggml-cpu's
+/// x86 `quantize_row_q8_1` (see `q8_0::act_scale_of`), with the block sum
+/// `s = d·Σ` rounded to f16, where Σ adds the converted i32 values before
+/// saturation, wrapping (as `hsum_i32_8` does: it differs from Σq only for
+/// blocks whose values overflowed, e.g. denormal-scale blocks).
+pub fn quantize_row_act(x: &[f32], blocks: &mut [BlockQ8_1]) {
+    for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
+        let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));
+        let (d, id) = q8_0::act_scale_of(amax);
+        b.d = f32_to_f16(d);
+        let mut sum = 0i32;
+        for (q, &v) in b.qs.iter_mut().zip(x) {
+            let c = q8_0::act_convert(v, id);
+            *q = q8_0::act_saturate(c) as u8;
+            sum = sum.wrapping_add(c);
+        }
+        b.s = f32_to_f16(d * sum as f32);
+    }
+}
+
+/// ggml's `quantize_row_q8_1_ref`.
 pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ8_1]) {
     for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
         let amax = x.iter().fold(0.0f32, |a, v| a.max(v.abs()));

@@ -1,0 +1,151 @@
+//! Writes a small synthetic model with random F32 weights and the
+//! vocabulary of an existing GGUF file (for example a reference vocab-only
+//! file), for forward-pass parity tests against the reference library.
+//!
+//! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED] [N_VOCAB]
+//! N_VOCAB keeps only the first N tokens of the vocabulary (merges and special
+//! ids that refer past them are dropped), so that logits goldens stay small.
+//! ARCH: llama | qwen2 | qwen3 | gemma3. Sizes: 2 layers, n_embd 64, 4 heads of
+//! 16 (2 KV heads), n_ff 128, context 512.
+
+use llama::ggml_type::GgmlType;
+use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// splitmix64: a small deterministic generator, so a seed names a model.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: {} ARCH VOCAB.gguf OUT.gguf [SEED]", args[0]);
+        std::process::exit(2);
+    }
+    let (arch, vocab_path, out_path) = (args[1].as_str(), &args[2], &args[3]);
+    let seed: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let vocab = GgufFile::open(Path::new(vocab_path)).expect("vocab file");
+    let full_vocab = match vocab.get("tokenizer.ggml.tokens") {
+        Some(Value::Array(a)) => a.len as usize,
+        _ => panic!("the vocab file has no tokenizer.ggml.tokens"),
+    };
+    let n_vocab: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(full_vocab).min(full_vocab);
+    let kept: HashSet<Vec<u8>> = match vocab.get("tokenizer.ggml.tokens") {
+        Some(Value::Array(a)) => vocab.array_strings(a).unwrap().take(n_vocab).map(|t| t.to_vec()).collect(),
+        _ => HashSet::new(),
+    };
+
+    let (n_embd, n_layer, n_head, n_head_kv, hd, n_ff) = (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
+    let mut w = GgufWriter::new();
+    // The vocabulary: every tokenizer.* pair of the source file.
+    for i in 0..vocab.n_kv() {
+        let (key, value) = vocab.kv(i);
+        if !key.starts_with("tokenizer.") {
+            continue;
+        }
+        let Some(v) = vocab.to_owned_value(value) else { continue };
+        let v = match (key, v) {
+            ("tokenizer.ggml.tokens", OwnedValue::Array(OwnedArray::Str(t))) => {
+                OwnedValue::Array(OwnedArray::Str(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.scores", OwnedValue::Array(OwnedArray::F32(t))) => {
+                OwnedValue::Array(OwnedArray::F32(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.token_type", OwnedValue::Array(OwnedArray::I32(t))) => {
+                OwnedValue::Array(OwnedArray::I32(t.into_iter().take(n_vocab).collect()))
+            }
+            ("tokenizer.ggml.merges", OwnedValue::Array(OwnedArray::Str(m))) => {
+                // A merge "a b" survives if a, b and ab are all kept tokens.
+                let keep = |m: &Vec<u8>| {
+                    let Some(sp) = m.iter().position(|&c| c == b' ') else { return false };
+                    let (a, b) = (&m[..sp], &m[sp + 1..]);
+                    kept.contains(a) && kept.contains(b) && kept.contains(&[a, b].concat())
+                };
+                OwnedValue::Array(OwnedArray::Str(m.into_iter().filter(keep).collect()))
+            }
+            (k, OwnedValue::U32(id)) if k.ends_with("_token_id") && id as usize >= n_vocab => continue,
+            (_, v) => v,
+        };
+        w.add(key, v);
+    }
+    let k = |s: &str| format!("{arch}.{s}");
+    w.set("general.architecture", OwnedValue::Str(arch.as_bytes().to_vec()));
+    w.set("general.name", OwnedValue::Str(format!("minfer synthetic {arch} seed {seed}").into_bytes()));
+    w.set(&k("context_length"), OwnedValue::U32(512));
+    w.set(&k("embedding_length"), OwnedValue::U32(n_embd as u32));
+    w.set(&k("block_count"), OwnedValue::U32(n_layer as u32));
+    w.set(&k("feed_forward_length"), OwnedValue::U32(n_ff as u32));
+    w.set(&k("attention.head_count"), OwnedValue::U32(n_head as u32));
+    w.set(&k("attention.head_count_kv"), OwnedValue::U32(n_head_kv as u32));
+    w.set(&k("attention.key_length"), OwnedValue::U32(hd as u32));
+    w.set(&k("attention.value_length"), OwnedValue::U32(hd as u32));
+    w.set(&k("attention.layer_norm_rms_epsilon"), OwnedValue::F32(1e-6));
+    w.set(&k("rope.freq_base"), OwnedValue::F32(10000.0));
+    if arch == "gemma3" {
+        w.set(&k("attention.sliding_window"), OwnedValue::U32(4));
+    }
+
+    let mut rng = Rng(seed);
+    let mut tensors: Vec<(String, Vec<u64>, Vec<f32>)> = Vec::new();
+    let mut mat = |rng: &mut Rng, name: String, cols: usize, rows: usize| {
+        let s = 1.0 / (cols as f32).sqrt();
+        let data: Vec<f32> = (0..cols * rows).map(|_| rng.uniform() * s).collect();
+        tensors.push((name, vec![cols as u64, rows as u64], data));
+    };
+    mat(&mut rng, "token_embd.weight".into(), n_embd, n_vocab);
+    let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
+    let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> = vec![("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd))];
+    for il in 0..n_layer {
+        let t = |s: &str| format!("blk.{il}.{s}");
+        vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        mat(&mut rng, t("attn_q.weight"), n_embd, n_head * hd);
+        mat(&mut rng, t("attn_k.weight"), n_embd, n_head_kv * hd);
+        mat(&mut rng, t("attn_v.weight"), n_embd, n_head_kv * hd);
+        mat(&mut rng, t("attn_output.weight"), n_head * hd, n_embd);
+        if arch == "qwen2" {
+            for (name, n) in [("attn_q.bias", n_head * hd), ("attn_k.bias", n_head_kv * hd), ("attn_v.bias", n_head_kv * hd)] {
+                vecs.push((t(name), vec![n as u64], (0..n).map(|_| 0.1 * rng.uniform()).collect()));
+            }
+        }
+        if arch == "qwen3" || arch == "gemma3" {
+            vecs.push((t("attn_q_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
+            vecs.push((t("attn_k_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
+        }
+        if arch == "gemma3" {
+            vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        }
+        vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
+        mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
+        mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
+    }
+    if arch != "gemma3" {
+        mat(&mut rng, "output.weight".into(), n_embd, n_vocab);
+    }
+    let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =
+        tensors.into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
+    for (name, ne, data) in &bytes {
+        w.add_tensor(name, GgmlType::F32, ne, data.as_slice());
+    }
+    w.set("general.file_type", OwnedValue::U32(0));
+    w.write_file(Path::new(out_path)).expect("write the model");
+}

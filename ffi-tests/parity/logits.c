@@ -1,0 +1,82 @@
+// Teacher forcing through the C API: decodes a fixed token sequence and
+// writes the logits of every position. Compiled once against llama.h, it
+// runs on minfer or on the reference library (pick with LD_LIBRARY_PATH).
+//
+// usage: logits MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK]
+//   TOKENS.txt: token ids separated by white space.
+//   OUT.bin: int32 n_tokens, int32 n_vocab, then n_tokens*n_vocab float32.
+//   N_CHUNK: tokens per llama_decode call (default: all at once).
+#include "llama.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void quiet(enum ggml_log_level level, const char * text, void * ud) {
+    (void) ud;
+    if (level >= GGML_LOG_LEVEL_WARN && level != GGML_LOG_LEVEL_CONT) fputs(text, stderr);
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK]\n", argv[0]);
+        return 2;
+    }
+    int n_ubatch = argc > 4 ? atoi(argv[4]) : 512;
+    int n_threads = argc > 5 ? atoi(argv[5]) : 2;
+    llama_log_set(quiet, NULL);
+    llama_backend_init();
+
+    FILE * tf = fopen(argv[2], "r");
+    if (!tf) { fprintf(stderr, "cannot open %s\n", argv[2]); return 1; }
+    int cap = 1024, n = 0;
+    llama_token * toks = malloc(sizeof(llama_token) * (size_t) cap);
+    int id;
+    while (fscanf(tf, "%d", &id) == 1) {
+        if (n == cap) { cap *= 2; toks = realloc(toks, sizeof(llama_token) * (size_t) cap); }
+        toks[n++] = id;
+    }
+    fclose(tf);
+    int n_chunk = argc > 6 ? atoi(argv[6]) : n;
+
+    struct llama_model * model = llama_model_load_from_file(argv[1], llama_model_default_params());
+    if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t) n;
+    cp.n_batch = (uint32_t) n_chunk;
+    cp.n_ubatch = (uint32_t) n_ubatch;
+    cp.n_threads = n_threads;
+    cp.n_threads_batch = n_threads;
+    struct llama_context * ctx = llama_init_from_model(model, cp);
+    if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }
+
+    FILE * out = fopen(argv[3], "wb");
+    fwrite(&n, sizeof(int), 1, out);
+    fwrite(&n_vocab, sizeof(int), 1, out);
+    struct llama_batch batch = llama_batch_init(n_chunk, 0, 1);
+    for (int start = 0; start < n; start += n_chunk) {
+        int m = n - start < n_chunk ? n - start : n_chunk;
+        batch.n_tokens = m;
+        for (int i = 0; i < m; i++) {
+            batch.token[i] = toks[start + i];
+            batch.pos[i] = start + i;
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = 0;
+            batch.logits[i] = 1;
+        }
+        int rc = llama_decode(ctx, batch);
+        if (rc != 0) { fprintf(stderr, "llama_decode returned %d\n", rc); return 1; }
+        for (int i = 0; i < m; i++) {
+            const float * l = llama_get_logits_ith(ctx, i);
+            if (!l) { fprintf(stderr, "no logits for %d\n", start + i); return 1; }
+            fwrite(l, sizeof(float), (size_t) n_vocab, out);
+        }
+    }
+    fclose(out);
+    llama_batch_free(batch);
+    llama_free(ctx);
+    llama_model_free(model);
+    free(toks);
+    return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates the forward-pass goldens of ffi-tests/golden/parity/ with the
+# reference library: for each synthetic model (random F32 weights, 2 layers,
+# a reference vocabulary cut to 512 tokens; see examples/synth_model.rs), the
+# teacher-forced logits of tokens512.txt, as written by ffi-tests/parity/logits.c.
+#
+# Needs the reference library (scripts/install-reference-lib.sh) and the vocab
+# files (scripts/fetch-reference-src.sh).
+# usage: scripts/make-parity-goldens.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
+REF_LIB=$(bash scripts/install-reference-lib.sh --print-lib-dir)
+OUT=target/parity && mkdir -p "$OUT"
+cargo build --release --quiet --example synth_model
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama
+for arch in llama qwen2 qwen3 gemma3; do
+    vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
+    target/release/examples/synth_model "$arch" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/synth-$arch.gguf" 11 512
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
+        "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
+done
+ls -l ffi-tests/golden/parity/

@@ -1,0 +1,136 @@
+//! GPT-2 style BPE (`llm_tokenizer_bpe_session`): the pre-tokenizer splits
+//! the text into words; in each word, adjacent symbols are merged by merge
+//! rank (lowest first, leftmost on ties); symbols that are not tokens fall
+//! back to byte tokens.
+
+use super::{unicode, PreType, Vocab, TOKEN_NULL};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+#[derive(Clone, Copy)]
+struct Sym {
+    prev: i32,
+    next: i32,
+    start: usize,
+    n: usize,
+}
+
+struct Bigram {
+    left: i32,
+    right: i32,
+    rank: i32,
+    size: usize,
+}
+
+impl PartialEq for Bigram {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Bigram {}
+impl PartialOrd for Bigram {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Bigram {
+    /// Max-heap order: the lowest rank first, then the leftmost.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.rank.cmp(&self.rank).then(o.left.cmp(&self.left))
+    }
+}
+
+pub struct Session<'a> {
+    vocab: &'a Vocab,
+    key: Vec<u8>,
+    syms: Vec<Sym>,
+    queue: BinaryHeap<Bigram>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(vocab: &'a Vocab) -> Session<'a> {
+        Session { vocab, key: Vec::new(), syms: Vec::new(), queue: BinaryHeap::new() }
+    }
+
+    fn add_bigram(&mut self, word: &[u8], left: i32, right: i32) {
+        if left == -1 || right == -1 {
+            return;
+        }
+        let (l, r) = (self.syms[left as usize], self.syms[right as usize]);
+        let rank = self.vocab.find_bpe_rank(&mut self.key, &word[l.start..l.start + l.n], &word[r.start..r.start + r.n]);
+        if rank < 0 {
+            return;
+        }
+        self.queue.push(Bigram { left, right, rank, size: l.n + r.n });
+    }
+
+    pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) {
+        let pretok = self.vocab.pretok.as_ref().expect("BPE vocab without a pre-tokenizer");
+        let byte_encode = pretok.byte_encode;
+        let words = pretok.split(text);
+        for word in &words {
+            let word = word.as_slice();
+            self.queue.clear();
+            self.syms.clear();
+            let mut offset = 0;
+            if self.vocab.ignore_merges && self.vocab.text_to_token(word) != TOKEN_NULL {
+                self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
+                offset = word.len();
+            } else if self.vocab.pre_type == PreType::Gemma4
+                && word.iter().all(|&b| b == b'\n')
+                && self.vocab.text_to_token(word) != TOKEN_NULL
+            {
+                self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
+                offset = word.len();
+            }
+            let mut index = 0i32;
+            while offset < word.len() {
+                let n = (word.len() - offset).min(unicode::len_utf8(word[offset]));
+                let start = offset;
+                offset += n;
+                self.syms.push(Sym { prev: index - 1, next: if offset == word.len() { -1 } else { index + 1 }, start, n });
+                index += 1;
+            }
+            for i in 1..self.syms.len() as i32 {
+                self.add_bigram(word, i - 1, i);
+            }
+            while let Some(b) = self.queue.pop() {
+                let (l, r) = (self.syms[b.left as usize], self.syms[b.right as usize]);
+                if l.n == 0 || r.n == 0 || l.n + r.n != b.size {
+                    continue;
+                }
+                self.syms[b.left as usize].n += r.n;
+                self.syms[b.right as usize].n = 0;
+                self.syms[b.left as usize].next = r.next;
+                if r.next >= 0 {
+                    self.syms[r.next as usize].prev = b.left;
+                }
+                let lp = self.syms[b.left as usize].prev;
+                let ln = self.syms[b.left as usize].next;
+                self.add_bigram(word, lp, b.left);
+                self.add_bigram(word, b.left, ln);
+            }
+            for s in &self.syms {
+                if s.n == 0 {
+                    continue;
+                }
+                let piece = &word[s.start..s.start + s.n];
+                let tok = self.vocab.text_to_token(piece);
+                if tok != TOKEN_NULL {
+                    out.push(tok);
+                    continue;
+                }
+                for &b in piece {
+                    let t = if byte_encode {
+                        self.vocab.text_to_token(&[b])
+                    } else {
+                        self.vocab.text_to_token(format!("<0x{b:02X}>").as_bytes())
+                    };
+                    if t != TOKEN_NULL {
+                        out.push(t);
+                    }
+                }
+            }
+        }
+    }
+}

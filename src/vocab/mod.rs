@@ -1,0 +1,1331 @@
+//! The vocabulary and its tokenizers, matching the reference
+//! (llama.cpp 0c1e570, src/llama-vocab.cpp) token for token.
+//!
+//! - `Vocab::load` reads `tokenizer.ggml.*` from the GGUF metadata, validates
+//!   it and derives what the reference derives (token attributes, special and
+//!   end-of-generation ids, the special-token cache, the piece cache).
+//! - `tokenize` splits the text on special tokens (`partition`), then runs
+//!   the model's tokenizer on each remaining fragment: `spm.rs` (SentencePiece
+//!   BPE over scores), `bpe.rs` (GPT-2 style merges after the pre-tokenizer of
+//!   `pretokenize.rs`), `wpm.rs` (WordPiece), `ugm.rs` (Unigram).
+//! - `token_to_piece` / `detokenize` turn ids back into bytes.
+//!
+//! Unicode data: `unicode_data.rs` is generated from the reference's own
+//! tables by scripts/gen-unicode-tables.py (no crate: exact parity with the
+//! reference's categories matters more than being current with Unicode).
+
+mod bpe;
+mod hash;
+pub mod pretokenize;
+pub mod regex;
+mod spm;
+mod stdmap;
+mod ugm;
+pub mod unicode;
+mod unicode_data;
+mod wpm;
+
+use crate::error::{Error, Result};
+use crate::gguf::{type_name_of, ArrayRef, GgufFile, GgufType, Value};
+use crate::model::vocab_info::VocabType;
+use hash::FxMap;
+use std::collections::BTreeSet;
+
+pub const TOKEN_NULL: i32 = -1;
+
+// llama_token_attr bits
+pub const ATTR_UNDEFINED: u32 = 0;
+pub const ATTR_UNKNOWN: u32 = 1 << 0;
+pub const ATTR_UNUSED: u32 = 1 << 1;
+pub const ATTR_NORMAL: u32 = 1 << 2;
+pub const ATTR_CONTROL: u32 = 1 << 3;
+pub const ATTR_USER_DEFINED: u32 = 1 << 4;
+pub const ATTR_BYTE: u32 = 1 << 5;
+pub const ATTR_NORMALIZED: u32 = 1 << 6;
+pub const ATTR_LSTRIP: u32 = 1 << 7;
+pub const ATTR_RSTRIP: u32 = 1 << 8;
+pub const ATTR_SINGLE_WORD: u32 = 1 << 9;
+
+/// The pre-tokenizers the reference distinguishes by behaviour (beyond their
+/// regexes, which `bpe_regexes` gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreType {
+    Default,
+    Llama3,
+    DeepseekLlm,
+    DeepseekCoder,
+    Falcon,
+    Mpt,
+    Starcoder,
+    Gpt2,
+    Refact,
+    CommandR,
+    Stablelm2,
+    Qwen2,
+    Qwen35,
+    Olmo,
+    Dbrx,
+    Smaug,
+    Poro,
+    Chatglm4,
+    Viking,
+    Jais,
+    Tekken,
+    Smollm,
+    Codeshell,
+    Bloom,
+    Gpt3Finnish,
+    Exaone,
+    Chameleon,
+    Minerva,
+    Gpt4o,
+    Superbpe,
+    Trillion,
+    Bailingmoe,
+    SeedCoder,
+    Hunyuan,
+    GraniteDocling,
+    Gemma4,
+    Whitespace,
+    Other(&'static str),
+}
+
+pub struct TokenData {
+    /// The text with a trailing NUL (for llama_vocab_get_text).
+    text: Box<[u8]>,
+    pub score: f32,
+    pub attr: u32,
+}
+
+impl TokenData {
+    pub fn text(&self) -> &[u8] {
+        &self.text[..self.text.len() - 1]
+    }
+    pub fn text_with_nul(&self) -> &[u8] {
+        &self.text
+    }
+}
+
+pub struct Vocab {
+    pub kind: VocabType,
+    /// `tokenizer.ggml.model` as written in the file.
+    pub model_name: String,
+    pub pre_name: String,
+    pub pre_type: PreType,
+    pub n_token_types: u32,
+    pub tokens: Vec<TokenData>,
+    token_to_id: FxMap<Box<[u8]>, i32>,
+    /// "left right" → rank
+    bpe_ranks: FxMap<Box<[u8]>, i32>,
+    pub max_token_len: usize,
+
+    pub bos: i32,
+    pub eos: i32,
+    pub eot: i32,
+    pub eom: i32,
+    pub unk: i32,
+    pub sep: i32,
+    pub pad: i32,
+    pub mask: i32,
+    pub linefeed: i32,
+    pub fim_pre: i32,
+    pub fim_suf: i32,
+    pub fim_mid: i32,
+    pub fim_pad: i32,
+    pub fim_rep: i32,
+    pub fim_sep: i32,
+
+    pub add_space_prefix: bool,
+    pub add_bos: bool,
+    pub add_eos: bool,
+    pub add_sep: bool,
+    pub ignore_merges: bool,
+    pub clean_spaces: bool,
+    pub remove_extra_whitespaces: bool,
+    pub escape_whitespaces: bool,
+    pub treat_whitespace_as_suffix: bool,
+    pub norm_lowercase: bool,
+    pub norm_strip_accents: bool,
+
+    pub eog: BTreeSet<i32>,
+    pub suppress_tokens: Vec<i32>,
+    cache_special: Vec<i32>,
+    /// Specials that can start a match, by first byte (a prefilter).
+    special_first_bytes: [bool; 256],
+    cache_piece: Vec<Vec<u8>>,
+
+    pretok: Option<pretokenize::PreTokenizer>,
+    ugm: Option<ugm::Ugm>,
+}
+
+// --- reading metadata
+
+fn get_u32(f: &GgufFile, key: &str) -> Result<Option<u32>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(Value::U32(v)) => Ok(Some(*v)),
+        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
+    }
+}
+
+fn get_bool(f: &GgufFile, key: &str) -> Result<Option<bool>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(v)) => Ok(Some(*v)),
+        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
+    }
+}
+
+fn get_string(f: &GgufFile, key: &str) -> Result<Option<String>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(f.str_bytes(s)).into_owned())),
+        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
+    }
+}
+
+fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayRef>> {
+    match f.get(key) {
+        None => Ok(None),
+        Some(Value::Array(a)) if elem.iter().any(|&t| t as u32 == a.elem_type) => Ok(Some(*a)),
+        Some(v) => {
+            let want: Vec<&str> = elem.iter().map(|&t| type_name_of(t as u32)).collect();
+            let got = match v {
+                Value::Array(a) => format!("is an array of element type {}", type_name_of(a.elem_type)),
+                v => format!("has type {}", v.type_name()),
+            };
+            Err(Error::model(format!("invalid gguf type for {key}: {key} {got}, expected an array of {}", want.join(" or "))))
+        }
+    }
+}
+
+/// The regexes and byte encoding of a BPE pre-tokenizer (`llm_tokenizer_bpe`).
+fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
+    use PreType::*;
+    const GPT2: &str = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+    const LLAMA3: &str = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    const QWEN2: &str = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    let v: Vec<&'static str> = match pre {
+        Llama3 | Dbrx | Smaug | Chatglm4 => vec![LLAMA3],
+        DeepseekLlm => vec![
+            "[\r\n]",
+            "\\s?[A-Za-z\u{B5}\u{C0}-\u{D6}\u{D8}-\u{F6}\u{F8}-\u{1BA}\u{1BC}-\u{1BF}\u{1C4}-\u{293}\u{295}-\u{2AF}\u{370}-\u{373}\u{376}\u{377}\u{37B}-\u{37D}\u{37F}\u{386}\u{388}-\u{38A}\u{38C}\u{38E}-\u{3A1}\u{3A3}-\u{3F5}\u{3F7}-\u{481}\u{48A}-\u{52F}\u{531}-\u{556}\u{10A0}-\u{10C5}\u{13A0}-\u{13F5}\u{13F8}-\u{13FD}\u{1C90}-\u{1CBA}\u{1CBD}-\u{1CBF}\u{1D00}-\u{1D2B}\u{1D6B}-\u{1D77}\u{1D79}-\u{1D9A}\u{1E00}-\u{1F15}\u{1F18}-\u{1F1D}\u{1F20}-\u{1F45}\u{1F48}-\u{1F4D}\u{1F50}-\u{1F57}\u{1F59}\u{1F5B}\u{1F5D}\u{1F5F}-\u{1F7D}\u{1F80}-\u{1FB4}\u{1FB6}-\u{1FBC}\u{1FBE}\u{1FC2}-\u{1FC4}\u{1FC6}-\u{1FCC}\u{1FD0}-\u{1FD3}\u{1FD6}-\u{1FDB}\u{1FE0}-\u{1FEC}\u{1FF2}-\u{1FF4}\u{1FF6}-\u{1FFC}\u{2102}\u{2107}\u{210A}-\u{2113}\u{2115}\u{2119}-\u{211D}\u{2124}\u{2126}\u{2128}\u{212A}-\u{212D}\u{212F}-\u{2134}\u{2139}\u{213C}-\u{213F}\u{2145}-\u{2149}\u{214E}\u{2183}\u{2184}\u{2C00}-\u{2C7B}\u{2C7E}-\u{2CE4}\u{2CEB}-\u{2CEE}\u{2CF2}\u{2CF3}\u{A640}-\u{A66D}\u{A680}-\u{A69B}\u{A722}-\u{A76F}\u{A771}-\u{A787}\u{A78B}-\u{A78E}\u{AB70}-\u{ABBF}\u{FB00}-\u{FB06}\u{FB13}-\u{FB17}\u{FF21}-\u{FF3A}\u{FF41}-\u{FF5A}\u{10400}-\u{1044F}\u{104B0}-\u{104D3}\u{104D8}-\u{104FB}\u{10C80}-\u{10CB2}\u{10CC0}-\u{10CF2}\u{118A0}-\u{118DF}\u{1E900}-\u{1E943}]+",
+            "\\s?[!-/:-~\u{FF01}-\u{FF0F}\u{FF1A}-\u{FF5E}\u{2018}-\u{201F}\u{3000}-\u{3002}]+",
+            "\\s+$",
+            "[\u{4E00}-\u{9FA5}\u{800}-\u{4E00}\u{AC00}-\u{D7FF}]+",
+            "\\p{N}+",
+        ],
+        DeepseekCoder => vec!["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u{4E00}-\u{9FA5}\u{800}-\u{4E00}\u{AC00}-\u{D7FF}]+", "\\p{N}"],
+        Falcon => vec!["[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2, "[0-9][0-9][0-9]"],
+        Starcoder | Refact | CommandR | Smollm | Codeshell | Exaone | Minerva => vec!["\\p{N}", GPT2],
+        Gpt2 | Mpt | Olmo | Jais | Trillion | GraniteDocling => vec![GPT2],
+        Stablelm2 | Qwen2 | Hunyuan => vec![QWEN2],
+        Qwen35 => vec!["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
+        Poro | Bloom | Gpt3Finnish => vec![" ?[^(\\s|.,!?\u{2026}\u{3002}\u{FF0C}\u{3001}\u{964}\u{6D4}\u{60C})]+"],
+        Viking => vec![" ?[^(\\s|.,!?\u{2026}\u{3002}\u{FF0C}\u{3001}\u{964}\u{6D4}\u{60C})]+", "\\p{N}"],
+        Tekken => vec!["[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
+        Chameleon => vec![
+            "<sentinel:[0-9]+>",
+            "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+            "([\\t\\n]|    |  )",
+            "\\p{N}",
+            "[\\p{P}!-/:-@\\[-`{-~]",
+            GPT2,
+        ],
+        Gpt4o => vec!["[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
+        Superbpe => vec!["\\p{N}+", "(?=(\\d{3})+(?!\\d))"],
+        Bailingmoe => vec!["'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"],
+        SeedCoder => vec!["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
+        Gemma4 => return (vec!["[^\\n]+|[\\n]+"], false),
+        Whitespace => return (vec!["\\S+"], false),
+        Default | Other(_) => vec!["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"],
+    };
+    (v, true)
+}
+
+const CONTROL_WARN: &str = "control-looking token was not control-type; this is probably a bug in the model. its type will be overridden";
+
+impl Vocab {
+    pub fn n_tokens(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn token(&self, id: i32) -> Option<&TokenData> {
+        usize::try_from(id).ok().and_then(|i| self.tokens.get(i))
+    }
+
+    pub fn text_to_token(&self, text: &[u8]) -> i32 {
+        self.token_to_id.get(text).copied().unwrap_or(TOKEN_NULL)
+    }
+
+    pub fn find_bpe_rank(&self, key: &mut Vec<u8>, left: &[u8], right: &[u8]) -> i32 {
+        if left.contains(&b' ') || right.contains(&b' ') {
+            return -1;
+        }
+        key.clear();
+        key.extend_from_slice(left);
+        key.push(b' ');
+        key.extend_from_slice(right);
+        self.bpe_ranks.get(key.as_slice()).copied().unwrap_or(-1)
+    }
+
+    fn attr(&self, id: i32) -> u32 {
+        self.token(id).map_or(0, |t| t.attr)
+    }
+    pub fn is_user_defined(&self, id: i32) -> bool {
+        self.attr(id) & ATTR_USER_DEFINED != 0
+    }
+    pub fn is_eog(&self, id: i32) -> bool {
+        id != TOKEN_NULL && self.eog.contains(&id)
+    }
+    pub fn is_control(&self, id: i32) -> bool {
+        self.attr(id) & ATTR_CONTROL != 0
+    }
+
+    /// `byte_to_token` of the reference, or an error where it would throw.
+    pub fn byte_to_token(&self, ch: u8) -> Result<i32> {
+        let t = match self.kind {
+            VocabType::Spm | VocabType::Ugm => {
+                let hex = format!("<0x{ch:02X}>");
+                let t = self.text_to_token(hex.as_bytes());
+                if t != TOKEN_NULL {
+                    t
+                } else {
+                    self.text_to_token(&[ch])
+                }
+            }
+            VocabType::Wpm | VocabType::Bpe => self.text_to_token(unicode::byte_to_utf8(ch)),
+            _ => TOKEN_NULL,
+        };
+        if t == TOKEN_NULL {
+            return Err(Error::model(format!("the vocabulary has no token for byte 0x{ch:02X}")));
+        }
+        Ok(t)
+    }
+
+    fn token_to_byte(&self, id: i32) -> Result<u8> {
+        let text = self.token(id).map(TokenData::text).unwrap_or(&[]);
+        // "<0xXX>": strtol over the two characters after "<0x" (0 if not hex)
+        let hex = text.get(3..5).unwrap_or(&[]);
+        let mut v: u32 = 0;
+        for &b in hex {
+            match (b as char).to_digit(16) {
+                Some(d) => v = v * 16 + d,
+                None => break,
+            }
+        }
+        Ok(v as u8)
+    }
+
+    // --- loading
+
+    pub fn load(f: &GgufFile) -> Result<Vocab> {
+        let model_name = get_string(f, "tokenizer.ggml.model")?
+            .ok_or_else(|| Error::model("key not found in model: tokenizer.ggml.model"))?;
+        let mut pre_name = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
+        let n_token_types = get_u32(f, "tokenizer.ggml.token_type_count")?.unwrap_or(0);
+
+        let mut v = Vocab {
+            kind: VocabType::Spm,
+            model_name: model_name.clone(),
+            pre_name: String::new(),
+            pre_type: PreType::Default,
+            n_token_types,
+            tokens: Vec::new(),
+            token_to_id: FxMap::default(),
+            bpe_ranks: FxMap::default(),
+            max_token_len: 0,
+            bos: 1,
+            eos: 2,
+            eot: TOKEN_NULL,
+            eom: TOKEN_NULL,
+            unk: 0,
+            sep: TOKEN_NULL,
+            pad: TOKEN_NULL,
+            mask: TOKEN_NULL,
+            linefeed: 13,
+            fim_pre: TOKEN_NULL,
+            fim_suf: TOKEN_NULL,
+            fim_mid: TOKEN_NULL,
+            fim_pad: TOKEN_NULL,
+            fim_rep: TOKEN_NULL,
+            fim_sep: TOKEN_NULL,
+            add_space_prefix: false,
+            add_bos: false,
+            add_eos: false,
+            add_sep: false,
+            ignore_merges: false,
+            clean_spaces: false,
+            remove_extra_whitespaces: false,
+            escape_whitespaces: true,
+            treat_whitespace_as_suffix: false,
+            norm_lowercase: true,
+            norm_strip_accents: false,
+            eog: BTreeSet::new(),
+            suppress_tokens: Vec::new(),
+            cache_special: Vec::new(),
+            special_first_bytes: [false; 256],
+            cache_piece: Vec::new(),
+            pretok: None,
+            ugm: None,
+        };
+
+        let set_ids = |v: &mut Vocab, bos, eos, unk, sep, pad, mask| {
+            v.bos = bos;
+            v.eos = eos;
+            v.unk = unk;
+            v.sep = sep;
+            v.pad = pad;
+            v.mask = mask;
+        };
+        const N: i32 = TOKEN_NULL;
+        let mut charsmap: Vec<u8> = Vec::new();
+        match model_name.as_str() {
+            "no_vocab" | "none" => {
+                v.kind = VocabType::None;
+                set_ids(&mut v, N, N, N, N, N, N);
+                v.linefeed = N;
+                let arch = get_string(f, "general.architecture")?.unwrap_or_default();
+                if let Some(n) = get_u32(f, &format!("{arch}.vocab_size"))? {
+                    log_warn!("adding {n} dummy tokens");
+                    v.tokens = (0..n).map(|_| TokenData { text: Box::new([0]), score: 0.0, attr: 0 }).collect();
+                }
+                v.pre_name = pre_name;
+                return Ok(v);
+            }
+            "llama" => {
+                v.kind = VocabType::Spm;
+                set_ids(&mut v, 1, 2, 0, N, N, N);
+            }
+            "bert" => {
+                v.kind = VocabType::Wpm;
+                set_ids(&mut v, 101, N, 100, 102, 0, 103);
+                v.add_sep = true;
+            }
+            "gpt2" | "gemma4" => {
+                v.kind = VocabType::Bpe;
+                let a = get_array(f, "tokenizer.ggml.merges", &[GgufType::Str])?
+                    .ok_or_else(|| Error::model("cannot find tokenizer merges in model file"))?;
+                let merges = f.array_strings(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.merges"))?;
+                for (i, word) in merges.enumerate() {
+                    let (first, second) = match word.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
+                        Some(p) => (&word[..p + 1], &word[p + 2..]),
+                        None => (&[][..], &[][..]),
+                    };
+                    let mut key = Vec::with_capacity(first.len() + 1 + second.len());
+                    key.extend_from_slice(first);
+                    key.push(b' ');
+                    key.extend_from_slice(second);
+                    v.bpe_ranks.entry(key.into_boxed_slice()).or_insert(i as i32);
+                }
+                if model_name == "gemma4" {
+                    set_ids(&mut v, N, N, N, N, N, N);
+                    pre_name = "gemma4".into();
+                } else {
+                    set_ids(&mut v, 11, 11, N, N, N, N);
+                }
+            }
+            "t5" => {
+                v.kind = VocabType::Ugm;
+                set_ids(&mut v, N, 1, 2, N, 0, N);
+                if let Some(a) = get_array(f, "tokenizer.ggml.precompiled_charsmap", &[GgufType::U8, GgufType::I8])? {
+                    charsmap = a.elems(f.bytes()).unwrap_or(&[]).to_vec();
+                    if charsmap.len() < 4 {
+                        return Err(Error::model("precompiled_charsmap too small for xcda_blob_size header!"));
+                    }
+                    let blob = u32::from_le_bytes([charsmap[0], charsmap[1], charsmap[2], charsmap[3]]) as u64;
+                    if blob + 4 >= charsmap.len() as u64 {
+                        return Err(Error::model("Index out of array bounds in precompiled charsmap!"));
+                    }
+                }
+            }
+            "rwkv" | "plamo2" | "hybriddna" | "whitespace" | "test" => {
+                return Err(Error::model(format!("tokenizer model '{model_name}' is not supported by minfer yet")));
+            }
+            other => return Err(Error::model(format!("unknown tokenizer: '{other}'"))),
+        }
+
+        match v.kind {
+            VocabType::Bpe => {
+                v.add_space_prefix = false;
+                v.escape_whitespaces = false;
+                v.clean_spaces = true;
+                v.pre_type = Self::pre_type_of(&mut v, &pre_name)?;
+            }
+            VocabType::Spm => {
+                v.add_space_prefix = true;
+                v.clean_spaces = false;
+                v.add_bos = true;
+                v.add_eos = false;
+            }
+            VocabType::Wpm => {
+                v.add_space_prefix = false;
+                v.clean_spaces = true;
+                v.add_bos = true;
+                v.add_eos = false;
+                v.add_sep = true;
+            }
+            VocabType::Ugm => {
+                v.add_bos = false;
+                v.add_eos = true;
+            }
+            _ => {}
+        }
+        v.pre_name = pre_name;
+        if let Some(b) = get_bool(f, "tokenizer.ggml.add_space_prefix")? {
+            v.add_space_prefix = b;
+        }
+        if let Some(b) = get_bool(f, "tokenizer.ggml.remove_extra_whitespaces")? {
+            v.remove_extra_whitespaces = b;
+        }
+
+        // --- tokens, scores, types
+        let ta = get_array(f, "tokenizer.ggml.tokens", &[GgufType::Str])?
+            .ok_or_else(|| Error::model("cannot find tokenizer vocab in model file (tokenizer.ggml.tokens is missing)"))?;
+        let n_tokens = u32::try_from(ta.len).map_err(|_| Error::model("tokenizer.ggml.tokens has too many entries"))?;
+        let scores: Option<Vec<f32>> = match f.get("tokenizer.ggml.scores") {
+            None => None,
+            Some(Value::Array(a)) if a.elem_type == GgufType::F32 as u32 => f.array_f32(a),
+            Some(Value::Array(a)) if a.elem_type == GgufType::I32 as u32 => {
+                f.array_i32(a).map(|x| x.into_iter().map(|s| s as f32).collect())
+            }
+            Some(_) => return Err(Error::model("invalid gguf type for tokenizer.ggml.scores")),
+        };
+        if let Some(s) = &scores {
+            if s.len() < n_tokens as usize {
+                return Err(Error::model(format!("Index out of array bounds for scores ({} < {n_tokens})", s.len())));
+            }
+        }
+        let toktypes: Option<Vec<i32>> = match get_array(f, "tokenizer.ggml.token_type", &[GgufType::I32])? {
+            None => None,
+            Some(a) => Some(f.array_i32(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.token_type"))?),
+        };
+        if let Some(t) = &toktypes {
+            if t.len() < n_tokens as usize {
+                return Err(Error::model(format!("Index out of array bounds for toktypes ({} < {n_tokens})", t.len())));
+            }
+        }
+        let strings = f.array_strings(&ta).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.tokens"))?;
+        v.tokens.reserve(n_tokens as usize);
+        v.token_to_id.reserve(n_tokens as usize);
+        for (i, word) in strings.enumerate() {
+            let mut text: Vec<u8> = if word.is_empty() {
+                log_warn!("empty token at index {i}");
+                format!("[EMPTY_{i}]").into_bytes()
+            } else {
+                word.to_vec()
+            };
+            if v.token_to_id.insert(text.clone().into_boxed_slice(), i as i32).is_some() {
+                return Err(Error::model(format!(
+                    "tokenizer.ggml.tokens: token {i} ('{}') appears twice in the vocabulary",
+                    String::from_utf8_lossy(&text)
+                )));
+            }
+            v.max_token_len = v.max_token_len.max(text.len());
+            let score = scores.as_ref().map_or(0.0, |s| s[i]);
+            let attr = match toktypes.as_ref().map(|t| t[i]) {
+                None => ATTR_NORMAL,
+                Some(2) => ATTR_UNKNOWN,
+                Some(5) => ATTR_UNUSED,
+                Some(1) => ATTR_NORMAL,
+                Some(3) => ATTR_CONTROL,
+                Some(4) => ATTR_USER_DEFINED,
+                Some(6) => ATTR_BYTE,
+                Some(_) => ATTR_UNDEFINED,
+            };
+            text.push(0);
+            v.tokens.push(TokenData { text: text.into_boxed_slice(), score, attr });
+        }
+        if v.tokens.len() != n_tokens as usize {
+            return Err(Error::model("tokenizer.ggml.tokens is truncated"));
+        }
+
+        // --- the tokenizer
+        match v.kind {
+            VocabType::Bpe => {
+                let (exprs, byte_encode) = bpe_regexes(v.pre_type);
+                v.pretok = Some(pretokenize::PreTokenizer::new(&exprs, byte_encode)?);
+            }
+            VocabType::Ugm => v.ugm = Some(ugm::Ugm::new(&v, charsmap)?),
+            _ => {}
+        }
+
+        // --- the newline token
+        v.linefeed = match v.kind {
+            VocabType::Spm => match v.byte_to_token(b'\n') {
+                Ok(t) => t,
+                Err(_) => {
+                    log_warn!("SPM vocabulary, but newline token not found; using special_pad_id instead");
+                    v.pad
+                }
+            },
+            VocabType::Wpm => v.pad,
+            _ => {
+                let ids = v.tokenize(b"\n", false, false)?;
+                match ids.first() {
+                    Some(&t) => t,
+                    None => {
+                        log_warn!("model vocab missing newline token, using special_pad_id instead");
+                        v.pad
+                    }
+                }
+            }
+        };
+
+        v.read_special_ids(f)?;
+        v.derive_specials();
+        v.build_caches();
+        v.per_model_attrs(f)?;
+        Ok(v)
+    }
+
+    fn pre_type_of(v: &mut Vocab, pre: &str) -> Result<PreType> {
+        use PreType::*;
+        Ok(match pre {
+            "" => {
+                log_warn!("missing pre-tokenizer type, using: 'default' (GENERATION QUALITY WILL BE DEGRADED! CONSIDER REGENERATING THE MODEL)");
+                Default
+            }
+            "default" => Default,
+            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0" | "lfm2" | "jina-v5-nano" => {
+                v.ignore_merges = true;
+                v.add_bos = true;
+                Llama3
+            }
+            "deepseek-llm" => {
+                v.clean_spaces = false;
+                DeepseekLlm
+            }
+            "deepseek-coder" => {
+                v.clean_spaces = false;
+                DeepseekCoder
+            }
+            "falcon" => Falcon,
+            "mpt" => Mpt,
+            "starcoder" => Starcoder,
+            "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum"
+            | "modern-bert" | "exaone4" => Gpt2,
+            "gemma4" | "granite-embed-multi-311m" => {
+                v.escape_whitespaces = true;
+                Gemma4
+            }
+            "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => {
+                v.add_sep = true;
+                Gpt2
+            }
+            "whitespace" => {
+                v.norm_lowercase = false;
+                Whitespace
+            }
+            "refact" => Refact,
+            "command-r" => {
+                v.clean_spaces = false;
+                CommandR
+            }
+            "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" => {
+                v.clean_spaces = false;
+                Qwen2
+            }
+            "qwen35" => {
+                v.clean_spaces = false;
+                Qwen35
+            }
+            "stablelm2" => Stablelm2,
+            "olmo" => Olmo,
+            "dbrx" => Dbrx,
+            "smaug-bpe" => Smaug,
+            "poro-chat" => {
+                v.clean_spaces = false;
+                Poro
+            }
+            "chatglm-bpe" => {
+                v.bos = TOKEN_NULL;
+                Chatglm4
+            }
+            "glm4" | "glm5" => {
+                v.bos = TOKEN_NULL;
+                v.ignore_merges = true;
+                Chatglm4
+            }
+            "viking" => {
+                v.clean_spaces = false;
+                Viking
+            }
+            "jais" => Jais,
+            "tekken" => {
+                v.clean_spaces = false;
+                v.ignore_merges = true;
+                v.add_bos = true;
+                Tekken
+            }
+            "smollm" => {
+                v.clean_spaces = false;
+                Smollm
+            }
+            "codeshell" => Codeshell,
+            "bloom" => Bloom,
+            "gpt3-finnish" => Gpt3Finnish,
+            "exaone" => Exaone,
+            "chameleon" => {
+                v.add_bos = true;
+                v.clean_spaces = false;
+                Chameleon
+            }
+            "minerva-7b" => Minerva,
+            "megrez" => Qwen2,
+            "gpt-4o" | "llama4" | "kanana2" | "talkie" => {
+                v.clean_spaces = false;
+                Gpt4o
+            }
+            "superbpe" => {
+                v.clean_spaces = false;
+                Superbpe
+            }
+            "trillion" => {
+                v.clean_spaces = false;
+                Trillion
+            }
+            "granite-docling" => {
+                v.clean_spaces = false;
+                GraniteDocling
+            }
+            "bailingmoe" | "bailingmoe2" | "llada-moe" => {
+                v.clean_spaces = false;
+                Bailingmoe
+            }
+            "seed-coder" => {
+                v.clean_spaces = false;
+                SeedCoder
+            }
+            "hunyuan" => {
+                v.clean_spaces = false;
+                Hunyuan
+            }
+            "minicpm5" | "deepseek-v3" | "spark2_5" | "youtu" | "jais-2" | "sarvam-moe" | "granite-embed-multi-97m"
+            | "tiny_aya" | "cohere2moe" | "hunyuan-dense" | "hy_v4" | "joyai-llm" | "kimi-k2" | "ufakzeka" | "grok-2"
+            | "afmoe" | "laguna" | "minimax-m2" | "solar-open" | "mellum2" | "exaone-moe" => {
+                return Err(Error::model(format!("pre-tokenizer type '{pre}' is not supported by minfer yet")));
+            }
+            other => return Err(Error::model(format!("unknown pre-tokenizer type: '{other}'"))),
+        })
+    }
+
+    fn read_special_ids(&mut self, f: &GgufFile) -> Result<()> {
+        let n = self.tokens.len();
+        let keys: [(&str, fn(&mut Vocab) -> &mut i32); 17] = [
+            ("tokenizer.ggml.bos_token_id", |v| &mut v.bos),
+            ("tokenizer.ggml.eos_token_id", |v| &mut v.eos),
+            ("tokenizer.ggml.eot_token_id", |v| &mut v.eot),
+            ("tokenizer.ggml.eom_token_id", |v| &mut v.eom),
+            ("tokenizer.ggml.unknown_token_id", |v| &mut v.unk),
+            ("tokenizer.ggml.seperator_token_id", |v| &mut v.sep),
+            ("tokenizer.ggml.padding_token_id", |v| &mut v.pad),
+            ("tokenizer.ggml.mask_token_id", |v| &mut v.mask),
+            ("tokenizer.ggml.fim_pre_token_id", |v| &mut v.fim_pre),
+            ("tokenizer.ggml.fim_suf_token_id", |v| &mut v.fim_suf),
+            ("tokenizer.ggml.fim_mid_token_id", |v| &mut v.fim_mid),
+            ("tokenizer.ggml.fim_pad_token_id", |v| &mut v.fim_pad),
+            ("tokenizer.ggml.fim_rep_token_id", |v| &mut v.fim_rep),
+            ("tokenizer.ggml.fim_sep_token_id", |v| &mut v.fim_sep),
+            ("tokenizer.ggml.prefix_token_id", |v| &mut v.fim_pre),
+            ("tokenizer.ggml.suffix_token_id", |v| &mut v.fim_suf),
+            ("tokenizer.ggml.middle_token_id", |v| &mut v.fim_mid),
+        ];
+        for (key, field) in keys {
+            let id = field(self);
+            if *id >= 0 && *id as usize >= n {
+                log_warn!("default special token '{key}' = {} out of vocab range, disabling", *id);
+                *id = TOKEN_NULL;
+            }
+            let Some(new_id) = get_u32(f, key)? else { continue };
+            if new_id as usize >= n {
+                log_warn!("bad special token: '{key}' = {new_id}, using default id {}", *id);
+            } else {
+                *id = new_id as i32;
+            }
+        }
+        if let Some(b) = get_bool(f, "tokenizer.ggml.add_bos_token")? {
+            self.add_bos = b;
+        }
+        if let Some(b) = get_bool(f, "tokenizer.ggml.add_eos_token")? {
+            self.add_eos = b;
+        }
+        if let Some(b) = get_bool(f, "tokenizer.ggml.add_sep_token")? {
+            self.add_sep = b;
+        }
+        if self.pre_type == PreType::Gemma4 && !self.add_bos {
+            self.add_bos = true;
+            log_warn!("override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
+        }
+        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.lowercase")? {
+            self.norm_lowercase = b;
+        }
+        self.norm_strip_accents = self.norm_lowercase;
+        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.strip_accents")? {
+            self.norm_strip_accents = b;
+        }
+        if let Some(a) = get_array(f, "tokenizer.ggml.suppress_tokens", &[GgufType::I32])? {
+            let ids = f.array_i32(&a).unwrap_or_default();
+            self.suppress_tokens = ids.into_iter().filter(|&id| id >= 0 && (id as usize) < n).collect();
+        }
+        Ok(())
+    }
+
+    fn force_control(&mut self, id: i32) {
+        let t = &mut self.tokens[id as usize];
+        if t.attr & ATTR_CONTROL == 0 {
+            log_warn!("{CONTROL_WARN}: {id} '{}'", String::from_utf8_lossy(t.text()));
+            t.attr |= ATTR_CONTROL;
+        }
+    }
+
+    /// Auto-detected special tokens, unused tokens, end-of-generation set.
+    fn derive_specials(&mut self) {
+        const EOT: &[&str] = &[
+            "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+            "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+        ];
+        const EOM: &[&str] = &["<|eom_id|>"];
+        const FIM_PRE: &[&str] = &["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"];
+        const FIM_SUF: &[&str] = &["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"];
+        const FIM_MID: &[&str] = &["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"];
+        const FIM_PAD: &[&str] = &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"];
+        const FIM_REP: &[&str] = &["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"];
+        const FIM_SEP: &[&str] = &["<|file_sep|>"];
+        const EOG: &[&str] = &[
+            "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+            "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+            "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+        ];
+
+        // The reference walks its unordered_map token_to_id and keeps the
+        // first candidate it meets: walk the same order (stdmap.rs).
+        let order: Vec<u32> = stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
+            .unwrap_or_else(|| (0..self.tokens.len() as u32).collect());
+        let slots: [(fn(&mut Vocab) -> &mut i32, &[&str]); 8] = [
+            (|v| &mut v.eot, EOT),
+            (|v| &mut v.eom, EOM),
+            (|v| &mut v.fim_pre, FIM_PRE),
+            (|v| &mut v.fim_suf, FIM_SUF),
+            (|v| &mut v.fim_mid, FIM_MID),
+            (|v| &mut v.fim_pad, FIM_PAD),
+            (|v| &mut v.fim_rep, FIM_REP),
+            (|v| &mut v.fim_sep, FIM_SEP),
+        ];
+        let all: Vec<&str> = slots.iter().flat_map(|(_, names)| names.iter().copied()).collect();
+        for &id in &order {
+            let text = self.tokens[id as usize].text();
+            if !all.iter().any(|n| n.as_bytes() == text) {
+                continue;
+            }
+            for (slot, names) in &slots {
+                if *slot(self) == TOKEN_NULL && names.iter().any(|n| n.as_bytes() == self.tokens[id as usize].text()) {
+                    *slot(self) = id as i32;
+                    self.force_control(id as i32);
+                }
+            }
+        }
+
+        // unused: control tokens whose text contains "unused"
+        for t in &mut self.tokens {
+            if t.attr & ATTR_CONTROL != 0 && t.attr & ATTR_UNUSED == 0 && t.text().windows(6).any(|w| w == b"unused") {
+                t.attr |= ATTR_UNUSED;
+            }
+        }
+
+        self.eog.clear();
+        for id in [self.fim_pad, self.fim_rep, self.fim_sep] {
+            if id != TOKEN_NULL {
+                self.eog.insert(id);
+            }
+        }
+        for name in EOG {
+            let id = self.text_to_token(name.as_bytes());
+            if id != TOKEN_NULL {
+                self.eog.insert(id);
+                self.force_control(id);
+            }
+        }
+        for name in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"] {
+            let id = self.text_to_token(name.as_bytes());
+            if id != TOKEN_NULL {
+                log_warn!("setting token '{name}' ({id}) attribute to USER_DEFINED");
+                self.tokens[id as usize].attr = ATTR_USER_DEFINED;
+            }
+        }
+        for id in [self.eos, self.eot, self.eom] {
+            if id != TOKEN_NULL && !self.eog.contains(&id) {
+                self.eog.insert(id);
+                log_warn!("special id {id} is not in special_eog_ids - the tokenizer config may be incorrect");
+            }
+        }
+        let text_of = |v: &Vocab, id: i32| v.token(id).map(|t| t.text().to_vec()).unwrap_or_default();
+        let (mut has_return, mut has_call, mut has_end, mut has_flush, mut end_id) = (false, false, false, false, TOKEN_NULL);
+        for &id in &self.eog {
+            match text_of(self, id).as_slice() {
+                b"<|return|>" => has_return = true,
+                b"<|call|>" | b"<|calls|>" => has_call = true,
+                b"<|flush|>" => has_flush = true,
+                b"<|end|>" => {
+                    has_end = true;
+                    end_id = id;
+                }
+                _ => {}
+            }
+        }
+        if (has_return && has_call && has_end) || (has_call && has_flush && has_end) {
+            self.eog.remove(&end_id);
+            self.tokens[end_id as usize].attr = ATTR_USER_DEFINED;
+        }
+        let (mut marker, mut s_id) = (false, TOKEN_NULL);
+        for &id in &self.eog {
+            match text_of(self, id).as_slice() {
+                b"<|tool_response>" | b"<|plamo:eos|>" => marker = true,
+                b"</s>" => s_id = id,
+                _ => {}
+            }
+        }
+        if marker && s_id != TOKEN_NULL {
+            self.eog.remove(&s_id);
+            self.tokens[s_id as usize].attr = ATTR_NORMAL;
+        }
+    }
+
+    fn build_caches(&mut self) {
+        let mut special: Vec<i32> = (0..self.tokens.len() as i32)
+            .filter(|&id| self.tokens[id as usize].attr & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN) != 0)
+            .collect();
+        let lens: Vec<usize> = special.iter().map(|&id| self.tokens[id as usize].text().len()).collect();
+        let _ = lens;
+        special.sort_by(|&a, &b| self.tokens[b as usize].text().len().cmp(&self.tokens[a as usize].text().len()));
+        for &id in &special {
+            if let Some(&b) = self.tokens[id as usize].text().first() {
+                self.special_first_bytes[b as usize] = true;
+            }
+        }
+        self.cache_special = special;
+        let pieces: Vec<Vec<u8>> = (0..self.tokens.len() as i32).map(|id| self.piece_uncached(id, true)).collect();
+        self.cache_piece = pieces;
+    }
+
+    fn per_model_attrs(&mut self, f: &GgufFile) -> Result<()> {
+        let name = get_string(f, "general.name")?.unwrap_or_default().to_ascii_lowercase();
+        let pre = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
+        let arch = get_string(f, "general.architecture")?.unwrap_or_default();
+        let any = |s: &str, subs: &[&str]| subs.iter().any(|x| s.contains(x));
+        let id_of = |v: &Vocab, t: &str| -> Result<usize> {
+            let id = v.text_to_token(t.as_bytes());
+            if id == TOKEN_NULL {
+                return Err(Error::model(format!("token '{t}' is missing from the vocabulary")));
+            }
+            Ok(id as usize)
+        };
+        if any(&pre, &["jina-v2-de", "jina-v2-es", "jina-v2-code"]) || any(&arch, &["nomic-bert-moe", "jina-bert-v3"]) {
+            match id_of(self, "<mask>") {
+                Ok(id) => self.tokens[id].attr |= ATTR_LSTRIP,
+                Err(_) => log_warn!("Mask token is missing in vocab, please reconvert model!"),
+            }
+        } else if any(&name, &["phi-3", "phi3"]) {
+            for i in 0..self.cache_special.len() {
+                let id = self.cache_special[i] as usize;
+                self.tokens[id].attr |= ATTR_RSTRIP;
+            }
+            let id = id_of(self, "</s>")?;
+            self.tokens[id].attr |= ATTR_RSTRIP;
+            for t in ["<unk>", "<s>", "<|endoftext|>"] {
+                let id = id_of(self, t)?;
+                self.tokens[id].attr &= !ATTR_RSTRIP;
+            }
+        } else if any(&name, &["modern-bert"]) {
+            match id_of(self, "[MASK]") {
+                Ok(id) => self.tokens[id].attr |= ATTR_LSTRIP,
+                Err(_) => log_warn!("Mask token missing in vocab!"),
+            }
+        }
+        Ok(())
+    }
+
+    // --- tokenize
+
+    /// Splits `text` on special tokens: raw fragments (offset, length) and tokens.
+    fn partition(&self, text: &[u8], parse_special: bool) -> Vec<Frag> {
+        let mut frags = vec![Frag::Raw(0, text.len())];
+        // Only specials that occur somewhere in the text can split it.
+        let mut present: Vec<bool> = Vec::new();
+        let candidates = self.cache_special.iter().filter(|&&id| {
+            let t = &self.tokens[id as usize];
+            !(!parse_special && t.attr & (ATTR_CONTROL | ATTR_UNKNOWN) != 0)
+        });
+        let has_first = text.iter().any(|&b| self.special_first_bytes[b as usize]);
+        if !has_first {
+            return frags;
+        }
+        let _ = &mut present;
+        for &id in candidates {
+            let tok = &self.tokens[id as usize];
+            let needle = tok.text();
+            if find(text, needle, 0, text.len()).is_none() {
+                continue;
+            }
+            let mut out = Vec::with_capacity(frags.len() + 2);
+            for fr in frags {
+                let Frag::Raw(off, len) = fr else {
+                    out.push(fr);
+                    continue;
+                };
+                let (mut base, mut blen) = (off, len);
+                let mut matched = false;
+                loop {
+                    let Some(m) = find(text, needle, base, base + blen) else {
+                        if blen > 0 {
+                            out.push(Frag::Raw(base, blen));
+                        }
+                        break;
+                    };
+                    matched = true;
+                    if m > base {
+                        let mut l = m - base;
+                        if tok.attr & ATTR_LSTRIP != 0 {
+                            while l > 0 && is_c_space(text[base + l - 1]) {
+                                l -= 1;
+                            }
+                        }
+                        if l > 0 {
+                            out.push(Frag::Raw(base, l));
+                        }
+                    }
+                    out.push(Frag::Token(id));
+                    if m + needle.len() < base + blen {
+                        let mut ro = m + needle.len();
+                        let mut rl = blen - ((m - base) + needle.len());
+                        if tok.attr & ATTR_RSTRIP != 0 {
+                            while rl > 0 && is_c_space(text[ro]) {
+                                ro += 1;
+                                rl -= 1;
+                            }
+                        }
+                        base = ro;
+                        blen = rl;
+                    } else {
+                        break;
+                    }
+                }
+                let _ = matched;
+            }
+            frags = out;
+        }
+        frags
+    }
+
+    /// `llama_vocab::impl::tokenize`.
+    pub fn tokenize(&self, text: &[u8], add_special: bool, parse_special: bool) -> Result<Vec<i32>> {
+        let frags = if text.is_empty() { Vec::new() } else { self.partition(text, parse_special) };
+        let mut out = Vec::new();
+        let need = |id: i32, what: &str| -> Result<i32> {
+            if id == TOKEN_NULL {
+                Err(Error::model(format!("the vocabulary has no {what} token, which add_special needs")))
+            } else {
+                Ok(id)
+            }
+        };
+        match self.kind {
+            VocabType::Spm => {
+                let mut prev_special = true;
+                if add_special && self.add_bos {
+                    out.push(need(self.bos, "BOS")?);
+                }
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => {
+                            let mut t = Vec::with_capacity(len + 8);
+                            if self.add_space_prefix && prev_special {
+                                t.push(b' ');
+                            }
+                            t.extend_from_slice(&text[off..off + len]);
+                            let t = escape_whitespace(&t);
+                            spm::tokenize(self, &t, &mut out)?;
+                            prev_special = false;
+                        }
+                        Frag::Token(id) => {
+                            out.push(id);
+                            prev_special = true;
+                        }
+                    }
+                }
+                if add_special && self.add_eos {
+                    out.push(need(self.eos, "EOS")?);
+                }
+            }
+            VocabType::Bpe => {
+                if add_special && self.add_bos {
+                    out.push(need(self.bos, "BOS")?);
+                }
+                let mut session = bpe::Session::new(self);
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => {
+                            let raw = &text[off..off + len];
+                            if self.escape_whitespaces {
+                                session.tokenize(&escape_whitespace(raw), &mut out);
+                            } else {
+                                session.tokenize(raw, &mut out);
+                            }
+                        }
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+                if add_special && self.add_eos {
+                    out.push(need(self.eos, "EOS")?);
+                }
+            }
+            VocabType::Wpm => {
+                if add_special {
+                    out.push(need(self.bos, "BOS")?);
+                }
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => wpm::tokenize(self, &text[off..off + len], &mut out),
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+                if add_special {
+                    out.push(need(self.sep, "SEP")?);
+                }
+            }
+            VocabType::Ugm => {
+                if add_special && self.add_bos {
+                    out.push(need(self.bos, "BOS")?);
+                }
+                let u = self.ugm.as_ref().ok_or_else(|| Error::model("UGM tokenizer not initialized"))?;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => u.tokenize(self, &text[off..off + len], &mut out)?,
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+                if add_special && self.add_eos {
+                    out.push(need(self.eos, "EOS")?);
+                }
+            }
+            _ => return Err(Error::model("this vocabulary cannot tokenize (no tokenizer model)")),
+        }
+        Ok(out)
+    }
+
+    // --- pieces
+
+    fn piece_uncached(&self, id: i32, special: bool) -> Vec<u8> {
+        let Some(t) = self.token(id) else { return Vec::new() };
+        let attr = t.attr;
+        if !special && attr & (ATTR_UNKNOWN | ATTR_CONTROL) != 0 {
+            return Vec::new();
+        }
+        let text = t.text();
+        match self.kind {
+            VocabType::Wpm | VocabType::Spm | VocabType::Ugm | VocabType::Bpe => {
+                if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED) != 0 {
+                    return text.to_vec();
+                }
+                if attr & ATTR_NORMAL != 0 {
+                    if self.kind != VocabType::Bpe || self.escape_whitespaces {
+                        return unescape_whitespace(text);
+                    }
+                    return decode_text(text);
+                }
+                if attr & ATTR_BYTE != 0 {
+                    return vec![self.token_to_byte(id).unwrap_or(0)];
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The piece of a token (`llama_token_to_piece` without the buffer):
+    /// empty for control/unknown tokens unless `special`; up to `lstrip`
+    /// leading spaces removed.
+    pub fn piece(&self, id: i32, lstrip: i32, special: bool) -> Result<&[u8]> {
+        if self.kind == VocabType::None {
+            return Err(Error::invalid("the vocabulary has no tokens' text (no tokenizer model)"));
+        }
+        let t = self.token(id).ok_or_else(|| Error::invalid(format!("token id {id} is out of range [0, {})", self.tokens.len())))?;
+        if !special && t.attr & (ATTR_UNKNOWN | ATTR_CONTROL) != 0 {
+            return Ok(&[]);
+        }
+        let mut p: &[u8] = &self.cache_piece[id as usize];
+        let mut i = 0;
+        while i < lstrip && !p.is_empty() && p[0] == b' ' {
+            p = &p[1..];
+            i += 1;
+        }
+        Ok(p)
+    }
+
+    /// `llama_detokenize`: (the length before the clean-up passes, which is
+    /// what a too-small buffer is told; the text).
+    pub fn detokenize(&self, ids: &[i32], remove_special: bool, unparse_special: bool) -> Result<(usize, Vec<u8>)> {
+        if self.kind == VocabType::None {
+            return Ok((0, Vec::new()));
+        }
+        let mut ids = ids;
+        let mut remove_space = self.add_space_prefix;
+        if remove_special && self.add_bos && ids.first() == Some(&self.bos) {
+            remove_space = false;
+            ids = &ids[1..];
+        }
+        if remove_special && self.add_eos && ids.last() == Some(&self.eos) {
+            ids = &ids[..ids.len() - 1];
+        }
+        let mut text = Vec::new();
+        for &id in ids {
+            text.extend_from_slice(self.piece(id, remove_space as i32, unparse_special)?);
+            remove_space = false;
+        }
+        let raw = text.len();
+        if self.clean_spaces {
+            clean_spaces(&mut text);
+        }
+        Ok((raw, text))
+    }
+
+    // --- getters for the C API
+
+    pub fn token_text_c(&self, id: i32) -> Option<&[u8]> {
+        self.token(id).map(TokenData::text_with_nul)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Frag {
+    Raw(usize, usize),
+    Token(i32),
+}
+
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// First occurrence of `needle` in `hay[from..to]` (absolute index).
+fn find(hay: &[u8], needle: &[u8], from: usize, to: usize) -> Option<usize> {
+    let n = needle.len();
+    if n == 0 || to < from || to - from < n {
+        return None;
+    }
+    let first = needle[0];
+    let last_start = to - n;
+    let mut i = from;
+    while i <= last_start {
+        match hay[i..=last_start].iter().position(|&b| b == first) {
+            None => return None,
+            Some(p) => {
+                let s = i + p;
+                if &hay[s..s + n] == needle {
+                    return Some(s);
+                }
+                i = s + 1;
+            }
+        }
+    }
+    None
+}
+
+/// ' ' → U+2581
+fn escape_whitespace(t: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(t.len() + t.len() / 2);
+    for &b in t {
+        if b == b' ' {
+            out.extend_from_slice("\u{2581}".as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// U+2581 → ' '
+fn unescape_whitespace(t: &[u8]) -> Vec<u8> {
+    let pat = "\u{2581}".as_bytes();
+    let mut out = Vec::with_capacity(t.len());
+    let mut i = 0;
+    while i < t.len() {
+        if t[i..].starts_with(pat) {
+            out.push(b' ');
+            i += 3;
+        } else {
+            out.push(t[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// GPT-2 byte-level text back to bytes (`llama_decode_text`).
+fn decode_text(t: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(t.len());
+    for c in unicode::cpts_from_utf8(t) {
+        match unicode::cpt_to_byte(c) {
+            Some(b) => out.push(b),
+            None => {
+                out.extend_from_slice(b"[UNK_BYTE_0x");
+                for b in unicode::cpt_to_utf8(c) {
+                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                }
+                out.extend_from_slice(t);
+                out.push(b']');
+            }
+        }
+    }
+    out
+}
+
+/// The reference's clean-up passes (`clean_up_tokenization_spaces`).
+fn clean_spaces(text: &mut Vec<u8>) {
+    // first pass: " ?", " !", " .", " ,"
+    let total1 = text.len();
+    let mut total = usize::from(total1 > 0);
+    for i in 1..total1 {
+        let x = text[i];
+        if text[i - 1] == b' ' && matches!(x, b'?' | b'!' | b'.' | b',') {
+            total -= 1;
+        }
+        text[total] = x;
+        total += 1;
+    }
+    text.truncate(total);
+    // second pass: " ' " → "'"
+    let total2 = text.len();
+    let mut total = usize::from(total2 > 0);
+    let mut i = 1;
+    while i < total2 {
+        let x = text[i];
+        if x == b'\'' && i + 1 < total2 && text[i - 1] == b' ' && text[i + 1] == b' ' {
+            total -= 1;
+            i += 1;
+            text[i] = 0;
+        }
+        text[total] = x;
+        total += 1;
+        i += 1;
+    }
+    text.truncate(total);
+    // third pass: " 's", " 'm", " 're", " 've"
+    let total3 = text.len();
+    let mut total = usize::from(total3 > 0);
+    for i in 1..total3 {
+        let x = text[i];
+        if text[i - 1] == b' ' && x == b'\'' && i + 1 < total3 {
+            let x1 = text[i + 1];
+            if x1 == b's' || x1 == b'm' {
+                total -= 1;
+            } else if i + 2 < total3 {
+                let x2 = text[i + 2];
+                if (x1 == b'r' && x2 == b'e') || (x1 == b'v' && x2 == b'e') {
+                    total -= 1;
+                }
+            }
+        }
+        text[total] = x;
+        total += 1;
+    }
+    text.truncate(total);
+}
