@@ -107,17 +107,30 @@ fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
     out
 }
 
-/// Seconds per call of `f`, repeated until `min_time` has passed.
-fn time(min_time: f64, mut f: impl FnMut()) -> f64 {
+/// CPU seconds used by this process so far.
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// (wall seconds, process CPU seconds) per call of `f`, repeated until
+/// `min_time` wall seconds have passed.
+fn time(min_time: f64, mut f: impl FnMut()) -> (f64, f64) {
     f(); // warm-up
     let start = Instant::now();
+    let cpu0 = cpu_seconds();
     let mut n = 0u32;
     loop {
         f();
         n += 1;
         let t = start.elapsed().as_secs_f64();
         if t >= min_time {
-            return t / n as f64;
+            return (t / n as f64, (cpu_seconds() - cpu0) / n as f64);
         }
     }
 }
@@ -138,22 +151,26 @@ fn main() {
         }
     };
     println!("kernel set: {}; GEMV = nt 1, GEMM = nt {}", kernels().name, args.nt);
+    println!("(cpu: the single-thread figure per CPU-second of the process, which a");
+    println!(" loaded machine does not depress; wall-clock figures otherwise)");
     print!("| type | rows x cols |");
     for t in &args.threads {
         print!(" GEMV GB/s {t}t |");
     }
+    print!(" GEMV GB/s 1t cpu |");
     for t in &args.threads {
         print!(" GEMM GMAC/s {t}t |");
     }
+    print!(" GEMM GMAC/s 1t cpu |");
     println!();
-    println!("|---|---|{}", "---:|".repeat(2 * args.threads.len()));
+    println!("|---|---|{}", "---:|".repeat(2 * args.threads.len() + 2));
     let max_cols = args.shapes.iter().map(|s| s.1).max().unwrap_or(0);
     let x_all = values(args.nt * max_cols, 2);
     for &ty in &args.types {
         for &(rows, cols) in &args.shapes {
             if ty.row_size(cols as u64).is_none() || Weights::new(&[], ty, 0, cols).is_err() {
                 // e.g. k-quants need rows of a multiple of 256 elements
-                println!("| {ty} | {rows} x {cols} |{}", " n/a |".repeat(2 * args.threads.len()));
+                println!("| {ty} | {rows} x {cols} |{}", " n/a |".repeat(2 * args.threads.len() + 2));
                 continue;
             }
             let wb = weights(ty, rows, cols);
@@ -167,25 +184,32 @@ fn main() {
             let mut y = vec![0f32; args.nt * rows];
             let mut gemv = Vec::new();
             let mut gemm = Vec::new();
+            let (mut gemv_cpu, mut gemm_cpu) = (f64::NAN, f64::NAN);
             for pool in &pools {
                 let x1 = &x_all[..cols];
-                let s = time(args.min_time, || {
+                let (s, c) = time(args.min_time, || {
                     let _ = matmul(pool, &w, x1, 1, &mut y[..rows]);
                 });
                 gemv.push(wb.len() as f64 / s / 1e9);
                 let xn = &x_all[..args.nt * cols];
-                let s = time(args.min_time, || {
+                let (s2, c2) = time(args.min_time, || {
                     let _ = matmul(pool, &w, xn, args.nt, &mut y);
                 });
-                gemm.push((rows * cols * args.nt) as f64 / s / 1e9);
+                gemm.push((rows * cols * args.nt) as f64 / s2 / 1e9);
+                if pool.n_threads() == 1 {
+                    gemv_cpu = wb.len() as f64 / c / 1e9;
+                    gemm_cpu = (rows * cols * args.nt) as f64 / c2 / 1e9;
+                }
             }
             print!("| {ty} | {rows} x {cols} |");
             for v in &gemv {
                 print!(" {v:.1} |");
             }
+            print!(" {gemv_cpu:.1} |");
             for v in &gemm {
                 print!(" {v:.1} |");
             }
+            print!(" {gemm_cpu:.1} |");
             println!();
         }
     }

@@ -4,7 +4,7 @@
 //! # API (what the forward pass calls)
 //!
 //! ```ignore
-//! use minfer::kernels::{ThreadPool, Weights, matmul, matmul_siblings};
+//! use crate::kernels::{ThreadPool, Weights, matmul, matmul_siblings};
 //! let pool = ThreadPool::new(n_threads)?;                 // once per context
 //! // A weight tensor straight from the GGUF mapping: rows of `cols`
 //! // elements (ne0 = cols, ne1 = rows), any alignment.
@@ -17,6 +17,12 @@
 //! - `y[t][o] = W[o] · x[t]`, with `x` quantized to the weight type's
 //!   activation format ([`ActType`]: Q8_0, Q8_1, Q8_K, or f32 for float
 //!   weights). Integer dots within a block, scales folded once per block.
+//! - Shapes: `cols` must be a multiple of the weight block size, and of 256
+//!   for the Q8_K-paired types (k-quants, IQ4_XS), as in ggml; every error is
+//!   an `Err`, never a panic.
+//! - To quantize once and multiply several times by hand:
+//!   `Activations::quantize` then `matmul_quantized_with` (what
+//!   `matmul_siblings` does).
 //! - Results are bit-identical for any thread count and any `nt` (a row's
 //!   value for a token does not depend on the other tokens in the call).
 //! - The kernel set (scalar, AVX2+FMA+F16C, NEON, NEON+dotprod) is chosen

@@ -7,7 +7,11 @@
 //! - super-blocks × Q8_K (see `KBlock`): `acc += (d·da)·isum − (dmin·da)·imin`
 //! - F32/F16/BF16 × f32: `acc += w·a`, element by element.
 //!
-//! The activation quantizers are the reference quantizers of `quant`.
+//! The activation quantizers: Q8_0 and Q8_1 are the reference CPU backend's
+//! x86 quantizers (`quant::q8_0::quantize_row_act`, `q8_1::quantize_row_act`:
+//! scale 127/amax, half-to-even rounding, saturating packs), so the int8 dots
+//! see the reference's inputs; Q8_K is ggml's `quantize_row_q8_K_ref`, which
+//! the backend also uses.
 
 use super::dispatch::{KernelSet, TileFn};
 use crate::ggml_type::GgmlType;
