@@ -175,6 +175,26 @@ else
     not_ok "dump_vocab build"
 fi
 
+# --- (j) random inputs (special-token soup, many scripts, invalid UTF-8),
+# 300 cases x 4 flag combinations per vocabulary: the digest of the ids and
+# detokenized bytes equals the reference library's (golden/fuzz/SHA256SUMS)
+if compile fuzz_tokenize "$ROOT/ffi-tests/fuzz_tokenize.c"; then
+    while read -r sum name; do
+        case "$name" in
+            SmolLM2-*|gemma-3-*) model=$MODELS/$name.gguf ;;
+            *) model=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/$name.gguf ;;
+        esac
+        got=$("$OUT/fuzz_tokenize" "$model" 300 2> /dev/null | sha256sum | cut -d' ' -f1)
+        if [ "$got" = "$sum" ]; then
+            ok "random inputs on $name tokenize as with the reference"
+        else
+            not_ok "random inputs on $name tokenize as with the reference"
+        fi
+    done < "$ROOT/ffi-tests/golden/fuzz/SHA256SUMS"
+else
+    not_ok "fuzz_tokenize build"
+fi
+
 # --- (h) tokenizer goldens: every row of every vocabulary (ids and detokenized
 # bytes identical to the reference library's), through the C API
 TOK=$SHARED/ref/tokenizer

@@ -20,6 +20,7 @@ pub mod pretokenize;
 pub mod regex;
 mod spm;
 mod stdmap;
+mod stdsort;
 mod ugm;
 pub mod unicode;
 mod unicode_data;
@@ -540,6 +541,8 @@ impl Vocab {
             return Err(Error::model("tokenizer.ggml.tokens is truncated"));
         }
 
+        v.check_tokens();
+
         // --- the tokenizer
         match v.kind {
             VocabType::Bpe => {
@@ -577,6 +580,38 @@ impl Vocab {
         v.build_caches();
         v.per_model_attrs(f)?;
         Ok(v)
+    }
+
+    /// Warnings for what the reference accepts silently: byte tokens whose
+    /// text is not `<0xHH>` (they decode as `strtol` reads them) and merges
+    /// naming strings that are not tokens.
+    fn check_tokens(&self) {
+        let mut bad_bytes = self.tokens.iter().enumerate().filter(|(_, t)| {
+            let x = t.text();
+            t.attr & ATTR_BYTE != 0
+                && !(x.len() == 6 && x.starts_with(b"<0x") && x[5] == b'>' && x[3..5].iter().all(u8::is_ascii_hexdigit))
+        });
+        if let Some((i, t)) = bad_bytes.next() {
+            log_warn!(
+                "{} byte token(s) do not read <0xHH>, e.g. {i} '{}'; they decode to byte 0x{:02X} as in the reference",
+                1 + bad_bytes.count(),
+                String::from_utf8_lossy(t.text()),
+                self.token_to_byte(i as i32).unwrap_or(0)
+            );
+        }
+        if !self.bpe_ranks.is_empty() {
+            let unknown = self
+                .bpe_ranks
+                .keys()
+                .filter(|k| match k.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
+                    Some(p) => !self.token_to_id.contains_key(&k[..p + 1]) || !self.token_to_id.contains_key(&k[p + 2..]),
+                    None => true,
+                })
+                .count();
+            if unknown > 0 {
+                log_warn!("{unknown} of {} BPE merges name strings that are not tokens (kept, as in the reference)", self.bpe_ranks.len());
+            }
+        }
     }
 
     fn pre_type_of(v: &mut Vocab, pre: &str) -> Result<PreType> {
@@ -895,9 +930,11 @@ impl Vocab {
         let mut special: Vec<i32> = (0..self.tokens.len() as i32)
             .filter(|&id| self.tokens[id as usize].attr & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN) != 0)
             .collect();
-        let lens: Vec<usize> = special.iter().map(|&id| self.tokens[id as usize].text().len()).collect();
-        let _ = lens;
-        special.sort_by(|&a, &b| self.tokens[b as usize].text().len().cmp(&self.tokens[a as usize].text().len()));
+        // std::sort by length, descending: equal lengths end in libstdc++'s order
+        let tokens = &self.tokens;
+        stdsort::sort_by(&mut special, &|&a: &i32, &b: &i32| {
+            tokens[a as usize].text().len() > tokens[b as usize].text().len()
+        });
         for &id in &special {
             if let Some(&b) = self.tokens[id as usize].text().first() {
                 self.special_first_bytes[b as usize] = true;
