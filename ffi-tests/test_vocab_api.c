@@ -171,6 +171,31 @@ static void test_big(const struct llama_vocab * v, const char * name) {
     free(s);
 }
 
+
+// kv overrides reach the vocabulary's scalar keys (as in the reference)
+static void test_overrides(const char * gemma_path) {
+    struct llama_model_kv_override ov[3];
+    memset(ov, 0, sizeof(ov));
+    ov[0].tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+    strcpy(ov[0].key, "tokenizer.ggml.add_bos_token");
+    ov[0].val_bool = false;
+    ov[1].tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+    strcpy(ov[1].key, "tokenizer.ggml.add_eos_token");
+    ov[1].val_bool = true;
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    mp.kv_overrides = ov;
+    struct llama_model * m = llama_model_load_from_file(gemma_path, mp);
+    CHECK(m != NULL, "gemma3 loads with tokenizer overrides");
+    if (!m) return;
+    const struct llama_vocab * v = llama_model_get_vocab(m);
+    CHECK(!llama_vocab_get_add_bos(v) && llama_vocab_get_add_eos(v), "the overrides are applied");
+    int32_t ids[8];
+    int32_t n = tok(v, "", 0, ids, 8, true, false);
+    CHECK(n == 1 && ids[0] == llama_vocab_eos(v), "empty input with add_special is just EOS (%d)", n);
+    llama_model_free(m);
+}
+
 int main(int argc, char ** argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s SMOLLM2.gguf GEMMA3.gguf\n", argv[0]);
@@ -193,5 +218,6 @@ int main(int argc, char ** argv) {
         test_big(v, names[i]);
         llama_model_free(m);
     }
+    test_overrides(argv[2]);
     return finish("vocab_api");
 }

@@ -28,6 +28,7 @@ mod wpm;
 
 use crate::error::{Error, Result};
 use crate::gguf::{type_name_of, ArrayRef, GgufFile, GgufType, Value};
+use crate::model::metadata::{Override, Overrides};
 use crate::model::vocab_info::VocabType;
 use hash::FxMap;
 use std::collections::BTreeSet;
@@ -161,27 +162,56 @@ pub struct Vocab {
 
 // --- reading metadata
 
-fn get_u32(f: &GgufFile, key: &str) -> Result<Option<u32>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::U32(v)) => Ok(Some(*v)),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
-    }
+/// The file plus the caller's kv overrides, which the reference applies to
+/// every key it reads through `get_key` (scalars), not to the arrays.
+struct Keys<'a> {
+    f: &'a GgufFile,
+    ov: &'a Overrides,
 }
 
-fn get_bool(f: &GgufFile, key: &str) -> Result<Option<bool>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::Bool(v)) => Ok(Some(*v)),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
+impl Keys<'_> {
+    fn u32(&self, key: &str) -> Result<Option<u32>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Int(v) => u32::try_from(*v)
+                    .map(Some)
+                    .map_err(|_| Error::model(format!("override of {key} is out of range: {v}"))),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected an int"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::U32(v)) => Ok(Some(*v)),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
+        }
     }
-}
 
-fn get_string(f: &GgufFile, key: &str) -> Result<Option<String>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(f.str_bytes(s)).into_owned())),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Bool(b) => Ok(Some(*b)),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected a bool"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(v)) => Ok(Some(*v)),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Str(s) => Ok(Some(s.clone())),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected a string"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(self.f.str_bytes(s)).into_owned())),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
+        }
     }
 }
 
@@ -201,7 +231,7 @@ fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayR
 }
 
 /// The regexes and byte encoding of a BPE pre-tokenizer (`llm_tokenizer_bpe`).
-fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
+pub(crate) fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
     use PreType::*;
     const GPT2: &str = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
     const LLAMA3: &str = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -320,11 +350,12 @@ impl Vocab {
 
     // --- loading
 
-    pub fn load(f: &GgufFile) -> Result<Vocab> {
-        let model_name = get_string(f, "tokenizer.ggml.model")?
+    pub fn load(f: &GgufFile, overrides: &Overrides) -> Result<Vocab> {
+        let k = Keys { f, ov: overrides };
+        let model_name = k.string("tokenizer.ggml.model")?
             .ok_or_else(|| Error::model("key not found in model: tokenizer.ggml.model"))?;
-        let mut pre_name = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
-        let n_token_types = get_u32(f, "tokenizer.ggml.token_type_count")?.unwrap_or(0);
+        let mut pre_name = k.string("tokenizer.ggml.pre")?.unwrap_or_default();
+        let n_token_types = k.u32("tokenizer.ggml.token_type_count")?.unwrap_or(0);
 
         let mut v = Vocab {
             kind: VocabType::Spm,
@@ -386,8 +417,8 @@ impl Vocab {
                 v.kind = VocabType::None;
                 set_ids(&mut v, N, N, N, N, N, N);
                 v.linefeed = N;
-                let arch = get_string(f, "general.architecture")?.unwrap_or_default();
-                if let Some(n) = get_u32(f, &format!("{arch}.vocab_size"))? {
+                let arch = k.string("general.architecture")?.unwrap_or_default();
+                if let Some(n) = k.u32(&format!("{arch}.vocab_size"))? {
                     log_warn!("adding {n} dummy tokens");
                     v.tokens = (0..n).map(|_| TokenData { text: Box::new([0]), score: 0.0, attr: 0 }).collect();
                 }
@@ -473,10 +504,10 @@ impl Vocab {
             _ => {}
         }
         v.pre_name = pre_name;
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_space_prefix")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_space_prefix")? {
             v.add_space_prefix = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.remove_extra_whitespaces")? {
+        if let Some(b) = k.bool("tokenizer.ggml.remove_extra_whitespaces")? {
             v.remove_extra_whitespaces = b;
         }
 
@@ -575,10 +606,10 @@ impl Vocab {
             }
         };
 
-        v.read_special_ids(f)?;
+        v.read_special_ids(&k)?;
         v.derive_specials();
         v.build_caches();
-        v.per_model_attrs(f)?;
+        v.per_model_attrs(&k)?;
         Ok(v)
     }
 
@@ -745,7 +776,7 @@ impl Vocab {
         })
     }
 
-    fn read_special_ids(&mut self, f: &GgufFile) -> Result<()> {
+    fn read_special_ids(&mut self, k: &Keys) -> Result<()> {
         let n = self.tokens.len();
         let keys: [(&str, fn(&mut Vocab) -> &mut i32); 17] = [
             ("tokenizer.ggml.bos_token_id", |v| &mut v.bos),
@@ -772,35 +803,35 @@ impl Vocab {
                 log_warn!("default special token '{key}' = {} out of vocab range, disabling", *id);
                 *id = TOKEN_NULL;
             }
-            let Some(new_id) = get_u32(f, key)? else { continue };
+            let Some(new_id) = k.u32(key)? else { continue };
             if new_id as usize >= n {
                 log_warn!("bad special token: '{key}' = {new_id}, using default id {}", *id);
             } else {
                 *id = new_id as i32;
             }
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_bos_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_bos_token")? {
             self.add_bos = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_eos_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_eos_token")? {
             self.add_eos = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_sep_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_sep_token")? {
             self.add_sep = b;
         }
         if self.pre_type == PreType::Gemma4 && !self.add_bos {
             self.add_bos = true;
             log_warn!("override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.lowercase")? {
+        if let Some(b) = k.bool("tokenizer.ggml.normalizer.lowercase")? {
             self.norm_lowercase = b;
         }
         self.norm_strip_accents = self.norm_lowercase;
-        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.strip_accents")? {
+        if let Some(b) = k.bool("tokenizer.ggml.normalizer.strip_accents")? {
             self.norm_strip_accents = b;
         }
-        if let Some(a) = get_array(f, "tokenizer.ggml.suppress_tokens", &[GgufType::I32])? {
-            let ids = f.array_i32(&a).unwrap_or_default();
+        if let Some(a) = get_array(k.f, "tokenizer.ggml.suppress_tokens", &[GgufType::I32])? {
+            let ids = k.f.array_i32(&a).unwrap_or_default();
             self.suppress_tokens = ids.into_iter().filter(|&id| id >= 0 && (id as usize) < n).collect();
         }
         Ok(())
@@ -945,10 +976,10 @@ impl Vocab {
         self.cache_piece = pieces;
     }
 
-    fn per_model_attrs(&mut self, f: &GgufFile) -> Result<()> {
-        let name = get_string(f, "general.name")?.unwrap_or_default().to_ascii_lowercase();
-        let pre = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
-        let arch = get_string(f, "general.architecture")?.unwrap_or_default();
+    fn per_model_attrs(&mut self, k: &Keys) -> Result<()> {
+        let name = k.string("general.name")?.unwrap_or_default().to_ascii_lowercase();
+        let pre = k.string("tokenizer.ggml.pre")?.unwrap_or_default();
+        let arch = k.string("general.architecture")?.unwrap_or_default();
         let any = |s: &str, subs: &[&str]| subs.iter().any(|x| s.contains(x));
         let id_of = |v: &Vocab, t: &str| -> Result<usize> {
             let id = v.text_to_token(t.as_bytes());

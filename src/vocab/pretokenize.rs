@@ -535,4 +535,38 @@ mod tests {
         let p = PreTokenizer::new(&[GPT2_RE], true).unwrap();
         assert_eq!(p.split(b"a b"), [b"a".to_vec(), "Ġb".as_bytes().to_vec()]);
     }
+
+    fn pre(pre: super::super::PreType, text: &str) -> Vec<String> {
+        let (exprs, _) = super::super::bpe_regexes(pre);
+        let p = PreTokenizer::new(&exprs, false).unwrap();
+        p.split(text.as_bytes()).into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect()
+    }
+
+    #[test]
+    fn pre_tokenizer_lists() {
+        use super::super::PreType::*;
+        // default (no `pre`): punctuation runs, digits in threes
+        assert_eq!(pre(Default, "x=1234567;"), ["x", "=", "123", "456", "7", ";"]);
+        // falcon: three-digit groups, punctuation runs with $ + < = > ^ ~ | `
+        assert_eq!(pre(Falcon, "a+=b 12345"), ["a", "+=", "b", " ", "123", "45"]);
+        // deepseek-coder: newlines alone, CJK runs, digits one by one
+        assert_eq!(pre(DeepseekCoder, "ab\n中文12"), ["ab", "\n", "中文", "1", "2"]);
+        // deepseek-llm: letter runs, then its ASCII class [!-/:-~] (which holds
+        // A-Z and a-z) splits them again around non-ASCII letters
+        assert_eq!(pre(DeepseekLlm, "Héllo wörld  "), ["H", "é", "llo", " w", "ö", "rld", "  "]);
+        // gemma4: newline runs apart from the rest, nothing else split
+        assert_eq!(pre(Gemma4, "a b\n\nc"), ["a b", "\n\n", "c"]);
+        // qwen2 and smollm: digits one by one
+        assert_eq!(pre(Qwen2, "v2024"), ["v", "2", "0", "2", "4"]);
+        assert_eq!(pre(Smollm, "v2024 ok"), ["v", "2", "0", "2", "4", " ok"]);
+    }
+
+    #[test]
+    fn whitespace_and_invalid_utf8() {
+        // non-ASCII whitespace counts as whitespace; invalid bytes become U+FFFD pieces
+        // (only an ASCII space joins the next word)
+        assert_eq!(words(&[GPT2_RE], "a\u{3000}\u{3000}b"), ["a", "\u{3000}", "\u{3000}", "b"]);
+        let p = PreTokenizer::new(&[GPT2_RE], false).unwrap();
+        assert_eq!(p.split(b"a\xffb"), [b"a".to_vec(), "\u{FFFD}".as_bytes().to_vec(), b"b".to_vec()]);
+    }
 }

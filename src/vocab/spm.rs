@@ -6,7 +6,8 @@
 use super::{unicode, Vocab, TOKEN_NULL};
 use crate::error::Result;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use super::hash::FxMap;
+use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy)]
 struct Sym {
@@ -52,7 +53,7 @@ struct Session<'a> {
     text: &'a [u8],
     syms: Vec<Sym>,
     queue: BinaryHeap<Bigram>,
-    rev_merge: HashMap<&'a [u8], (i32, i32)>,
+    rev_merge: FxMap<&'a [u8], (i32, i32)>,
 }
 
 impl<'a> Session<'a> {
@@ -93,7 +94,7 @@ impl<'a> Session<'a> {
 }
 
 pub fn tokenize(vocab: &Vocab, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
-    let mut s = Session { vocab, text, syms: Vec::new(), queue: BinaryHeap::new(), rev_merge: HashMap::new() };
+    let mut s = Session { vocab, text, syms: Vec::new(), queue: BinaryHeap::new(), rev_merge: FxMap::default() };
     let mut offs = 0;
     let mut index = 0i32;
     while offs < text.len() {
