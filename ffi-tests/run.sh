@@ -191,6 +191,23 @@ if compile fuzz_tokenize "$ROOT/ffi-tests/fuzz_tokenize.c"; then
             not_ok "random inputs on $name tokenize as with the reference"
         fi
     done < "$ROOT/ffi-tests/golden/fuzz/SHA256SUMS"
+    # every pre-tokenizer name (and the whitespace/hybriddna models) on the
+    # llama-bpe vocabulary, 60 cases each (golden/fuzz/PRE_VARIANTS.SHA256SUMS)
+    rm -rf "$OUT/pre_variants" && mkdir -p "$OUT/pre_variants"
+    names=$(awk '{n=$2; sub(/^model_/, "model=", n); print n}' "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS")
+    # shellcheck disable=SC2086
+    if python3 "$ROOT/ffi-tests/gen_pre_variants.py" "${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/ggml-vocab-llama-bpe.gguf" \
+        "$OUT/pre_variants" $names; then
+        bad=""; n_pre=0
+        while read -r sum name; do
+            n_pre=$((n_pre + 1))
+            got=$("$OUT/fuzz_tokenize" "$OUT/pre_variants/$name.gguf" 60 2> /dev/null | sha256sum | cut -d' ' -f1)
+            [ "$got" = "$sum" ] || bad="$bad $name"
+        done < "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS"
+        if [ -z "$bad" ]; then ok "all $n_pre pre-tokenizer variants tokenize random inputs as with the reference"; else not_ok "pre-tokenizer variants differ:$bad"; fi
+    else
+        not_ok "gen_pre_variants.py"
+    fi
 else
     not_ok "fuzz_tokenize build"
 fi

@@ -3,7 +3,7 @@
 //! rank (lowest first, leftmost on ties); symbols that are not tokens fall
 //! back to byte tokens.
 
-use super::{unicode, PreType, Vocab, TOKEN_NULL};
+use super::{unicode, Vocab, TOKEN_NULL};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -64,6 +64,80 @@ impl<'a> Session<'a> {
         self.queue.push(Bigram { left, right, rank, size: l.n + r.n });
     }
 
+    /// A fragment, through the session of the vocabulary's tokenizer model
+    /// (`whitespace` and `hybriddna` wrap the plain BPE session).
+    pub fn tokenize_fragment(&mut self, text: &[u8], out: &mut Vec<i32>) {
+        match self.vocab.model_name.as_str() {
+            "whitespace" => self.tokenize_whitespace(text, out),
+            "hybriddna" => self.tokenize_dna(text, out),
+            _ => self.tokenize(text, out),
+        }
+    }
+
+    fn tokenize_whitespace(&mut self, text: &[u8], out: &mut Vec<i32>) {
+        let mut seg = Vec::new();
+        for c in unicode::cpts_from_utf8(text) {
+            if unicode::flags(c) & unicode::WHITESPACE != 0 {
+                if !seg.is_empty() {
+                    self.tokenize(&seg, out);
+                    seg.clear();
+                }
+            } else {
+                unicode::push_utf8(&mut seg, if self.vocab.norm_lowercase { unicode::tolower(c) } else { c });
+            }
+        }
+        if !seg.is_empty() {
+            self.tokenize(&seg, out);
+        }
+    }
+
+    fn tokenize_dna(&mut self, text: &[u8], out: &mut Vec<i32>) {
+        const OPEN: &[u8] = b"<dna>";
+        const CLOSE: &[u8] = b"</dna>";
+        let v = self.vocab;
+        let (begin, end_id, oov) = (v.text_to_token(OPEN), v.text_to_token(CLOSE), v.text_to_token(b"<oov>"));
+        if begin == TOKEN_NULL || end_id == TOKEN_NULL || oov == TOKEN_NULL {
+            return self.tokenize(text, out);
+        }
+        let find = |hay: &[u8], needle: &[u8], from: usize| -> Option<usize> {
+            hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|p| p + from)
+        };
+        let mut pos = 0;
+        while pos < text.len() {
+            let Some(start) = find(text, OPEN, pos) else {
+                self.tokenize(&text[pos..], out);
+                break;
+            };
+            if start > pos {
+                self.tokenize(&text[pos..start], out);
+            }
+            out.push(begin);
+            let cs = start + OPEN.len();
+            let close = find(text, CLOSE, cs);
+            let ce = close.unwrap_or(text.len());
+            let seq: Vec<u8> = text[cs..ce].iter().map(|&c| if c.is_ascii_lowercase() { c - 32 } else { c }).collect();
+            let kmer = |k: &[u8]| {
+                let mut key = k.to_vec();
+                key.extend_from_slice(super::DNA_KMER_MARKER);
+                let t = v.text_to_token(&key);
+                if t != TOKEN_NULL { t } else { oov }
+            };
+            let mut i = 0;
+            while i + 6 <= seq.len() {
+                out.push(kmer(&seq[i..i + 6]));
+                i += 6;
+            }
+            if i < seq.len() {
+                let mut last = seq[i..].to_vec();
+                last.resize(6, b'A');
+                out.push(kmer(&last));
+            }
+            let Some(close) = close else { break };
+            out.push(end_id);
+            pos = close + CLOSE.len();
+        }
+    }
+
     pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) {
         let pretok = self.vocab.pretok.as_ref().expect("BPE vocab without a pre-tokenizer");
         let byte_encode = pretok.byte_encode;
@@ -76,7 +150,7 @@ impl<'a> Session<'a> {
             if self.vocab.ignore_merges && self.vocab.text_to_token(word) != TOKEN_NULL {
                 self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
                 offset = word.len();
-            } else if self.vocab.pre_type == PreType::Gemma4
+            } else if self.vocab.pre_type == "GEMMA4"
                 && word.iter().all(|&b| b == b'\n')
                 && self.vocab.text_to_token(word) != TOKEN_NULL
             {
