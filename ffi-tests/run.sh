@@ -205,6 +205,11 @@ if compile fuzz_tokenize "$ROOT/ffi-tests/fuzz_tokenize.c"; then
             [ "$got" = "$sum" ] || bad="$bad $name"
         done < "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS"
         if [ -z "$bad" ]; then ok "all $n_pre pre-tokenizer variants tokenize random inputs as with the reference"; else not_ok "pre-tokenizer variants differ:$bad"; fi
+        # long words on the regex-engine pre-tokenizers (also from a small-stack thread)
+        PV=$OUT/pre_variants
+        compile test_long_words "$ROOT/ffi-tests/test_long_words.c" \
+            && run_prog test_long_words "$PV/tekken.gguf" "$PV/exaone-moe.gguf" "$PV/gpt-4o.gguf" "$PV/chameleon.gguf" \
+            || not_ok "test_long_words build"
     else
         not_ok "gen_pre_variants.py"
     fi

@@ -4,6 +4,7 @@
 //! back to byte tokens.
 
 use super::{unicode, Vocab, TOKEN_NULL};
+use crate::error::Result;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -66,7 +67,7 @@ impl<'a> Session<'a> {
 
     /// A fragment, through the session of the vocabulary's tokenizer model
     /// (`whitespace` and `hybriddna` wrap the plain BPE session).
-    pub fn tokenize_fragment(&mut self, text: &[u8], out: &mut Vec<i32>) {
+    pub fn tokenize_fragment(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
         match self.vocab.model_name.as_str() {
             "whitespace" => self.tokenize_whitespace(text, out),
             "hybriddna" => self.tokenize_dna(text, out),
@@ -74,12 +75,12 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn tokenize_whitespace(&mut self, text: &[u8], out: &mut Vec<i32>) {
+    fn tokenize_whitespace(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
         let mut seg = Vec::new();
         for c in unicode::cpts_from_utf8(text) {
             if unicode::flags(c) & unicode::WHITESPACE != 0 {
                 if !seg.is_empty() {
-                    self.tokenize(&seg, out);
+                    self.tokenize(&seg, out)?;
                     seg.clear();
                 }
             } else {
@@ -87,11 +88,12 @@ impl<'a> Session<'a> {
             }
         }
         if !seg.is_empty() {
-            self.tokenize(&seg, out);
+            self.tokenize(&seg, out)?;
         }
+        Ok(())
     }
 
-    fn tokenize_dna(&mut self, text: &[u8], out: &mut Vec<i32>) {
+    fn tokenize_dna(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
         const OPEN: &[u8] = b"<dna>";
         const CLOSE: &[u8] = b"</dna>";
         let v = self.vocab;
@@ -105,11 +107,11 @@ impl<'a> Session<'a> {
         let mut pos = 0;
         while pos < text.len() {
             let Some(start) = find(text, OPEN, pos) else {
-                self.tokenize(&text[pos..], out);
+                self.tokenize(&text[pos..], out)?;
                 break;
             };
             if start > pos {
-                self.tokenize(&text[pos..start], out);
+                self.tokenize(&text[pos..start], out)?;
             }
             out.push(begin);
             let cs = start + OPEN.len();
@@ -136,12 +138,13 @@ impl<'a> Session<'a> {
             out.push(end_id);
             pos = close + CLOSE.len();
         }
+        Ok(())
     }
 
-    pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) {
+    pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
         let pretok = self.vocab.pretok.as_ref().expect("BPE vocab without a pre-tokenizer");
         let byte_encode = pretok.byte_encode;
-        let words = pretok.split(text);
+        let words = pretok.split(text)?;
         for word in &words {
             let word = word.as_slice();
             self.queue.clear();
@@ -206,5 +209,6 @@ impl<'a> Session<'a> {
                 }
             }
         }
+        Ok(())
     }
 }

@@ -976,9 +976,9 @@ impl Vocab {
                         Frag::Raw(off, len) => {
                             let raw = &text[off..off + len];
                             if self.escape_whitespaces {
-                                session.tokenize_fragment(&escape_whitespace(raw), &mut out);
+                                session.tokenize_fragment(&escape_whitespace(raw), &mut out)?;
                             } else {
-                                session.tokenize_fragment(raw, &mut out);
+                                session.tokenize_fragment(raw, &mut out)?;
                             }
                         }
                         Frag::Token(id) => out.push(id),

@@ -153,7 +153,7 @@ impl PreTokenizer {
     }
 
     /// Splits `text` into words (byte-encoded if `byte_encode`).
-    pub fn split(&self, text: &[u8]) -> Vec<Vec<u8>> {
+    pub fn split(&self, text: &[u8]) -> Result<Vec<Vec<u8>>> {
         let cpts = u::cpts_from_utf8(text);
         let need_collapse = self.steps.iter().any(|s| matches!(s, Step::Regex(_, true)));
         let collapsed: Vec<u32> = if need_collapse {
@@ -189,7 +189,7 @@ impl PreTokenizer {
                 Step::Newlines => split_newlines(&cpts, &offsets),
                 Step::KimiK2 => split_kimi_k2(&cpts, &offsets),
                 Step::Afmoe => split_afmoe(&cpts, &offsets),
-                Step::Regex(re, coll) => split_regex(re, if *coll { &collapsed } else { &wide }, &offsets),
+                Step::Regex(re, coll) => split_regex(re, if *coll { &collapsed } else { &wide }, &offsets)?,
             };
         }
 
@@ -211,17 +211,45 @@ impl PreTokenizer {
             words.push(w);
             start += n;
         }
-        words
+        Ok(words)
     }
 }
 
-fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Vec<usize> {
+/// Stack for matching a "deep" regex (one that may recurse per character)
+/// over `n` code points: a dedicated thread gets this much, so the host
+/// thread's stack, however small, is never at risk.
+const DEEP_BYTES_PER_CPT: usize = 4096;
+const DEEP_MAX_STACK: usize = 1 << 30;
+
+fn find_iter_safe(re: &Regex, frag: &[u32]) -> Result<Vec<(usize, usize)>> {
+    if !re.deep || frag.len() < 64 {
+        return Ok(re.find_iter(frag));
+    }
+    let need = frag.len().saturating_mul(DEEP_BYTES_PER_CPT).saturating_add(1 << 20);
+    if need > DEEP_MAX_STACK {
+        return Err(crate::Error::invalid(format!(
+            "a piece of {} characters is too long for this pre-tokenizer's regex (at most {})",
+            frag.len(),
+            (DEEP_MAX_STACK - (1 << 20)) / DEEP_BYTES_PER_CPT
+        )));
+    }
+    std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .stack_size(need)
+            .spawn_scoped(sc, || re.find_iter(frag))
+            .map_err(|e| crate::Error::invalid(format!("cannot start the regex thread: {e}")))?
+            .join()
+            .map_err(|_| crate::Error::invalid("the regex thread failed"))
+    })
+}
+
+fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
     for &n in offsets {
         let frag = &text[start..start + n];
         let mut idx = 0;
-        for (s, e) in re.find_iter(frag) {
+        for (s, e) in find_iter_safe(re, frag)? {
             if s > idx {
                 out.push(s - idx);
             }
@@ -233,7 +261,7 @@ fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Vec<usize> {
         }
         start += n;
     }
-    out
+    Ok(out)
 }
 
 /// A fragment view with the reference's out-of-range conventions.
@@ -677,7 +705,7 @@ mod tests {
 
     fn words(exprs: &[&str], text: &str) -> Vec<String> {
         let p = PreTokenizer::new(exprs, false).unwrap();
-        p.split(text.as_bytes()).into_iter().map(|w| String::from_utf8(w).unwrap()).collect()
+        p.split(text.as_bytes()).unwrap().into_iter().map(|w| String::from_utf8(w).unwrap()).collect()
     }
 
     #[test]
@@ -716,13 +744,13 @@ mod tests {
     #[test]
     fn byte_encoding() {
         let p = PreTokenizer::new(&[GPT2_RE], true).unwrap();
-        assert_eq!(p.split(b"a b"), [b"a".to_vec(), "Ġb".as_bytes().to_vec()]);
+        assert_eq!(p.split(b"a b").unwrap(), [b"a".to_vec(), "Ġb".as_bytes().to_vec()]);
     }
 
     fn pre(pre: &'static str, text: &str) -> Vec<String> {
         let (exprs, _) = super::super::bpe_regexes(pre);
         let p = PreTokenizer::new(&exprs, false).unwrap();
-        p.split(text.as_bytes()).into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect()
+        p.split(text.as_bytes()).unwrap().into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect()
     }
 
     #[test]
@@ -749,6 +777,6 @@ mod tests {
         // (only an ASCII space joins the next word)
         assert_eq!(words(&[GPT2_RE], "a\u{3000}\u{3000}b"), ["a", "\u{3000}", "\u{3000}", "b"]);
         let p = PreTokenizer::new(&[GPT2_RE], false).unwrap();
-        assert_eq!(p.split(b"a\xffb"), [b"a".to_vec(), "\u{FFFD}".as_bytes().to_vec(), b"b".to_vec()]);
+        assert_eq!(p.split(b"a\xffb").unwrap(), [b"a".to_vec(), "\u{FFFD}".as_bytes().to_vec(), b"b".to_vec()]);
     }
 }
