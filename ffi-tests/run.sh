@@ -205,6 +205,25 @@ if compile fuzz_tokenize "$ROOT/ffi-tests/fuzz_tokenize.c"; then
             [ "$got" = "$sum" ] || bad="$bad $name"
         done < "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS"
         if [ -z "$bad" ]; then ok "all $n_pre pre-tokenizer variants tokenize random inputs as with the reference"; else not_ok "pre-tokenizer variants differ:$bad"; fi
+        # the RWKV, PLaMo-2 and TEST tokenizer models: llama-spm with its model
+        # replaced, and a small synthetic RWKV vocabulary (fuzz and getter
+        # digests from the reference: golden/fuzz/MODEL_VARIANTS.SHA256SUMS)
+        MV=$OUT/model_variants
+        rm -rf "$MV" && mkdir -p "$MV"
+        if python3 "$ROOT/ffi-tests/gen_pre_variants.py" "${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/ggml-vocab-llama-spm.gguf" \
+            "$MV" model=plamo2 model=test synth=rwkv && compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
+            while read -r sum what; do
+                kind=${what%%:*}; name=${what#*:}
+                if [ "$kind" = fuzz ]; then
+                    got=$("$OUT/fuzz_tokenize" "$MV/$name.gguf" 60 2> /dev/null | sha256sum | cut -d' ' -f1)
+                else
+                    got=$("$OUT/dump_vocab" "$MV/$name.gguf" 2> /dev/null | sha256sum | cut -d' ' -f1)
+                fi
+                if [ "$got" = "$sum" ]; then ok "$name: $kind as with the reference"; else not_ok "$name: $kind as with the reference"; fi
+            done < "$ROOT/ffi-tests/golden/fuzz/MODEL_VARIANTS.SHA256SUMS"
+        else
+            not_ok "model variants"
+        fi
         # long words on the regex-engine pre-tokenizers (also from a small-stack thread)
         PV=$OUT/pre_variants
         compile test_long_words "$ROOT/ffi-tests/test_long_words.c" \

@@ -16,9 +16,11 @@
 
 mod bpe;
 mod hash;
+mod plamo2;
 mod pre_table;
 pub mod pretokenize;
 pub mod regex;
+mod rwkv;
 mod spm;
 mod stdmap;
 mod stdsort;
@@ -123,6 +125,8 @@ pub struct Vocab {
 
     pretok: Option<pretokenize::PreTokenizer>,
     ugm: Option<ugm::Ugm>,
+    rwkv: Option<rwkv::Rwkv>,
+    plamo2: Option<plamo2::Plamo2>,
 }
 
 // --- reading metadata
@@ -258,6 +262,7 @@ impl Vocab {
                 }
             }
             VocabType::Wpm | VocabType::Bpe => self.text_to_token(unicode::byte_to_utf8(ch)),
+            VocabType::Plamo2 => self.text_to_token(format!("<0x{ch:02X}>").as_bytes()),
             _ => TOKEN_NULL,
         };
         if t == TOKEN_NULL {
@@ -332,6 +337,8 @@ impl Vocab {
             cache_piece: Vec::new(),
             pretok: None,
             ugm: None,
+            rwkv: None,
+            plamo2: None,
         };
 
         let set_ids = |v: &mut Vocab, bos, eos, unk, sep, pad, mask| {
@@ -406,8 +413,17 @@ impl Vocab {
                     }
                 }
             }
-            "rwkv" | "plamo2" | "test" => {
-                return Err(Error::model(format!("tokenizer model '{model_name}' is not supported by minfer yet")));
+            "rwkv" => {
+                v.kind = VocabType::Rwkv;
+                set_ids(&mut v, N, N, N, N, N, N);
+            }
+            "test" => {
+                v.kind = VocabType::Test;
+                set_ids(&mut v, N, N, N, N, N, N);
+            }
+            "plamo2" => {
+                v.kind = VocabType::Plamo2;
+                set_ids(&mut v, 1, 2, 0, N, 3, N);
             }
             other => return Err(Error::model(format!("unknown tokenizer: '{other}'"))),
         }
@@ -435,6 +451,12 @@ impl Vocab {
             VocabType::Ugm => {
                 v.add_bos = false;
                 v.add_eos = true;
+            }
+            VocabType::Rwkv => {
+                v.add_space_prefix = false;
+                v.clean_spaces = false;
+                v.add_bos = false;
+                v.add_eos = false;
             }
             _ => {}
         }
@@ -530,6 +552,8 @@ impl Vocab {
                 v.pretok = Some(pretokenize::PreTokenizer::new(&exprs, byte_encode)?);
             }
             VocabType::Ugm => v.ugm = Some(ugm::Ugm::new(&v, charsmap)?),
+            VocabType::Rwkv => v.rwkv = Some(rwkv::Rwkv::new(&v)),
+            VocabType::Plamo2 => v.plamo2 = Some(plamo2::Plamo2::new(&v)?),
             _ => {}
         }
 
@@ -543,6 +567,10 @@ impl Vocab {
                 }
             },
             VocabType::Wpm => v.pad,
+            VocabType::Rwkv => *v
+                .tokenize(b"\n", false, false)?
+                .first()
+                .ok_or_else(|| Error::model("model vocab missing newline token"))?,
             _ => {
                 let ids = v.tokenize(b"\n", false, false)?;
                 match ids.first() {
@@ -1017,7 +1045,39 @@ impl Vocab {
                     out.push(need(self.eos, "EOS")?);
                 }
             }
-            _ => return Err(Error::model("this vocabulary cannot tokenize (no tokenizer model)")),
+            VocabType::Rwkv => {
+                let r = self.rwkv.as_ref().ok_or_else(|| Error::model("RWKV tokenizer not initialized"))?;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => r.tokenize(self, &text[off..off + len], &mut out),
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::Plamo2 => {
+                let p = self.plamo2.as_ref().ok_or_else(|| Error::model("PLaMo-2 tokenizer not initialized"))?;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => p.encode(&text[off..off + len], &mut out),
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::Test => {
+                let n_vocab = self.tokens.len().max(1) as u64;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => {
+                            for chunk in text[off..off + len].chunks(5) {
+                                let h = chunk.iter().fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                                out.push((h % n_vocab) as i32);
+                            }
+                        }
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::None => return Err(Error::model("this vocabulary cannot tokenize (no tokenizer model)")),
         }
         Ok(out)
     }
@@ -1047,7 +1107,20 @@ impl Vocab {
                 }
                 Vec::new()
             }
-            _ => Vec::new(),
+            VocabType::Rwkv => rwkv::unescape(text),
+            VocabType::Test => format!("{id:x}").into_bytes(),
+            VocabType::Plamo2 => {
+                if attr & ATTR_BYTE != 0
+                    && text.len() == 6
+                    && text.starts_with(b"<0x")
+                    && text[5] == b'>'
+                    && text[3..5].iter().all(u8::is_ascii_hexdigit)
+                {
+                    return vec![self.token_to_byte(id).unwrap_or(0)];
+                }
+                text.to_vec()
+            }
+            VocabType::None => Vec::new(),
         }
     }
 
