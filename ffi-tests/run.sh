@@ -155,8 +155,17 @@ fi
 # --- (i) the vocab C API (buffers, invalid ids, NUL bytes, 10 MB input), and
 # every vocab getter against the reference's (a digest per vocabulary)
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
-    compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c" && run_prog test_vocab_api "$SMOL" "$GEMMA" \
-        || not_ok "test_vocab_api build"
+    if compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c"; then
+        run_prog test_vocab_api "$SMOL" "$GEMMA"
+        if VOCAB_API_SKIP_BIG=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$OUT/test_vocab_api" "$SMOL" "$GEMMA" > "$OUT/valgrind_vocab_api.out" 2> "$OUT/valgrind_vocab_api.err"; then
+            ok "test_vocab_api (without the 10 MB input) under valgrind memcheck: no errors, no leaks"
+        else
+            not_ok "test_vocab_api under valgrind"; tail -n 40 "$OUT/valgrind_vocab_api.err"
+        fi
+    else
+        not_ok "test_vocab_api build"
+    fi
 fi
 if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
     for g in "$ROOT"/ffi-tests/golden/vocab/*.txt; do
