@@ -3,6 +3,7 @@
 //! rank (lowest first, leftmost on ties); symbols that are not tokens fall
 //! back to byte tokens.
 
+use super::hash::FxMap;
 use super::{unicode, Vocab, TOKEN_NULL};
 use crate::error::Result;
 use std::cmp::Ordering;
@@ -46,11 +47,17 @@ pub struct Session<'a> {
     key: Vec<u8>,
     syms: Vec<Sym>,
     queue: BinaryHeap<Bigram>,
+    /// Tokens of the words seen in this call: a word's tokens depend on the
+    /// word alone, and text repeats its words.
+    cache: FxMap<Box<[u8]>, Box<[i32]>>,
 }
+
+/// Most words remembered per call (bounds the memory on random text).
+const CACHE_MAX: usize = 1 << 16;
 
 impl<'a> Session<'a> {
     pub fn new(vocab: &'a Vocab) -> Session<'a> {
-        Session { vocab, key: Vec::new(), syms: Vec::new(), queue: BinaryHeap::new() }
+        Session { vocab, key: Vec::new(), syms: Vec::new(), queue: BinaryHeap::new(), cache: FxMap::default() }
     }
 
     fn add_bigram(&mut self, word: &[u8], left: i32, right: i32) {
@@ -145,8 +152,27 @@ impl<'a> Session<'a> {
         let pretok = self.vocab.pretok.as_ref().expect("BPE vocab without a pre-tokenizer");
         let byte_encode = pretok.byte_encode;
         let words = pretok.split(text)?;
+        let mut ids = Vec::new();
         for word in &words {
             let word = word.as_slice();
+            if let Some(cached) = self.cache.get(word) {
+                out.extend_from_slice(cached);
+                continue;
+            }
+            ids.clear();
+            self.tokenize_word(word, byte_encode, &mut ids);
+            out.extend_from_slice(&ids);
+            if self.cache.len() < CACHE_MAX {
+                self.cache.insert(word.into(), ids.as_slice().into());
+            }
+        }
+        Ok(())
+    }
+
+    /// One pre-tokenized word: merges, then tokens (byte tokens for symbols
+    /// that are not tokens).
+    fn tokenize_word(&mut self, word: &[u8], byte_encode: bool, out: &mut Vec<i32>) {
+        {
             self.queue.clear();
             self.syms.clear();
             let mut offset = 0;
@@ -209,6 +235,5 @@ impl<'a> Session<'a> {
                 }
             }
         }
-        Ok(())
     }
 }

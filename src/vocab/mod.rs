@@ -1188,6 +1188,25 @@ fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
+/// Index of the first `b` in `s` (16 bytes per step, which the compiler
+/// turns into a vector compare and a mask).
+#[inline]
+fn memchr(b: u8, s: &[u8]) -> Option<usize> {
+    let mut chunks = s.chunks_exact(16);
+    let mut base = 0;
+    for c in &mut chunks {
+        let mut mask = 0u32;
+        for (i, &x) in c.iter().enumerate() {
+            mask |= u32::from(x == b) << i;
+        }
+        if mask != 0 {
+            return Some(base + mask.trailing_zeros() as usize);
+        }
+        base += 16;
+    }
+    chunks.remainder().iter().position(|&x| x == b).map(|p| base + p)
+}
+
 /// First occurrence of `needle` in `hay[from..to]` (absolute index).
 fn find(hay: &[u8], needle: &[u8], from: usize, to: usize) -> Option<usize> {
     let n = needle.len();
@@ -1198,7 +1217,7 @@ fn find(hay: &[u8], needle: &[u8], from: usize, to: usize) -> Option<usize> {
     let last_start = to - n;
     let mut i = from;
     while i <= last_start {
-        match hay[i..=last_start].iter().position(|&b| b == first) {
+        match memchr(first, &hay[i..=last_start]) {
             None => return None,
             Some(p) => {
                 let s = i + p;
