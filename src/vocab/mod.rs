@@ -889,7 +889,6 @@ impl Vocab {
     fn partition(&self, text: &[u8], parse_special: bool) -> Vec<Frag> {
         let mut frags = vec![Frag::Raw(0, text.len())];
         // Only specials that occur somewhere in the text can split it.
-        let mut present: Vec<bool> = Vec::new();
         let candidates = self.cache_special.iter().filter(|&&id| {
             let t = &self.tokens[id as usize];
             !(!parse_special && t.attr & (ATTR_CONTROL | ATTR_UNKNOWN) != 0)
@@ -898,7 +897,6 @@ impl Vocab {
         if !has_first {
             return frags;
         }
-        let _ = &mut present;
         for &id in candidates {
             let tok = &self.tokens[id as usize];
             let needle = tok.text();
@@ -912,7 +910,6 @@ impl Vocab {
                     continue;
                 };
                 let (mut base, mut blen) = (off, len);
-                let mut matched = false;
                 loop {
                     let Some(m) = find(text, needle, base, base + blen) else {
                         if blen > 0 {
@@ -920,7 +917,6 @@ impl Vocab {
                         }
                         break;
                     };
-                    matched = true;
                     if m > base {
                         let mut l = m - base;
                         if tok.attr & ATTR_LSTRIP != 0 {
@@ -948,7 +944,6 @@ impl Vocab {
                         break;
                     }
                 }
-                let _ = matched;
             }
             frags = out;
         }

@@ -177,7 +177,6 @@ impl Parser<'_> {
                 if self.peek() != Some(c('}')) {
                     return Err(self.err("bad {} quantifier"));
                 }
-                self.i -= 0;
                 (lo, hi)
             }
             _ => return Ok(atom),
