@@ -3,6 +3,7 @@
 // include/llama.h, it runs against either library:
 //   LD_LIBRARY_PATH=target/release            bench_tokenize MODEL.gguf [MB]
 //   LD_LIBRARY_PATH=<reference lib dir>       bench_tokenize MODEL.gguf [MB]
+// With a third argument, the text is that file's bytes, repeated to MB.
 #define _POSIX_C_SOURCE 199309L
 #include "llama.h"
 
@@ -35,6 +36,16 @@ int main(int argc, char ** argv) {
                             "\n\n", "def f(x):\n    return x * 2  # double\n", "\t<b>html</b> &amp; ", "    indented   spaces "};
     size_t target = (size_t) (mb * 1024 * 1024), len = 0;
     char * s = malloc(target + 128);
+    if (argc > 3) {
+        FILE * f = fopen(argv[3], "rb");
+        if (!f) { fprintf(stderr, "cannot read %s\n", argv[3]); return 1; }
+        while (len < target) {
+            size_t k = fread(s + len, 1, target - len, f);
+            if (k == 0) { if (len == 0) break; rewind(f); }
+            len += k;
+        }
+        fclose(f);
+    }
     for (size_t i = 0; len < target; i++) {
         const char * p = parts[(i * 7 + i / 3) % (sizeof(parts) / sizeof(parts[0]))];
         size_t k = strlen(p);

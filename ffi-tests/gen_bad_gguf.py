@@ -8,6 +8,8 @@ OUTDIR receives
   *.gguf      malformed variants, each breaking one rule
   cases.tsv   one line per malformed file: filename<TAB>expected substring of
               the message the library logs when it refuses the file
+  warn_cases.tsv  valid files with vocabulary oddities that must load with a
+              warning: filename<TAB>expected substring of the warning
 
 Only the standard library is used; the GGUF writer below is a small one of
 our own (little-endian, as the format requires), so the test does not depend
@@ -598,6 +600,35 @@ def cases(base):
     yield variant("vocab_pre_unknown.gguf", "unknown pre-tokenizer type: 'nosuchpre'", unknown_pre)
 
 
+def warn_cases(base):
+    """Valid files with vocabulary oddities the reference accepts with a
+    warning: they must load, and the log must say so."""
+    def variant(name, expect, fn):
+        m = base.copy()
+        fn(m)
+        return name, m.build()[0], expect
+
+    def bos_far(m):
+        m.kvs[m.kv_index("tokenizer.ggml.bos_token_id")] = kv_u32("tokenizer.ggml.bos_token_id", 999)
+    yield variant("vocab_bos_out_of_range.gguf", "bad special token: 'tokenizer.ggml.bos_token_id' = 999", bos_far)
+
+    def byte_tok(m):
+        m.kv("tokenizer.ggml.token_type").payload = array(
+            I32, [scalar(I32, 2 if i == 0 else 3 if i < 3 else 6 if i == 5 else 1) for i in range(len(TOKENS))])
+    yield variant("vocab_byte_token_malformed.gguf", "byte token(s) do not read <0xHH>", byte_tok)
+
+    def merges_unknown(m):
+        m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
+        m.kvs.append(KV("tokenizer.ggml.merges", ARR, array(STR, [gstr(b"c d"), gstr(b"zz yy")])))
+        m.kvs.append(kv_str("tokenizer.ggml.pre", "gpt-2"))
+    yield variant("vocab_merges_unknown.gguf", "1 of 2 BPE merges name strings that are not tokens", merges_unknown)
+
+    def eos_default_far(m):
+        # SPM's default EOS id (2) exists; an explicit out-of-range EOS keeps it
+        m.kvs.append(kv_u32("tokenizer.ggml.eos_token_id", 12345))
+    yield variant("vocab_eos_out_of_range.gguf", "bad special token: 'tokenizer.ggml.eos_token_id' = 12345", eos_default_far)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: %s OUTDIR\n" % sys.argv[0])
@@ -620,6 +651,15 @@ def main():
         lines.append("%s\t%s\n" % (name, expect))
     with open(os.path.join(outdir, "cases.tsv"), "w") as f:
         f.writelines(lines)
+    wlines = []
+    for name, data, expect in warn_cases(base):
+        assert name not in seen, name
+        seen.add(name)
+        with open(os.path.join(outdir, name), "wb") as f:
+            f.write(data)
+        wlines.append("%s\t%s\n" % (name, expect))
+    with open(os.path.join(outdir, "warn_cases.tsv"), "w") as f:
+        f.writelines(wlines)
     print("wrote base.gguf (%d bytes) and %d malformed files to %s" % (len(raw), len(lines), outdir))
     return 0
 

@@ -216,8 +216,17 @@ fi
 # --- (i) the vocab C API (buffers, invalid ids, NUL bytes, 10 MB input), and
 # every vocab getter against the reference's (a digest per vocabulary)
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
-    compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c" && run_prog test_vocab_api "$SMOL" "$GEMMA" \
-        || not_ok "test_vocab_api build"
+    if compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c"; then
+        run_prog test_vocab_api "$SMOL" "$GEMMA"
+        if VOCAB_API_SKIP_BIG=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$OUT/test_vocab_api" "$SMOL" "$GEMMA" > "$OUT/valgrind_vocab_api.out" 2> "$OUT/valgrind_vocab_api.err"; then
+            ok "test_vocab_api (without the 10 MB input) under valgrind memcheck: no errors, no leaks"
+        else
+            not_ok "test_vocab_api under valgrind"; tail -n 40 "$OUT/valgrind_vocab_api.err"
+        fi
+    else
+        not_ok "test_vocab_api build"
+    fi
 fi
 if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
     for g in "$ROOT"/ffi-tests/golden/vocab/*.txt; do
@@ -234,6 +243,67 @@ if compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
     done
 else
     not_ok "dump_vocab build"
+fi
+
+# --- (j) random inputs (special-token soup, many scripts, invalid UTF-8),
+# 300 cases x 4 flag combinations per vocabulary: the digest of the ids and
+# detokenized bytes equals the reference library's (golden/fuzz/SHA256SUMS)
+if compile fuzz_tokenize "$ROOT/ffi-tests/fuzz_tokenize.c"; then
+    while read -r sum name; do
+        case "$name" in
+            SmolLM2-*|gemma-3-*) model=$MODELS/$name.gguf ;;
+            *) model=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/$name.gguf ;;
+        esac
+        got=$("$OUT/fuzz_tokenize" "$model" 300 2> /dev/null | sha256sum | cut -d' ' -f1)
+        if [ "$got" = "$sum" ]; then
+            ok "random inputs on $name tokenize as with the reference"
+        else
+            not_ok "random inputs on $name tokenize as with the reference"
+        fi
+    done < "$ROOT/ffi-tests/golden/fuzz/SHA256SUMS"
+    # every pre-tokenizer name (and the whitespace/hybriddna models) on the
+    # llama-bpe vocabulary, 60 cases each (golden/fuzz/PRE_VARIANTS.SHA256SUMS)
+    rm -rf "$OUT/pre_variants" && mkdir -p "$OUT/pre_variants"
+    names=$(awk '{n=$2; sub(/^model_/, "model=", n); print n}' "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS")
+    # shellcheck disable=SC2086
+    if python3 "$ROOT/ffi-tests/gen_pre_variants.py" "${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/ggml-vocab-llama-bpe.gguf" \
+        "$OUT/pre_variants" $names; then
+        bad=""; n_pre=0
+        while read -r sum name; do
+            n_pre=$((n_pre + 1))
+            got=$("$OUT/fuzz_tokenize" "$OUT/pre_variants/$name.gguf" 60 2> /dev/null | sha256sum | cut -d' ' -f1)
+            [ "$got" = "$sum" ] || bad="$bad $name"
+        done < "$ROOT/ffi-tests/golden/fuzz/PRE_VARIANTS.SHA256SUMS"
+        if [ -z "$bad" ]; then ok "all $n_pre pre-tokenizer variants tokenize random inputs as with the reference"; else not_ok "pre-tokenizer variants differ:$bad"; fi
+        # the RWKV, PLaMo-2 and TEST tokenizer models: llama-spm with its model
+        # replaced, and a small synthetic RWKV vocabulary (fuzz and getter
+        # digests from the reference: golden/fuzz/MODEL_VARIANTS.SHA256SUMS)
+        MV=$OUT/model_variants
+        rm -rf "$MV" && mkdir -p "$MV"
+        if python3 "$ROOT/ffi-tests/gen_pre_variants.py" "${MINFER_CACHE:-$HOME/.cache/minfer}/vocab/ggml-vocab-llama-spm.gguf" \
+            "$MV" model=plamo2 model=test synth=rwkv && compile dump_vocab "$ROOT/ffi-tests/dump_vocab.c"; then
+            while read -r sum what; do
+                kind=${what%%:*}; name=${what#*:}
+                if [ "$kind" = fuzz ]; then
+                    got=$("$OUT/fuzz_tokenize" "$MV/$name.gguf" 60 2> /dev/null | sha256sum | cut -d' ' -f1)
+                else
+                    got=$("$OUT/dump_vocab" "$MV/$name.gguf" 2> /dev/null | sha256sum | cut -d' ' -f1)
+                fi
+                if [ "$got" = "$sum" ]; then ok "$name: $kind as with the reference"; else not_ok "$name: $kind as with the reference"; fi
+            done < "$ROOT/ffi-tests/golden/fuzz/MODEL_VARIANTS.SHA256SUMS"
+        else
+            not_ok "model variants"
+        fi
+        # long words on the regex-engine pre-tokenizers (also from a small-stack thread)
+        PV=$OUT/pre_variants
+        compile test_long_words "$ROOT/ffi-tests/test_long_words.c" \
+            && run_prog test_long_words "$PV/tekken.gguf" "$PV/exaone-moe.gguf" "$PV/gpt-4o.gguf" "$PV/chameleon.gguf" \
+            || not_ok "test_long_words build"
+    else
+        not_ok "gen_pre_variants.py"
+    fi
+else
+    not_ok "fuzz_tokenize build"
 fi
 
 # --- (h) tokenizer goldens: every row of every vocabulary (ids and detokenized

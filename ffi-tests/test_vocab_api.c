@@ -5,7 +5,10 @@
 // empty input, input with NUL bytes, a 10 MB input, special tokens.
 //
 // usage: test_vocab_api SMOLLM2.gguf GEMMA3.gguf
+#define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
+
+#include <pthread.h>
 
 #include <stdint.h>
 
@@ -171,6 +174,68 @@ static void test_big(const struct llama_vocab * v, const char * name) {
     free(s);
 }
 
+
+// kv overrides reach the vocabulary's scalar keys (as in the reference)
+static void test_overrides(const char * gemma_path) {
+    struct llama_model_kv_override ov[3];
+    memset(ov, 0, sizeof(ov));
+    ov[0].tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+    strcpy(ov[0].key, "tokenizer.ggml.add_bos_token");
+    ov[0].val_bool = false;
+    ov[1].tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+    strcpy(ov[1].key, "tokenizer.ggml.add_eos_token");
+    ov[1].val_bool = true;
+    struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    mp.kv_overrides = ov;
+    struct llama_model * m = llama_model_load_from_file(gemma_path, mp);
+    CHECK(m != NULL, "gemma3 loads with tokenizer overrides");
+    if (!m) return;
+    const struct llama_vocab * v = llama_model_get_vocab(m);
+    CHECK(!llama_vocab_get_add_bos(v) && llama_vocab_get_add_eos(v), "the overrides are applied");
+    int32_t ids[8];
+    int32_t n = tok(v, "", 0, ids, 8, true, false);
+    CHECK(n == 1 && ids[0] == llama_vocab_eos(v), "empty input with add_special is just EOS (%d)", n);
+    llama_model_free(m);
+}
+
+// one vocabulary used from several threads at once gives the same tokens
+struct tjob {
+    const struct llama_vocab * v;
+    const char * s;
+    int32_t len;
+    int32_t * ids;
+    int32_t n;
+};
+
+static void * tjob_run(void * p) {
+    struct tjob * j = p;
+    for (int rep = 0; rep < 20; rep++) {
+        j->n = llama_tokenize(j->v, j->s, j->len, j->ids, 4096, true, true);
+    }
+    return NULL;
+}
+
+static void test_threads(const struct llama_vocab * v, const char * name) {
+    const char * s = "<|im_start|>user\nHello, wörld! 你好 12345 <start_of_turn>\n\n   x = [1, 2, 3]  # ok\n";
+    int32_t len = (int32_t) strlen(s);
+    int32_t want[4096];
+    int32_t nw = tok(v, s, len, want, 4096, true, true);
+    struct tjob jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i].v = v; jobs[i].s = s; jobs[i].len = len; jobs[i].n = -1;
+        jobs[i].ids = malloc(sizeof(int32_t) * 4096);
+        pthread_create(&th[i], NULL, tjob_run, &jobs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].n == nw && memcmp(jobs[i].ids, want, sizeof(int32_t) * (size_t) nw) == 0,
+              "%s: thread %d tokenizes as the main thread", name, i);
+        free(jobs[i].ids);
+    }
+}
+
 int main(int argc, char ** argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s SMOLLM2.gguf GEMMA3.gguf\n", argv[0]);
@@ -190,8 +255,10 @@ int main(int argc, char ** argv) {
         test_invalid_ids(v, names[i]);
         test_detokenize(v, names[i]);
         test_special(v, names[i], specials[i]);
-        test_big(v, names[i]);
+        test_threads(v, names[i]);
+        if (!getenv("VOCAB_API_SKIP_BIG")) test_big(v, names[i]);
         llama_model_free(m);
     }
+    test_overrides(argv[2]);
     return finish("vocab_api");
 }

@@ -117,7 +117,7 @@ impl Model {
         }
 
         let metadata = Metadata::from_gguf(first);
-        let vocab = Vocab::load(first)?;
+        let vocab = Vocab::load(first, &params.overrides)?;
         let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
 
         let mut tensor_index = HashMap::new();

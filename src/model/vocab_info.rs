@@ -12,4 +12,5 @@ pub enum VocabType {
     Ugm = 4,
     Rwkv = 5,
     Plamo2 = 6,
+    Test = 7,
 }

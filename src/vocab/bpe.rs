@@ -3,7 +3,9 @@
 //! rank (lowest first, leftmost on ties); symbols that are not tokens fall
 //! back to byte tokens.
 
-use super::{unicode, PreType, Vocab, TOKEN_NULL};
+use super::hash::FxMap;
+use super::{unicode, Vocab, TOKEN_NULL};
+use crate::error::Result;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -45,11 +47,17 @@ pub struct Session<'a> {
     key: Vec<u8>,
     syms: Vec<Sym>,
     queue: BinaryHeap<Bigram>,
+    /// Tokens of the words seen in this call: a word's tokens depend on the
+    /// word alone, and text repeats its words.
+    cache: FxMap<Box<[u8]>, Box<[i32]>>,
 }
+
+/// Most words remembered per call (bounds the memory on random text).
+const CACHE_MAX: usize = 1 << 16;
 
 impl<'a> Session<'a> {
     pub fn new(vocab: &'a Vocab) -> Session<'a> {
-        Session { vocab, key: Vec::new(), syms: Vec::new(), queue: BinaryHeap::new() }
+        Session { vocab, key: Vec::new(), syms: Vec::new(), queue: BinaryHeap::new(), cache: FxMap::default() }
     }
 
     fn add_bigram(&mut self, word: &[u8], left: i32, right: i32) {
@@ -64,19 +72,114 @@ impl<'a> Session<'a> {
         self.queue.push(Bigram { left, right, rank, size: l.n + r.n });
     }
 
-    pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) {
+    /// A fragment, through the session of the vocabulary's tokenizer model
+    /// (`whitespace` and `hybriddna` wrap the plain BPE session).
+    pub fn tokenize_fragment(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
+        match self.vocab.model_name.as_str() {
+            "whitespace" => self.tokenize_whitespace(text, out),
+            "hybriddna" => self.tokenize_dna(text, out),
+            _ => self.tokenize(text, out),
+        }
+    }
+
+    fn tokenize_whitespace(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
+        let mut seg = Vec::new();
+        for c in unicode::cpts_from_utf8(text) {
+            if unicode::flags(c) & unicode::WHITESPACE != 0 {
+                if !seg.is_empty() {
+                    self.tokenize(&seg, out)?;
+                    seg.clear();
+                }
+            } else {
+                unicode::push_utf8(&mut seg, if self.vocab.norm_lowercase { unicode::tolower(c) } else { c });
+            }
+        }
+        if !seg.is_empty() {
+            self.tokenize(&seg, out)?;
+        }
+        Ok(())
+    }
+
+    fn tokenize_dna(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
+        const OPEN: &[u8] = b"<dna>";
+        const CLOSE: &[u8] = b"</dna>";
+        let v = self.vocab;
+        let (begin, end_id, oov) = (v.text_to_token(OPEN), v.text_to_token(CLOSE), v.text_to_token(b"<oov>"));
+        if begin == TOKEN_NULL || end_id == TOKEN_NULL || oov == TOKEN_NULL {
+            return self.tokenize(text, out);
+        }
+        let find = |hay: &[u8], needle: &[u8], from: usize| -> Option<usize> {
+            hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|p| p + from)
+        };
+        let mut pos = 0;
+        while pos < text.len() {
+            let Some(start) = find(text, OPEN, pos) else {
+                self.tokenize(&text[pos..], out)?;
+                break;
+            };
+            if start > pos {
+                self.tokenize(&text[pos..start], out)?;
+            }
+            out.push(begin);
+            let cs = start + OPEN.len();
+            let close = find(text, CLOSE, cs);
+            let ce = close.unwrap_or(text.len());
+            let seq: Vec<u8> = text[cs..ce].iter().map(|&c| if c.is_ascii_lowercase() { c - 32 } else { c }).collect();
+            let kmer = |k: &[u8]| {
+                let mut key = k.to_vec();
+                key.extend_from_slice(super::DNA_KMER_MARKER);
+                let t = v.text_to_token(&key);
+                if t != TOKEN_NULL { t } else { oov }
+            };
+            let mut i = 0;
+            while i + 6 <= seq.len() {
+                out.push(kmer(&seq[i..i + 6]));
+                i += 6;
+            }
+            if i < seq.len() {
+                let mut last = seq[i..].to_vec();
+                last.resize(6, b'A');
+                out.push(kmer(&last));
+            }
+            let Some(close) = close else { break };
+            out.push(end_id);
+            pos = close + CLOSE.len();
+        }
+        Ok(())
+    }
+
+    pub fn tokenize(&mut self, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
         let pretok = self.vocab.pretok.as_ref().expect("BPE vocab without a pre-tokenizer");
         let byte_encode = pretok.byte_encode;
-        let words = pretok.split(text);
+        let words = pretok.split(text)?;
+        let mut ids = Vec::new();
         for word in &words {
             let word = word.as_slice();
+            if let Some(cached) = self.cache.get(word) {
+                out.extend_from_slice(cached);
+                continue;
+            }
+            ids.clear();
+            self.tokenize_word(word, byte_encode, &mut ids);
+            out.extend_from_slice(&ids);
+            if self.cache.len() < CACHE_MAX {
+                self.cache.insert(word.into(), ids.as_slice().into());
+            }
+        }
+        Ok(())
+    }
+
+    /// One pre-tokenized word: merges, then tokens (byte tokens for symbols
+    /// that are not tokens).
+    fn tokenize_word(&mut self, word: &[u8], byte_encode: bool, out: &mut Vec<i32>) {
+        {
             self.queue.clear();
             self.syms.clear();
             let mut offset = 0;
             if self.vocab.ignore_merges && self.vocab.text_to_token(word) != TOKEN_NULL {
                 self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
                 offset = word.len();
-            } else if self.vocab.pre_type == PreType::Gemma4
+            } else if self.vocab.pre_type == "GEMMA4"
                 && word.iter().all(|&b| b == b'\n')
                 && self.vocab.text_to_token(word) != TOKEN_NULL
             {

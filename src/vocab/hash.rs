@@ -1,4 +1,4 @@
-//! A fast non-cryptographic hasher (FxHash, as in rustc) for the token and
+//! A fast non-cryptographic hasher (FxHash, as in rustc, with a final mix) for the token and
 //! merge tables: lookups dominate tokenization time, and the keys come from
 //! the model file, not from an adversary choosing collisions at run time.
 
@@ -43,7 +43,14 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash
+        // The multiply only carries low bits upward; the table indexes by the
+        // low bits, so finish with MurmurHash3's fmix64 to spread every bit.
+        let mut h = self.hash;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51afd7ed558ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ceb9fe1a85ec53);
+        h ^ (h >> 33)
     }
 }
 

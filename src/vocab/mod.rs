@@ -16,10 +16,14 @@
 
 mod bpe;
 mod hash;
+mod plamo2;
+mod pre_table;
 pub mod pretokenize;
 pub mod regex;
+mod rwkv;
 mod spm;
 mod stdmap;
+mod stdsort;
 mod ugm;
 pub mod unicode;
 mod unicode_data;
@@ -27,11 +31,16 @@ mod wpm;
 
 use crate::error::{Error, Result};
 use crate::gguf::{type_name_of, ArrayRef, GgufFile, GgufType, Value};
+use crate::model::metadata::{Override, Overrides};
 use crate::model::vocab_info::VocabType;
 use hash::FxMap;
 use std::collections::BTreeSet;
 
 pub const TOKEN_NULL: i32 = -1;
+
+/// The suffix (U+E000) that keeps `hybriddna` k-mers distinct in the token
+/// map; removed from their text at load.
+const DNA_KMER_MARKER: &[u8] = b"\xee\x80\x80";
 
 // llama_token_attr bits
 pub const ATTR_UNDEFINED: u32 = 0;
@@ -46,49 +55,9 @@ pub const ATTR_LSTRIP: u32 = 1 << 7;
 pub const ATTR_RSTRIP: u32 = 1 << 8;
 pub const ATTR_SINGLE_WORD: u32 = 1 << 9;
 
-/// The pre-tokenizers the reference distinguishes by behaviour (beyond their
-/// regexes, which `bpe_regexes` gives).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PreType {
-    Default,
-    Llama3,
-    DeepseekLlm,
-    DeepseekCoder,
-    Falcon,
-    Mpt,
-    Starcoder,
-    Gpt2,
-    Refact,
-    CommandR,
-    Stablelm2,
-    Qwen2,
-    Qwen35,
-    Olmo,
-    Dbrx,
-    Smaug,
-    Poro,
-    Chatglm4,
-    Viking,
-    Jais,
-    Tekken,
-    Smollm,
-    Codeshell,
-    Bloom,
-    Gpt3Finnish,
-    Exaone,
-    Chameleon,
-    Minerva,
-    Gpt4o,
-    Superbpe,
-    Trillion,
-    Bailingmoe,
-    SeedCoder,
-    Hunyuan,
-    GraniteDocling,
-    Gemma4,
-    Whitespace,
-    Other(&'static str),
-}
+/// A pre-tokenizer type: the reference's `LLAMA_VOCAB_PRE_TYPE_*` name
+/// without the prefix ("DEFAULT", "LLAMA3", "GEMMA4", …; see pre_table.rs).
+pub type PreType = &'static str;
 
 pub struct TokenData {
     /// The text with a trailing NUL (for llama_vocab_get_text).
@@ -156,31 +125,62 @@ pub struct Vocab {
 
     pretok: Option<pretokenize::PreTokenizer>,
     ugm: Option<ugm::Ugm>,
+    rwkv: Option<rwkv::Rwkv>,
+    plamo2: Option<plamo2::Plamo2>,
 }
 
 // --- reading metadata
 
-fn get_u32(f: &GgufFile, key: &str) -> Result<Option<u32>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::U32(v)) => Ok(Some(*v)),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
-    }
+/// The file plus the caller's kv overrides, which the reference applies to
+/// every key it reads through `get_key` (scalars), not to the arrays.
+struct Keys<'a> {
+    f: &'a GgufFile,
+    ov: &'a Overrides,
 }
 
-fn get_bool(f: &GgufFile, key: &str) -> Result<Option<bool>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::Bool(v)) => Ok(Some(*v)),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
+impl Keys<'_> {
+    fn u32(&self, key: &str) -> Result<Option<u32>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Int(v) => u32::try_from(*v)
+                    .map(Some)
+                    .map_err(|_| Error::model(format!("override of {key} is out of range: {v}"))),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected an int"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::U32(v)) => Ok(Some(*v)),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
+        }
     }
-}
 
-fn get_string(f: &GgufFile, key: &str) -> Result<Option<String>> {
-    match f.get(key) {
-        None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(f.str_bytes(s)).into_owned())),
-        Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Bool(b) => Ok(Some(*b)),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected a bool"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::Bool(v)) => Ok(Some(*v)),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>> {
+        if let Some(o) = self.ov.get(key) {
+            return match o {
+                Override::Str(s) => Ok(Some(s.clone())),
+                _ => Err(Error::model(format!("override of {key} has the wrong type, expected a string"))),
+            };
+        }
+        match self.f.get(key) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(self.f.str_bytes(s)).into_owned())),
+            Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
+        }
     }
 }
 
@@ -200,47 +200,14 @@ fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayR
 }
 
 /// The regexes and byte encoding of a BPE pre-tokenizer (`llm_tokenizer_bpe`).
-fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
-    use PreType::*;
-    const GPT2: &str = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
-    const LLAMA3: &str = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    const QWEN2: &str = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    let v: Vec<&'static str> = match pre {
-        Llama3 | Dbrx | Smaug | Chatglm4 => vec![LLAMA3],
-        DeepseekLlm => vec![
-            "[\r\n]",
-            "\\s?[A-Za-z\u{B5}\u{C0}-\u{D6}\u{D8}-\u{F6}\u{F8}-\u{1BA}\u{1BC}-\u{1BF}\u{1C4}-\u{293}\u{295}-\u{2AF}\u{370}-\u{373}\u{376}\u{377}\u{37B}-\u{37D}\u{37F}\u{386}\u{388}-\u{38A}\u{38C}\u{38E}-\u{3A1}\u{3A3}-\u{3F5}\u{3F7}-\u{481}\u{48A}-\u{52F}\u{531}-\u{556}\u{10A0}-\u{10C5}\u{13A0}-\u{13F5}\u{13F8}-\u{13FD}\u{1C90}-\u{1CBA}\u{1CBD}-\u{1CBF}\u{1D00}-\u{1D2B}\u{1D6B}-\u{1D77}\u{1D79}-\u{1D9A}\u{1E00}-\u{1F15}\u{1F18}-\u{1F1D}\u{1F20}-\u{1F45}\u{1F48}-\u{1F4D}\u{1F50}-\u{1F57}\u{1F59}\u{1F5B}\u{1F5D}\u{1F5F}-\u{1F7D}\u{1F80}-\u{1FB4}\u{1FB6}-\u{1FBC}\u{1FBE}\u{1FC2}-\u{1FC4}\u{1FC6}-\u{1FCC}\u{1FD0}-\u{1FD3}\u{1FD6}-\u{1FDB}\u{1FE0}-\u{1FEC}\u{1FF2}-\u{1FF4}\u{1FF6}-\u{1FFC}\u{2102}\u{2107}\u{210A}-\u{2113}\u{2115}\u{2119}-\u{211D}\u{2124}\u{2126}\u{2128}\u{212A}-\u{212D}\u{212F}-\u{2134}\u{2139}\u{213C}-\u{213F}\u{2145}-\u{2149}\u{214E}\u{2183}\u{2184}\u{2C00}-\u{2C7B}\u{2C7E}-\u{2CE4}\u{2CEB}-\u{2CEE}\u{2CF2}\u{2CF3}\u{A640}-\u{A66D}\u{A680}-\u{A69B}\u{A722}-\u{A76F}\u{A771}-\u{A787}\u{A78B}-\u{A78E}\u{AB70}-\u{ABBF}\u{FB00}-\u{FB06}\u{FB13}-\u{FB17}\u{FF21}-\u{FF3A}\u{FF41}-\u{FF5A}\u{10400}-\u{1044F}\u{104B0}-\u{104D3}\u{104D8}-\u{104FB}\u{10C80}-\u{10CB2}\u{10CC0}-\u{10CF2}\u{118A0}-\u{118DF}\u{1E900}-\u{1E943}]+",
-            "\\s?[!-/:-~\u{FF01}-\u{FF0F}\u{FF1A}-\u{FF5E}\u{2018}-\u{201F}\u{3000}-\u{3002}]+",
-            "\\s+$",
-            "[\u{4E00}-\u{9FA5}\u{800}-\u{4E00}\u{AC00}-\u{D7FF}]+",
-            "\\p{N}+",
-        ],
-        DeepseekCoder => vec!["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u{4E00}-\u{9FA5}\u{800}-\u{4E00}\u{AC00}-\u{D7FF}]+", "\\p{N}"],
-        Falcon => vec!["[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2, "[0-9][0-9][0-9]"],
-        Starcoder | Refact | CommandR | Smollm | Codeshell | Exaone | Minerva => vec!["\\p{N}", GPT2],
-        Gpt2 | Mpt | Olmo | Jais | Trillion | GraniteDocling => vec![GPT2],
-        Stablelm2 | Qwen2 | Hunyuan => vec![QWEN2],
-        Qwen35 => vec!["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-        Poro | Bloom | Gpt3Finnish => vec![" ?[^(\\s|.,!?\u{2026}\u{3002}\u{FF0C}\u{3001}\u{964}\u{6D4}\u{60C})]+"],
-        Viking => vec![" ?[^(\\s|.,!?\u{2026}\u{3002}\u{FF0C}\u{3001}\u{964}\u{6D4}\u{60C})]+", "\\p{N}"],
-        Tekken => vec!["[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-        Chameleon => vec![
-            "<sentinel:[0-9]+>",
-            "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
-            "([\\t\\n]|    |  )",
-            "\\p{N}",
-            "[\\p{P}!-/:-@\\[-`{-~]",
-            GPT2,
-        ],
-        Gpt4o => vec!["[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-        Superbpe => vec!["\\p{N}+", "(?=(\\d{3})+(?!\\d))"],
-        Bailingmoe => vec!["'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"],
-        SeedCoder => vec!["(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"],
-        Gemma4 => return (vec!["[^\\n]+|[\\n]+"], false),
-        Whitespace => return (vec!["\\S+"], false),
-        Default | Other(_) => vec!["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"],
-    };
-    (v, true)
+pub(crate) fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
+    let table = pre_table::PRE_REGEXES;
+    let (_, exprs, byte_encode) = table
+        .iter()
+        .find(|(types, _, _)| types.contains(&pre))
+        .or_else(|| table.iter().find(|(types, _, _)| types.contains(&"DEFAULT")))
+        .expect("the table has DEFAULT");
+    (exprs.to_vec(), *byte_encode)
 }
 
 const CONTROL_WARN: &str = "control-looking token was not control-type; this is probably a bug in the model. its type will be overridden";
@@ -295,6 +262,7 @@ impl Vocab {
                 }
             }
             VocabType::Wpm | VocabType::Bpe => self.text_to_token(unicode::byte_to_utf8(ch)),
+            VocabType::Plamo2 => self.text_to_token(format!("<0x{ch:02X}>").as_bytes()),
             _ => TOKEN_NULL,
         };
         if t == TOKEN_NULL {
@@ -319,17 +287,18 @@ impl Vocab {
 
     // --- loading
 
-    pub fn load(f: &GgufFile) -> Result<Vocab> {
-        let model_name = get_string(f, "tokenizer.ggml.model")?
+    pub fn load(f: &GgufFile, overrides: &Overrides) -> Result<Vocab> {
+        let k = Keys { f, ov: overrides };
+        let model_name = k.string("tokenizer.ggml.model")?
             .ok_or_else(|| Error::model("key not found in model: tokenizer.ggml.model"))?;
-        let mut pre_name = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
-        let n_token_types = get_u32(f, "tokenizer.ggml.token_type_count")?.unwrap_or(0);
+        let mut pre_name = k.string("tokenizer.ggml.pre")?.unwrap_or_default();
+        let n_token_types = k.u32("tokenizer.ggml.token_type_count")?.unwrap_or(0);
 
         let mut v = Vocab {
             kind: VocabType::Spm,
             model_name: model_name.clone(),
             pre_name: String::new(),
-            pre_type: PreType::Default,
+            pre_type: "DEFAULT",
             n_token_types,
             tokens: Vec::new(),
             token_to_id: FxMap::default(),
@@ -368,6 +337,8 @@ impl Vocab {
             cache_piece: Vec::new(),
             pretok: None,
             ugm: None,
+            rwkv: None,
+            plamo2: None,
         };
 
         let set_ids = |v: &mut Vocab, bos, eos, unk, sep, pad, mask| {
@@ -385,8 +356,8 @@ impl Vocab {
                 v.kind = VocabType::None;
                 set_ids(&mut v, N, N, N, N, N, N);
                 v.linefeed = N;
-                let arch = get_string(f, "general.architecture")?.unwrap_or_default();
-                if let Some(n) = get_u32(f, &format!("{arch}.vocab_size"))? {
+                let arch = k.string("general.architecture")?.unwrap_or_default();
+                if let Some(n) = k.u32(&format!("{arch}.vocab_size"))? {
                     log_warn!("adding {n} dummy tokens");
                     v.tokens = (0..n).map(|_| TokenData { text: Box::new([0]), score: 0.0, attr: 0 }).collect();
                 }
@@ -402,12 +373,15 @@ impl Vocab {
                 set_ids(&mut v, 101, N, 100, 102, 0, 103);
                 v.add_sep = true;
             }
-            "gpt2" | "gemma4" => {
+            "gpt2" | "gemma4" | "whitespace" | "hybriddna" => {
                 v.kind = VocabType::Bpe;
-                let a = get_array(f, "tokenizer.ggml.merges", &[GgufType::Str])?
-                    .ok_or_else(|| Error::model("cannot find tokenizer merges in model file"))?;
-                let merges = f.array_strings(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.merges"))?;
-                for (i, word) in merges.enumerate() {
+                let merges = match get_array(f, "tokenizer.ggml.merges", &[GgufType::Str])? {
+                    Some(a) => Some(f.array_strings(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.merges"))?),
+                    // Kimi-K2 tokenizes without merges
+                    None if model_name != "gemma4" && pre_name == "kimi-k2" => None,
+                    None => return Err(Error::model("cannot find tokenizer merges in model file")),
+                };
+                for (i, word) in merges.into_iter().flatten().enumerate() {
                     let (first, second) = match word.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
                         Some(p) => (&word[..p + 1], &word[p + 2..]),
                         None => (&[][..], &[][..]),
@@ -439,8 +413,17 @@ impl Vocab {
                     }
                 }
             }
-            "rwkv" | "plamo2" | "hybriddna" | "whitespace" | "test" => {
-                return Err(Error::model(format!("tokenizer model '{model_name}' is not supported by minfer yet")));
+            "rwkv" => {
+                v.kind = VocabType::Rwkv;
+                set_ids(&mut v, N, N, N, N, N, N);
+            }
+            "test" => {
+                v.kind = VocabType::Test;
+                set_ids(&mut v, N, N, N, N, N, N);
+            }
+            "plamo2" => {
+                v.kind = VocabType::Plamo2;
+                set_ids(&mut v, 1, 2, 0, N, 3, N);
             }
             other => return Err(Error::model(format!("unknown tokenizer: '{other}'"))),
         }
@@ -469,13 +452,19 @@ impl Vocab {
                 v.add_bos = false;
                 v.add_eos = true;
             }
+            VocabType::Rwkv => {
+                v.add_space_prefix = false;
+                v.clean_spaces = false;
+                v.add_bos = false;
+                v.add_eos = false;
+            }
             _ => {}
         }
         v.pre_name = pre_name;
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_space_prefix")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_space_prefix")? {
             v.add_space_prefix = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.remove_extra_whitespaces")? {
+        if let Some(b) = k.bool("tokenizer.ggml.remove_extra_whitespaces")? {
             v.remove_extra_whitespaces = b;
         }
 
@@ -540,6 +529,22 @@ impl Vocab {
             return Err(Error::model("tokenizer.ggml.tokens is truncated"));
         }
 
+        v.check_tokens();
+
+        if model_name == "hybriddna" {
+            let oov = v.text_to_token(b"<oov>");
+            if oov != TOKEN_NULL {
+                for t in &mut v.tokens[oov as usize + 1..] {
+                    let x = t.text();
+                    if x.len() > DNA_KMER_MARKER.len() && x.ends_with(DNA_KMER_MARKER) {
+                        let mut nt = x[..x.len() - DNA_KMER_MARKER.len()].to_vec();
+                        nt.push(0);
+                        t.text = nt.into_boxed_slice();
+                    }
+                }
+            }
+        }
+
         // --- the tokenizer
         match v.kind {
             VocabType::Bpe => {
@@ -547,6 +552,8 @@ impl Vocab {
                 v.pretok = Some(pretokenize::PreTokenizer::new(&exprs, byte_encode)?);
             }
             VocabType::Ugm => v.ugm = Some(ugm::Ugm::new(&v, charsmap)?),
+            VocabType::Rwkv => v.rwkv = Some(rwkv::Rwkv::new(&v)),
+            VocabType::Plamo2 => v.plamo2 = Some(plamo2::Plamo2::new(&v)?),
             _ => {}
         }
 
@@ -560,6 +567,10 @@ impl Vocab {
                 }
             },
             VocabType::Wpm => v.pad,
+            VocabType::Rwkv => *v
+                .tokenize(b"\n", false, false)?
+                .first()
+                .ok_or_else(|| Error::model("model vocab missing newline token"))?,
             _ => {
                 let ids = v.tokenize(b"\n", false, false)?;
                 match ids.first() {
@@ -572,145 +583,70 @@ impl Vocab {
             }
         };
 
-        v.read_special_ids(f)?;
+        v.read_special_ids(&k)?;
         v.derive_specials();
         v.build_caches();
-        v.per_model_attrs(f)?;
+        v.per_model_attrs(&k)?;
         Ok(v)
     }
 
-    fn pre_type_of(v: &mut Vocab, pre: &str) -> Result<PreType> {
-        use PreType::*;
-        Ok(match pre {
-            "" => {
-                log_warn!("missing pre-tokenizer type, using: 'default' (GENERATION QUALITY WILL BE DEGRADED! CONSIDER REGENERATING THE MODEL)");
-                Default
+    /// Warnings for what the reference accepts silently: byte tokens whose
+    /// text is not `<0xHH>` (they decode as `strtol` reads them) and merges
+    /// naming strings that are not tokens.
+    fn check_tokens(&self) {
+        let mut bad_bytes = self.tokens.iter().enumerate().filter(|(_, t)| {
+            let x = t.text();
+            t.attr & ATTR_BYTE != 0
+                && !(x.len() == 6 && x.starts_with(b"<0x") && x[5] == b'>' && x[3..5].iter().all(u8::is_ascii_hexdigit))
+        });
+        if let Some((i, t)) = bad_bytes.next() {
+            log_warn!(
+                "{} byte token(s) do not read <0xHH>, e.g. {i} '{}'; they decode to byte 0x{:02X} as in the reference",
+                1 + bad_bytes.count(),
+                String::from_utf8_lossy(t.text()),
+                self.token_to_byte(i as i32).unwrap_or(0)
+            );
+        }
+        if !self.bpe_ranks.is_empty() {
+            let unknown = self
+                .bpe_ranks
+                .keys()
+                .filter(|k| match k.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
+                    Some(p) => !self.token_to_id.contains_key(&k[..p + 1]) || !self.token_to_id.contains_key(&k[p + 2..]),
+                    None => true,
+                })
+                .count();
+            if unknown > 0 {
+                log_warn!("{unknown} of {} BPE merges name strings that are not tokens (kept, as in the reference)", self.bpe_ranks.len());
             }
-            "default" => Default,
-            "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0" | "lfm2" | "jina-v5-nano" => {
-                v.ignore_merges = true;
-                v.add_bos = true;
-                Llama3
-            }
-            "deepseek-llm" => {
-                v.clean_spaces = false;
-                DeepseekLlm
-            }
-            "deepseek-coder" => {
-                v.clean_spaces = false;
-                DeepseekCoder
-            }
-            "falcon" => Falcon,
-            "mpt" => Mpt,
-            "starcoder" => Starcoder,
-            "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum"
-            | "modern-bert" | "exaone4" => Gpt2,
-            "gemma4" | "granite-embed-multi-311m" => {
-                v.escape_whitespaces = true;
-                Gemma4
-            }
-            "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => {
-                v.add_sep = true;
-                Gpt2
-            }
-            "whitespace" => {
-                v.norm_lowercase = false;
-                Whitespace
-            }
-            "refact" => Refact,
-            "command-r" => {
-                v.clean_spaces = false;
-                CommandR
-            }
-            "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" => {
-                v.clean_spaces = false;
-                Qwen2
-            }
-            "qwen35" => {
-                v.clean_spaces = false;
-                Qwen35
-            }
-            "stablelm2" => Stablelm2,
-            "olmo" => Olmo,
-            "dbrx" => Dbrx,
-            "smaug-bpe" => Smaug,
-            "poro-chat" => {
-                v.clean_spaces = false;
-                Poro
-            }
-            "chatglm-bpe" => {
-                v.bos = TOKEN_NULL;
-                Chatglm4
-            }
-            "glm4" | "glm5" => {
-                v.bos = TOKEN_NULL;
-                v.ignore_merges = true;
-                Chatglm4
-            }
-            "viking" => {
-                v.clean_spaces = false;
-                Viking
-            }
-            "jais" => Jais,
-            "tekken" => {
-                v.clean_spaces = false;
-                v.ignore_merges = true;
-                v.add_bos = true;
-                Tekken
-            }
-            "smollm" => {
-                v.clean_spaces = false;
-                Smollm
-            }
-            "codeshell" => Codeshell,
-            "bloom" => Bloom,
-            "gpt3-finnish" => Gpt3Finnish,
-            "exaone" => Exaone,
-            "chameleon" => {
-                v.add_bos = true;
-                v.clean_spaces = false;
-                Chameleon
-            }
-            "minerva-7b" => Minerva,
-            "megrez" => Qwen2,
-            "gpt-4o" | "llama4" | "kanana2" | "talkie" => {
-                v.clean_spaces = false;
-                Gpt4o
-            }
-            "superbpe" => {
-                v.clean_spaces = false;
-                Superbpe
-            }
-            "trillion" => {
-                v.clean_spaces = false;
-                Trillion
-            }
-            "granite-docling" => {
-                v.clean_spaces = false;
-                GraniteDocling
-            }
-            "bailingmoe" | "bailingmoe2" | "llada-moe" => {
-                v.clean_spaces = false;
-                Bailingmoe
-            }
-            "seed-coder" => {
-                v.clean_spaces = false;
-                SeedCoder
-            }
-            "hunyuan" => {
-                v.clean_spaces = false;
-                Hunyuan
-            }
-            "minicpm5" | "deepseek-v3" | "spark2_5" | "youtu" | "jais-2" | "sarvam-moe" | "granite-embed-multi-97m"
-            | "tiny_aya" | "cohere2moe" | "hunyuan-dense" | "hy_v4" | "joyai-llm" | "kimi-k2" | "ufakzeka" | "grok-2"
-            | "afmoe" | "laguna" | "minimax-m2" | "solar-open" | "mellum2" | "exaone-moe" => {
-                return Err(Error::model(format!("pre-tokenizer type '{pre}' is not supported by minfer yet")));
-            }
-            other => return Err(Error::model(format!("unknown pre-tokenizer type: '{other}'"))),
-        })
+        }
     }
 
-    fn read_special_ids(&mut self, f: &GgufFile) -> Result<()> {
+    fn pre_type_of(v: &mut Vocab, pre: &str) -> Result<PreType> {
+        if pre.is_empty() {
+            log_warn!("missing pre-tokenizer type, using: 'default' (GENERATION QUALITY WILL BE DEGRADED! CONSIDER REGENERATING THE MODEL)");
+            return Ok("DEFAULT");
+        }
+        let Some((_, kind, sets)) = pre_table::PRE_NAMES.iter().find(|(names, _, _)| names.contains(&pre)) else {
+            return Err(Error::model(format!("unknown pre-tokenizer type: '{pre}'")));
+        };
+        for &(key, value) in sets.iter() {
+            let b = value == "true";
+            match key {
+                "clean_spaces" => v.clean_spaces = b,
+                "ignore_merges" => v.ignore_merges = b,
+                "add_bos" => v.add_bos = b,
+                "add_sep" => v.add_sep = b,
+                "escape_whitespaces" => v.escape_whitespaces = b,
+                "normalizer_opts.lowercase" => v.norm_lowercase = b,
+                "special_bos_id" => v.bos = TOKEN_NULL,
+                other => return Err(Error::model(format!("pre-tokenizer table: unknown setting {other}"))),
+            }
+        }
+        Ok(kind)
+    }
+
+    fn read_special_ids(&mut self, k: &Keys) -> Result<()> {
         let n = self.tokens.len();
         let keys: [(&str, fn(&mut Vocab) -> &mut i32); 17] = [
             ("tokenizer.ggml.bos_token_id", |v| &mut v.bos),
@@ -737,35 +673,35 @@ impl Vocab {
                 log_warn!("default special token '{key}' = {} out of vocab range, disabling", *id);
                 *id = TOKEN_NULL;
             }
-            let Some(new_id) = get_u32(f, key)? else { continue };
+            let Some(new_id) = k.u32(key)? else { continue };
             if new_id as usize >= n {
                 log_warn!("bad special token: '{key}' = {new_id}, using default id {}", *id);
             } else {
                 *id = new_id as i32;
             }
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_bos_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_bos_token")? {
             self.add_bos = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_eos_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_eos_token")? {
             self.add_eos = b;
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.add_sep_token")? {
+        if let Some(b) = k.bool("tokenizer.ggml.add_sep_token")? {
             self.add_sep = b;
         }
-        if self.pre_type == PreType::Gemma4 && !self.add_bos {
+        if self.pre_type == "GEMMA4" && !self.add_bos {
             self.add_bos = true;
             log_warn!("override 'tokenizer.ggml.add_bos_token' to 'true' for Gemma4");
         }
-        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.lowercase")? {
+        if let Some(b) = k.bool("tokenizer.ggml.normalizer.lowercase")? {
             self.norm_lowercase = b;
         }
         self.norm_strip_accents = self.norm_lowercase;
-        if let Some(b) = get_bool(f, "tokenizer.ggml.normalizer.strip_accents")? {
+        if let Some(b) = k.bool("tokenizer.ggml.normalizer.strip_accents")? {
             self.norm_strip_accents = b;
         }
-        if let Some(a) = get_array(f, "tokenizer.ggml.suppress_tokens", &[GgufType::I32])? {
-            let ids = f.array_i32(&a).unwrap_or_default();
+        if let Some(a) = get_array(k.f, "tokenizer.ggml.suppress_tokens", &[GgufType::I32])? {
+            let ids = k.f.array_i32(&a).unwrap_or_default();
             self.suppress_tokens = ids.into_iter().filter(|&id| id >= 0 && (id as usize) < n).collect();
         }
         Ok(())
@@ -895,9 +831,11 @@ impl Vocab {
         let mut special: Vec<i32> = (0..self.tokens.len() as i32)
             .filter(|&id| self.tokens[id as usize].attr & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN) != 0)
             .collect();
-        let lens: Vec<usize> = special.iter().map(|&id| self.tokens[id as usize].text().len()).collect();
-        let _ = lens;
-        special.sort_by(|&a, &b| self.tokens[b as usize].text().len().cmp(&self.tokens[a as usize].text().len()));
+        // std::sort by length, descending: equal lengths end in libstdc++'s order
+        let tokens = &self.tokens;
+        stdsort::sort_by(&mut special, &|&a: &i32, &b: &i32| {
+            tokens[a as usize].text().len() > tokens[b as usize].text().len()
+        });
         for &id in &special {
             if let Some(&b) = self.tokens[id as usize].text().first() {
                 self.special_first_bytes[b as usize] = true;
@@ -908,10 +846,10 @@ impl Vocab {
         self.cache_piece = pieces;
     }
 
-    fn per_model_attrs(&mut self, f: &GgufFile) -> Result<()> {
-        let name = get_string(f, "general.name")?.unwrap_or_default().to_ascii_lowercase();
-        let pre = get_string(f, "tokenizer.ggml.pre")?.unwrap_or_default();
-        let arch = get_string(f, "general.architecture")?.unwrap_or_default();
+    fn per_model_attrs(&mut self, k: &Keys) -> Result<()> {
+        let name = k.string("general.name")?.unwrap_or_default().to_ascii_lowercase();
+        let pre = k.string("tokenizer.ggml.pre")?.unwrap_or_default();
+        let arch = k.string("general.architecture")?.unwrap_or_default();
         let any = |s: &str, subs: &[&str]| subs.iter().any(|x| s.contains(x));
         let id_of = |v: &Vocab, t: &str| -> Result<usize> {
             let id = v.text_to_token(t.as_bytes());
@@ -951,7 +889,6 @@ impl Vocab {
     fn partition(&self, text: &[u8], parse_special: bool) -> Vec<Frag> {
         let mut frags = vec![Frag::Raw(0, text.len())];
         // Only specials that occur somewhere in the text can split it.
-        let mut present: Vec<bool> = Vec::new();
         let candidates = self.cache_special.iter().filter(|&&id| {
             let t = &self.tokens[id as usize];
             !(!parse_special && t.attr & (ATTR_CONTROL | ATTR_UNKNOWN) != 0)
@@ -960,7 +897,6 @@ impl Vocab {
         if !has_first {
             return frags;
         }
-        let _ = &mut present;
         for &id in candidates {
             let tok = &self.tokens[id as usize];
             let needle = tok.text();
@@ -974,7 +910,6 @@ impl Vocab {
                     continue;
                 };
                 let (mut base, mut blen) = (off, len);
-                let mut matched = false;
                 loop {
                     let Some(m) = find(text, needle, base, base + blen) else {
                         if blen > 0 {
@@ -982,7 +917,6 @@ impl Vocab {
                         }
                         break;
                     };
-                    matched = true;
                     if m > base {
                         let mut l = m - base;
                         if tok.attr & ATTR_LSTRIP != 0 {
@@ -1010,7 +944,6 @@ impl Vocab {
                         break;
                     }
                 }
-                let _ = matched;
             }
             frags = out;
         }
@@ -1066,9 +999,9 @@ impl Vocab {
                         Frag::Raw(off, len) => {
                             let raw = &text[off..off + len];
                             if self.escape_whitespaces {
-                                session.tokenize(&escape_whitespace(raw), &mut out);
+                                session.tokenize_fragment(&escape_whitespace(raw), &mut out)?;
                             } else {
-                                session.tokenize(raw, &mut out);
+                                session.tokenize_fragment(raw, &mut out)?;
                             }
                         }
                         Frag::Token(id) => out.push(id),
@@ -1107,7 +1040,39 @@ impl Vocab {
                     out.push(need(self.eos, "EOS")?);
                 }
             }
-            _ => return Err(Error::model("this vocabulary cannot tokenize (no tokenizer model)")),
+            VocabType::Rwkv => {
+                let r = self.rwkv.as_ref().ok_or_else(|| Error::model("RWKV tokenizer not initialized"))?;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => r.tokenize(self, &text[off..off + len], &mut out),
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::Plamo2 => {
+                let p = self.plamo2.as_ref().ok_or_else(|| Error::model("PLaMo-2 tokenizer not initialized"))?;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => p.encode(&text[off..off + len], &mut out),
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::Test => {
+                let n_vocab = self.tokens.len().max(1) as u64;
+                for fr in &frags {
+                    match *fr {
+                        Frag::Raw(off, len) => {
+                            for chunk in text[off..off + len].chunks(5) {
+                                let h = chunk.iter().fold(0u64, |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                                out.push((h % n_vocab) as i32);
+                            }
+                        }
+                        Frag::Token(id) => out.push(id),
+                    }
+                }
+            }
+            VocabType::None => return Err(Error::model("this vocabulary cannot tokenize (no tokenizer model)")),
         }
         Ok(out)
     }
@@ -1137,7 +1102,20 @@ impl Vocab {
                 }
                 Vec::new()
             }
-            _ => Vec::new(),
+            VocabType::Rwkv => rwkv::unescape(text),
+            VocabType::Test => format!("{id:x}").into_bytes(),
+            VocabType::Plamo2 => {
+                if attr & ATTR_BYTE != 0
+                    && text.len() == 6
+                    && text.starts_with(b"<0x")
+                    && text[5] == b'>'
+                    && text[3..5].iter().all(u8::is_ascii_hexdigit)
+                {
+                    return vec![self.token_to_byte(id).unwrap_or(0)];
+                }
+                text.to_vec()
+            }
+            VocabType::None => Vec::new(),
         }
     }
 
@@ -1205,6 +1183,25 @@ fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
+/// Index of the first `b` in `s` (16 bytes per step, which the compiler
+/// turns into a vector compare and a mask).
+#[inline]
+fn memchr(b: u8, s: &[u8]) -> Option<usize> {
+    let mut chunks = s.chunks_exact(16);
+    let mut base = 0;
+    for c in &mut chunks {
+        let mut mask = 0u32;
+        for (i, &x) in c.iter().enumerate() {
+            mask |= u32::from(x == b) << i;
+        }
+        if mask != 0 {
+            return Some(base + mask.trailing_zeros() as usize);
+        }
+        base += 16;
+    }
+    chunks.remainder().iter().position(|&x| x == b).map(|p| base + p)
+}
+
 /// First occurrence of `needle` in `hay[from..to]` (absolute index).
 fn find(hay: &[u8], needle: &[u8], from: usize, to: usize) -> Option<usize> {
     let n = needle.len();
@@ -1215,7 +1212,7 @@ fn find(hay: &[u8], needle: &[u8], from: usize, to: usize) -> Option<usize> {
     let last_start = to - n;
     let mut i = from;
     while i <= last_start {
-        match hay[i..=last_start].iter().position(|&b| b == first) {
+        match memchr(first, &hay[i..=last_start]) {
             None => return None,
             Some(p) => {
                 let s = i + p;

@@ -25,6 +25,8 @@ enum Step {
     Qwen2,
     Qwen35,
     Newlines,
+    KimiK2,
+    Afmoe,
     /// The std::regex fallback: the compiled pattern and whether it runs on
     /// the collapsed text.
     Regex(Regex, bool),
@@ -131,6 +133,8 @@ impl PreTokenizer {
                 QWEN2_RE => Step::Qwen2,
                 QWEN35_RE => Step::Qwen35,
                 NEWLINES_RE => Step::Newlines,
+                "\\p{Han}+" => Step::KimiK2,
+                "\\p{AFMoE_digits}" | "\\d{1,3}(?=(?:\\d{3})*\\b)" => Step::Afmoe,
                 _ => {
                     if uses_categories(re) {
                         if re.chars().any(|c| c as u32 >= 128) {
@@ -149,7 +153,7 @@ impl PreTokenizer {
     }
 
     /// Splits `text` into words (byte-encoded if `byte_encode`).
-    pub fn split(&self, text: &[u8]) -> Vec<Vec<u8>> {
+    pub fn split(&self, text: &[u8]) -> Result<Vec<Vec<u8>>> {
         let cpts = u::cpts_from_utf8(text);
         let need_collapse = self.steps.iter().any(|s| matches!(s, Step::Regex(_, true)));
         let collapsed: Vec<u32> = if need_collapse {
@@ -183,7 +187,9 @@ impl PreTokenizer {
                 Step::Qwen2 => split_llama3(&cpts, &offsets, 1, false),
                 Step::Qwen35 => split_llama3(&cpts, &offsets, 1, true),
                 Step::Newlines => split_newlines(&cpts, &offsets),
-                Step::Regex(re, coll) => split_regex(re, if *coll { &collapsed } else { &wide }, &offsets),
+                Step::KimiK2 => split_kimi_k2(&cpts, &offsets),
+                Step::Afmoe => split_afmoe(&cpts, &offsets),
+                Step::Regex(re, coll) => split_regex(re, if *coll { &collapsed } else { &wide }, &offsets)?,
             };
         }
 
@@ -205,17 +211,45 @@ impl PreTokenizer {
             words.push(w);
             start += n;
         }
-        words
+        Ok(words)
     }
 }
 
-fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Vec<usize> {
+/// Stack for matching a "deep" regex (one that may recurse per character)
+/// over `n` code points: a dedicated thread gets this much, so the host
+/// thread's stack, however small, is never at risk.
+const DEEP_BYTES_PER_CPT: usize = 4096;
+const DEEP_MAX_STACK: usize = 1 << 30;
+
+fn find_iter_safe(re: &Regex, frag: &[u32]) -> Result<Vec<(usize, usize)>> {
+    if !re.deep || frag.len() < 64 {
+        return Ok(re.find_iter(frag));
+    }
+    let need = frag.len().saturating_mul(DEEP_BYTES_PER_CPT).saturating_add(1 << 20);
+    if need > DEEP_MAX_STACK {
+        return Err(crate::Error::invalid(format!(
+            "a piece of {} characters is too long for this pre-tokenizer's regex (at most {})",
+            frag.len(),
+            (DEEP_MAX_STACK - (1 << 20)) / DEEP_BYTES_PER_CPT
+        )));
+    }
+    std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .stack_size(need)
+            .spawn_scoped(sc, || re.find_iter(frag))
+            .map_err(|e| crate::Error::invalid(format!("cannot start the regex thread: {e}")))?
+            .join()
+            .map_err(|_| crate::Error::invalid("the regex thread failed"))
+    })
+}
+
+fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
     for &n in offsets {
         let frag = &text[start..start + n];
         let mut idx = 0;
-        for (s, e) in re.find_iter(frag) {
+        for (s, e) in find_iter_safe(re, frag)? {
             if s > idx {
                 out.push(s - idx);
             }
@@ -227,7 +261,7 @@ fn split_regex(re: &Regex, text: &[u32], offsets: &[usize]) -> Vec<usize> {
         }
         start += n;
     }
-    out
+    Ok(out)
 }
 
 /// A fragment view with the reference's out-of-range conventions.
@@ -468,6 +502,183 @@ fn split_llama3(cpts: &[u32], offsets: &[usize], digits: usize, marks: bool) -> 
     out
 }
 
+/// Kimi K2: `[\p{Han}]+`, then Llama-3-like rules on non-Han letters.
+fn split_kimi_k2(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(offsets.len());
+    let mut start = 0;
+    for &n in offsets {
+        let f = Frag { cpts, ini: start, end: start + n };
+        let (ini, end) = (start, start + n);
+        start = end;
+        let mut prev = ini;
+        let mut add = |e: usize, out: &mut Vec<usize>| -> usize {
+            let len = e - prev;
+            if len > 0 {
+                out.push(len);
+            }
+            prev = e;
+            len
+        };
+        let han = |c: u32| u::is_han(c);
+        let nonhan_letter = |p: usize| is(f.fl(p), u::LETTER) && !han(f.cpt(p));
+        let mut pos = ini;
+        while pos < end {
+            let cpt = f.cpt(pos);
+            let fl = f.fl(pos);
+            if han(cpt) {
+                while han(f.cpt(pos)) {
+                    pos += 1;
+                }
+                add(pos, &mut out);
+                continue;
+            }
+            let lead_ok = !(cpt == '\r' as u32 || cpt == '\n' as u32 || is(fl, u::LETTER) || is(fl, u::NUMBER));
+            let is_letter_pattern = (is(fl, u::LETTER) && !han(cpt)) || (lead_ok && nonhan_letter(pos + 1));
+            if is_letter_pattern {
+                let mut has_lead = false;
+                if lead_ok {
+                    has_lead = true;
+                    pos += 1;
+                }
+                let mut has_letters = false;
+                while nonhan_letter(pos) {
+                    has_letters = true;
+                    pos += 1;
+                }
+                if has_letters || (!has_lead && nonhan_letter(pos)) {
+                    if !has_letters {
+                        pos += 1;
+                    }
+                    while nonhan_letter(pos) {
+                        pos += 1;
+                    }
+                    if f.cpt(pos) == '\'' as u32 && pos + 1 < end {
+                        let nx = u::tolower(f.cpt(pos + 1));
+                        if [b's', b't', b'm', b'd'].iter().any(|&c| nx == c as u32) {
+                            pos += 2;
+                        } else if pos + 2 < end {
+                            let nn = u::tolower(f.cpt(pos + 2));
+                            if (nx == 'r' as u32 && nn == 'e' as u32)
+                                || (nx == 'v' as u32 && nn == 'e' as u32)
+                                || (nx == 'l' as u32 && nn == 'l' as u32)
+                            {
+                                pos += 3;
+                            }
+                        }
+                    }
+                    add(pos, &mut out);
+                    continue;
+                } else if has_lead {
+                    pos -= 1;
+                }
+            }
+            if is(fl, u::NUMBER) {
+                let mut i0 = pos;
+                while is(f.fl(pos), u::NUMBER) {
+                    pos += 1;
+                    if pos - i0 >= 3 {
+                        add(pos, &mut out);
+                        i0 = pos;
+                    }
+                }
+                add(pos, &mut out);
+                continue;
+            }
+            let sp = (cpt == ' ' as u32) as usize;
+            let mut f2 = if sp == 1 { f.fl(pos + 1) } else { fl };
+            let other = |f2: u16| !(is(f2, u::WHITESPACE) || is(f2, u::LETTER) || is(f2, u::NUMBER)) && f2 != 0;
+            if other(f2) {
+                pos += sp;
+                while other(f2) {
+                    pos += 1;
+                    f2 = f.fl(pos);
+                }
+                let mut c2 = f.cpt(pos);
+                while c2 == '\r' as u32 || c2 == '\n' as u32 {
+                    pos += 1;
+                    c2 = f.cpt(pos);
+                }
+                add(pos, &mut out);
+                continue;
+            }
+            let mut nws = 0;
+            let mut last_rn = 0;
+            while is(f.fl(pos + nws), u::WHITESPACE) {
+                let c2 = f.cpt(pos + nws);
+                if c2 == '\r' as u32 || c2 == '\n' as u32 {
+                    last_rn = pos + nws + 1;
+                }
+                nws += 1;
+            }
+            if last_rn > 0 {
+                pos = last_rn;
+                add(pos, &mut out);
+                continue;
+            }
+            if nws > 1 && f.cpt(pos + nws) != OUT {
+                pos += nws - 1;
+                add(pos, &mut out);
+                continue;
+            }
+            if nws > 0 {
+                pos += nws;
+                add(pos, &mut out);
+                continue;
+            }
+            pos += 1;
+            add(pos, &mut out);
+        }
+    }
+    out
+}
+
+/// AFMoE digits (also tiny_aya's `\d{1,3}(?=(?:\d{3})*\b)`): a digit run is
+/// cut into a leading 1-2 digits (length mod 3) and groups of three; the
+/// text before a run goes with its first piece, as the reference does.
+fn split_afmoe(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(offsets.len());
+    let mut start = 0;
+    for &n in offsets {
+        let f = Frag { cpts, ini: start, end: start + n };
+        let (ini, end) = (start, start + n);
+        start = end;
+        let mut prev = ini;
+        let add = |e: usize, out: &mut Vec<usize>, prev: &mut usize| {
+            if e > *prev {
+                out.push(e - *prev);
+            }
+            *prev = e;
+        };
+        let mut pos = ini;
+        while pos < end {
+            if is(f.fl(pos), u::NUMBER) {
+                let ds = pos;
+                let mut count = 0;
+                while is(f.fl(pos), u::NUMBER) && pos < end {
+                    count += 1;
+                    pos += 1;
+                }
+                let rem = count % 3;
+                let mut cur = ds;
+                if rem > 0 {
+                    add(cur + rem, &mut out, &mut prev);
+                    cur += rem;
+                }
+                while cur < ds + count {
+                    add(cur + 3, &mut out, &mut prev);
+                    cur += 3;
+                }
+                continue;
+            }
+            pos += 1;
+        }
+        if prev < end {
+            add(end, &mut out, &mut prev);
+        }
+    }
+    out
+}
+
 /// `[^\n]+|[\n]+`
 fn split_newlines(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
@@ -494,7 +705,7 @@ mod tests {
 
     fn words(exprs: &[&str], text: &str) -> Vec<String> {
         let p = PreTokenizer::new(exprs, false).unwrap();
-        p.split(text.as_bytes()).into_iter().map(|w| String::from_utf8(w).unwrap()).collect()
+        p.split(text.as_bytes()).unwrap().into_iter().map(|w| String::from_utf8(w).unwrap()).collect()
     }
 
     #[test]
@@ -533,6 +744,39 @@ mod tests {
     #[test]
     fn byte_encoding() {
         let p = PreTokenizer::new(&[GPT2_RE], true).unwrap();
-        assert_eq!(p.split(b"a b"), [b"a".to_vec(), "Ġb".as_bytes().to_vec()]);
+        assert_eq!(p.split(b"a b").unwrap(), [b"a".to_vec(), "Ġb".as_bytes().to_vec()]);
+    }
+
+    fn pre(pre: &'static str, text: &str) -> Vec<String> {
+        let (exprs, _) = super::super::bpe_regexes(pre);
+        let p = PreTokenizer::new(&exprs, false).unwrap();
+        p.split(text.as_bytes()).unwrap().into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect()
+    }
+
+    #[test]
+    fn pre_tokenizer_lists() {
+        // default (no `pre`): punctuation runs, digits in threes
+        assert_eq!(pre("DEFAULT", "x=1234567;"), ["x", "=", "123", "456", "7", ";"]);
+        // falcon: three-digit groups, punctuation runs with $ + < = > ^ ~ | `
+        assert_eq!(pre("FALCON", "a+=b 12345"), ["a", "+=", "b", " ", "123", "45"]);
+        // deepseek-coder: newlines alone, CJK runs, digits one by one
+        assert_eq!(pre("DEEPSEEK_CODER", "ab\n中文12"), ["ab", "\n", "中文", "1", "2"]);
+        // deepseek-llm: letter runs, then its ASCII class [!-/:-~] (which holds
+        // A-Z and a-z) splits them again around non-ASCII letters
+        assert_eq!(pre("DEEPSEEK_LLM", "Héllo wörld  "), ["H", "é", "llo", " w", "ö", "rld", "  "]);
+        // gemma4: newline runs apart from the rest, nothing else split
+        assert_eq!(pre("GEMMA4", "a b\n\nc"), ["a b", "\n\n", "c"]);
+        // qwen2 and smollm: digits one by one
+        assert_eq!(pre("QWEN2", "v2024"), ["v", "2", "0", "2", "4"]);
+        assert_eq!(pre("SMOLLM", "v2024 ok"), ["v", "2", "0", "2", "4", " ok"]);
+    }
+
+    #[test]
+    fn whitespace_and_invalid_utf8() {
+        // non-ASCII whitespace counts as whitespace; invalid bytes become U+FFFD pieces
+        // (only an ASCII space joins the next word)
+        assert_eq!(words(&[GPT2_RE], "a\u{3000}\u{3000}b"), ["a", "\u{3000}", "\u{3000}", "b"]);
+        let p = PreTokenizer::new(&[GPT2_RE], false).unwrap();
+        assert_eq!(p.split(b"a\xffb").unwrap(), [b"a".to_vec(), "\u{FFFD}".as_bytes().to_vec(), b"b".to_vec()]);
     }
 }

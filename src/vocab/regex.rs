@@ -71,6 +71,9 @@ enum Node {
     End,
     WordBoundary(bool),
     Look(Box<Node>, bool),
+    /// `(?=X)Y` with X and Y single characters: one character matching both
+    /// (so that repeating it needs no recursion).
+    Both(Box<Node>, Box<Node>),
     Concat(Vec<Node>),
     Alt(Vec<Node>),
     Repeat { node: Box<Node>, min: u32, max: u32, greedy: bool },
@@ -78,12 +81,25 @@ enum Node {
 
 impl Node {
     fn single(&self) -> bool {
-        matches!(self, Node::Char(_) | Node::Class(_) | Node::Any)
+        matches!(self, Node::Char(_) | Node::Class(_) | Node::Any | Node::Both(..))
+    }
+
+    /// Whether matching can recurse once per input character (a repeated
+    /// node that is not a single character).
+    fn deep(&self) -> bool {
+        match self {
+            Node::Repeat { node, max, .. } => (!node.single() && *max > 8) || node.deep(),
+            Node::Look(n, _) => n.deep(),
+            Node::Concat(v) | Node::Alt(v) => v.iter().any(Node::deep),
+            _ => false,
+        }
     }
 }
 
 pub struct Regex {
     root: Node,
+    /// Matching may recurse once per input character (see `deep`).
+    pub deep: bool,
 }
 
 struct Parser<'a> {
@@ -123,6 +139,11 @@ impl Parser<'_> {
         Ok(match items.len() {
             0 => Node::Empty,
             1 => items.pop().unwrap(),
+            2 if matches!(&items[0], Node::Look(x, false) if x.single()) && items[1].single() => {
+                let second = items.pop().unwrap();
+                let Some(Node::Look(first, _)) = items.pop() else { unreachable!() };
+                Node::Both(first, Box::new(second))
+            }
             _ => Node::Concat(items),
         })
     }
@@ -156,7 +177,6 @@ impl Parser<'_> {
                 if self.peek() != Some(c('}')) {
                     return Err(self.err("bad {} quantifier"));
                 }
-                self.i -= 0;
                 (lo, hi)
             }
             _ => return Ok(atom),
@@ -304,7 +324,8 @@ impl Regex {
         if p.i != pattern.len() {
             return Err(p.err("unbalanced )"));
         }
-        Ok(Regex { root })
+        let deep = root.deep();
+        Ok(Regex { root, deep })
     }
 
     #[inline]
@@ -314,6 +335,7 @@ impl Regex {
             Node::Char(x) => *x == ch,
             Node::Class(cl) => cl.matches(ch),
             Node::Any => !matches!(ch, 0x0a | 0x0d | 0x2028 | 0x2029),
+            Node::Both(a, b) => Self::single(a, t, pos) && Self::single(b, t, pos),
             _ => false,
         }
     }
@@ -321,7 +343,7 @@ impl Regex {
     fn m(node: &Node, t: &[u32], pos: usize, k: K) -> bool {
         match node {
             Node::Empty => k(pos),
-            Node::Char(_) | Node::Class(_) | Node::Any => Self::single(node, t, pos) && k(pos + 1),
+            Node::Char(_) | Node::Class(_) | Node::Any | Node::Both(..) => Self::single(node, t, pos) && k(pos + 1),
             Node::Start => pos == 0 && k(pos),
             Node::End => pos == t.len() && k(pos),
             Node::WordBoundary(want) => {
@@ -452,5 +474,11 @@ mod tests {
         assert_eq!(find("\\d{1,3}(?=(?:\\d{3})*\\b)", "1234567"), ["1", "234", "567"]);
         assert_eq!(find("[^\\n]+|[\\n]+", "ab\n\ncd"), ["ab", "\n\n", "cd"]);
         assert_eq!(find("a*?b", "aab"), ["aab"]);
+        // a lookahead + one character, repeated: one predicate, no recursion
+        assert_eq!(find("((?=[a-z])([^b]))+", "aacbd"), ["aac", "d"]);
+        let re = Regex::new(&"((?=[a-z])([^b]))+".chars().map(|c| c as u32).collect::<Vec<_>>()).unwrap();
+        assert!(!re.deep);
+        let long: Vec<u32> = std::iter::repeat('a' as u32).take(1_000_000).collect();
+        assert_eq!(re.find_iter(&long), [(0, 1_000_000)]);
     }
 }

@@ -6,7 +6,7 @@
 use super::{unicode, Vocab, TOKEN_NULL};
 use crate::error::Result;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy)]
 struct Sym {
@@ -52,7 +52,6 @@ struct Session<'a> {
     text: &'a [u8],
     syms: Vec<Sym>,
     queue: BinaryHeap<Bigram>,
-    rev_merge: HashMap<&'a [u8], (i32, i32)>,
 }
 
 impl<'a> Session<'a> {
@@ -67,9 +66,15 @@ impl<'a> Session<'a> {
             return;
         }
         self.queue.push(Bigram { left, right, score: self.vocab.tokens[tok as usize].score, size: piece.len() });
-        self.rev_merge.insert(piece, (left, right));
     }
 
+    /// A final symbol: its token, or its bytes as byte tokens.
+    ///
+    /// The reference also keeps a map from merged texts to the pair they were
+    /// merged from, to re-split a symbol that is not a token; it never
+    /// applies: a merged symbol's text is a token by construction, and a
+    /// one-character symbol (a lead byte with its continuation bytes, or one
+    /// other byte) can never equal the text of two adjacent symbols.
     fn resegment(&self, s: Sym, out: &mut Vec<i32>) -> Result<()> {
         let piece = &self.text[s.start..s.start + s.n];
         let tok = self.vocab.text_to_token(piece);
@@ -77,23 +82,15 @@ impl<'a> Session<'a> {
             out.push(tok);
             return Ok(());
         }
-        match self.rev_merge.get(piece) {
-            None => {
-                for &b in piece {
-                    out.push(self.vocab.byte_to_token(b)?);
-                }
-                Ok(())
-            }
-            Some(&(l, r)) => {
-                self.resegment(self.syms[l as usize], out)?;
-                self.resegment(self.syms[r as usize], out)
-            }
+        for &b in piece {
+            out.push(self.vocab.byte_to_token(b)?);
         }
+        Ok(())
     }
 }
 
 pub fn tokenize(vocab: &Vocab, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
-    let mut s = Session { vocab, text, syms: Vec::new(), queue: BinaryHeap::new(), rev_merge: HashMap::new() };
+    let mut s = Session { vocab, text, syms: Vec::with_capacity(text.len()), queue: BinaryHeap::with_capacity(text.len()) };
     let mut offs = 0;
     let mut index = 0i32;
     while offs < text.len() {

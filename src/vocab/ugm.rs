@@ -73,13 +73,12 @@ impl Ugm {
             xcda = arr.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
             replacements = charsmap[4 + blob..].to_vec();
         }
-        let (mut min_score, mut _max_score) = (f32::MAX, -f32::MAX);
+        let mut min_score = f32::MAX;
         let mut tokens = Trie::new();
         let mut user_defined = Trie::new();
         for (id, t) in vocab.tokens.iter().enumerate() {
             if t.attr & ATTR_NORMAL != 0 {
                 min_score = min_score.min(t.score);
-                _max_score = _max_score.max(t.score);
             }
             if t.attr & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED) != 0 {
                 tokens.insert(t.text(), id as i32);
