@@ -348,7 +348,8 @@ else
     not_ok "sampler_golden build"
 fi
 # the samplers that read a vocabulary (grammar, DRY breakers, infill) over
-# the models' vocabularies; skipped (not counted) while the library has no tokenizer
+# the models' vocabularies (the program prints SKIP, not counted, if the
+# library in use cannot tokenize)
 REF_GRAMMARS=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/grammars
 if compile vocab_sampler_golden "$ROOT/ffi-tests/vocab_sampler_golden.c"; then
     if "$OUT/vocab_sampler_golden" "$REF_GRAMMARS" "$SMOL" "$GEMMA" > "$OUT/vocab_samplers.txt" 2> "$OUT/vocab_samplers.err"; then
