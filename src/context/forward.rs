@@ -65,6 +65,117 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     Ok(())
 }
 
+/// Head layout of one attention layer.
+#[derive(Clone, Copy)]
+struct AttnShape {
+    n_head: usize,
+    n_head_kv: usize,
+    hd_k: usize,
+    hd_v: usize,
+    /// Elements per KV cell row: n_head_kv * hd_k and n_head_kv * hd_v.
+    kw: usize,
+    vw: usize,
+    kq_scale: f32,
+}
+
+/// A pointer the attention tasks write disjoint rows through.
+struct RowsPtr(*mut f32);
+// SAFETY: every task writes only its own (token, head) row of the buffer,
+// and the buffer outlives the pool submission.
+unsafe impl Sync for RowsPtr {}
+
+impl RowsPtr {
+    /// Row `i` of `len` elements.
+    ///
+    /// # Safety
+    /// The row must be in the buffer and written by this caller alone.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
+        // SAFETY: the caller's contract above.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
+    }
+}
+
+/// Attention of every (token, head) of the ubatch over the KV cells its
+/// sequence sees (position ≤ its own unless `causal` is off, and within
+/// `window` positions on sliding-window layers): softmax(q·k·scale)·v, the
+/// scores summed in f32, the softmax normaliser in f64. The layer's K/V rows
+/// are read from the cache (f16 or f32) once, as f32, for the cells in use;
+/// (token, head) pairs run in parallel on the pool, each writing its own
+/// row, so the result does not depend on the thread count.
+#[allow(clippy::too_many_arguments)]
+fn attention(
+    pool: &ThreadPool,
+    kv: &KvCache,
+    il: usize,
+    tokens: &[Token],
+    q: &[f32], // [nt][n_head * hd_k]
+    sh: AttnShape,
+    causal: bool,
+    window: Option<i32>,
+) -> Result<Vec<f32>> {
+    let nt = tokens.len();
+    let used: Vec<usize> = (0..kv.n_cells()).filter(|&c| !kv.cells[c].is_empty()).collect();
+    let mut kf = vec![0f32; used.len() * sh.kw]; // [n_used][kw]
+    let mut vf = vec![0f32; used.len() * sh.vw]; // [n_used][vw]
+    for (j, &c) in used.iter().enumerate() {
+        KvCache::read(&kv.k[il], c * sh.kw, &mut kf[j * sh.kw..(j + 1) * sh.kw]);
+        KvCache::read(&kv.v[il], c * sh.vw, &mut vf[j * sh.vw..(j + 1) * sh.vw]);
+    }
+    // For each token, the used cells it attends to (indices into `used`).
+    let visible: Vec<Vec<usize>> = tokens
+        .iter()
+        .map(|tok| {
+            let seq = tok.seqs[0] as usize;
+            (0..used.len())
+                .filter(|&j| {
+                    let cell = &kv.cells[used[j]];
+                    cell.seqs.has(seq)
+                        && (!causal || cell.pos <= tok.pos)
+                        && window.map_or(true, |w| tok.pos - cell.pos < w)
+                })
+                .collect()
+        })
+        .collect();
+    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
+    let out = RowsPtr(attn.as_mut_ptr());
+    let group = sh.n_head / sh.n_head_kv;
+    let task = |i: usize| {
+        let (t, hq) = (i / sh.n_head, i % sh.n_head);
+        let g = hq / group;
+        let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
+        let vis = &visible[t];
+        let mut scores = vec![0f32; vis.len()];
+        let mut max = f32::NEG_INFINITY;
+        for (s, &j) in scores.iter_mut().zip(vis) {
+            let kh = &kf[j * sh.kw + g * sh.hd_k..j * sh.kw + (g + 1) * sh.hd_k];
+            let mut acc = 0f32;
+            for d in 0..sh.hd_k {
+                acc += qh[d] * kh[d];
+            }
+            *s = acc * sh.kq_scale;
+            max = max.max(*s);
+        }
+        let mut sum = 0f64;
+        for s in scores.iter_mut() {
+            *s = (*s - max).exp();
+            sum += f64::from(*s);
+        }
+        let inv = (1.0 / sum) as f32;
+        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
+        let row = unsafe { out.row(i, sh.hd_v) };
+        for (&p, &j) in scores.iter().zip(vis) {
+            let p = p * inv;
+            let vh = &vf[j * sh.vw + g * sh.hd_v..j * sh.vw + (g + 1) * sh.hd_v];
+            for d in 0..sh.hd_v {
+                row[d] += p * vh[d];
+            }
+        }
+    };
+    pool.run(nt * sh.n_head, &task)?;
+    Ok(attn)
+}
+
 /// Runs one ubatch. `cells[i]` is the KV cell assigned to `tokens[i]` (its
 /// position and sequences are already recorded there). For the tokens
 /// flagged for output, in order, writes the final normed hidden state to
@@ -154,49 +265,9 @@ pub fn forward(
             kv.v[il].write(c * vw, &v[t * vw..(t + 1) * vw]);
         }
 
-        let mut attn = vec![0f32; nt * n_head * hd_v]; // [nt][n_head * hd_v]
-        let group = n_head / n_head_kv;
-        let mut scores = vec![0f32; kv.n_cells()];
-        for (t, tok) in tokens.iter().enumerate() {
-            let seq = tok.seqs[0] as usize;
-            let visible: Vec<usize> = (0..kv.n_cells())
-                .filter(|&c| {
-                    let cell = &kv.cells[c];
-                    !cell.is_empty()
-                        && cell.seqs.has(seq)
-                        && (!causal || cell.pos <= tok.pos)
-                        && !(swa && tok.pos - cell.pos >= hp.n_swa as i32)
-                })
-                .collect();
-            for hq in 0..n_head {
-                let g = hq / group;
-                let qh = &q[(t * n_head + hq) * hd_k..(t * n_head + hq + 1) * hd_k];
-                let mut max = f32::NEG_INFINITY;
-                for (j, &c) in visible.iter().enumerate() {
-                    let base = c * kw + g * hd_k;
-                    let mut s = 0f32;
-                    for d in 0..hd_k {
-                        s += qh[d] * kv.k[il].get(base + d);
-                    }
-                    scores[j] = s * kq_scale;
-                    max = max.max(scores[j]);
-                }
-                let mut sum = 0f64;
-                for s in scores[..visible.len()].iter_mut() {
-                    *s = (*s - max).exp();
-                    sum += f64::from(*s);
-                }
-                let inv = (1.0 / sum) as f32;
-                let out = &mut attn[(t * n_head + hq) * hd_v..(t * n_head + hq + 1) * hd_v];
-                for (j, &c) in visible.iter().enumerate() {
-                    let p = scores[j] * inv;
-                    let base = c * vw + g * hd_v;
-                    for d in 0..hd_v {
-                        out[d] += p * kv.v[il].get(base + d);
-                    }
-                }
-            }
-        }
+        let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
+        let window = if swa { Some(hp.n_swa as i32) } else { None };
+        let attn = attention(pool, kv, il, tokens, &q, shape, causal, window)?; // [nt][n_head * hd_v]
         let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
         if let Some(w) = &lw.attn_post_norm {
             ops::rms_norm_mul(&mut o, n_embd, &vector(model, w)?, eps);
