@@ -102,9 +102,9 @@ if [ -z "$extra" ]; then ok "no llama_* export outside symbols.txt"; else not_ok
 # --- (f) default parameters equal the reference library's
 if compile test_params "$ROOT/ffi-tests/test_params.c" && "$OUT/test_params" > "$OUT/test_params.out" \
     && diff -u "$ROOT/ffi-tests/golden/default_params.txt" "$OUT/test_params.out"; then
-    ok "default params equal the reference's"
+    ok "default params and llama_split_path/_prefix results equal the reference's"
 else
-    not_ok "default params equal the reference's"
+    not_ok "default params and llama_split_path/_prefix results equal the reference's"
 fi
 
 # --- (g) the panic boundary and the log

@@ -1,10 +1,12 @@
 // Default parameters: prints every field of the four default-params structs
-// in a fixed text form. The runner compares the output with
+// in a fixed text form, then what llama_split_path / llama_split_prefix
+// return for a set of inputs (buffer sizes, numbers, mismatches). The runner compares the output with
 // golden/default_params.txt, which was produced by this same program linked
 // against the reference library (see ffi-tests/README.md).
 #include "llama.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
     struct llama_model_params m = llama_model_default_params();
@@ -84,5 +86,33 @@ int main(void) {
     printf("quantize.tt_overrides=%p\n", (const void *) q.tt_overrides);
     printf("quantize.prune_layers=%p\n", (const void *) q.prune_layers);
     printf("quantize.max_buf_size=%zu\n", q.max_buf_size);
+
+    const char * prefixes[3] = {"/models/ggml-model-q4_0", "a", ""};
+    const int nums[4][2] = {{1, 4}, {0, 1}, {99998, 99999}, {-3, 7}};
+    const size_t sizes[4] = {256, 30, 5, 1};
+    for (int p = 0; p < 3; p++) {
+        for (int n = 0; n < 4; n++) {
+            for (int z = 0; z < 4; z++) {
+                char buf[256];
+                memset(buf, '#', sizeof(buf));
+                buf[255] = 0;
+                int r = llama_split_path(buf, sizes[z], prefixes[p], nums[n][0], nums[n][1]);
+                printf("split_path(%s,%d,%d,%zu)=%d '%s'\n", prefixes[p], nums[n][0], nums[n][1], sizes[z], r, buf);
+            }
+        }
+    }
+    const char * paths[5] = {"/models/ggml-model-q4_0-00002-of-00004.gguf", "x-00001-of-00001.gguf",
+                             "-00001-of-00001.gguf", "model.gguf", "m-00002-of-00004.gguf"};
+    for (int p = 0; p < 5; p++) {
+        for (int n = 0; n < 2; n++) {
+            for (int z = 0; z < 4; z++) {
+                char buf[256];
+                memset(buf, '#', sizeof(buf));
+                buf[255] = 0;
+                int r = llama_split_prefix(buf, sizes[z], paths[p], n == 0 ? 1 : 0, n == 0 ? 4 : 1);
+                printf("split_prefix(%s,%d,%zu)=%d '%s'\n", paths[p], n, sizes[z], r, buf);
+            }
+        }
+    }
     return 0;
 }

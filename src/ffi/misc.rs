@@ -187,15 +187,42 @@ pub extern "C" fn llama_supports_rpc() -> bool {
 }
 
 #[no_mangle]
-#[allow(unused_variables)]
 pub extern "C" fn llama_split_path(split_path: *mut c_char, maxlen: usize, path_prefix: *const c_char, split_no: i32, split_count: i32) -> i32 {
-    not_implemented("llama_split_path", -1)
+    // snprintf(split_path, maxlen, "%s-%05d-of-%05d.gguf", ...): the length
+    // written, or 0 when it does not fit.
+    guard("llama_split_path", 0, || {
+        let prefix = c_str(path_prefix, "path_prefix")?;
+        let mut path = prefix.to_bytes().to_vec();
+        path.extend_from_slice(format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).as_bytes());
+        if maxlen > 0 && split_path.is_null() {
+            return Err(Error::invalid("split_path is NULL"));
+        }
+        let written = write_c_string(&path, split_path, maxlen);
+        Ok(if (written as usize) < maxlen { written } else { 0 })
+    })
 }
 
 #[no_mangle]
-#[allow(unused_variables)]
 pub extern "C" fn llama_split_prefix(split_prefix: *mut c_char, maxlen: usize, split_path: *const c_char, split_no: i32, split_count: i32) -> i32 {
-    not_implemented("llama_split_prefix", -1)
+    // The prefix of `split_path` if it ends in "-%05d-of-%05d.gguf" for these
+    // numbers: its length (the buffer gets it snprintf-style), else 0.
+    guard("llama_split_prefix", 0, || {
+        let path = c_str(split_path, "split_path")?.to_bytes();
+        let mut postfix = format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).into_bytes();
+        postfix.truncate(31); // the reference formats it into a char[32]
+        if path.len() <= postfix.len() || !path.ends_with(&postfix) {
+            return Ok(0);
+        }
+        let size_prefix = path.len() - postfix.len();
+        let copy_len = (size_prefix + 1).min(maxlen);
+        if copy_len > 0 {
+            if split_prefix.is_null() {
+                return Err(Error::invalid("split_prefix is NULL"));
+            }
+            write_c_string(&path[..size_prefix], split_prefix, copy_len);
+        }
+        Ok(i32::try_from(size_prefix).unwrap_or(i32::MAX))
+    })
 }
 
 #[no_mangle]
