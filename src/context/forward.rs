@@ -22,7 +22,7 @@ fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
 /// A small weight (norm, bias) as f32.
 fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
     let mut out = vec![0f32; w.info.n_elements() as usize];
-    ops::dequantize_row(w.ty(), bytes(model, w), &mut out)?;
+    crate::quant::dequantize_row(w.ty(), bytes(model, w), &mut out)?;
     Ok(out)
 }
 
@@ -210,7 +210,7 @@ pub fn forward(
     for (t, tok) in tokens.iter().enumerate() {
         let id = tok.id.unwrap_or(0) as usize;
         let row = &bytes(model, tok_embd)[id * row_bytes..(id + 1) * row_bytes];
-        ops::dequantize_row(tok_embd.ty(), row, &mut x[t * n_embd..(t + 1) * n_embd])?;
+        crate::quant::dequantize_row(tok_embd.ty(), row, &mut x[t * n_embd..(t + 1) * n_embd])?;
     }
     if arch == Arch::Gemma3 {
         let s = (n_embd as f32).sqrt();

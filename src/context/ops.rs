@@ -2,8 +2,6 @@
 //! (ggml-cpu ops.cpp / vec.h): where ggml sums in double or rounds through
 //! f16, so do these, because logits parity depends on it.
 
-use crate::error::Result;
-use crate::ggml_type::GgmlType;
 
 /// RMS norm of each row of `x` ([n][d]) times `w` ([d]), in place:
 /// `x * (1/sqrt(mean(x²) + eps)) * w`, the square sum in f64 as ggml does.
@@ -50,12 +48,6 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f
         v[b] = x0 * sin + x1 * cos;
         theta *= theta_scale;
     }
-}
-
-/// Dequantizes one row of a weight into `out` (f32): embedding rows, norm
-/// and bias vectors. (Matmuls go through `crate::kernels`.)
-pub fn dequantize_row(ty: GgmlType, row: &[u8], out: &mut [f32]) -> Result<()> {
-    crate::quant::dequantize_row(ty, row, out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! A model's metadata as the C API shows it: every scalar GGUF key with its
-//! value as a string, formatted as the reference's gguf_kv_to_str does, plus
-//! the caller's kv overrides, which hyperparameter reads consult first.
+//! value as a string (`GgufFile::format_value`, the reference's
+//! gguf_kv_to_str), plus the caller's kv overrides, which hyperparameter
+//! reads consult first.
 //!
 //! Deviation: the reference keeps these pairs in an unordered_map, so its
 //! index order is libstdc++'s hash order; minfer keeps file order, which is
@@ -22,44 +23,15 @@ fn c_string_until_nul(bytes: &[u8]) -> CString {
     CString::new(&bytes[..end]).unwrap_or_default()
 }
 
-/// `std::to_string` of a float: `%f`, with C's spellings of the non-finite.
-pub fn c_float_string(v: f64) -> String {
-    if v.is_nan() {
-        if v.is_sign_negative() { "-nan".into() } else { "nan".into() }
-    } else if v.is_infinite() {
-        if v < 0.0 { "-inf".into() } else { "inf".into() }
-    } else {
-        format!("{v:.6}")
-    }
-}
-
-/// The reference's string form of a scalar value (None for arrays, which the
-/// metadata API leaves out).
-pub fn scalar_to_string(file: &GgufFile, v: &Value) -> Option<Vec<u8>> {
-    Some(match v {
-        Value::U8(x) => x.to_string().into_bytes(),
-        Value::I8(x) => x.to_string().into_bytes(),
-        Value::U16(x) => x.to_string().into_bytes(),
-        Value::I16(x) => x.to_string().into_bytes(),
-        Value::U32(x) => x.to_string().into_bytes(),
-        Value::I32(x) => x.to_string().into_bytes(),
-        Value::U64(x) => x.to_string().into_bytes(),
-        Value::I64(x) => x.to_string().into_bytes(),
-        Value::F32(x) => c_float_string(f64::from(*x)).into_bytes(),
-        Value::F64(x) => c_float_string(*x).into_bytes(),
-        Value::Bool(x) => (if *x { "true" } else { "false" }).as_bytes().to_vec(),
-        Value::Str(s) => file.str_bytes(s).to_vec(),
-        Value::Array(_) => return None,
-    })
-}
-
 impl Metadata {
     pub fn from_gguf(file: &GgufFile) -> Metadata {
         let mut pairs = Vec::new();
         let mut index = HashMap::new();
         for i in 0..file.n_kv() {
             let (key, value) = file.kv(i);
-            if let Some(text) = scalar_to_string(file, value) {
+            // Arrays are left out, as in the reference.
+            if !matches!(value, Value::Array(_)) {
+                let text = file.format_value(value);
                 index.insert(key.as_bytes().to_vec(), pairs.len());
                 pairs.push((c_string_until_nul(key.as_bytes()), c_string_until_nul(&text)));
             }
