@@ -49,7 +49,7 @@ fn main() {
     };
     let n_vocab: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(full_vocab).min(full_vocab);
     let kept: HashSet<Vec<u8>> = match vocab.get("tokenizer.ggml.tokens") {
-        Some(Value::Array(a)) => vocab.array_strings(a).unwrap().take(n_vocab).map(|t| t.to_vec()).collect(),
+        Some(Value::Array(a)) => vocab.array_strings(&a).unwrap().take(n_vocab).map(|t| t.to_vec()).collect(),
         _ => HashSet::new(),
     };
 
@@ -61,8 +61,8 @@ fn main() {
         if !key.starts_with("tokenizer.") {
             continue;
         }
-        let Some(v) = vocab.to_owned_value(value) else { continue };
-        let v = match (key, v) {
+        let Some(v) = vocab.to_owned_value(&value) else { continue };
+        let v = match (key.as_ref(), v) {
             ("tokenizer.ggml.tokens", OwnedValue::Array(OwnedArray::Str(t))) => {
                 OwnedValue::Array(OwnedArray::Str(t.into_iter().take(n_vocab).collect()))
             }
@@ -84,7 +84,7 @@ fn main() {
             (k, OwnedValue::U32(id)) if k.ends_with("_token_id") && id as usize >= n_vocab => continue,
             (_, v) => v,
         };
-        w.add(key, v);
+        w.add(key.as_ref(), v);
     }
     let k = |s: &str| format!("{arch}.{s}");
     w.set("general.architecture", OwnedValue::Str(arch.as_bytes().to_vec()));

@@ -40,4 +40,7 @@ pub mod context;
 pub mod sampling;
 pub mod ffi;
 
+#[cfg(test)]
+mod test_alloc;
+
 pub use error::{Error, Result};

@@ -5,8 +5,12 @@
 //! and the tensor table, and checks every rule of the format (see
 //! `reader.rs`) before returning. Any violation is an `Error::Gguf` naming
 //! the offending field and its byte offset; no input makes the parser panic,
-//! overflow, or allocate more than a small multiple of the file size.
+//! overflow, or allocate more than the file's size (plus a few kilobytes for
+//! an error message).
 //!
+//! Nothing is copied out of the file: the parsed file keeps only a compact
+//! index (`index.rs`: an offset per pair and per tensor info, and their
+//! key/name orders), and pairs and tensor infos are decoded on request.
 //! Strings and arrays in the metadata are views (`StrRef`, `ArrayRef`) into
 //! the mapped bytes, resolved through the file (`str_bytes`, `array_iter`,
 //! `array_strings`, `array_values`). Tensor data is a slice of the mapping
@@ -18,15 +22,18 @@
 //! to the start of the GGUF data, which is `base()` bytes into the file for
 //! `open_file_at`.
 
+mod index;
 mod reader;
 mod tensor;
 mod value;
 mod writer;
 
 #[cfg(test)]
+mod memory_tests;
+#[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
 use std::fs::File;
 use std::path::Path;
@@ -34,7 +41,7 @@ use std::path::Path;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
-use reader::KvEntry;
+use index::Index;
 
 pub use reader::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, HEADER_SIZE};
 pub use tensor::{TensorInfo, MAX_DIMS, MAX_NAME_LEN};
@@ -74,10 +81,8 @@ pub struct GgufFile {
     version: u32,
     alignment: u64,
     data_offset: usize,
-    kvs: Vec<KvEntry>,
-    key_index: HashMap<String, usize>,
-    tensors: Vec<TensorInfo>,
-    tensor_index: HashMap<String, usize>,
+    /// Where the pairs and tensor infos are; they are decoded on request.
+    index: Index,
     total_bytes: u64,
 }
 
@@ -128,10 +133,7 @@ impl GgufFile {
             version: p.version,
             alignment: p.alignment,
             data_offset: p.data_offset,
-            kvs: p.kvs,
-            key_index: p.key_index,
-            tensors: p.tensors,
-            tensor_index: p.tensor_index,
+            index: p.index,
             total_bytes: p.total_bytes,
         })
     }
@@ -171,49 +173,52 @@ impl GgufFile {
 
     /// Number of key-value pairs.
     pub fn n_kv(&self) -> usize {
-        self.kvs.len()
+        self.index.n_kv()
     }
 
-    /// Key and value of pair `i`, in file order.
+    /// Key and value of pair `i`, in file order. The key is decoded lossily
+    /// when it is not UTF-8 (`key_bytes` has the raw bytes).
     ///
     /// # Panics
     /// If `i >= n_kv()`; use `get_kv` for a checked lookup.
-    pub fn kv(&self, i: usize) -> (&str, &Value) {
-        let kv = &self.kvs[i];
-        (&kv.key, &kv.value)
+    pub fn kv(&self, i: usize) -> (Cow<'_, str>, Value) {
+        match self.get_kv(i) {
+            Some(kv) => kv,
+            None => panic!("kv index {i} out of range (the file has {} pairs)", self.n_kv()),
+        }
     }
 
     /// Key and value of pair `i`, or `None` if `i` is out of range.
-    pub fn get_kv(&self, i: usize) -> Option<(&str, &Value)> {
-        self.kvs.get(i).map(|kv| (kv.key.as_str(), &kv.value))
+    pub fn get_kv(&self, i: usize) -> Option<(Cow<'_, str>, Value)> {
+        let kv = self.index.kv(self.bytes(), i)?;
+        Some((String::from_utf8_lossy(kv.key), kv.value))
     }
 
-    /// The raw bytes of key `i` (the `&str` of `kv` is a lossy decoding of
-    /// them when they are not UTF-8).
+    /// The raw bytes of key `i`.
     pub fn key_bytes(&self, i: usize) -> Option<&[u8]> {
-        self.kvs.get(i).map(|kv| self.str_bytes(&kv.key_ref))
+        (i < self.n_kv()).then(|| self.index.key(self.bytes(), i))
     }
 
     /// Byte offset of pair `i` (its key) in the GGUF data, for messages.
     pub fn kv_offset(&self, i: usize) -> Option<u64> {
-        self.kvs.get(i).map(|kv| kv.key_offset)
+        self.index.kv_at.get(i).map(|&at| value::to_u64(at))
     }
 
     /// Iterator over (key, value) in file order.
-    pub fn iter_kv(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
-        self.kvs.iter().map(|kv| (kv.key.as_str(), &kv.value))
+    pub fn iter_kv(&self) -> impl Iterator<Item = (Cow<'_, str>, Value)> + '_ {
+        (0..self.n_kv()).filter_map(|i| self.get_kv(i))
     }
 
-    /// Index of the pair with key `key` (exact bytes), in O(1).
+    /// Index of the pair with key `key` (exact bytes); a binary search.
     pub fn find_key(&self, key: &str) -> Option<usize> {
-        self.key_index.get(key).copied()
+        self.index.find_key(self.bytes(), key.as_bytes())
     }
 
     /// The value of key `key`.
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(&self, key: &str) -> Option<Value> {
         self.find_key(key)
-            .and_then(|i| self.kvs.get(i))
-            .map(|kv| &kv.value)
+            .and_then(|i| self.index.kv(self.bytes(), i))
+            .map(|kv| kv.value)
     }
 
     /// The bytes of string value `key`, if it exists and is a string.
@@ -334,23 +339,36 @@ impl GgufFile {
 
     /// Number of tensors.
     pub fn n_tensors(&self) -> usize {
-        self.tensors.len()
+        self.index.n_tensors()
+    }
+
+    /// Tensor `i` of the table (decoded from the file; the name is
+    /// allocated), or `None` if `i` is out of range.
+    pub fn tensor(&self, i: usize) -> Option<TensorInfo> {
+        let at = *self.index.tensor_at.get(i)?;
+        tensor::read_tensor_at(self.bytes(), at, i, self.alignment)
+            .ok()
+            .map(|t| t.to_info())
     }
 
     /// The tensor table, in file order.
-    pub fn tensors(&self) -> &[TensorInfo] {
-        &self.tensors
+    pub fn tensors(&self) -> impl Iterator<Item = TensorInfo> + '_ {
+        (0..self.n_tensors()).filter_map(|i| self.tensor(i))
     }
 
-    /// Index of the tensor named `name`, in O(1).
+    /// The raw bytes of tensor `i`'s name.
+    pub fn tensor_name_bytes(&self, i: usize) -> Option<&[u8]> {
+        (i < self.n_tensors()).then(|| self.index.tensor_name(self.bytes(), i))
+    }
+
+    /// Index of the tensor named `name`; a binary search.
     pub fn find_tensor_index(&self, name: &str) -> Option<usize> {
-        self.tensor_index.get(name).copied()
+        self.index.find_tensor(self.bytes(), name.as_bytes())
     }
 
     /// The tensor named `name`.
-    pub fn find_tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.find_tensor_index(name)
-            .and_then(|i| self.tensors.get(i))
+    pub fn find_tensor(&self, name: &str) -> Option<TensorInfo> {
+        self.tensor(self.find_tensor_index(name)?)
     }
 
     /// The data of tensor `t`: exactly `t.nbytes` bytes of the mapping, no
@@ -381,7 +399,7 @@ impl GgufFile {
     /// non-overlapping data; call this to reject what the reference rejects.
     pub fn check_contiguous_layout(&self) -> Result<()> {
         let mut expected: u64 = 0;
-        for (i, t) in self.tensors.iter().enumerate() {
+        for (i, t) in self.tensors().enumerate() {
             if t.offset != expected {
                 return Err(Error::gguf(
                     t.info_offset,
@@ -414,8 +432,8 @@ impl fmt::Debug for GgufFile {
             .field("len", &self.bytes().len())
             .field("alignment", &self.alignment)
             .field("data_offset", &self.data_offset)
-            .field("n_kv", &self.kvs.len())
-            .field("n_tensors", &self.tensors.len())
+            .field("n_kv", &self.n_kv())
+            .field("n_tensors", &self.n_tensors())
             .field("total_bytes", &self.total_bytes)
             .finish()
     }

@@ -13,10 +13,8 @@
 //! string = len u64 + bytes; array = elem_type u32 + count u64 + elements
 //! ```
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-
-use super::tensor::{self, TensorInfo};
+use super::index::{self, Index};
+use super::tensor;
 use super::value::{show, to_u64, ArrayRef, GgufScalar, GgufType, StrRef, Value, MAX_ARRAY_DEPTH};
 use crate::error::{Error, Result};
 
@@ -223,39 +221,23 @@ fn read_array(cur: &mut Cursor, depth: u32, field: Field) -> Result<ArrayRef> {
     })
 }
 
-/// One parsed key-value pair.
-#[derive(Debug, Clone)]
-pub(crate) struct KvEntry {
-    /// The key, lossily decoded as UTF-8.
-    pub key: String,
-    /// The key's raw bytes in the file.
-    pub key_ref: StrRef,
-    pub value: Value,
-    /// Offset of the key's length field (start of the pair).
-    pub key_offset: u64,
-    /// Offset of the value's type field.
-    pub type_offset: u64,
-    /// Offset of the value.
-    pub value_offset: u64,
-}
-
 /// Everything `parse` learns about a valid file.
 #[derive(Debug)]
 pub(crate) struct Parsed {
     pub version: u32,
     pub alignment: u64,
     pub data_offset: usize,
-    pub kvs: Vec<KvEntry>,
-    /// Keys that are valid UTF-8 → kv index.
-    pub key_index: HashMap<String, usize>,
-    pub tensors: Vec<TensorInfo>,
-    /// Tensor names that are valid UTF-8 → tensor index.
-    pub tensor_index: HashMap<String, usize>,
+    pub index: Index,
     pub total_bytes: u64,
 }
 
 /// Parses and validates a whole GGUF file held in `buf` (which starts at the
 /// magic). Offsets in errors and views are relative to the start of `buf`.
+///
+/// Memory: the header counts are checked against the bytes left before
+/// anything is reserved, and what is kept per item is the fixed-size
+/// `Index` (nothing is copied out of `buf`), so the allocations stay below
+/// the file's size.
 pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
     // --- header
     if let Some(magic) = buf.get(..4) {
@@ -281,97 +263,74 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
     let n_kv: u64 = cur.read(&|| "header.n_kv".into())?;
     let (n_tensors, n_kv) = check_counts(n_tensors, n_kv, cur.remaining())?;
 
-    // --- key-value pairs
-    let mut kvs: Vec<KvEntry> = Vec::new();
-    let mut seen_keys: HashMap<&[u8], usize> = HashMap::new();
-    for i in 0..n_kv {
-        let key_offset = cur.pos();
-        let key_field = || format!("kv[{i}].key");
-        let (key_ref, key) = cur.string(&key_field)?;
-        if key.is_empty() {
-            return Err(Error::gguf(
-                to_u64(key_offset),
-                key_field(),
-                "the key is empty",
-            ));
-        }
-        match seen_keys.entry(key) {
-            Entry::Occupied(first) => {
-                return Err(Error::gguf(
-                    to_u64(key_offset),
-                    key_field(),
-                    format!(
-                        "duplicate key '{}' (first defined by kv[{}])",
-                        show(key),
-                        first.get()
-                    ),
-                ))
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(i);
-            }
-        }
-        let type_offset = cur.pos();
-        let type_field = || format!("kv[{i}] '{}'.type", show(key));
-        let t: u32 = cur.read(&type_field)?;
-        let ty = GgufType::from_u32(t).ok_or_else(|| {
-            Error::gguf(
-                to_u64(type_offset),
-                type_field(),
-                format!("unknown value type {t} (value types are 0..=12)"),
-            )
-        })?;
-        let value_offset = cur.pos();
-        let value = read_value(&mut cur, ty, 0, &|| {
-            format!("kv[{i}] '{}'.value", show(key))
-        })?;
-        kvs.push(KvEntry {
-            key: String::from_utf8_lossy(key).into_owned(),
-            key_ref,
-            value,
-            key_offset: to_u64(key_offset),
-            type_offset: to_u64(type_offset),
-            value_offset: to_u64(value_offset),
-        });
+    // --- key-value pairs. A repeated key is reported before any later
+    // error, as a front-to-back scan would: the keys read so far are
+    // checked for repeats before a read error is returned.
+    let mut kv_at: Vec<usize> = Vec::with_capacity(n_kv);
+    let kvs_read = read_kvs(&mut cur, n_kv, &mut kv_at);
+    let key = |j: usize| kv_at.get(j).map_or(&[][..], |&at| index::name_at(buf, at));
+    let kv_by_key = index::sort_by_name(kv_at.len(), key);
+    if let Some((repeat, first)) = index::first_duplicate(&kv_by_key, key) {
+        return Err(Error::gguf(
+            to_u64(kv_at.get(repeat).copied().unwrap_or(0)),
+            format!("kv[{repeat}].key"),
+            format!(
+                "duplicate key '{}' (first defined by kv[{first}])",
+                show(key(repeat))
+            ),
+        ));
     }
+    kvs_read?;
+    let mut index = Index {
+        kv_end: cur.pos(),
+        kv_at,
+        kv_by_key,
+        ..Index::default()
+    };
 
     // --- alignment
-    let alignment = match seen_keys
-        .get(ALIGNMENT_KEY.as_bytes())
-        .and_then(|&j| Some((j, kvs.get(j)?)))
-    {
+    let alignment = match index.find_key(buf, ALIGNMENT_KEY.as_bytes()) {
         None => DEFAULT_ALIGNMENT,
-        Some((j, kv)) => match kv.value {
-            Value::U32(a) if a.is_power_of_two() => u64::from(a),
-            Value::U32(a) => {
-                return Err(Error::gguf(
-                    kv.value_offset,
-                    format!("kv[{j}] '{ALIGNMENT_KEY}'.value"),
-                    format!("alignment {a} is not a power of two"),
-                ))
+        Some(j) => {
+            let kv = index.kv(buf, j).ok_or_else(|| {
+                Error::gguf(0, format!("kv[{j}]"), "cannot read the pair again")
+            })?;
+            match kv.value {
+                Value::U32(a) if a.is_power_of_two() => u64::from(a),
+                Value::U32(a) => {
+                    return Err(Error::gguf(
+                        to_u64(kv.value_offset),
+                        format!("kv[{j}] '{ALIGNMENT_KEY}'.value"),
+                        format!("alignment {a} is not a power of two"),
+                    ))
+                }
+                other => {
+                    return Err(Error::gguf(
+                        to_u64(kv.type_offset),
+                        format!("kv[{j}] '{ALIGNMENT_KEY}'.type"),
+                        format!("must be of type u32 but is {}", other.type_name()),
+                    ))
+                }
             }
-            other => {
-                return Err(Error::gguf(
-                    kv.type_offset,
-                    format!("kv[{j}] '{ALIGNMENT_KEY}'.type"),
-                    format!("must be of type u32 but is {}", other.type_name()),
-                ))
-            }
-        },
+        }
     };
-    let key_index = utf8_index(seen_keys);
 
-    // --- tensor infos
-    let mut tensors: Vec<TensorInfo> = Vec::new();
-    let mut offset_fields: Vec<usize> = Vec::new();
-    let mut seen_names: HashMap<&[u8], usize> = HashMap::new();
-    for i in 0..n_tensors {
-        let (info, offset_field) =
-            tensor::read_tensor_info(&mut cur, i, alignment, &mut seen_names)?;
-        tensors.push(info);
-        offset_fields.push(offset_field);
+    // --- tensor infos (repeated names first, as for keys)
+    let mut tensor_at: Vec<usize> = Vec::with_capacity(n_tensors);
+    let infos_read = read_tensor_infos(&mut cur, n_tensors, alignment, &mut tensor_at);
+    let name = |j: usize| tensor_at.get(j).map_or(&[][..], |&at| index::name_at(buf, at));
+    let tensor_by_name = index::sort_by_name(tensor_at.len(), name);
+    if let Some((repeat, first)) = index::first_duplicate(&tensor_by_name, name) {
+        return Err(Error::gguf(
+            to_u64(tensor_at.get(repeat).copied().unwrap_or(0)),
+            format!("tensor[{repeat}].name"),
+            format!(
+                "duplicate tensor name '{}' (first used by tensor[{first}])",
+                show(name(repeat))
+            ),
+        ));
     }
-    let tensor_index = utf8_index(seen_names);
+    infos_read?;
 
     // --- data section
     let info_end = cur.pos();
@@ -395,18 +354,64 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
             }
         }
     };
-    let total_bytes = tensor::check_layout(&tensors, &offset_fields, data_offset, buf.len())?;
+    let total_bytes = tensor::check_layout(buf, &tensor_at, info_end, alignment, data_offset)?;
+    index.tensor_at = tensor_at;
+    index.tensor_by_name = tensor_by_name;
 
     Ok(Parsed {
         version,
         alignment,
         data_offset,
-        kvs,
-        key_index,
-        tensors,
-        tensor_index,
+        index,
         total_bytes,
     })
+}
+
+/// Reads and validates `n_kv` pairs, recording where each starts in
+/// `kv_at` once its key is read and found non-empty.
+fn read_kvs(cur: &mut Cursor, n_kv: usize, kv_at: &mut Vec<usize>) -> Result<()> {
+    for i in 0..n_kv {
+        let key_offset = cur.pos();
+        let key_field = || format!("kv[{i}].key");
+        let (_, key) = cur.string(&key_field)?;
+        if key.is_empty() {
+            return Err(Error::gguf(
+                to_u64(key_offset),
+                key_field(),
+                "the key is empty",
+            ));
+        }
+        kv_at.push(key_offset);
+        let type_offset = cur.pos();
+        let type_field = || format!("kv[{i}] '{}'.type", show(key));
+        let t: u32 = cur.read(&type_field)?;
+        let ty = GgufType::from_u32(t).ok_or_else(|| {
+            Error::gguf(
+                to_u64(type_offset),
+                type_field(),
+                format!("unknown value type {t} (value types are 0..=12)"),
+            )
+        })?;
+        read_value(cur, ty, 0, &|| format!("kv[{i}] '{}'.value", show(key)))?;
+    }
+    Ok(())
+}
+
+/// Reads and validates `n_tensors` tensor infos, recording where each
+/// starts in `tensor_at` once its name is read.
+fn read_tensor_infos(
+    cur: &mut Cursor,
+    n_tensors: usize,
+    alignment: u64,
+    tensor_at: &mut Vec<usize>,
+) -> Result<()> {
+    for i in 0..n_tensors {
+        let at = cur.pos();
+        let name = tensor::read_tensor_name(cur, i)?;
+        tensor_at.push(at);
+        tensor::read_tensor_fields(cur, i, name, at, alignment)?;
+    }
+    Ok(())
 }
 
 fn bad_magic(magic: &[u8]) -> String {
@@ -447,7 +452,9 @@ fn check_version(v: u32) -> Result<()> {
 }
 
 /// Checks the header counts against the bytes after the header, so that a
-/// huge count in a small file fails before any loop or allocation.
+/// huge count in a small file fails before any loop or allocation, and the
+/// index reserved for the counts (12 bytes a pair, 12 a tensor) is smaller
+/// than the bytes they need.
 fn check_counts(n_tensors: u64, n_kv: u64, left: usize) -> Result<(usize, usize)> {
     let max_tensors = left / MIN_TENSOR_INFO_SIZE;
     let n_tensors = match usize::try_from(n_tensors) {
@@ -489,6 +496,16 @@ fn check_counts(n_tensors: u64, n_kv: u64, left: usize) -> Result<(usize, usize)
             ),
         ));
     }
+    // The index numbers items with u32 (only a file over 56 GiB of
+    // metadata could hold more).
+    let limit = u32::MAX as usize;
+    if n_tensors > limit || n_kv > limit {
+        return Err(Error::gguf(
+            if n_tensors > limit { 8 } else { 16 },
+            if n_tensors > limit { "header.n_tensors" } else { "header.n_kv" },
+            format!("more than {limit} tensors or key-value pairs are not supported"),
+        ));
+    }
     Ok((n_tensors, n_kv))
 }
 
@@ -498,11 +515,4 @@ pub(crate) fn align_up(x: usize, align: u64) -> Option<usize> {
         .ok()
         .filter(|a| a.is_power_of_two())?;
     Some(x.checked_add(align - 1)? & !(align - 1))
-}
-
-/// The names that are valid UTF-8, as an owned name → index map.
-fn utf8_index(seen: HashMap<&[u8], usize>) -> HashMap<String, usize> {
-    seen.into_iter()
-        .filter_map(|(name, i)| Some((std::str::from_utf8(name).ok()?.to_owned(), i)))
-        .collect()
 }

@@ -2,9 +2,6 @@
 //! shape, type, size), and the checks of the data layout (alignment, bounds,
 //! no overlap).
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-
 use super::reader::Cursor;
 use super::value::{show, to_u64};
 use crate::error::{Error, Result};
@@ -69,15 +66,45 @@ impl TensorInfo {
     }
 }
 
-/// Reads and validates tensor info `i`. Returns the info and the offset of
-/// its `offset` field (for layout errors reported later).
-pub(crate) fn read_tensor_info<'a>(
-    cur: &mut Cursor<'a>,
-    i: usize,
-    alignment: u64,
-    seen: &mut HashMap<&'a [u8], usize>,
-) -> Result<(TensorInfo, usize)> {
-    // --- name
+/// A tensor info as read from the file, its name borrowed from the bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawTensor<'a> {
+    pub name: &'a [u8],
+    pub n_dims: u32,
+    pub ne: [i64; MAX_DIMS],
+    pub ggml_type: GgmlType,
+    pub offset: u64,
+    pub nbytes: u64,
+    /// Offset of the info record.
+    pub info_offset: usize,
+    /// Offset of its `offset` field (for layout errors).
+    pub offset_field: usize,
+}
+
+impl RawTensor<'_> {
+    /// The public, owned form (the name decoded lossily as UTF-8).
+    pub(crate) fn to_info(&self) -> TensorInfo {
+        TensorInfo {
+            name: String::from_utf8_lossy(self.name).into_owned(),
+            n_dims: self.n_dims,
+            ne: self.ne,
+            ggml_type: self.ggml_type,
+            offset: self.offset,
+            nbytes: self.nbytes,
+            info_offset: to_u64(self.info_offset),
+        }
+    }
+}
+
+/// Tensor info `i` at `at`, read and validated in full.
+pub(crate) fn read_tensor_at(buf: &[u8], at: usize, i: usize, alignment: u64) -> Result<RawTensor<'_>> {
+    let mut cur = Cursor::new(buf, at);
+    let name = read_tensor_name(&mut cur, i)?;
+    read_tensor_fields(&mut cur, i, name, at, alignment)
+}
+
+/// Reads the name of tensor info `i` (at most `MAX_NAME_LEN` bytes).
+pub(crate) fn read_tensor_name<'a>(cur: &mut Cursor<'a>, i: usize) -> Result<&'a [u8]> {
     let info_offset = cur.pos();
     let name_field = || format!("tensor[{i}].name");
     let name_len: u64 = cur.read(&name_field)?;
@@ -94,23 +121,18 @@ pub(crate) fn read_tensor_info<'a>(
             ))
         }
     };
-    let name = cur.take(name_len, &name_field)?;
-    match seen.entry(name) {
-        Entry::Occupied(first) => {
-            return Err(Error::gguf(
-                to_u64(info_offset),
-                name_field(),
-                format!(
-                    "duplicate tensor name '{}' (first used by tensor[{}])",
-                    show(name),
-                    first.get()
-                ),
-            ))
-        }
-        Entry::Vacant(slot) => {
-            slot.insert(i);
-        }
-    }
+    cur.take(name_len, &name_field)
+}
+
+/// Reads and validates the fields of tensor info `i` that follow its name
+/// (`info_offset` is where the info starts).
+pub(crate) fn read_tensor_fields<'a>(
+    cur: &mut Cursor<'a>,
+    i: usize,
+    name: &'a [u8],
+    info_offset: usize,
+    alignment: u64,
+) -> Result<RawTensor<'a>> {
     let label = || format!("tensor[{i}] '{}'", show(name));
 
     // --- shape
@@ -214,42 +236,46 @@ pub(crate) fn read_tensor_info<'a>(
         ));
     }
 
-    let info = TensorInfo {
-        name: String::from_utf8_lossy(name).into_owned(),
+    Ok(RawTensor {
+        name,
         n_dims,
         ne,
         ggml_type,
         offset,
         nbytes,
-        info_offset: to_u64(info_offset),
-    };
-    Ok((info, offset_at))
+        info_offset,
+        offset_field: offset_at,
+    })
 }
 
 /// Checks that every tensor's data lies inside the file and that no two
-/// tensors' data overlap. `offset_fields[i]` is where tensor `i`'s offset
-/// field is (for messages). Returns the sum of the tensors' sizes.
+/// tensors' data overlap. `tensor_at[i]` is where tensor info `i` starts;
+/// the infos end at `info_end`. Returns the sum of the tensors' sizes.
 pub(crate) fn check_layout(
-    tensors: &[TensorInfo],
-    offset_fields: &[usize],
+    buf: &[u8],
+    tensor_at: &[usize],
+    info_end: usize,
+    alignment: u64,
     data_offset: usize,
-    file_len: usize,
 ) -> Result<u64> {
-    let field_at = |i: usize| to_u64(offset_fields.get(i).copied().unwrap_or(0));
-    let label =
-        |i: usize, t: &TensorInfo| format!("tensor[{i}] '{}'.offset", show(t.name.as_bytes()));
+    let tensor = |i: usize| match tensor_at.get(i) {
+        Some(&at) => read_tensor_at(buf, at, i, alignment),
+        None => Err(Error::gguf(0, format!("tensor[{i}]"), "no such tensor")),
+    };
+    let label = |i: usize, t: &RawTensor| format!("tensor[{i}] '{}'.offset", show(t.name));
     let data_start = to_u64(data_offset);
-    let file_len = to_u64(file_len);
+    let file_len = to_u64(buf.len());
 
     // --- bounds
-    for (i, t) in tensors.iter().enumerate() {
+    for i in 0..tensor_at.len() {
+        let t = tensor(i)?;
         let end = data_start
             .checked_add(t.offset)
             .and_then(|s| s.checked_add(t.nbytes));
         if end.map_or(true, |e| e > file_len) {
             return Err(Error::gguf(
-                field_at(i),
-                label(i, t),
+                to_u64(t.offset_field),
+                label(i, &t),
                 format!(
                     "the tensor's {} bytes at data offset {} (file offset {}) run past the end \
                      of the file ({file_len} bytes)",
@@ -265,24 +291,31 @@ pub(crate) fn check_layout(
     }
 
     // --- overlap: sort by offset; each non-empty tensor must start at or
-    // after the end of the previous non-empty one.
-    let mut order: Vec<usize> = (0..tensors.len()).collect();
-    order.sort_by_key(|&i| (tensors.get(i).map_or(0, |t| t.offset), i));
+    // after the end of the previous non-empty one. The offset is the last
+    // field of an info, so it is read straight from before the next one.
+    let data_offset_of = |i: usize| -> u64 {
+        let end = tensor_at.get(i + 1).copied().unwrap_or(info_end);
+        end.checked_sub(8)
+            .and_then(|at| Cursor::new(buf, at).read::<u64>(&String::new).ok())
+            .unwrap_or(0)
+    };
+    // 4 bytes per tensor, sorted in place.
+    let mut order: Vec<u32> = (0..u32::try_from(tensor_at.len()).unwrap_or(u32::MAX)).collect();
+    order.sort_unstable_by_key(|&i| (data_offset_of(index(i)), i));
     let mut prev: Option<(usize, u64)> = None; // (index, end offset)
     let mut total: u64 = 0;
     for &i in &order {
-        let Some(t) = tensors.get(i) else { continue };
+        let i = index(i);
+        let t = tensor(i)?;
         if t.nbytes == 0 {
             continue;
         }
         if let Some((p, prev_end)) = prev {
             if t.offset < prev_end {
-                let other = tensors
-                    .get(p)
-                    .map_or(String::new(), |o| show(o.name.as_bytes()));
+                let other = tensor(p).map_or(String::new(), |o| show(o.name));
                 return Err(Error::gguf(
-                    field_at(i),
-                    label(i, t),
+                    to_u64(t.offset_field),
+                    label(i, &t),
                     format!(
                         "the tensor's data [{}, {}) overlaps the data of tensor[{p}] '{other}', \
                          which ends at {prev_end}",
@@ -298,4 +331,8 @@ pub(crate) fn check_layout(
         total = total.saturating_add(t.nbytes);
     }
     Ok(total)
+}
+
+fn index(i: u32) -> usize {
+    usize::try_from(i).unwrap_or(usize::MAX)
 }

@@ -200,7 +200,7 @@ fn gguf_round_trips_every_value_type() {
         assert_eq!(f.find_key(k), Some(i));
         assert_eq!(value.gguf_type(), v.gguf_type(), "{k}");
         assert_eq!(value.type_id(), v.gguf_type() as u32);
-        assert_eq!(f.to_owned_value(value).as_ref(), Some(v), "{k}");
+        assert_eq!(f.to_owned_value(&value).as_ref(), Some(v), "{k}");
     }
     assert_eq!(f.find_key("missing"), None);
     assert!(f.get_kv(values.len()).is_none());
@@ -278,7 +278,7 @@ fn gguf_array_nesting_depth_is_limited() {
     }
     let f = parse(one_kv("deep", a.clone()));
     assert_eq!(
-        f.to_owned_value(f.get("deep").unwrap()),
+        f.to_owned_value(&f.get("deep").unwrap()),
         Some(OwnedValue::Array(a.clone()))
     );
     // The writer refuses a ninth level.
@@ -325,13 +325,13 @@ fn gguf_alignment_variants() {
         let align = u64::from(a.unwrap_or(32));
         assert_eq!(f.alignment(), align);
         assert_eq!(f.data_offset() % align, 0);
-        assert_eq!(f.tensors().len(), 2);
+        assert_eq!(f.n_tensors(), 2);
         for t in f.tensors() {
             assert_eq!(t.offset % align, 0);
         }
-        assert_eq!(f.tensors()[1].offset, 12u64.div_ceil(align) * align);
-        assert_eq!(f.tensor_data(f.find_tensor("t1").unwrap()), &d1[..]);
-        assert_eq!(f.tensor_data(f.find_tensor("t2").unwrap()), &d2[..]);
+        assert_eq!(f.tensor(1).unwrap().offset, 12u64.div_ceil(align) * align);
+        assert_eq!(f.tensor_data(&f.find_tensor("t1").unwrap()), &d1[..]);
+        assert_eq!(f.tensor_data(&f.find_tensor("t2").unwrap()), &d2[..]);
         assert_eq!(f.total_bytes(), 12 + 34);
         assert_eq!(bytes.len() as u64 % align, 0);
         f.check_contiguous_layout().unwrap();
@@ -347,7 +347,7 @@ fn gguf_versions_2_and_3_are_read() {
             .add_tensor("t", GgmlType::F16, &[2, 2], vec![0u8; 8]);
         let f = parse(w.to_bytes().unwrap());
         assert_eq!(f.version(), v);
-        assert_eq!(f.get("k"), Some(&Value::U32(1)));
+        assert_eq!(f.get("k"), Some(Value::U32(1)));
     }
     let mut w = GgufWriter::new();
     w.set_version(1);
@@ -377,7 +377,7 @@ fn gguf_tensor_table_is_read() {
     assert_eq!(t.row_size(), 144);
     assert_eq!(t.n_rows(), 2);
     assert_eq!(t.shape(), &[256, 2, 1, 1]);
-    assert_eq!(f.tensor_data(t), &q4k[..]);
+    assert_eq!(f.tensor_data(&t), &q4k[..]);
     assert_eq!(
         t.info_offset,
         find(f.bytes(), b"blk.0.ffn_down.weight") as u64 - 8
@@ -390,9 +390,9 @@ fn gguf_tensor_table_is_read() {
     assert_eq!(s.shape(), &[] as &[i64]);
     let e = f.find_tensor("empty").unwrap();
     assert_eq!((e.nbytes, e.n_elements()), (0, 0));
-    assert_eq!(f.tensor_data(e), &[] as &[u8]);
+    assert_eq!(f.tensor_data(&e), &[] as &[u8]);
     assert_eq!(
-        f.tensor_data(f.find_tensor(&"n".repeat(63)).unwrap()),
+        f.tensor_data(&f.find_tensor(&"n".repeat(63)).unwrap()),
         &[1, 2, 3]
     );
     assert_eq!(f.find_tensor_index("scalar"), Some(1));
@@ -457,7 +457,7 @@ fn gguf_writer_rejects_invalid_input() {
     let mut w = GgufWriter::new();
     w.add("a", 1u8).add("b", 2u8).set("a", 3u8).remove("b");
     let f = parse(w.to_bytes().unwrap());
-    assert_eq!((f.n_kv(), f.get("a")), (1, Some(&Value::U8(3))));
+    assert_eq!((f.n_kv(), f.get("a")), (1, Some(Value::U8(3))));
 }
 
 #[test]
@@ -479,7 +479,7 @@ fn gguf_format_value_matches_llama_cpp() {
         )
         .add("ae", OwnedArray::U16(vec![]));
     let f = parse(w.to_bytes().unwrap());
-    let fmt = |k: &str| f.format_value_lossy(f.get(k).unwrap());
+    let fmt = |k: &str| f.format_value_lossy(&f.get(k).unwrap());
     assert_eq!(fmt("s"), "raw \"text\"");
     assert_eq!(fmt("f"), "0.100000");
     assert_eq!(fmt("d"), "-2.500000");
@@ -503,7 +503,7 @@ fn gguf_opens_files_and_embedded_files() {
     let f = GgufFile::open(&path).unwrap();
     assert_eq!(f.base(), 0);
     assert_eq!(
-        f.tensor_data(f.find_tensor("wb").unwrap()),
+        f.tensor_data(&f.find_tensor("wb").unwrap()),
         &f32_bytes(&[2.0; 16])[..]
     );
 
@@ -516,9 +516,9 @@ fn gguf_opens_files_and_embedded_files() {
     assert_eq!(g.base(), 13);
     assert_eq!(g.data_offset(), f.data_offset());
     let wb = g.find_tensor("wb").unwrap();
-    assert_eq!(g.tensor_data(wb), &f32_bytes(&[2.0; 16])[..]);
+    assert_eq!(g.tensor_data(&wb), &f32_bytes(&[2.0; 16])[..]);
     assert_eq!(
-        g.tensor_file_offset(wb),
+        g.tensor_file_offset(&wb),
         Some(13 + g.data_offset() + wb.offset)
     );
     // Errors are relative to the base.
@@ -588,7 +588,7 @@ fn gguf_contiguous_layout_check_matches_reference() {
     set_u64(&mut b, tb.offset, 0);
     let f = parse(b);
     assert_eq!(
-        f.tensor_data(f.find_tensor("tb").unwrap()),
+        f.tensor_data(&f.find_tensor("tb").unwrap()),
         &f32_bytes(&[1.0; 8])[..]
     );
     let e = f.check_contiguous_layout().unwrap_err();
@@ -964,7 +964,7 @@ fn gguf_every_truncation_fails_cleanly() {
     let b = w.to_bytes().unwrap();
     let f = parse(b.clone());
     assert_eq!(
-        f.tensor_file_offset(&f.tensors()[1]).unwrap() + 64,
+        f.tensor_file_offset(&f.tensor(1).unwrap()).unwrap() + 64,
         b.len() as u64
     );
     for n in 0..b.len() {
@@ -1008,10 +1008,10 @@ fn gguf_random_corruption_never_panics() {
         if let Ok(f) = GgufFile::from_bytes(b) {
             ok += 1;
             for (_, v) in f.iter_kv() {
-                let _ = f.format_value(v);
+                let _ = f.format_value(&v);
             }
             for t in f.tensors() {
-                assert_eq!(f.tensor_data(t).len() as u64, t.nbytes);
+                assert_eq!(f.tensor_data(&t).len() as u64, t.nbytes);
             }
         }
     }

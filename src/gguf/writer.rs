@@ -262,7 +262,7 @@ impl<'a> GgufWriter<'a> {
         let mut w = GgufWriter::new();
         for i in 0..file.n_kv() {
             let key = file.key_bytes(i).unwrap_or_default().to_vec();
-            if let Some(v) = file.get_kv(i).and_then(|(_, v)| file.to_owned_value(v)) {
+            if let Some(v) = file.get_kv(i).and_then(|(_, v)| file.to_owned_value(&v)) {
                 w.kvs.push((key, v));
             }
         }
@@ -276,7 +276,7 @@ impl<'a> GgufWriter<'a> {
                 name: t.name.clone(),
                 ggml_type: t.ggml_type,
                 ne,
-                data: Cow::Borrowed(file.tensor_data(t)),
+                data: Cow::Borrowed(file.tensor_data(&t)),
             });
         }
         w

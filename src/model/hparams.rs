@@ -52,7 +52,7 @@ impl Keys<'_> {
         if let Some(Override::Int(v)) = self.overrides.get(&key) {
             return u32::try_from(*v).map(Some).map_err(|_| Error::model(format!("override of '{key}' is out of range: {v}")));
         }
-        match self.file.get(&key) {
+        match self.file.get(&key).as_ref() {
             None => Ok(None),
             Some(v) => match v.as_u64() {
                 Some(x) => u32::try_from(x).map(Some).map_err(|_| Error::model(format!("key '{key}' is out of range: {x}"))),
@@ -70,7 +70,7 @@ impl Keys<'_> {
         if let Some(Override::Float(v)) = self.overrides.get(&key) {
             return Ok(Some(*v as f32));
         }
-        match self.file.get(&key) {
+        match self.file.get(&key).as_ref() {
             None => Ok(None),
             Some(Value::F32(x)) => Ok(Some(*x)),
             Some(Value::F64(x)) => Ok(Some(*x as f32)),
@@ -81,7 +81,7 @@ impl Keys<'_> {
     /// A u32 key that may instead be an array of one value per layer.
     pub fn u32_per_layer(&self, key: &str, n_layer: u32) -> Result<Option<Vec<u32>>> {
         let full = self.full(key);
-        if let Some(Value::Array(a)) = self.file.get(&full) {
+        if let Some(Value::Array(a)) = self.file.get(&full).as_ref() {
             let values = self
                 .file
                 .array_u32(a)

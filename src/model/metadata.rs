@@ -31,7 +31,7 @@ impl Metadata {
             let (key, value) = file.kv(i);
             // Arrays are left out, as in the reference.
             if !matches!(value, Value::Array(_)) {
-                let text = file.format_value(value);
+                let text = file.format_value(&value);
                 index.insert(key.as_bytes().to_vec(), pairs.len());
                 pairs.push((c_string_until_nul(key.as_bytes()), c_string_until_nul(&text)));
             }

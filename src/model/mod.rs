@@ -13,7 +13,6 @@ use crate::gguf::{GgufFile, TensorInfo, Value};
 use arch::Arch;
 use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
-use std::collections::HashMap;
 use std::ffi::CString;
 use crate::vocab::Vocab;
 use weights::Weights;
@@ -44,7 +43,6 @@ pub struct Model {
     /// The GGUF files; metadata comes from the first.
     pub files: Vec<GgufFile>,
     /// Tensor name → (file index, tensor index in that file).
-    pub tensor_index: HashMap<String, (usize, usize)>,
     pub arch_name: String,
     /// None when the architecture is one minfer does not run (vocab_only).
     pub arch: Option<Arch>,
@@ -78,7 +76,7 @@ fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
 /// Checks that a set of files is one split model, in order: `split.count`
 /// equals the number of files and each `split.no` its position.
 fn check_splits(files: &[GgufFile]) -> Result<()> {
-    let count = files[0].get("split.count").and_then(Value::as_u64).unwrap_or(1);
+    let count = files[0].get("split.count").and_then(|v| v.as_u64()).unwrap_or(1);
     if count != files.len() as u64 {
         return Err(Error::model(format!(
             "the model has split.count = {count} but {} file(s) were given{}",
@@ -87,7 +85,7 @@ fn check_splits(files: &[GgufFile]) -> Result<()> {
         )));
     }
     for (i, f) in files.iter().enumerate() {
-        let no = f.get("split.no").and_then(Value::as_u64).unwrap_or(0);
+        let no = f.get("split.no").and_then(|v| v.as_u64()).unwrap_or(0);
         if no != i as u64 {
             return Err(Error::model(format!("split file {i} has split.no = {no}; the paths must be in order")));
         }
@@ -101,7 +99,7 @@ impl Model {
         check_splits(&files)?;
         let first = &files[0];
 
-        let arch_name = match first.get("general.architecture") {
+        let arch_name = match first.get("general.architecture").as_ref() {
             Some(Value::Str(s)) => String::from_utf8_lossy(first.str_bytes(s)).into_owned(),
             Some(v) => {
                 return Err(Error::model(format!("general.architecture has type {}, expected a string", v.type_name())))
@@ -120,11 +118,12 @@ impl Model {
         let vocab = Vocab::load(first, &params.overrides)?;
         let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
 
-        let mut tensor_index = HashMap::new();
+        // Tensors are found by name in each file's own index (no copy of
+        // the names).
         let (mut n_params, mut n_bytes) = (0u64, 0u64);
         for (fi, f) in files.iter().enumerate() {
-            for (ti, t) in f.tensors().iter().enumerate() {
-                if tensor_index.insert(t.name.clone(), (fi, ti)).is_some() {
+            for t in f.tensors() {
+                if files[..fi].iter().any(|g| g.find_tensor_index(&t.name).is_some()) {
                     return Err(Error::model(format!("tensor '{}' appears in more than one split", t.name)));
                 }
                 n_params = n_params.saturating_add(t.n_elements());
@@ -144,9 +143,9 @@ impl Model {
             hp
         };
 
-        let ftype = match first.get("general.file_type").and_then(Value::as_u64) {
+        let ftype = match first.get("general.file_type").and_then(|v| v.as_u64()) {
             Some(ft) => i32::try_from(ft).unwrap_or(ftype::GUESSED),
-            None => ftype::guess(files.iter().flat_map(|f| f.tensors().iter().map(|t| t.ggml_type))),
+            None => ftype::guess(files.iter().flat_map(|f| f.tensors().map(|t| t.ggml_type))),
         };
         let size_name = match arch {
             Some(a) if !params.vocab_only => a.size_name(
@@ -167,7 +166,7 @@ impl Model {
         };
 
         let weights = match arch {
-            Some(a) if !params.vocab_only => Some(Weights::bind(a, &hparams, &files, &tensor_index)?),
+            Some(a) if !params.vocab_only => Some(Weights::bind(a, &hparams, &files)?),
             _ => None,
         };
 
@@ -193,7 +192,6 @@ impl Model {
 
         Ok(Model {
             files,
-            tensor_index,
             arch_name,
             arch,
             hparams,
@@ -209,10 +207,8 @@ impl Model {
     }
 
     /// A tensor by name, with the file holding its data.
-    pub fn tensor(&self, name: &str) -> Option<(&GgufFile, &TensorInfo)> {
-        let &(fi, ti) = self.tensor_index.get(name)?;
-        let f = &self.files[fi];
-        Some((f, &f.tensors()[ti]))
+    pub fn tensor(&self, name: &str) -> Option<(&GgufFile, TensorInfo)> {
+        self.files.iter().find_map(|f| Some((f, f.find_tensor(name)?)))
     }
 
     /// The chat template named `name` (`tokenizer.chat_template.<name>`), or

@@ -7,7 +7,6 @@ use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
 use crate::gguf::{GgufFile, TensorInfo};
-use std::collections::HashMap;
 
 /// A weight tensor: which file holds it and its table entry.
 #[derive(Debug, Clone)]
@@ -66,13 +65,14 @@ pub struct Weights {
 /// Finds tensors by name across the files and checks their shapes.
 struct Binder<'a> {
     files: &'a [GgufFile],
-    index: &'a HashMap<String, (usize, usize)>,
 }
 
 impl Binder<'_> {
     fn find(&self, name: &str) -> Option<Weight> {
-        let &(file, ti) = self.index.get(name)?;
-        Some(Weight { file, info: self.files[file].tensors()[ti].clone() })
+        self.files
+            .iter()
+            .enumerate()
+            .find_map(|(file, f)| Some(Weight { file, info: f.find_tensor(name)? }))
     }
 
     /// A tensor of exactly `shape` (ne order, trailing 1s implied).
@@ -102,9 +102,8 @@ impl Weights {
         arch: Arch,
         hp: &HParams,
         files: &[GgufFile],
-        index: &HashMap<String, (usize, usize)>,
     ) -> Result<Weights> {
-        let b = Binder { files, index };
+        let b = Binder { files };
         let n_embd = hp.n_embd as usize;
         let n_vocab = hp.n_vocab as usize;
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;

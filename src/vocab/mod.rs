@@ -148,7 +148,7 @@ impl Keys<'_> {
                 _ => Err(Error::model(format!("override of {key} has the wrong type, expected an int"))),
             };
         }
-        match self.f.get(key) {
+        match self.f.get(key).as_ref() {
             None => Ok(None),
             Some(Value::U32(v)) => Ok(Some(*v)),
             Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected u32", v.type_name()))),
@@ -162,7 +162,7 @@ impl Keys<'_> {
                 _ => Err(Error::model(format!("override of {key} has the wrong type, expected a bool"))),
             };
         }
-        match self.f.get(key) {
+        match self.f.get(key).as_ref() {
             None => Ok(None),
             Some(Value::Bool(v)) => Ok(Some(*v)),
             Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected bool", v.type_name()))),
@@ -176,7 +176,7 @@ impl Keys<'_> {
                 _ => Err(Error::model(format!("override of {key} has the wrong type, expected a string"))),
             };
         }
-        match self.f.get(key) {
+        match self.f.get(key).as_ref() {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(String::from_utf8_lossy(self.f.str_bytes(s)).into_owned())),
             Some(v) => Err(Error::model(format!("key {key} has wrong type {}, expected string", v.type_name()))),
@@ -185,7 +185,7 @@ impl Keys<'_> {
 }
 
 fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayRef>> {
-    match f.get(key) {
+    match f.get(key).as_ref() {
         None => Ok(None),
         Some(Value::Array(a)) if elem.iter().any(|&t| t as u32 == a.elem_type) => Ok(Some(*a)),
         Some(v) => {
@@ -472,7 +472,7 @@ impl Vocab {
         let ta = get_array(f, "tokenizer.ggml.tokens", &[GgufType::Str])?
             .ok_or_else(|| Error::model("cannot find tokenizer vocab in model file (tokenizer.ggml.tokens is missing)"))?;
         let n_tokens = u32::try_from(ta.len).map_err(|_| Error::model("tokenizer.ggml.tokens has too many entries"))?;
-        let scores: Option<Vec<f32>> = match f.get("tokenizer.ggml.scores") {
+        let scores: Option<Vec<f32>> = match f.get("tokenizer.ggml.scores").as_ref() {
             None => None,
             Some(Value::Array(a)) if a.elem_type == GgufType::F32 as u32 => f.array_f32(a),
             Some(Value::Array(a)) if a.elem_type == GgufType::I32 as u32 => {
