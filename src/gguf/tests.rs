@@ -673,6 +673,57 @@ fn gguf_rejects_duplicate_keys() {
     assert!(r.contains("duplicate key 'dupA'"), "{r}");
 }
 
+/// Repeats are found after the pairs are read, but reported as a
+/// front-to-back scan would: a repeat before another error wins, a repeat
+/// after it does not, and of several repeats the earliest is named.
+#[test]
+fn gguf_reports_the_first_error_in_file_order() {
+    let mut w = GgufWriter::new();
+    w.add("k0", 1u8).add("k1", 2u8).add("k2", 3u8).add("k3", 4u8).add("k4", 5u8);
+    let b = w.to_bytes().unwrap();
+    let (k2, _, _) = kv_at(&b, "k2");
+    let (k3, t3, _) = kv_at(&b, "k3");
+    let (k4, _, _) = kv_at(&b, "k4");
+    // kv[3] repeats kv[1] and kv[4] repeats kv[0]; kv[3] is reported.
+    let mut d = b.clone();
+    d[k3 + 9] = b'1';
+    d[k4 + 9] = b'0';
+    let r = expect_err(d, "kv[3].key", k3 as u64);
+    assert!(r.contains("duplicate key 'k1' (first defined by kv[1])"), "{r}");
+    // A repeat (kv[2] = kv[1]) before a bad type (kv[3]): the repeat.
+    let mut d = b.clone();
+    d[k2 + 9] = b'1';
+    set_u32(&mut d, t3, 99);
+    expect_err(d, "kv[2].key", k2 as u64);
+    // A bad type (kv[3]) before a repeat (kv[4] = kv[1]): the type.
+    let mut d = b.clone();
+    set_u32(&mut d, t3, 99);
+    d[k4 + 9] = b'1';
+    expect_err(d, "kv[3] 'k3'.type", t3 as u64);
+    // A repeat found in the pair that fails: its key was read first.
+    let mut d = b.clone();
+    d[k3 + 9] = b'1';
+    set_u32(&mut d, t3, 99);
+    expect_err(d, "kv[3].key", k3 as u64);
+
+    // The same for tensor names.
+    let mut w = GgufWriter::new();
+    for n in ["t0", "t1", "t2"] {
+        w.add_tensor(n, GgmlType::F32, &[8], f32_bytes(&[1.0; 8]));
+    }
+    let b = w.to_bytes().unwrap();
+    let t1 = tensor_at(&b, "t1");
+    let t2 = tensor_at(&b, "t2");
+    let mut d = b.clone();
+    d[t2.info + 9] = b'0';
+    set_u32(&mut d, t2.n_dims, 9);
+    expect_err(d, "tensor[2].name", t2.info as u64);
+    let mut d = b.clone();
+    set_u32(&mut d, t1.n_dims, 9);
+    d[t2.info + 9] = b'0';
+    expect_err(d, "tensor[1] 't1'.n_dims", t1.n_dims as u64);
+}
+
 #[test]
 fn gguf_rejects_string_lengths_past_the_end() {
     // Key length.
