@@ -1096,7 +1096,7 @@ fn gguf_views_from_another_file_do_not_panic() {
 #[test]
 #[ignore]
 fn write_fuzz_seeds() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/gguf");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/gguf_parse");
     std::fs::create_dir_all(&dir).unwrap();
     let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
 
