@@ -115,9 +115,21 @@ impl Index {
     }
 }
 
+/// The items whose names start at `at` (a string each: a key or a tensor
+/// info), as indices in name order; or, if a name repeats, the first repeat
+/// `(repeat, first)` — see `first_duplicate`.
+pub(crate) fn name_order(buf: &[u8], at: &[usize]) -> Result<Vec<u32>, (usize, usize)> {
+    let name = |j: usize| at.get(j).map_or(&[][..], |&a| name_at(buf, a));
+    let order = sort_by_name(at.len(), name);
+    match first_duplicate(&order, name) {
+        Some(repeat) => Err(repeat),
+        None => Ok(order),
+    }
+}
+
 /// Item indices `0..n` sorted by name (then index). Sorted in place, so the
 /// only allocation is the 4 bytes per item of the result.
-pub(crate) fn sort_by_name<'a>(n: usize, name: impl Fn(usize) -> &'a [u8]) -> Vec<u32> {
+fn sort_by_name<'a>(n: usize, name: impl Fn(usize) -> &'a [u8]) -> Vec<u32> {
     // `parse` rejects more than u32::MAX items before getting here. (A
     // u32 range collects into an exactly sized Vec.)
     let mut order: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
@@ -133,7 +145,7 @@ pub(crate) fn sort_by_name<'a>(n: usize, name: impl Fn(usize) -> &'a [u8]) -> Ve
 /// `(repeat, first)` with `repeat` the smallest index whose name an earlier
 /// item already had, and `first` that earlier item — what a front-to-back
 /// scan with a set of seen names would report.
-pub(crate) fn first_duplicate<'a>(
+fn first_duplicate<'a>(
     order: &[u32],
     name: impl Fn(usize) -> &'a [u8],
 ) -> Option<(usize, usize)> {

@@ -268,18 +268,17 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
     // checked for repeats before a read error is returned.
     let mut kv_at: Vec<usize> = Vec::with_capacity(n_kv);
     let kvs_read = read_kvs(&mut cur, n_kv, &mut kv_at);
-    let key = |j: usize| kv_at.get(j).map_or(&[][..], |&at| index::name_at(buf, at));
-    let kv_by_key = index::sort_by_name(kv_at.len(), key);
-    if let Some((repeat, first)) = index::first_duplicate(&kv_by_key, key) {
-        return Err(Error::gguf(
-            to_u64(kv_at.get(repeat).copied().unwrap_or(0)),
+    let kv_by_key = index::name_order(buf, &kv_at).map_err(|(repeat, first)| {
+        let at = kv_at.get(repeat).copied().unwrap_or(0);
+        Error::gguf(
+            to_u64(at),
             format!("kv[{repeat}].key"),
             format!(
                 "duplicate key '{}' (first defined by kv[{first}])",
-                show(key(repeat))
+                show(index::name_at(buf, at))
             ),
-        ));
-    }
+        )
+    })?;
     kvs_read?;
     let mut index = Index {
         kv_end: cur.pos(),
@@ -318,18 +317,17 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
     // --- tensor infos (repeated names first, as for keys)
     let mut tensor_at: Vec<usize> = Vec::with_capacity(n_tensors);
     let infos_read = read_tensor_infos(&mut cur, n_tensors, alignment, &mut tensor_at);
-    let name = |j: usize| tensor_at.get(j).map_or(&[][..], |&at| index::name_at(buf, at));
-    let tensor_by_name = index::sort_by_name(tensor_at.len(), name);
-    if let Some((repeat, first)) = index::first_duplicate(&tensor_by_name, name) {
-        return Err(Error::gguf(
-            to_u64(tensor_at.get(repeat).copied().unwrap_or(0)),
+    let tensor_by_name = index::name_order(buf, &tensor_at).map_err(|(repeat, first)| {
+        let at = tensor_at.get(repeat).copied().unwrap_or(0);
+        Error::gguf(
+            to_u64(at),
             format!("tensor[{repeat}].name"),
             format!(
                 "duplicate tensor name '{}' (first used by tensor[{first}])",
-                show(name(repeat))
+                show(index::name_at(buf, at))
             ),
-        ));
-    }
+        )
+    })?;
     infos_read?;
 
     // --- data section
