@@ -9,7 +9,7 @@
 //! only if some completion could match the grammar (`match_partial_char`),
 //! exactly as the reference does.
 
-use super::parser::{detect_left_recursion, ElemType, Element, ParsedGrammar, Rule};
+use super::parser::{detect_left_recursion, nullable_rules, ElemType, Element, ParsedGrammar, Rule};
 use super::regex::Regex;
 use crate::sampling::{Candidates, VocabView};
 use std::collections::HashSet;
@@ -163,7 +163,10 @@ impl Grammar {
         let start = *parsed.symbol_ids.get(root).ok_or_else(|| GrammarError::NoRoot(root.to_string()))? as usize;
         let rules = parsed.rules.clone();
         let n = rules.len();
-        let (mut visited, mut in_progress, mut empty) = (vec![false; n], vec![false; n], vec![false; n]);
+        let (mut visited, mut in_progress) = (vec![false; n], vec![false; n]);
+        // Deviation: nullability computed in full, not only from literally
+        // empty alternatives (see `nullable_rules`).
+        let mut empty = nullable_rules(&rules);
         for i in 0..n {
             if visited[i] {
                 continue;

@@ -551,7 +551,51 @@ fn parse_u64(digits: &[u8]) -> u64 {
     digits.iter().fold(0u64, |acc, &d| acc.saturating_mul(10).saturating_add((d - b'0') as u64))
 }
 
-/// Left recursion check (`llama_grammar_detect_left_recursion`).
+/// Which rules can match the empty string, as a fixed point: an
+/// alternative is empty when all its elements are references to such rules.
+///
+/// The reference's left-recursion check only marks rules with a literally
+/// empty alternative, so `root ::= ws root "x" | "y"` with `ws ::= [ ]*`
+/// (nullable through its generated sub-rule) passes it, and its
+/// `llama_grammar_advance_stack` then recurses until the stack overflows.
+/// Seeding the check with this set refuses such a grammar with a message.
+pub fn nullable_rules(rules: &[Rule]) -> Vec<bool> {
+    let mut nullable = vec![false; rules.len()];
+    loop {
+        let mut changed = false;
+        for (r, rule) in rules.iter().enumerate() {
+            if nullable[r] {
+                continue;
+            }
+            // Scan the alternatives: `empty` stays true while every element
+            // so far is a reference to a nullable rule.
+            let mut empty = true;
+            for e in rule {
+                match e.ty {
+                    ElemType::End | ElemType::Alt => {
+                        if empty {
+                            nullable[r] = true;
+                            changed = true;
+                            break;
+                        }
+                        empty = true;
+                    }
+                    ElemType::RuleRef => {
+                        empty = empty && nullable.get(e.value as usize).copied().unwrap_or(false);
+                    }
+                    _ => empty = false,
+                }
+            }
+        }
+        if !changed {
+            return nullable;
+        }
+    }
+}
+
+/// Left recursion check (`llama_grammar_detect_left_recursion`); start
+/// `may_be_empty` from `nullable_rules` to catch recursion through rules
+/// that are empty only via their references.
 pub fn detect_left_recursion(rules: &[Rule], rule_index: usize, visited: &mut [bool], in_progress: &mut [bool], may_be_empty: &mut [bool]) -> bool {
     if in_progress[rule_index] {
         return true;

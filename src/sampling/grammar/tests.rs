@@ -78,6 +78,32 @@ fn left_recursion_and_missing_root_are_refused() {
     assert!(matches!(Grammar::new(&g, "root", false, vec![]), Err(matcher::GrammarError::NoRoot(_))));
 }
 
+/// Found by the gbnf fuzz target (a timeout: the stacks grew without end):
+/// left recursion through rules that are empty only via their references
+/// (`ws ::= [ ]*` is `ws ::= ws_1`, `ws_1 ::= [ ] ws_1 | `), which the
+/// reference's check misses (and its recursive advance then overflows the
+/// stack). Refused here; the same rules without the recursion still work.
+#[test]
+fn left_recursion_through_nullable_references_is_refused() {
+    for text in [
+        "root ::= ws root \"x\" | \"y\"\nws ::= [ ]*",
+        "root ::= a\na ::= b c a \"x\" | \"y\"\nb ::= \"(\"*\nc ::= b?",
+        // the fuzzer's input, cut down
+        "root ::= (expr \"=\")+\nexpr ::= term ([-+] term)*\nterm ::= [a-z] | \"(\"* ws expr \")\"\nws ::= [ ]*",
+    ] {
+        let g = parse(text.as_bytes()).unwrap();
+        match Grammar::new(&g, "root", false, vec![]) {
+            Err(matcher::GrammarError::LeftRecursion(_)) => {}
+            Err(e) => panic!("{text:?}: {e}"),
+            Ok(_) => panic!("{text:?}: accepted"),
+        }
+    }
+    let g = parse(b"root ::= ws \"(\" root \")\" | \"y\"\nws ::= [ ]*").unwrap();
+    let mut m = Grammar::new(&g, "root", false, vec![]).unwrap();
+    m.accept_str(b" (y)").unwrap();
+    assert!(m.is_complete());
+}
+
 #[test]
 fn utf8_decoding_keeps_partial_sequences() {
     let (cps, p) = decode_utf8("aé".as_bytes(), PartialUtf8::default());
