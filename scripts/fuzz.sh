@@ -53,25 +53,25 @@ synth_model() {
     export MINFER_FUZZ_MODEL=$out
 }
 
-# run_one TARGET SECONDS: prints "fuzz TARGET: N executions in S s, M findings"
+# run_one TARGET SECONDS: prints "fuzz TARGET: N executions in S s (limit L s), M findings"
 run_one() {
     local t=$1 s=$2 log=$ROOT/target/fuzz-logs/$1.log
     case $t in decode|gbnf) synth_model ;; esac
     mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t" "$(dirname "$log")"
     nice -n 19 cargo fuzz build "$t" > "$log.build" 2>&1 || { tail -n 30 "$log.build"; echo "fuzz $t: build failed"; return 1; }
-    local before
+    local before t0=$SECONDS
     before=$(ls "fuzz/artifacts/$t")
     # shellcheck disable=SC2086
     nice -n 19 cargo fuzz run "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
         -max_total_time="$s" -rss_limit_mb=2048 -timeout="$TIMEOUT" -max_len="$(max_len "$t")" \
         -print_final_stats=1 ${FUZZ_FLAGS:-} > "$log" 2>&1
-    local execs found
+    local execs found elapsed=$((SECONDS - t0))
     execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -n 1)
     [ -n "$execs" ] || execs=$(sed -nE 's/^#([0-9]+)\t.*/\1/p' "$log" | tail -n 1)
     found=$(comm -13 <(echo "$before") <(ls "fuzz/artifacts/$t"))
     local n=0
     [ -n "$found" ] && n=$(echo "$found" | wc -l)
-    echo "fuzz $t: ${execs:-0} executions in $s s, $n findings"
+    echo "fuzz $t: ${execs:-0} executions in $elapsed s (limit $s s), $n findings"
     if [ "$n" -gt 0 ]; then
         echo "$found" | sed "s#^#    fuzz/artifacts/$t/#"
         grep -m 1 -A 12 -E '^==[0-9]+==ERROR|panicked at|^SUMMARY' "$log" | sed 's/^/    /'
