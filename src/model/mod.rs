@@ -42,7 +42,6 @@ pub struct LoadParams<'a> {
 pub struct Model {
     /// The GGUF files; metadata comes from the first.
     pub files: Vec<GgufFile>,
-    /// Tensor name → (file index, tensor index in that file).
     pub arch_name: String,
     /// None when the architecture is one minfer does not run (vocab_only).
     pub arch: Option<Arch>,
