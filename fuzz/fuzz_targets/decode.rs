@@ -104,7 +104,7 @@ impl Run {
             // n_seq_alloc of them.
             unsafe {
                 *b.token.add(i) = if mode & 16 != 0 { inp.int_around(self.n_vocab) } else { i32::from(inp.u8()) };
-                *b.pos.add(i) = base + i as i32 + shift;
+                *b.pos.add(i) = base.wrapping_add(i as i32).wrapping_add(shift);
                 let k = if mode & 32 != 0 { inp.int_around(n_seq_alloc + 1).clamp(-1, n_seq_alloc) } else { 1 };
                 *b.n_seq_id.add(i) = k;
                 let ids = *b.seq_id.add(i);
@@ -171,7 +171,7 @@ impl Run {
             }
             5 => llama_memory_seq_keep(self.mem, self.seq(inp)),
             6 => {
-                let (s, p0, p1, d) = (self.seq(inp), self.pos(inp), self.pos(inp), inp.int_around(8) - 4);
+                let (s, p0, p1, d) = (self.seq(inp), self.pos(inp), self.pos(inp), inp.int_around(8).wrapping_sub(4));
                 llama_memory_seq_add(self.mem, s, p0, p1, d);
             }
             7 => {
