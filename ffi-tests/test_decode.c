@@ -234,6 +234,24 @@ int main(int argc, char ** argv) {
     llama_free(fresh);
     llama_memory_seq_div(mem, 1, -1, -1, 2);
     CHECK(llama_memory_seq_pos_max(mem, 1) == 3, "seq_div: %d", llama_memory_seq_pos_max(mem, 1));
+    // Shifted to INT32_MAX a cell stays, past it a cell goes (the reference's
+    // addition wraps negative, which drops it); no position follows INT32_MAX
+    // (found by the decode fuzz target: the automatic next position overflowed)
+    llama_memory_seq_add(mem, 1, -1, -1, INT32_MAX);  // 0 -> INT32_MAX; 1..3 dropped
+    CHECK(llama_memory_seq_pos_min(mem, 1) == INT32_MAX && llama_memory_seq_pos_max(mem, 1) == INT32_MAX,
+          "seq_add to INT32_MAX: %d..%d", llama_memory_seq_pos_min(mem, 1), llama_memory_seq_pos_max(mem, 1));
+    {
+        llama_token t0 = B[0];
+        int32_t n1 = 1;
+        llama_seq_id s1 = 1, * s1p = &s1;
+        int8_t out1 = 1;
+        struct llama_batch auto_pos = { 1, &t0, NULL, NULL, &n1, &s1p, &out1 };
+        log_clear();
+        CHECK(llama_decode(ctx, auto_pos) == -1 && log_has("no position after 2147483647"),
+              "automatic position after INT32_MAX: %s", g_log);
+    }
+    llama_memory_seq_keep(mem, 0);
+    CHECK(llama_memory_seq_pos_max(mem, 1) == -1, "seq_keep(0) empties seq 1: %d", llama_memory_seq_pos_max(mem, 1));
     log_clear();
     CHECK(llama_memory_seq_pos_max(mem, 99) == -1 && log_has("out of range"), "bad seq id in memory API");
     CHECK(!llama_memory_seq_rm(NULL, 0, -1, -1) && llama_memory_seq_pos_max(NULL, 0) == -1, "NULL memory");

@@ -96,7 +96,7 @@ impl Run {
         common::check("llama_batch_init");
         assert!(!b.token.is_null());
         let seq0 = self.seq(inp);
-        let base = llama_memory_seq_pos_max(self.mem, seq0).max(-1) + 1;
+        let base = llama_memory_seq_pos_max(self.mem, seq0).max(-1).wrapping_add(1);
         let shift = if mode & 8 != 0 { inp.int_around(4) } else { 0 };
         let mut outs: Vec<i32> = Vec::new(); // batch indices with an output
         for i in 0..n_alloc as usize {

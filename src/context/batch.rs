@@ -75,7 +75,7 @@ impl Batch {
                 continue;
             }
             let p0 = kv.pos_max(s as i32);
-            if p0 >= 0 && min[s] != p0 + 1 {
+            if p0 >= 0 && i64::from(min[s]) != i64::from(p0) + 1 {
                 return Err(Error::invalid(format!(
                     "the tokens of sequence {s} in the input batch have inconsistent sequence positions: the last \
                      position in the KV cache for sequence {s} is X = {p0}, the batch starts at Y = {}; it is \
@@ -116,5 +116,19 @@ mod tests {
         assert!(Batch::default().validate(10, 2, &kv).is_err());
         let neg = Batch { tokens: vec![tok(1, -1, 0)], embd: vec![] };
         assert!(neg.validate(10, 2, &kv).is_err());
+    }
+
+    /// A sequence can hold position i32::MAX (llama_memory_seq_add
+    /// saturates): no batch can follow it, and saying so must not overflow
+    /// (found by the decode fuzz target, built with overflow checks).
+    #[test]
+    fn a_sequence_at_the_last_position_takes_no_more_tokens() {
+        let mut kv = KvCache::new(4, vec![2], vec![2], KvType::F16, KvType::F16).unwrap();
+        kv.cells[0].pos = i32::MAX;
+        kv.cells[0].seqs.add(0);
+        for pos in [0, i32::MAX, i32::MIN] {
+            let b = Batch { tokens: vec![tok(1, pos, 0)], embd: vec![] };
+            assert!(b.validate(10, 1, &kv).is_err(), "pos {pos}");
+        }
     }
 }

@@ -359,8 +359,10 @@ impl Context {
 
     /// Moves the positions of `seq`'s cells in [p0, p1) through `f`, and
     /// re-rotates their K rows by the change so that attention sees them at
-    /// their new positions (a cell moved below 0 is dropped).
-    pub fn shift_positions(&mut self, seq: i32, p0: i32, p1: i32, f: impl Fn(i32) -> i32) -> Result<()> {
+    /// their new positions. A cell moved below 0 is dropped, as in the
+    /// reference; so is one moved past i32::MAX (where the reference's int
+    /// addition wraps to a negative position, which drops it).
+    pub fn shift_positions(&mut self, seq: i32, p0: i32, p1: i32, f: impl Fn(i32) -> i64) -> Result<()> {
         let hp = &self.model.hparams;
         let arch = self.model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
         let neox = arch.rope_type() == 2;
@@ -372,12 +374,11 @@ impl Context {
             if cell.is_empty() || !cell.seqs.has(seq as usize) || cell.pos < p0 || cell.pos >= p1 {
                 continue;
             }
-            let new = f(cell.pos);
-            let delta = new - cell.pos;
-            if new < 0 {
+            let Some(new) = i32::try_from(f(cell.pos)).ok().filter(|&p| p >= 0) else {
                 self.kv.cells[c].seqs.clear();
                 continue;
-            }
+            };
+            let delta = new - cell.pos; // both in [0, i32::MAX]
             self.kv.cells[c].pos = new;
             if delta == 0 {
                 continue;

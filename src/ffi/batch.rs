@@ -98,7 +98,8 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
     let seq_id = (!b.seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.seq_id, n) });
     let logits = (!b.logits.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.logits, n) });
 
-    let mut pos_next: Vec<i32> = (0..n_seq_max).map(|s| c.kv.pos_max(s as i32) + 1).collect();
+    // i64: a sequence may already hold position i32::MAX (seq_add saturates).
+    let mut pos_next: Vec<i64> = (0..n_seq_max).map(|s| i64::from(c.kv.pos_max(s as i32)) + 1).collect();
     let mut out = Batch { tokens: Vec::with_capacity(n), embd: Vec::new() };
     for i in 0..n {
         let seqs: Vec<i32> = match (n_seq_id, seq_id) {
@@ -122,8 +123,11 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
         let p = match pos {
             Some(p) => p[i],
             None => {
-                let p = pos_next[first as usize];
-                pos_next[first as usize] += 1;
+                let next = &mut pos_next[first as usize];
+                let p = i32::try_from(*next).map_err(|_| {
+                    Error::invalid(format!("token {i}: sequence {first} has no position after {}", i32::MAX))
+                })?;
+                *next += 1;
                 p
             }
         };

@@ -79,7 +79,7 @@ pub extern "C" fn llama_memory_seq_add(mem: llama_memory_t, seq_id: llama_seq_id
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
         let (p0, p1) = range(p0, p1);
-        c.shift_positions(seq_id, p0, p1, |p| p.saturating_add(delta))
+        c.shift_positions(seq_id, p0, p1, |p| i64::from(p) + i64::from(delta))
     })
 }
 
@@ -92,7 +92,7 @@ pub extern "C" fn llama_memory_seq_div(mem: llama_memory_t, seq_id: llama_seq_id
             return Err(Error::invalid(format!("d = {d} must be > 1")));
         }
         let (p0, p1) = range(p0, p1);
-        c.shift_positions(seq_id, p0, p1, |p| p / d)
+        c.shift_positions(seq_id, p0, p1, |p| i64::from(p / d))
     })
 }
 
