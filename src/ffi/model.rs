@@ -375,7 +375,9 @@ fn meta_by_index(
 ) -> i32 {
     guard(name, -1, || {
         let m = model_ref(model)?;
-        let entry = usize::try_from(i).ok().and_then(|i| if value { m.metadata.value(i) } else { m.metadata.key(i) });
+        let file = &m.files[0];
+        let entry =
+            usize::try_from(i).ok().and_then(|i| if value { m.metadata.value(file, i) } else { m.metadata.key(file, i) });
         match entry {
             Some(s) => Ok(write_c_string(s.to_bytes(), buf, buf_size)),
             None => {
@@ -411,7 +413,7 @@ pub extern "C" fn llama_model_meta_val_str(
     guard("llama_model_meta_val_str", -1, || {
         let m = model_ref(model)?;
         let key = c_str(key, "key")?;
-        match m.metadata.get(key.to_bytes()) {
+        match m.metadata.get(&m.files[0], key.to_bytes()) {
             Some(v) => Ok(write_c_string(v.to_bytes(), buf, buf_size)),
             None => {
                 clear_c_string(buf, buf_size);
@@ -467,6 +469,8 @@ pub extern "C" fn llama_model_chat_template(model: *const llama_model, name: *co
     guard("llama_model_chat_template", ptr::null(), || {
         let m = model_ref(model)?;
         let name = if name.is_null() { None } else { Some(c_str(name, "name")?.to_string_lossy().into_owned()) };
+        // The model keeps the string (Metadata::get_pinned), so the pointer
+        // outlives this Arc.
         Ok(m.chat_template(name.as_deref()).map_or(ptr::null(), |t| t.as_ptr()))
     })
 }

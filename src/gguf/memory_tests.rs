@@ -173,3 +173,31 @@ fn gguf_parse_peak_memory_is_bounded_by_the_file_size() {
     }
     eprintln!("peak memory: worst ratio {worst:.2}x the file size (files over {SLACK} bytes)");
 }
+
+/// Loading a model goes on past the parse: the metadata table of the C API
+/// (`model::metadata`) must not cost per-pair allocations either. A
+/// vocab-only load of 200 000 tiny pairs, refused at the vocabulary.
+#[test]
+fn model_load_peak_memory_is_bounded_by_the_file_size() {
+    let n = 200_000;
+    let mut b = header(0, n as u64 + 1);
+    put_str(&mut b, b"general.architecture");
+    b.extend_from_slice(&(GgufType::Str as u32).to_le_bytes());
+    put_str(&mut b, b"llama");
+    for i in 0..n {
+        put_str(&mut b, &name(i, true));
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.push(i as u8);
+    }
+    let len = b.len();
+    let path = std::env::temp_dir().join(format!("minfer-tiny-kvs-{}.gguf", std::process::id()));
+    std::fs::write(&path, &b).unwrap();
+    drop(b);
+    let params = crate::model::LoadParams { vocab_only: true, ..Default::default() };
+    let (r, peak) = peak_bytes(|| crate::model::Model::load(crate::model::Source::Path(&path), params).err());
+    let _ = std::fs::remove_file(&path);
+    let err = r.expect("a file without a vocabulary is refused").to_string();
+    assert!(err.contains("tokenizer.ggml.model"), "{err}");
+    eprintln!("peak memory: model load (vocab_only) of {n} tiny pairs: file {len} bytes, peak {peak} bytes ({:.2}x)", peak as f64 / len as f64);
+    assert!(peak <= len + SLACK, "the load peaked at {peak} bytes for a {len}-byte file");
+}

@@ -211,7 +211,12 @@ impl GgufFile {
 
     /// Index of the pair with key `key` (exact bytes); a binary search.
     pub fn find_key(&self, key: &str) -> Option<usize> {
-        self.index.find_key(self.bytes(), key.as_bytes())
+        self.find_key_bytes(key.as_bytes())
+    }
+
+    /// `find_key` for a key given as raw bytes (keys need not be UTF-8).
+    pub fn find_key_bytes(&self, key: &[u8]) -> Option<usize> {
+        self.index.find_key(self.bytes(), key)
     }
 
     /// The value of key `key`.

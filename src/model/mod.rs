@@ -211,12 +211,13 @@ impl Model {
     }
 
     /// The chat template named `name` (`tokenizer.chat_template.<name>`), or
-    /// the default one (`tokenizer.chat_template`).
-    pub fn chat_template(&self, name: Option<&str>) -> Option<&CString> {
+    /// the default one (`tokenizer.chat_template`). The string lives as long
+    /// as the model.
+    pub fn chat_template(&self, name: Option<&str>) -> Option<std::sync::Arc<std::ffi::CStr>> {
         let key = match name {
             Some(n) => format!("tokenizer.chat_template.{n}"),
             None => "tokenizer.chat_template".to_string(),
         };
-        self.metadata.get(key.as_bytes())
+        self.metadata.get_pinned(&self.files[0], key.as_bytes())
     }
 }
