@@ -108,6 +108,49 @@ pub enum GrammarError {
     LeftRecursion(String),
     /// Accepting a token left no stack alive.
     EmptyStack(String),
+    /// One operation needed more than `WORK_LIMIT` units of work.
+    TooComplex,
+}
+
+/// The most work one grammar operation (init, accepting a token or a text,
+/// filtering the candidates) may do, in units of one stack element visited:
+/// expanding a stack costs its depth, checking it against the stacks kept
+/// costs their number. The reference has no limit: a very ambiguous grammar
+/// (`"d"+++…`, nested repetitions) makes the stacks multiply with every
+/// character, and the host hangs. Real grammars over a real vocabulary stay
+/// far below (`grammar::tests::work_stays_far_below_the_limit_on_real_grammars`).
+pub const WORK_LIMIT: u64 = 1 << 24;
+
+/// The expansions an operation has left.
+pub(crate) struct Work {
+    left: u64,
+}
+
+impl Work {
+    pub(crate) fn new() -> Work {
+        Work { left: WORK_LIMIT }
+    }
+    /// Takes `n` units; false once the budget is spent.
+    fn spend(&mut self, n: usize) -> bool {
+        match self.left.checked_sub(u64::try_from(n).unwrap_or(u64::MAX)) {
+            Some(l) => {
+                self.left = l;
+                true
+            }
+            None => {
+                self.left = 0;
+                false
+            }
+        }
+    }
+    fn exhausted(&self) -> bool {
+        self.left == 0
+    }
+    /// Units spent so far.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> u64 {
+        WORK_LIMIT - self.left
+    }
 }
 
 impl std::fmt::Display for GrammarError {
@@ -116,6 +159,10 @@ impl std::fmt::Display for GrammarError {
             GrammarError::NoRoot(r) => write!(f, "grammar does not contain a '{r}' symbol"),
             GrammarError::LeftRecursion(n) => write!(f, "unsupported grammar, left recursion detected for nonterminal '{n}'"),
             GrammarError::EmptyStack(p) => write!(f, "unexpected empty grammar stack after accepting piece '{p}'"),
+            GrammarError::TooComplex => write!(
+                f,
+                "the grammar is too ambiguous: one step needs more than {WORK_LIMIT} units of work (nested repetitions?)"
+            ),
         }
     }
 }
@@ -189,12 +236,13 @@ impl Grammar {
         };
         let mut stacks = Vec::new();
         let mut pos = Pos { rule: start as u32, idx: 0 };
+        let mut work = Work::new();
         loop {
             let mut stack = Vec::new();
             if !g.is_end(pos) {
                 stack.push(pos);
             }
-            g.advance_stack(&stack, &mut stacks);
+            g.advance_stack(&stack, &mut stacks, &mut work);
             while !g.is_end(pos) {
                 pos = pos.next(1);
             }
@@ -203,6 +251,9 @@ impl Grammar {
             } else {
                 break;
             }
+        }
+        if work.exhausted() {
+            return Err(GrammarError::TooComplex);
         }
         g.stacks = stacks;
         Ok(g)
@@ -318,15 +369,19 @@ impl Grammar {
 
     /// `llama_grammar_advance_stack`: expands rule references until every
     /// stack ends at a terminal; appends new (distinct) stacks.
-    fn advance_stack(&self, stack: &Stack, new_stacks: &mut Vec<Stack>) {
+    /// Stops (leaving `new_stacks` incomplete) when `work` runs out.
+    fn advance_stack(&self, stack: &Stack, new_stacks: &mut Vec<Stack>, work: &mut Work) {
         let mut todo = vec![stack.clone()];
         let mut seen: HashSet<Stack> = HashSet::new();
         while let Some(cur) = todo.pop() {
+            if !work.spend(1 + cur.len()) {
+                return;
+            }
             if !seen.insert(cur.clone()) {
                 continue;
             }
             let Some(&pos) = cur.last() else {
-                if !new_stacks.contains(&cur) {
+                if work.spend(new_stacks.len()) && !new_stacks.contains(&cur) {
                     new_stacks.push(cur);
                 }
                 continue;
@@ -355,7 +410,7 @@ impl Grammar {
                     }
                 }
                 ElemType::Char | ElemType::CharNot | ElemType::CharAny | ElemType::Token | ElemType::TokenNot => {
-                    if !new_stacks.contains(&cur) {
+                    if work.spend(new_stacks.len()) && !new_stacks.contains(&cur) {
                         new_stacks.push(cur);
                     }
                 }
@@ -367,7 +422,7 @@ impl Grammar {
         }
     }
 
-    fn accept_chr(&self, stack: &Stack, chr: u32, new_stacks: &mut Vec<Stack>) {
+    fn accept_chr(&self, stack: &Stack, chr: u32, new_stacks: &mut Vec<Stack>, work: &mut Work) {
         let Some(&pos) = stack.last() else { return };
         let ty = self.el(pos).ty;
         if ty == ElemType::Token || ty == ElemType::TokenNot {
@@ -379,20 +434,20 @@ impl Grammar {
             if !self.is_end(after) {
                 ns.push(after);
             }
-            self.advance_stack(&ns, new_stacks);
+            self.advance_stack(&ns, new_stacks, work);
         }
     }
 
     /// `llama_grammar_accept`: advance every stack by one code point.
-    pub fn accept_chr_all(&mut self, chr: u32) {
+    fn accept_chr_all(&mut self, chr: u32, work: &mut Work) {
         let mut new = Vec::with_capacity(self.stacks.len());
         for s in &self.stacks {
-            self.accept_chr(s, chr, &mut new);
+            self.accept_chr(s, chr, &mut new, work);
         }
         self.stacks = new;
     }
 
-    fn reject_for_stack(&self, stack: &Stack, cands: &[Cand], decoded: &[Vec<u32>]) -> Vec<Cand> {
+    fn reject_for_stack(&self, stack: &Stack, cands: &[Cand], decoded: &[Vec<u32>], work: &mut Work) -> Vec<Cand> {
         let mut rejects = Vec::new();
         let cp = |c: &Cand| decoded[c.cps as usize][c.off as usize];
         let Some(&top) = stack.last() else {
@@ -436,33 +491,42 @@ impl Grammar {
             stack_after.push(after);
         }
         let mut next_stacks = Vec::new();
-        self.advance_stack(&stack_after, &mut next_stacks);
-        for c in self.reject(&next_stacks, &next, decoded) {
+        self.advance_stack(&stack_after, &mut next_stacks, work);
+        for c in self.reject(&next_stacks, &next, decoded, work) {
             rejects.push(Cand { off: c.off - 1, ..c });
         }
         rejects
     }
 
-    fn reject(&self, stacks: &[Stack], cands: &[Cand], decoded: &[Vec<u32>]) -> Vec<Cand> {
-        if cands.is_empty() {
+    /// The candidates no stack accepts. Once `work` runs out the answer is
+    /// meaningless; callers check `work.exhausted()`.
+    fn reject(&self, stacks: &[Stack], cands: &[Cand], decoded: &[Vec<u32>], work: &mut Work) -> Vec<Cand> {
+        if cands.is_empty() || work.exhausted() {
             return Vec::new();
         }
         let Some(first) = stacks.first() else {
             // no stack: the reference asserts; every candidate is rejected
             return cands.iter().map(|c| *c).collect();
         };
-        let mut rejects = self.reject_for_stack(first, cands, decoded);
+        let mut rejects = self.reject_for_stack(first, cands, decoded, work);
         for s in &stacks[1..] {
-            rejects = self.reject_for_stack(s, &rejects, decoded);
+            rejects = self.reject_for_stack(s, &rejects, decoded, work);
         }
         rejects
     }
 
     /// `llama_grammar_apply_impl`: sets the logit of every candidate the
     /// grammar cannot accept next to -inf (EOG only where a stack is done).
-    pub fn apply(&self, vocab: &dyn VocabView, cur: &mut Candidates<'_>) {
+    /// If that needs more than `WORK_LIMIT` units of work, every candidate
+    /// is rejected and the error returned.
+    pub fn apply(&self, vocab: &dyn VocabView, cur: &mut Candidates<'_>) -> Result<(), GrammarError> {
+        self.apply_counted(vocab, cur, &mut Work::new())
+    }
+
+    /// `apply` with the caller's budget (tests read `work.used()`).
+    pub(crate) fn apply_counted(&self, vocab: &dyn VocabView, cur: &mut Candidates<'_>, work: &mut Work) -> Result<(), GrammarError> {
         if self.awaiting_trigger {
-            return;
+            return Ok(());
         }
         let allow_eog = self.stacks.iter().any(|s| s.is_empty());
         let mut decoded = Vec::with_capacity(cur.size());
@@ -481,9 +545,15 @@ impl Grammar {
                 cands.push(Cand { index: i as u32, cps: (decoded.len() - 1) as u32, off: 0, partial, id: t.id });
             }
         }
-        for r in self.reject(&self.stacks, &cands, &decoded) {
+        let rejects = self.reject(&self.stacks, &cands, &decoded, work);
+        if work.exhausted() {
+            cur.data.iter_mut().for_each(|t| t.logit = f32::NEG_INFINITY);
+            return Err(GrammarError::TooComplex);
+        }
+        for r in rejects {
             cur.data[r.index as usize].logit = f32::NEG_INFINITY;
         }
+        Ok(())
     }
 
     /// `llama_grammar_accept_impl`: a lazy grammar buffers the output until
@@ -526,7 +596,10 @@ impl Grammar {
     }
 
     /// `llama_grammar_accept_token`.
+    /// More than `WORK_LIMIT` units of work leave no stack (an error, as an
+    /// impossible token is).
     pub fn accept_token(&mut self, token: i32, piece: &[u8]) -> Result<(), GrammarError> {
+        let mut work = Work::new();
         let (cps, partial) = decode_utf8(piece, self.partial_utf8);
         let mut stacks_new: Vec<Stack> = Vec::with_capacity(self.stacks.len());
         for stack in &self.stacks {
@@ -538,14 +611,14 @@ impl Grammar {
                     if !self.is_end(pos.next(1)) {
                         ns.push(pos.next(1));
                     }
-                    self.advance_stack(&ns, &mut stacks_new);
+                    self.advance_stack(&ns, &mut stacks_new, &mut work);
                 }
             } else {
                 let mut current = vec![stack.clone()];
                 for &c in &cps[..cps.len() - 1] {
                     let mut next = Vec::new();
                     for s in &current {
-                        self.accept_chr(s, c, &mut next);
+                        self.accept_chr(s, c, &mut next, &mut work);
                     }
                     current = next;
                     if current.is_empty() {
@@ -553,14 +626,18 @@ impl Grammar {
                     }
                 }
                 for s in current {
-                    if !stacks_new.contains(&s) {
+                    if work.spend(stacks_new.len()) && !stacks_new.contains(&s) {
                         stacks_new.push(s);
                     }
                 }
             }
         }
-        self.stacks = stacks_new;
         self.partial_utf8 = partial;
+        if work.exhausted() {
+            self.stacks.clear();
+            return Err(GrammarError::TooComplex);
+        }
+        self.stacks = stacks_new;
         if self.stacks.is_empty() {
             return Err(GrammarError::EmptyStack(String::from_utf8_lossy(piece).into_owned()));
         }
@@ -569,11 +646,16 @@ impl Grammar {
 
     /// `llama_grammar_accept_str`: advance over a text (no token checks).
     pub fn accept_str(&mut self, piece: &[u8]) -> Result<(), GrammarError> {
+        let mut work = Work::new();
         let (cps, partial) = decode_utf8(piece, self.partial_utf8);
         for &c in &cps[..cps.len() - 1] {
-            self.accept_chr_all(c);
+            self.accept_chr_all(c, &mut work);
         }
         self.partial_utf8 = partial;
+        if work.exhausted() {
+            self.stacks.clear();
+            return Err(GrammarError::TooComplex);
+        }
         if self.stacks.is_empty() {
             return Err(GrammarError::EmptyStack(String::from_utf8_lossy(piece).into_owned()));
         }
@@ -586,8 +668,13 @@ impl Grammar {
     pub fn rejected_mask(&self, pieces: &[Vec<u32>]) -> Vec<bool> {
         let cands: Vec<Cand> =
             (0..pieces.len()).map(|i| Cand { index: i as u32, cps: i as u32, off: 0, partial: PartialUtf8::default(), id: i as i32 }).collect();
+        let mut work = Work::new();
+        let rejects = self.reject(&self.stacks, &cands, pieces, &mut work);
+        if work.exhausted() {
+            return vec![true; pieces.len()];
+        }
         let mut mask = vec![false; pieces.len()];
-        for r in self.reject(&self.stacks, &cands, pieces) {
+        for r in rejects {
             mask[r.index as usize] = true;
         }
         mask

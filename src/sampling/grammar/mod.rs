@@ -74,7 +74,12 @@ impl Sampler for GrammarSampler {
         }
     }
     fn apply(&mut self, cur: &mut Candidates<'_>) {
-        self.grammar.apply(&*self.vocab, cur);
+        if let Err(e) = self.grammar.apply(&*self.vocab, cur) {
+            // every candidate was rejected; the grammar stays empty from
+            // here on (as after a failed accept), so later calls are cheap
+            log_error!("llama_sampler_apply: grammar: {e}");
+            self.grammar.stacks.clear();
+        }
     }
     fn reset(&mut self) {
         self.grammar = self.initial.clone();

@@ -8,11 +8,14 @@ use super::*;
 use crate::sampling::basic::Dist;
 use crate::sampling::{TokenData, VocabView};
 
-fn grammars_dir() -> std::path::PathBuf {
-    let cache = std::env::var("MINFER_CACHE")
+fn cache_dir() -> std::path::PathBuf {
+    std::env::var("MINFER_CACHE")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/minfer"));
-    cache.join("ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/grammars")
+        .unwrap_or_else(|_| std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/minfer"))
+}
+
+fn grammars_dir() -> std::path::PathBuf {
+    cache_dir().join("ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/grammars")
 }
 
 #[test]
@@ -104,6 +107,96 @@ fn left_recursion_through_nullable_references_is_refused() {
     assert!(m.is_complete());
 }
 
+/// Found by the gbnf fuzz target (a timeout): nested repetitions make the
+/// stacks multiply with every character. Each operation stops after
+/// `WORK_LIMIT` units of work with an error (the reference hangs), and the
+/// grammar is left with no stack.
+#[test]
+fn an_exponentially_ambiguous_grammar_fails_in_bounded_time() {
+    let text = format!("root ::= (\"c\" | \"d\"{})+ [x-z]", "+".repeat(60));
+    let mut g = grammar(&text);
+    let start = std::time::Instant::now();
+    let mut failed = None;
+    for i in 0..64 {
+        if let Err(e) = g.accept_str(b"d") {
+            failed = Some((i, e));
+            break;
+        }
+    }
+    let (i, e) = failed.expect("the stacks never exceeded the limit");
+    assert_eq!(e, matcher::GrammarError::TooComplex, "after {i} characters");
+    assert!(g.stacks.is_empty());
+    // the same grammar filtering candidates: every candidate rejected
+    let v = FakeVocab::new();
+    let mut g = grammar(&text);
+    let mut n = 0;
+    while g.accept_str(b"d").is_ok() {
+        n += 1;
+        let mut c = all_candidates(&v);
+        if let Err(e) = g.apply(&v, &mut Candidates::new(&mut c)) {
+            assert_eq!(e, matcher::GrammarError::TooComplex);
+            assert!(c.iter().all(|t| t.logit == f32::NEG_INFINITY));
+            break;
+        }
+    }
+    assert!(n < 64, "{n}");
+    eprintln!("ambiguous grammar: refused after {i} characters in {:?}", start.elapsed());
+}
+
+/// The work limit is far (16x or more) above what real grammars need: the reference's
+/// grammars over SmolLM2's 49 152-token vocabulary, filtering every token
+/// after each chunk of the parity-trace inputs.
+#[test]
+fn work_stays_far_below_the_limit_on_real_grammars() {
+    use crate::gguf::GgufFile;
+    use crate::vocab::Vocab;
+    struct Real(Vocab);
+    impl VocabView for Real {
+        fn n_tokens(&self) -> usize {
+            self.0.n_tokens()
+        }
+        fn piece(&self, token: i32, special: bool) -> std::borrow::Cow<'_, [u8]> {
+            std::borrow::Cow::Borrowed(self.0.piece(token, 0, special).unwrap_or_default())
+        }
+        fn is_eog(&self, token: i32) -> bool {
+            self.0.is_eog(token)
+        }
+        fn token_eot(&self) -> i32 {
+            -1
+        }
+        fn token_eos(&self) -> i32 {
+            -1
+        }
+        fn tokenize(&self, _text: &[u8]) -> Vec<i32> {
+            Vec::new()
+        }
+    }
+    let model = cache_dir().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let file = GgufFile::open(&model).unwrap_or_else(|e| panic!("{e} (run scripts/fetch-models.sh)"));
+    let v = Real(Vocab::load(&file, &Default::default()).unwrap());
+    let inputs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/grammar_inputs.txt")).unwrap();
+    let (mut most, mut steps) = (0u64, 0);
+    for line in inputs.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (name, chunks) = line.split_once('\t').unwrap();
+        let text = std::fs::read(grammars_dir().join(format!("{name}.gbnf"))).unwrap();
+        let mut g = Grammar::new(&parse(&text).unwrap(), "root", false, vec![]).unwrap();
+        for hex in chunks.split_whitespace() {
+            let mut c: Vec<TokenData> = (0..v.n_tokens() as i32).map(|id| TokenData { id, logit: 0.0, p: 0.0 }).collect();
+            let mut work = matcher::Work::new();
+            g.apply_counted(&v, &mut Candidates::new(&mut c), &mut work).unwrap();
+            most = most.max(work.used());
+            steps += 1;
+            let bytes: Vec<u8> = (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+            if g.accept_str(&bytes).is_err() {
+                break;
+            }
+        }
+    }
+    eprintln!("grammar work: at most {most} units in one apply over {} tokens ({steps} steps)", v.n_tokens());
+    assert!(steps > 20, "{steps}");
+    assert!(most < matcher::WORK_LIMIT / 16, "{most} units");
+}
+
 #[test]
 fn utf8_decoding_keeps_partial_sequences() {
     let (cps, p) = decode_utf8("aé".as_bytes(), PartialUtf8::default());
@@ -175,7 +268,7 @@ fn all_candidates(v: &FakeVocab) -> Vec<TokenData> {
 fn allowed(g: &Grammar, v: &FakeVocab) -> Vec<Vec<u8>> {
     let mut c = all_candidates(v);
     let mut cur = Candidates::new(&mut c);
-    g.apply(v, &mut cur);
+    g.apply(v, &mut cur).unwrap();
     c.iter().filter(|t| t.logit != f32::NEG_INFINITY).map(|t| v.pieces[t.id as usize].clone()).collect()
 }
 
