@@ -397,5 +397,23 @@ else
     not_ok "test_samplers build"
 fi
 
+# --- llama-cpp-python 0.3.36, unchanged (its pure-Python package from the sdist),
+# on our library: two groups, the API's behaviour and the outputs that follow the
+# logits compared with the reference's (golden made by ffi-tests/python/run.sh --record)
+if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/ffi-tests/python/run.sh" > "$OUT/llama_cpp_python.out" 2> "$OUT/llama_cpp_python.err" \
+    || grep -q '^llama_cpp_python_vs_reference: ' "$OUT/llama_cpp_python.out"; then
+    grep -E '^skip ' "$OUT/llama_cpp_python.out" || true
+    for group in behaviour vs_reference; do
+        line=$(grep -E "^llama_cpp_python_$group: [0-9]+ passed, [0-9]+ failed$" "$OUT/llama_cpp_python.out")
+        if [ -n "$line" ] && [ "$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')" = 0 ]; then
+            ok "llama-cpp-python $group (${line#*: })"
+        else
+            not_ok "llama-cpp-python $group (${line#*: })"; grep -E '^FAIL ' "$OUT/llama_cpp_python.out" || true
+        fi
+    done
+else
+    not_ok "llama-cpp-python test did not run"; tail -n 30 "$OUT/llama_cpp_python.err" "$OUT/llama_cpp_python.out"
+fi
+
 echo "ffi-tests: $pass passed, $fail failed"
 [ "$fail" = 0 ]
