@@ -398,6 +398,30 @@ else
     not_ok "test_samplers build"
 fi
 
+# --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's
+# src/llama-ext.h that its own programs call, on our C API; what it returns on
+# both models equals the reference's (golden/llama_ext.txt, gen_llama_ext_golden.sh)
+REF_EXT_H=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/src
+if [ -f "$REF_EXT_H/llama-ext.h" ]; then
+    if g++ -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$ROOT/include" -I"$REF_EXT_H" "$ROOT/compat/llama-ext.cpp" \
+            -o "$OUT/libllama-ext.so" -L"$LIB_DIR" -lllama -ldl 2> "$OUT/llama_ext.build.log" \
+        && g++ -std=c++17 -Wall -Wextra -Werror -g -I"$ROOT/include" -I"$REF_EXT_H" "$ROOT/ffi-tests/test_llama_ext.cpp" \
+            -o "$OUT/test_llama_ext" "${LDFLAGS[@]}" -L"$OUT" -lllama-ext -Wl,-rpath,"$OUT" 2>> "$OUT/llama_ext.build.log"; then
+        if "$OUT/test_llama_ext" "$SMOL" "$GEMMA" > "$OUT/llama_ext.txt" 2> "$OUT/llama_ext.err" \
+            && diff -u "$ROOT/ffi-tests/golden/llama_ext.txt" "$OUT/llama_ext.txt"; then
+            ok "libllama-ext: the llama-ext.h functions answer as the reference's on both models"
+        else
+            not_ok "libllama-ext: the llama-ext.h functions answer as the reference's on both models"
+        fi
+        run_prog test_llama_ext --minfer "$SMOL"
+        under_valgrind test_llama_ext --minfer "$SMOL"
+    else
+        cat "$OUT/llama_ext.build.log"; not_ok "libllama-ext build"
+    fi
+else
+    not_ok "no $REF_EXT_H/llama-ext.h (run scripts/fetch-reference-src.sh)"
+fi
+
 # --- llama-cpp-python 0.3.36, unchanged (its pure-Python package from the sdist),
 # on our library: two groups, the API's behaviour and the outputs that follow the
 # logits compared with the reference's (golden made by ffi-tests/python/run.sh --record)
