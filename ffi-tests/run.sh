@@ -82,6 +82,18 @@ if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}"
 else
     not_ok "header compiles as C11 and C++17 (included twice)"
 fi
+# ggml's GGML_ASSERT/GGML_ABORT, which programs reach through llama.h: message, then abort
+printf '#include "llama.h"\nint main(int argc, char **argv) { (void)argv; GGML_ASSERT(argc > 0); if (argc < 3) GGML_ABORT("stop %%d", argc); return 0; }\n' > "$OUT/ggml_abort.c"
+if compile ggml_abort "$OUT/ggml_abort.c"; then
+    ("$OUT/ggml_abort" > /dev/null 2> "$OUT/ggml_abort.err") 2> /dev/null; rc=$? # (the shell's "Aborted" notice)
+    if [ $rc = 134 ] && grep -q 'ggml_abort.c:2: stop 1' "$OUT/ggml_abort.err"; then
+        ok "GGML_ASSERT/GGML_ABORT from llama.h: file, line and message, then abort"
+    else
+        not_ok "GGML_ABORT from llama.h (exit $rc: $(cat "$OUT/ggml_abort.err"))"
+    fi
+else
+    not_ok "GGML_ASSERT/GGML_ABORT from llama.h do not compile"
+fi
 
 # --- (a) every row of layout.tsv and enums.tsv, compiled as C and as C++
 python3 "$ROOT/ffi-tests/gen_abi_check.py" "$SHARED/abi" "$OUT/abi_check.c"

@@ -10,6 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdlib.h>
+// ggml's abort macros, which programs reach through the reference's llama.h (it
+// includes ggml.h; examples/simple-chat uses GGML_ABORT): print where and why,
+// then abort() — in the calling program, never inside the library.
+#ifndef GGML_ABORT
+#define GGML_ABORT(...) (fprintf(stderr, "%s:%d: ", __FILE__, __LINE__), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+#endif
+#ifndef GGML_ASSERT
+#define GGML_ASSERT(x) if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+#endif
 // This enum has an alias enumerator (MAX_VALUE), which a Rust enum cannot
 // hold, so its C text is written here; its Rust twin is
 // ffi::types::llama_rope_scaling_type.
