@@ -85,7 +85,8 @@ fi
 # ggml's GGML_ASSERT/GGML_ABORT, which programs reach through llama.h: message, then abort
 printf '#include "llama.h"\nint main(int argc, char **argv) { (void)argv; GGML_ASSERT(argc > 0); if (argc < 3) GGML_ABORT("stop %%d", argc); return 0; }\n' > "$OUT/ggml_abort.c"
 if compile ggml_abort "$OUT/ggml_abort.c"; then
-    ("$OUT/ggml_abort" > /dev/null 2> "$OUT/ggml_abort.err") 2> /dev/null; rc=$? # (the shell's "Aborted" notice)
+    # (an inner shell takes the abort, so ours prints no "Aborted" notice)
+    rc=$(bash -c '"$1" > /dev/null 2> "$2"; echo $?' _ "$OUT/ggml_abort" "$OUT/ggml_abort.err" 2> /dev/null)
     if [ $rc = 134 ] && grep -q 'ggml_abort.c:2: stop 1' "$OUT/ggml_abort.err"; then
         ok "GGML_ASSERT/GGML_ABORT from llama.h: file, line and message, then abort"
     else
