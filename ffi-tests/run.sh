@@ -179,6 +179,27 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
+        # SmolLM2 Q4_1, 128 teacher-forced tokens: logits bit-identical to the
+        # reference's (sha256 of its output, scripts/make-parity-goldens.sh), on
+        # both attention paths (one decode → tiled; chunks of 32 → one chunk),
+        # and for 1/2 threads and n_ubatch 512/64
+        if [ -f "$SMOL" ]; then
+            TOK=$PAR/tokens-smollm2-128.txt
+            want_tiled=$(awk '$2 == "one-decode" {print $1}' "$PAR/smollm2-q4_1.sha256")
+            want_chunk=$(awk '$2 == "chunks-of-32" {print $1}' "$PAR/smollm2-q4_1.sha256")
+            real_ok=1
+            for run in "512 2 128 $want_tiled" "512 1 128 $want_tiled" "64 2 128 $want_tiled" "512 2 32 $want_chunk" "512 1 32 $want_chunk"; do
+                set -- $run
+                "$OUT/logits" "$SMOL" "$TOK" "$OUT/smol-logits.bin" "$1" "$2" "$3" 2> /dev/null || real_ok=0
+                got=$(sha256sum "$OUT/smol-logits.bin" | cut -d' ' -f1)
+                [ "$got" = "$4" ] || { real_ok=0; echo "     n_ubatch $1, threads $2, chunks of $3: sha256 $got, want $4"; }
+            done
+            if [ $real_ok = 1 ]; then
+                ok "SmolLM2 Q4_1 logits bit-identical to the reference (tiled and one-chunk attention; 1/2 threads; n_ubatch 512/64)"
+            else
+                not_ok "SmolLM2 Q4_1 logits bit-identical to the reference"
+            fi
+        fi
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
             run_prog test_decode "$OUT/synth-llama.gguf"
             under_valgrind test_decode "$OUT/synth-llama.gguf"
