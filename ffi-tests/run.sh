@@ -110,6 +110,11 @@ fi
 # --- (g) the panic boundary and the log
 compile test_panic_log "$ROOT/ffi-tests/test_panic_log.c" && run_prog test_panic_log || not_ok "test_panic_log build"
 
+# --- the version strings: llama_version() and llama_print_system_info() name
+# minfer's version (Cargo.toml's); the listed SIMD features match /proc/cpuinfo
+VERSION=$(sed -nE '/^\[package\]/,/^\[/ s/^version = "([^"]+)"/\1/p' "$ROOT/Cargo.toml" | head -n 1)
+compile test_version "$ROOT/ffi-tests/test_version.c" && run_prog test_version "$VERSION" || not_ok "test_version build"
+
 # --- every exported function called with NULL / zero arguments survives
 python3 "$ROOT/ffi-tests/gen_null_calls.py" "$ROOT/include/llama.h" "$OUT/null_calls.c"
 if compile null_calls "$OUT/null_calls.c"; then
@@ -395,6 +400,18 @@ if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
     under_valgrind test_samplers "$SMOL"
 else
     not_ok "test_samplers build"
+fi
+
+# --- installed as a system library (scripts/install.sh into a temporary
+# prefix): SONAME, symlinks, header, pkg-config; examples-c/simple.c built
+# with `pkg-config --libs llama` (shared) and `--static` (libllama.a) generate
+# the same text on SmolLM2
+if [ -f "$SMOL" ]; then
+    bash "$ROOT/ffi-tests/test_install.sh" "$SMOL" > "$OUT/test_install.out" 2>&1
+    while read -r status what; do
+        case $status in ok) ok "install: $what" ;; FAIL) not_ok "install: $what" ;; esac
+    done < <(grep -E '^(ok|FAIL) ' "$OUT/test_install.out")
+    grep -qE '^(ok|FAIL) ' "$OUT/test_install.out" || { not_ok "test_install.sh ran no check"; tail -n 20 "$OUT/test_install.out"; }
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"
