@@ -23,7 +23,7 @@ finish() { echo "install: $pass passed, $fail failed"; [ "$fail" = 0 ]; exit; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/minfer-install.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 PREFIX=$WORK/prefix
-version=$(sed -nE '/^\[package\]/,/^\[/ s/^version = "([^"]+)"/\1/p' "$ROOT/Cargo.toml" | head -n 1)
+version=$(bash "$ROOT/scripts/version.sh")
 real=libllama.so.0.${version#*.}
 
 # the same features as the library the other C tests use, so the build is reused

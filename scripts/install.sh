@@ -31,8 +31,7 @@ PREFIX=${PREFIX%/}
 
 # must match SONAME in build.rs
 SONAME=libllama.so.0
-version=$(sed -nE '/^\[package\]/,/^\[/ s/^version = "([^"]+)"/\1/p' Cargo.toml | head -n 1)
-[ -n "$version" ] || { echo "no version in Cargo.toml" >&2; exit 1; }
+version=$(bash scripts/version.sh)
 minor_patch=${version#*.}
 real=$SONAME.$minor_patch
 
