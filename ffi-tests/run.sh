@@ -4,7 +4,9 @@
 # metadata against goldens from the reference library, the boundary and the
 # log, the real models, malformed GGUF files (also under valgrind), the
 # tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
-# reference, the API from C).
+# reference, the API from C), the version strings, the installed library
+# (scripts/install.sh, pkg-config, shared and static), the Go binding and the
+# Swift module map.
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -62,6 +64,19 @@ compile() {
     fi || { cat "$OUT/$name.build.log"; return 1; }
 }
 
+# relay LABEL EXIT_CODE FILE : counts the "ok ..." / "FAIL ..." lines a test
+# script wrote; a failed exit without a FAIL line, or no line at all, fails too
+relay() {
+    local label=$1 rc=$2 file=$3 status what n=0 n_fail=0
+    while read -r status what; do
+        n=$((n + 1))
+        if [ "$status" = ok ]; then ok "$label: $what"; else n_fail=$((n_fail + 1)); not_ok "$label: $what"; fi
+    done < <(grep -E '^(ok|FAIL) ' "$file")
+    if [ "$n" = 0 ] || { [ "$rc" != 0 ] && [ "$n_fail" = 0 ]; }; then
+        not_ok "$label: exit code $rc after $n checks"; tail -n 20 "$file"
+    fi
+}
+
 # run_prog NAME ARGS... : runs a compiled test, judged by its exit code and tally
 run_prog() {
     local name=$1; shift
@@ -109,6 +124,11 @@ fi
 
 # --- (g) the panic boundary and the log
 compile test_panic_log "$ROOT/ffi-tests/test_panic_log.c" && run_prog test_panic_log || not_ok "test_panic_log build"
+
+# --- the version strings: llama_version() and llama_print_system_info() name
+# minfer's version (Cargo.toml's); the listed SIMD features match /proc/cpuinfo
+VERSION=$(bash "$ROOT/scripts/version.sh")
+compile test_version "$ROOT/ffi-tests/test_version.c" && run_prog test_version "$VERSION" || not_ok "test_version build"
 
 # --- every exported function called with NULL / zero arguments survives
 python3 "$ROOT/ffi-tests/gen_null_calls.py" "$ROOT/include/llama.h" "$OUT/null_calls.c"
@@ -416,6 +436,31 @@ if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
     under_valgrind test_samplers "$SMOL"
 else
     not_ok "test_samplers build"
+fi
+
+# --- installed as a system library (scripts/install.sh into a temporary
+# prefix): SONAME, symlinks, header, pkg-config; examples-c/simple.c built
+# with `pkg-config --libs llama` (shared) and `--static` (libllama.a) generate
+# the same text on SmolLM2
+if [ -f "$SMOL" ]; then
+    bash "$ROOT/ffi-tests/test_install.sh" "$SMOL" > "$OUT/test_install.out" 2>&1
+    relay install $? "$OUT/test_install.out"
+fi
+
+# --- the Go binding (scripts/test-go.sh: go vet + go test; the prompt ids and
+# 16 greedy tokens equal examples-c/simple.c's)
+if [ -f "$SMOL" ]; then
+    if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-go.sh" "$SMOL" > "$OUT/test_go.out" 2>&1; then
+        ok "go test bindings/go/llama: $(grep -c '^--- PASS' "$OUT/test_go.out") tests pass (greedy tokens equal simple.c's)"
+    else
+        not_ok "go test bindings/go/llama"; tail -n 30 "$OUT/test_go.out"
+    fi
+fi
+
+# --- the Swift package's module map, through clang's modules (no Swift here)
+if [ -f "$SMOL" ]; then
+    MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-swift-module.sh" "$SMOL" > "$OUT/test_swift_module.out" 2>&1
+    relay "swift module map" $? "$OUT/test_swift_module.out"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"
