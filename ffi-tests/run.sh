@@ -408,8 +408,9 @@ else
     not_ok "vocab_sampler_golden build"
 fi
 # end to end through llama_sampler_sample on SmolLM2: greedy must equal the
-# reference (64 tokens); seeded chains are reported (they follow the whole
-# distribution, so they need the reference's logits: how far they agree is printed)
+# reference (64 tokens), and two seeded chains of 128 tokens (top_k 40 → top_p
+# 0.95 → min_p 0.05 → temp 0.8 → dist(seed)): they follow the whole
+# distribution, so they need logits identical to the reference's
 if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
     if { "$OUT/generate_seeded" "$SMOL" 64 0 && "$OUT/generate_seeded" "$SMOL" 128 42 43; } > "$OUT/generate_seeded.txt" 2> "$OUT/generate_seeded.err"; then
         if cmp -s <(head -n 1 "$ROOT/ffi-tests/golden/generate_seeded.txt") <(head -n 1 "$OUT/generate_seeded.txt"); then
@@ -417,14 +418,20 @@ if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
         else
             not_ok "greedy generation differs from the reference's"; head -n 1 "$OUT/generate_seeded.txt"
         fi
-        python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" <<'PY'
+        for seed in 42 43; do
+            if cmp -s <(grep "^seed $seed:" "$ROOT/ffi-tests/golden/generate_seeded.txt") <(grep "^seed $seed:" "$OUT/generate_seeded.txt"); then
+                ok "seeded generation (seed $seed, 128 tokens, default chain) equals the reference's token for token"
+            else
+                not_ok "seeded generation (seed $seed) differs from the reference's"
+                python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" "$seed" <<'PY'
 import sys
-ref = [l.split(':')[1].split() for l in open(sys.argv[1])][1:]
-ours = [l.split(':')[1].split() for l in open(sys.argv[2])][1:]
-for seed, a, b in zip((42, 43), ref, ours):
-    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    print(f"info seeded chain (seed {seed}): {'identical' if a == b else f'agrees with the reference for {n} of {len(a)} tokens'}")
+pick = lambda p: next(l.split(':')[1].split() for l in open(p) if l.startswith(f"seed {sys.argv[3]}:"))
+a, b = pick(sys.argv[1]), pick(sys.argv[2])
+n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print(f"     agrees with the reference for {n} of {len(a)} tokens")
 PY
+            fi
+        done
     else
         not_ok "generate_seeded failed"; tail -n 20 "$OUT/generate_seeded.err"
     fi
