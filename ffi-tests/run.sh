@@ -6,7 +6,7 @@
 # tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
 # reference, the API from C), the version strings, the installed library
 # (scripts/install.sh, pkg-config, shared and static), the Go binding and the
-# Swift module map.
+# Swift module map, chat templates (goldens from the reference).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -461,6 +461,34 @@ fi
 if [ -f "$SMOL" ]; then
     MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-swift-module.sh" "$SMOL" > "$OUT/test_swift_module.out" 2>&1
     relay "swift module map" $? "$OUT/test_swift_module.out"
+fi
+
+# --- chat templates: every built-in name x 10 conversations x add_ass, the
+# detection of every .jinja template of the reference source and of the
+# models' own templates, short buffers: the output equals the reference's
+# (golden/chat_templates.txt, made by gen_chat_template_golden.sh with the
+# same program on the reference library); also under valgrind
+REF_TEMPLATES=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates
+if [ ! -d "$REF_TEMPLATES" ]; then
+    not_ok "chat templates: missing $REF_TEMPLATES (run scripts/fetch-reference-src.sh)"
+elif compile chat_template_golden "$ROOT/ffi-tests/chat_template_golden.c"; then
+    if "$OUT/chat_template_golden" "$REF_TEMPLATES" "$SMOL" "$GEMMA" \
+        "$VOCAB"/ggml-vocab-{command-r,gemma-4,phi-3,qwen2,qwen35}.gguf > "$OUT/chat_templates.txt" 2> "$OUT/chat_templates.err" \
+        && diff -u "$ROOT/ffi-tests/golden/chat_templates.txt" "$OUT/chat_templates.txt" > "$OUT/chat_templates.diff"; then
+        ok "chat templates equal the reference's ($(grep -c '^apply .* ret=' "$OUT/chat_templates.txt") formatted cases, $(grep -c '^detect .*->' "$OUT/chat_templates.txt") detections, $(grep -c '^buffer' "$OUT/chat_templates.txt") buffer cases)"
+    else
+        not_ok "chat templates differ from the reference's"; head -n 30 "$OUT/chat_templates.diff"
+    fi
+    under_valgrind chat_template_golden "$REF_TEMPLATES"
+else
+    not_ok "chat_template_golden build"
+fi
+# NULL arguments, failures that leave the buffer alone, a long conversation
+if compile test_chat_api "$ROOT/ffi-tests/test_chat_api.c"; then
+    run_prog test_chat_api
+    under_valgrind test_chat_api
+else
+    not_ok "test_chat_api build"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"
