@@ -18,7 +18,7 @@
 //   buffer    short and long buffers: return value and every byte of the
 //             buffer (pre-filled with 0xAB) after the call
 #define _POSIX_C_SOURCE 200809L
-#include "llama.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -155,19 +155,6 @@ static void print_detect(const char * kind, const char * label, const char * tmp
     free(probe);
 }
 
-static char * read_file(const char * path) {
-    FILE * f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char * s = malloc((size_t) n + 1);
-    size_t got = fread(s, 1, (size_t) n, f);
-    fclose(f);
-    s[got] = 0;
-    return s;
-}
-
 static int cmp_str(const void * a, const void * b) {
     return strcmp(*(char * const *) a, *(char * const *) b);
 }
@@ -256,7 +243,8 @@ int main(int argc, char ** argv) {
     for (size_t i = 0; i < n_files; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", argv[1], files[i]);
-        char * text = read_file(path);
+        size_t len;
+        char * text = read_file(path, &len);
         if (text) print_detect("file", files[i], text);
         free(text);
         free(files[i]);

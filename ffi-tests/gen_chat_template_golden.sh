@@ -16,7 +16,7 @@ OUT=$ROOT/target/ffi-tests
 mkdir -p "$OUT"
 [ -f "$REF_LIB/libllama.so" ] || { echo "no reference library in $REF_LIB" >&2; exit 1; }
 [ -d "$REF_SRC/models/templates" ] || { echo "no reference source in $REF_SRC (run scripts/fetch-reference-src.sh)" >&2; exit 1; }
-gcc -std=c11 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" "$ROOT/ffi-tests/chat_template_golden.c" \
+gcc -std=c11 -Wall -Wextra -Werror -pedantic -I"$ROOT/include" -I"$ROOT/ffi-tests" "$ROOT/ffi-tests/chat_template_golden.c" \
     -o "$OUT/chat_template_golden" -L"$ROOT/target/release" -lllama -Wl,-rpath,"$ROOT/target/release"
 # the same arguments as in ffi-tests/run.sh
 LD_LIBRARY_PATH=$REF_LIB "$OUT/chat_template_golden" "$REF_SRC/models/templates" \

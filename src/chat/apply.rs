@@ -20,6 +20,33 @@ fn trim(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
+/// The shape many templates share: `prefix`, then for each message
+/// `open role mid content close` (the content trimmed or not), then
+/// `assistant` when the caller asks for the assistant's turn.
+struct Turns {
+    prefix: &'static str,
+    open: &'static str,
+    mid: &'static str,
+    close: &'static str,
+    assistant: &'static str,
+    trim: bool,
+}
+
+impl Turns {
+    const NONE: Turns = Turns { prefix: "", open: "", mid: "", close: "", assistant: "", trim: false };
+
+    fn write(&self, ss: &mut Vec<u8>, chat: &[Message], add_ass: bool) {
+        put!(ss, self.prefix);
+        for m in chat {
+            let content = if self.trim { trim(m.content) } else { m.content };
+            put!(ss, self.open, m.role, self.mid, content, self.close);
+        }
+        if add_ass {
+            put!(ss, self.assistant);
+        }
+    }
+}
+
 /// C-locale `toupper` over every byte (ASCII letters only).
 fn upper(s: &[u8]) -> Vec<u8> {
     s.to_ascii_uppercase()
@@ -31,14 +58,14 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
     use Template::*;
     let mut ss: Vec<u8> = Vec::new();
     match t {
-        Chatml => {
-            for m in chat {
-                put!(ss, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
-            }
-            if add_ass {
-                put!(ss, "<|im_start|>assistant\n");
-            }
+        Chatml => Turns {
+            open: "<|im_start|>",
+            mid: "\n",
+            close: "<|im_end|>\n",
+            assistant: "<|im_start|>assistant\n",
+            ..Turns::NONE
         }
+        .write(&mut ss, chat, add_ass),
         MistralV7 | MistralV7Tekken => {
             let space = if t == MistralV7 { " " } else { "" };
             for m in chat {
@@ -92,38 +119,26 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
                 }
             }
         }
-        Phi3 => {
-            for m in chat {
-                put!(ss, "<|", m.role, "|>\n", m.content, "<|end|>\n");
-            }
-            if add_ass {
-                put!(ss, "<|assistant|>\n");
-            }
+        Phi3 | Falcon3 | Zephyr => Turns {
+            open: "<|",
+            mid: "|>\n",
+            close: match t {
+                Phi3 => "<|end|>\n",
+                Falcon3 => "\n",
+                _ => "<|endoftext|>\n",
+            },
+            assistant: "<|assistant|>\n",
+            ..Turns::NONE
         }
-        Phi4 => {
-            for m in chat {
-                put!(ss, "<|im_start|>", m.role, "<|im_sep|>", m.content, "<|im_end|>");
-            }
-            if add_ass {
-                put!(ss, "<|im_start|>assistant<|im_sep|>");
-            }
+        .write(&mut ss, chat, add_ass),
+        Phi4 => Turns {
+            open: "<|im_start|>",
+            mid: "<|im_sep|>",
+            close: "<|im_end|>",
+            assistant: "<|im_start|>assistant<|im_sep|>",
+            ..Turns::NONE
         }
-        Falcon3 => {
-            for m in chat {
-                put!(ss, "<|", m.role, "|>\n", m.content, "\n");
-            }
-            if add_ass {
-                put!(ss, "<|assistant|>\n");
-            }
-        }
-        Zephyr => {
-            for m in chat {
-                put!(ss, "<|", m.role, "|>\n", m.content, "<|endoftext|>\n");
-            }
-            if add_ass {
-                put!(ss, "<|assistant|>\n");
-            }
-        }
+        .write(&mut ss, chat, add_ass),
         Monarch => {
             // mlabonne/AlphaMonarch-7B: <s> inside the history, not before the first message
             for (i, m) in chat.iter().enumerate() {
@@ -227,34 +242,20 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
                 put!(ss, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
             }
         }
-        Llama3 => {
-            for m in chat {
-                put!(ss, "<|start_header_id|>", m.role, "<|end_header_id|>\n\n", trim(m.content), "<|eot_id|>");
-            }
-            if add_ass {
-                put!(ss, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-            }
+        Llama3 => Turns {
+            open: "<|start_header_id|>",
+            mid: "<|end_header_id|>\n\n",
+            close: "<|eot_id|>",
+            assistant: "<|start_header_id|>assistant<|end_header_id|>\n\n",
+            trim: true,
+            ..Turns::NONE
         }
-        Chatglm3 => {
-            put!(ss, "[gMASK]sop");
-            for m in chat {
-                put!(ss, "<|", m.role, "|>\n ", m.content);
-            }
-            if add_ass {
-                put!(ss, "<|assistant|>");
-            }
-        }
-        Chatglm4 | Glmedge => {
-            if t == Chatglm4 {
-                put!(ss, "[gMASK]<sop>");
-            }
-            for m in chat {
-                put!(ss, "<|", m.role, "|>\n", m.content);
-            }
-            if add_ass {
-                put!(ss, if t == Chatglm4 { "<|assistant|>\n" } else { "<|assistant|>" });
-            }
-        }
+        .write(&mut ss, chat, add_ass),
+        Chatglm3 => Turns { prefix: "[gMASK]sop", open: "<|", mid: "|>\n ", assistant: "<|assistant|>", ..Turns::NONE }
+            .write(&mut ss, chat, add_ass),
+        Chatglm4 => Turns { prefix: "[gMASK]<sop>", open: "<|", mid: "|>\n", assistant: "<|assistant|>\n", ..Turns::NONE }
+            .write(&mut ss, chat, add_ass),
+        Glmedge => Turns { open: "<|", mid: "|>\n", assistant: "<|assistant|>", ..Turns::NONE }.write(&mut ss, chat, add_ass),
         Minicpm => {
             for m in chat {
                 if m.role == b"user" {
@@ -387,14 +388,14 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
                 put!(ss, "assistant<|role_sep|>");
             }
         }
-        Megrez => {
-            for m in chat {
-                put!(ss, "<|role_start|>", m.role, "<|role_end|>", m.content, "<|turn_end|>");
-            }
-            if add_ass {
-                put!(ss, "<|role_start|>assistant<|role_end|>");
-            }
+        Megrez => Turns {
+            open: "<|role_start|>",
+            mid: "<|role_end|>",
+            close: "<|turn_end|>",
+            assistant: "<|role_start|>assistant<|role_end|>",
+            ..Turns::NONE
         }
+        .write(&mut ss, chat, add_ass),
         Yandex => {
             // "\n\n" is the EOT token
             for m in chat {
@@ -425,14 +426,15 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
                 }
             }
         }
-        Llama4 => {
-            for m in chat {
-                put!(ss, "<|header_start|>", m.role, "<|header_end|>\n\n", trim(m.content), "<|eot|>");
-            }
-            if add_ass {
-                put!(ss, "<|header_start|>assistant<|header_end|>\n\n");
-            }
+        Llama4 => Turns {
+            open: "<|header_start|>",
+            mid: "<|header_end|>\n\n",
+            close: "<|eot|>",
+            assistant: "<|header_start|>assistant<|header_end|>\n\n",
+            trim: true,
+            ..Turns::NONE
         }
+        .write(&mut ss, chat, add_ass),
         Smolvlm => {
             put!(ss, "<|im_start|>"); // SmolVLM's BOS; the rest is not chatml
             for m in chat {
@@ -561,14 +563,14 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
                 put!(ss, "[unused9]助手：");
             }
         }
-        SolarOpen => {
-            for m in chat {
-                put!(ss, "<|begin|>", m.role, "<|content|>", m.content, "<|end|>");
-            }
-            if add_ass {
-                put!(ss, "<|begin|>assistant");
-            }
+        SolarOpen => Turns {
+            open: "<|begin|>",
+            mid: "<|content|>",
+            close: "<|end|>",
+            assistant: "<|begin|>assistant",
+            ..Turns::NONE
         }
+        .write(&mut ss, chat, add_ass),
     }
     ss
 }
