@@ -6,7 +6,8 @@
 # tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
 # reference, the API from C), the version strings, the installed library
 # (scripts/install.sh, pkg-config, shared and static), the Go binding and the
-# Swift module map.
+# Swift module map, chat templates (goldens from the reference), the C examples
+# on SmolLM2.
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -468,6 +469,77 @@ fi
 if [ -f "$SMOL" ]; then
     MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-swift-module.sh" "$SMOL" > "$OUT/test_swift_module.out" 2>&1
     relay "swift module map" $? "$OUT/test_swift_module.out"
+fi
+
+# --- chat templates: every built-in name x 10 conversations x add_ass, the
+# detection of every .jinja template of the reference source and of the
+# models' own templates, short buffers: the output equals the reference's
+# (golden/chat_templates.txt, made by gen_chat_template_golden.sh with the
+# same program on the reference library); also under valgrind
+REF_TEMPLATES=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates
+if [ ! -d "$REF_TEMPLATES" ]; then
+    not_ok "chat templates: missing $REF_TEMPLATES (run scripts/fetch-reference-src.sh)"
+elif compile chat_template_golden "$ROOT/ffi-tests/chat_template_golden.c"; then
+    if "$OUT/chat_template_golden" "$REF_TEMPLATES" "$SMOL" "$GEMMA" \
+        "$VOCAB"/ggml-vocab-{command-r,gemma-4,phi-3,qwen2,qwen35}.gguf > "$OUT/chat_templates.txt" 2> "$OUT/chat_templates.err" \
+        && diff -u "$ROOT/ffi-tests/golden/chat_templates.txt" "$OUT/chat_templates.txt" > "$OUT/chat_templates.diff"; then
+        ok "chat templates equal the reference's ($(grep -c '^apply .* ret=' "$OUT/chat_templates.txt") formatted cases, $(grep -c '^detect .*->' "$OUT/chat_templates.txt") detections, $(grep -c '^buffer' "$OUT/chat_templates.txt") buffer cases)"
+    else
+        not_ok "chat templates differ from the reference's"; head -n 30 "$OUT/chat_templates.diff"
+    fi
+    under_valgrind chat_template_golden "$REF_TEMPLATES"
+else
+    not_ok "chat_template_golden build"
+fi
+# NULL arguments, failures that leave the buffer alone, a long conversation
+if compile test_chat_api "$ROOT/ffi-tests/test_chat_api.c"; then
+    run_prog test_chat_api
+    under_valgrind test_chat_api
+else
+    not_ok "test_chat_api build"
+fi
+
+# --- the C examples on SmolLM2: chat (the text fed to the model is the chat
+# template's output, replies non-empty), embedding (similarities against the
+# reference's, related pairs above unrelated ones), batched (each sequence
+# equals examples-c/simple.c run alone on its prompt); chat and batched also
+# under valgrind
+EX=$ROOT/examples-c
+if [ -f "$SMOL" ] && compile chat "$EX/chat.c" && compile simple "$EX/simple.c" && compile batched "$EX/batched.c" \
+    && gcc "${CFLAGS[@]}" "$EX/embedding.c" -o "$OUT/embedding" "${LDFLAGS[@]}" -lm 2> "$OUT/embedding.build.log"; then
+    printf 'What is the capital of France?\nAnd of Germany?\nName a color.\n' > "$OUT/chat_input.txt"
+    if "$OUT/chat" "$SMOL" -n 48 --system "You are a concise assistant." --transcript "$OUT/chat_transcript.bin" \
+        < "$OUT/chat_input.txt" > "$OUT/chat.out" 2> "$OUT/chat.err" \
+        && python3 "$ROOT/ffi-tests/check_chat_transcript.py" "$OUT/chat_input.txt" "$OUT/chat.out" "$OUT/chat_transcript.bin" \
+            "You are a concise assistant." > "$OUT/chat_check.txt"; then
+        ok "examples-c/chat: greedy, 3 turns, replies non-empty, the text fed equals the template's ($(tail -n 1 "$OUT/chat_check.txt"))"
+    else
+        not_ok "examples-c/chat"; cat "$OUT/chat_check.txt" 2> /dev/null; tail -n 5 "$OUT/chat.err"
+    fi
+    if "$OUT/chat" "$SMOL" -n 24 -s 42 --transcript "$OUT/chat_seeded.bin" < "$OUT/chat_input.txt" > "$OUT/chat_seeded.out" 2> /dev/null \
+        && python3 "$ROOT/ffi-tests/check_chat_transcript.py" "$OUT/chat_input.txt" "$OUT/chat_seeded.out" "$OUT/chat_seeded.bin" > "$OUT/chat_seeded_check.txt"; then
+        ok "examples-c/chat: seeded sampler, no system message ($(tail -n 1 "$OUT/chat_seeded_check.txt"))"
+    else
+        not_ok "examples-c/chat (seeded)"; cat "$OUT/chat_seeded_check.txt" 2> /dev/null
+    fi
+    printf 'Hi\n' | under_valgrind chat "$SMOL" -n 3
+    if "$OUT/embedding" "$SMOL" > "$OUT/embedding.out" 2> "$OUT/embedding.err" \
+        && python3 "$ROOT/ffi-tests/check_embedding.py" "$OUT/embedding.out" "$ROOT/ffi-tests/golden/embedding_smollm2.txt" > "$OUT/embedding_check.txt"; then
+        ok "examples-c/embedding: $(tail -n 1 "$OUT/embedding_check.txt")"
+    else
+        not_ok "examples-c/embedding"; cat "$OUT/embedding_check.txt" "$OUT/embedding.out" 2> /dev/null
+    fi
+    prompts=("The capital of France is" "Once upon a time" "def fibonacci(n):" "1, 2, 3, 4,")
+    if "$OUT/batched" "$SMOL" -n 24 "${prompts[@]}" > "$OUT/batched.out" 2> "$OUT/batched.err" \
+        && for i in "${!prompts[@]}"; do echo "sequence $i:"; "$OUT/simple" "$SMOL" -n 24 "${prompts[$i]}" 2> /dev/null || echo "simple failed"; done > "$OUT/batched_alone.out" \
+        && cmp -s "$OUT/batched_alone.out" "$OUT/batched.out"; then
+        ok "examples-c/batched: ${#prompts[@]} sequences decoded together equal examples-c/simple alone (24 greedy tokens each)"
+    else
+        not_ok "examples-c/batched differs from simple run alone"; diff "$OUT/batched_alone.out" "$OUT/batched.out" | head -n 20; tail -n 5 "$OUT/batched.err"
+    fi
+    under_valgrind batched "$SMOL" -n 3 "Hello" "The sky is"
+else
+    not_ok "examples-c build (or $SMOL missing)"; cat "$OUT/embedding.build.log" 2> /dev/null
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"
