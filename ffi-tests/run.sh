@@ -4,7 +4,10 @@
 # metadata against goldens from the reference library, the boundary and the
 # log, the real models, malformed GGUF files (also under valgrind), the
 # tokenizer goldens of 21 vocabularies, samplers (seed-for-seed goldens from the
-# reference, the API from C).
+# reference, the API from C), the version strings, the installed library
+# (scripts/install.sh, pkg-config, shared and static), the Go binding and the
+# Swift module map, chat templates (goldens from the reference), the C examples
+# on SmolLM2.
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -60,6 +63,19 @@ compile() {
     else
         g++ "${CXXFLAGS[@]}" -x c++ "$src" -o "$OUT/$name" "${LDFLAGS[@]}" 2> "$OUT/$name.build.log"
     fi || { cat "$OUT/$name.build.log"; return 1; }
+}
+
+# relay LABEL EXIT_CODE FILE : counts the "ok ..." / "FAIL ..." lines a test
+# script wrote; a failed exit without a FAIL line, or no line at all, fails too
+relay() {
+    local label=$1 rc=$2 file=$3 status what n=0 n_fail=0
+    while read -r status what; do
+        n=$((n + 1))
+        if [ "$status" = ok ]; then ok "$label: $what"; else n_fail=$((n_fail + 1)); not_ok "$label: $what"; fi
+    done < <(grep -E '^(ok|FAIL) ' "$file")
+    if [ "$n" = 0 ] || { [ "$rc" != 0 ] && [ "$n_fail" = 0 ]; }; then
+        not_ok "$label: exit code $rc after $n checks"; tail -n 20 "$file"
+    fi
 }
 
 # run_prog NAME ARGS... : runs a compiled test, judged by its exit code and tally
@@ -123,6 +139,11 @@ fi
 
 # --- (g) the panic boundary and the log
 compile test_panic_log "$ROOT/ffi-tests/test_panic_log.c" && run_prog test_panic_log || not_ok "test_panic_log build"
+
+# --- the version strings: llama_version() and llama_print_system_info() name
+# minfer's version (Cargo.toml's); the listed SIMD features match /proc/cpuinfo
+VERSION=$(bash "$ROOT/scripts/version.sh")
+compile test_version "$ROOT/ffi-tests/test_version.c" && run_prog test_version "$VERSION" || not_ok "test_version build"
 
 # --- every exported function called with NULL / zero arguments survives
 python3 "$ROOT/ffi-tests/gen_null_calls.py" "$ROOT/include/llama.h" "$OUT/null_calls.c"
@@ -193,6 +214,27 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
+        # SmolLM2 Q4_1, 128 teacher-forced tokens: logits bit-identical to the
+        # reference's (sha256 of its output, scripts/make-parity-goldens.sh), on
+        # both attention paths (one decode → tiled; chunks of 32 → one chunk),
+        # and for 1/2 threads and n_ubatch 512/64
+        if [ -f "$SMOL" ]; then
+            TOK=$PAR/tokens-smollm2-128.txt
+            want_tiled=$(awk '$2 == "one-decode" {print $1}' "$PAR/smollm2-q4_1.sha256")
+            want_chunk=$(awk '$2 == "chunks-of-32" {print $1}' "$PAR/smollm2-q4_1.sha256")
+            real_ok=1
+            for run in "512 2 128 $want_tiled" "512 1 128 $want_tiled" "64 2 128 $want_tiled" "512 2 32 $want_chunk" "512 1 32 $want_chunk"; do
+                set -- $run
+                "$OUT/logits" "$SMOL" "$TOK" "$OUT/smol-logits.bin" "$1" "$2" "$3" 2> /dev/null || real_ok=0
+                got=$(sha256sum "$OUT/smol-logits.bin" | cut -d' ' -f1)
+                [ "$got" = "$4" ] || { real_ok=0; echo "     n_ubatch $1, threads $2, chunks of $3: sha256 $got, want $4"; }
+            done
+            if [ $real_ok = 1 ]; then
+                ok "SmolLM2 Q4_1 logits bit-identical to the reference (tiled and one-chunk attention; 1/2 threads; n_ubatch 512/64)"
+            else
+                not_ok "SmolLM2 Q4_1 logits bit-identical to the reference"
+            fi
+        fi
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
             run_prog test_decode "$OUT/synth-llama.gguf"
             under_valgrind test_decode "$OUT/synth-llama.gguf"
@@ -381,8 +423,9 @@ else
     not_ok "vocab_sampler_golden build"
 fi
 # end to end through llama_sampler_sample on SmolLM2: greedy must equal the
-# reference (64 tokens); seeded chains are reported (they follow the whole
-# distribution, so they need the reference's logits: how far they agree is printed)
+# reference (64 tokens), and two seeded chains of 128 tokens (top_k 40 → top_p
+# 0.95 → min_p 0.05 → temp 0.8 → dist(seed)): they follow the whole
+# distribution, so they need logits identical to the reference's
 if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
     if { "$OUT/generate_seeded" "$SMOL" 64 0 && "$OUT/generate_seeded" "$SMOL" 128 42 43; } > "$OUT/generate_seeded.txt" 2> "$OUT/generate_seeded.err"; then
         if cmp -s <(head -n 1 "$ROOT/ffi-tests/golden/generate_seeded.txt") <(head -n 1 "$OUT/generate_seeded.txt"); then
@@ -390,14 +433,20 @@ if compile generate_seeded "$ROOT/ffi-tests/generate_seeded.c"; then
         else
             not_ok "greedy generation differs from the reference's"; head -n 1 "$OUT/generate_seeded.txt"
         fi
-        python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" <<'PY'
+        for seed in 42 43; do
+            if cmp -s <(grep "^seed $seed:" "$ROOT/ffi-tests/golden/generate_seeded.txt") <(grep "^seed $seed:" "$OUT/generate_seeded.txt"); then
+                ok "seeded generation (seed $seed, 128 tokens, default chain) equals the reference's token for token"
+            else
+                not_ok "seeded generation (seed $seed) differs from the reference's"
+                python3 - "$ROOT/ffi-tests/golden/generate_seeded.txt" "$OUT/generate_seeded.txt" "$seed" <<'PY'
 import sys
-ref = [l.split(':')[1].split() for l in open(sys.argv[1])][1:]
-ours = [l.split(':')[1].split() for l in open(sys.argv[2])][1:]
-for seed, a, b in zip((42, 43), ref, ours):
-    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    print(f"info seeded chain (seed {seed}): {'identical' if a == b else f'agrees with the reference for {n} of {len(a)} tokens'}")
+pick = lambda p: next(l.split(':')[1].split() for l in open(p) if l.startswith(f"seed {sys.argv[3]}:"))
+a, b = pick(sys.argv[1]), pick(sys.argv[2])
+n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print(f"     agrees with the reference for {n} of {len(a)} tokens")
 PY
+            fi
+        done
     else
         not_ok "generate_seeded failed"; tail -n 20 "$OUT/generate_seeded.err"
     fi
@@ -409,6 +458,102 @@ if compile test_samplers "$ROOT/ffi-tests/test_samplers.c"; then
     under_valgrind test_samplers "$SMOL"
 else
     not_ok "test_samplers build"
+fi
+
+# --- installed as a system library (scripts/install.sh into a temporary
+# prefix): SONAME, symlinks, header, pkg-config; examples-c/simple.c built
+# with `pkg-config --libs llama` (shared) and `--static` (libllama.a) generate
+# the same text on SmolLM2
+if [ -f "$SMOL" ]; then
+    bash "$ROOT/ffi-tests/test_install.sh" "$SMOL" > "$OUT/test_install.out" 2>&1
+    relay install $? "$OUT/test_install.out"
+fi
+
+# --- the Go binding (scripts/test-go.sh: go vet + go test; the prompt ids and
+# 16 greedy tokens equal examples-c/simple.c's)
+if [ -f "$SMOL" ]; then
+    if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-go.sh" "$SMOL" > "$OUT/test_go.out" 2>&1; then
+        ok "go test bindings/go/llama: $(grep -c '^--- PASS' "$OUT/test_go.out") tests pass (greedy tokens equal simple.c's)"
+    else
+        not_ok "go test bindings/go/llama"; tail -n 30 "$OUT/test_go.out"
+    fi
+fi
+
+# --- the Swift package's module map, through clang's modules (no Swift here)
+if [ -f "$SMOL" ]; then
+    MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/test-swift-module.sh" "$SMOL" > "$OUT/test_swift_module.out" 2>&1
+    relay "swift module map" $? "$OUT/test_swift_module.out"
+fi
+
+# --- chat templates: every built-in name x 10 conversations x add_ass, the
+# detection of every .jinja template of the reference source and of the
+# models' own templates, short buffers: the output equals the reference's
+# (golden/chat_templates.txt, made by gen_chat_template_golden.sh with the
+# same program on the reference library); also under valgrind
+REF_TEMPLATES=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates
+if [ ! -d "$REF_TEMPLATES" ]; then
+    not_ok "chat templates: missing $REF_TEMPLATES (run scripts/fetch-reference-src.sh)"
+elif compile chat_template_golden "$ROOT/ffi-tests/chat_template_golden.c"; then
+    if "$OUT/chat_template_golden" "$REF_TEMPLATES" "$SMOL" "$GEMMA" \
+        "$VOCAB"/ggml-vocab-{command-r,gemma-4,phi-3,qwen2,qwen35}.gguf > "$OUT/chat_templates.txt" 2> "$OUT/chat_templates.err" \
+        && diff -u "$ROOT/ffi-tests/golden/chat_templates.txt" "$OUT/chat_templates.txt" > "$OUT/chat_templates.diff"; then
+        ok "chat templates equal the reference's ($(grep -c '^apply .* ret=' "$OUT/chat_templates.txt") formatted cases, $(grep -c '^detect .*->' "$OUT/chat_templates.txt") detections, $(grep -c '^buffer' "$OUT/chat_templates.txt") buffer cases)"
+    else
+        not_ok "chat templates differ from the reference's"; head -n 30 "$OUT/chat_templates.diff"
+    fi
+    under_valgrind chat_template_golden "$REF_TEMPLATES"
+else
+    not_ok "chat_template_golden build"
+fi
+# NULL arguments, failures that leave the buffer alone, a long conversation
+if compile test_chat_api "$ROOT/ffi-tests/test_chat_api.c"; then
+    run_prog test_chat_api
+    under_valgrind test_chat_api
+else
+    not_ok "test_chat_api build"
+fi
+
+# --- the C examples on SmolLM2: chat (the text fed to the model is the chat
+# template's output, replies non-empty), embedding (similarities against the
+# reference's, related pairs above unrelated ones), batched (each sequence
+# equals examples-c/simple.c run alone on its prompt); chat and batched also
+# under valgrind
+EX=$ROOT/examples-c
+if [ -f "$SMOL" ] && compile chat "$EX/chat.c" && compile simple "$EX/simple.c" && compile batched "$EX/batched.c" \
+    && gcc "${CFLAGS[@]}" "$EX/embedding.c" -o "$OUT/embedding" "${LDFLAGS[@]}" -lm 2> "$OUT/embedding.build.log"; then
+    printf 'What is the capital of France?\nAnd of Germany?\nName a color.\n' > "$OUT/chat_input.txt"
+    if "$OUT/chat" "$SMOL" -n 48 --system "You are a concise assistant." --transcript "$OUT/chat_transcript.bin" \
+        < "$OUT/chat_input.txt" > "$OUT/chat.out" 2> "$OUT/chat.err" \
+        && python3 "$ROOT/ffi-tests/check_chat_transcript.py" "$OUT/chat_input.txt" "$OUT/chat.out" "$OUT/chat_transcript.bin" \
+            "You are a concise assistant." > "$OUT/chat_check.txt"; then
+        ok "examples-c/chat: greedy, 3 turns, replies non-empty, the text fed equals the template's ($(tail -n 1 "$OUT/chat_check.txt"))"
+    else
+        not_ok "examples-c/chat"; cat "$OUT/chat_check.txt" 2> /dev/null; tail -n 5 "$OUT/chat.err"
+    fi
+    if "$OUT/chat" "$SMOL" -n 24 -s 42 --transcript "$OUT/chat_seeded.bin" < "$OUT/chat_input.txt" > "$OUT/chat_seeded.out" 2> /dev/null \
+        && python3 "$ROOT/ffi-tests/check_chat_transcript.py" "$OUT/chat_input.txt" "$OUT/chat_seeded.out" "$OUT/chat_seeded.bin" > "$OUT/chat_seeded_check.txt"; then
+        ok "examples-c/chat: seeded sampler, no system message ($(tail -n 1 "$OUT/chat_seeded_check.txt"))"
+    else
+        not_ok "examples-c/chat (seeded)"; cat "$OUT/chat_seeded_check.txt" 2> /dev/null
+    fi
+    printf 'Hi\n' | under_valgrind chat "$SMOL" -n 3
+    if "$OUT/embedding" "$SMOL" > "$OUT/embedding.out" 2> "$OUT/embedding.err" \
+        && python3 "$ROOT/ffi-tests/check_embedding.py" "$OUT/embedding.out" "$ROOT/ffi-tests/golden/embedding_smollm2.txt" > "$OUT/embedding_check.txt"; then
+        ok "examples-c/embedding: $(tail -n 1 "$OUT/embedding_check.txt")"
+    else
+        not_ok "examples-c/embedding"; cat "$OUT/embedding_check.txt" "$OUT/embedding.out" 2> /dev/null
+    fi
+    prompts=("The capital of France is" "Once upon a time" "def fibonacci(n):" "1, 2, 3, 4,")
+    if "$OUT/batched" "$SMOL" -n 24 "${prompts[@]}" > "$OUT/batched.out" 2> "$OUT/batched.err" \
+        && for i in "${!prompts[@]}"; do echo "sequence $i:"; "$OUT/simple" "$SMOL" -n 24 "${prompts[$i]}" 2> /dev/null || echo "simple failed"; done > "$OUT/batched_alone.out" \
+        && cmp -s "$OUT/batched_alone.out" "$OUT/batched.out"; then
+        ok "examples-c/batched: ${#prompts[@]} sequences decoded together equal examples-c/simple alone (24 greedy tokens each)"
+    else
+        not_ok "examples-c/batched differs from simple run alone"; diff "$OUT/batched_alone.out" "$OUT/batched.out" | head -n 20; tail -n 5 "$OUT/batched.err"
+    fi
+    under_valgrind batched "$SMOL" -n 3 "Hello" "The sky is"
+else
+    not_ok "examples-c build (or $SMOL missing)"; cat "$OUT/embedding.build.log" 2> /dev/null
 fi
 
 # --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's

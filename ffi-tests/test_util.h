@@ -52,6 +52,22 @@ static inline int log_has(const char * needle) {
     return strstr(g_log, needle) != NULL;
 }
 
+// A whole file, NUL-terminated (malloc'd; NULL if it cannot be read);
+// *len gets its size.
+static inline char * read_file(const char * path, size_t * len) {
+    FILE * f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char * buf = malloc((size_t) n + 1);
+    if (fread(buf, 1, (size_t) n, f) != (size_t) n) { fclose(f); free(buf); return NULL; }
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t) n;
+    return buf;
+}
+
 // Prints this program's tally and returns its exit code.
 static inline int finish(const char * name) {
     printf("%s: %d passed, %d failed\n", name, g_pass, g_fail);

@@ -21,4 +21,13 @@ for arch in llama qwen2 qwen3 gemma3; do
     LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
         "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
 done
+# SmolLM2 Q4_1: sha256 of the reference's logits for 128 tokens, in one decode
+# (tiled flash attention) and in decodes of 32 (one-chunk attention)
+SMOL=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
+: > ffi-tests/golden/parity/smollm2-q4_1.sha256
+for run in "128 one-decode" "32 chunks-of-32"; do
+    set -- $run
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$SMOL" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/smol-ref.bin" 512 2 "$1" 2> /dev/null
+    echo "$(sha256sum "$OUT/smol-ref.bin" | cut -d' ' -f1)  $2" >> ffi-tests/golden/parity/smollm2-q4_1.sha256
+done
 ls -l ffi-tests/golden/parity/

@@ -78,6 +78,14 @@ impl KvRows {
         }
     }
 
+    /// The storage type.
+    pub fn ty(&self) -> KvType {
+        match self {
+            KvRows::F16(_) => KvType::F16,
+            KvRows::F32(_) => KvType::F32,
+        }
+    }
+
     /// Element `i` as f32.
     #[inline]
     pub fn get(&self, i: usize) -> f32 {

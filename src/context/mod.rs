@@ -4,7 +4,9 @@
 //! A context holds a strong count on its model, so the caller may free the
 //! model first; the model's memory goes with the last context.
 
+pub mod attention;
 pub mod batch;
+pub mod dump;
 pub mod forward;
 pub mod kv_cache;
 pub mod ops;

@@ -44,8 +44,10 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f
         let (sin, cos) = (t.sin(), t.cos());
         let (a, b) = if neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
         let (x0, x1) = (v[a], v[b]);
-        v[a] = x0 * cos - x1 * sin;
-        v[b] = x0 * sin + x1 * cos;
+        // As the reference's build computes them (GCC contracts the first
+        // product of each line into a fused multiply-add).
+        v[a] = x0.mul_add(cos, -(x1 * sin));
+        v[b] = x0.mul_add(sin, x1 * cos);
         theta *= theta_scale;
     }
 }

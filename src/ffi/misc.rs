@@ -8,8 +8,13 @@ use std::ffi::CStr;
 use std::ptr;
 use std::sync::OnceLock;
 
-/// minfer's version, reported by llama_version and llama_print_system_info.
-static VERSION: &CStr = c"0.1.0 (minfer)";
+/// "minfer <version>" (the version of Cargo.toml), returned by llama_version.
+/// The reference returns its bare version ("0.5.0-dev"); naming the
+/// implementation tells a host which library it actually loaded.
+static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!("minfer ", env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    Ok(v) => v,
+    Err(_) => panic!("the version has no interior NUL"),
+};
 
 /// ggml's GGML_DEFAULT_N_THREADS, the reference's default thread count.
 const GGML_DEFAULT_N_THREADS: i32 = 4;
@@ -20,8 +25,9 @@ const LOAD_MODE_NAMES: [(c_int, &CStr); 6] =
 
 pub(crate) use crate::clock::time_us;
 
-/// "CPU : SSE3 = 1 | AVX2 = 1 | ... | " in the reference's format, listing the
-/// SIMD features detected at run time, then minfer's version.
+/// "CPU : SSE3 = 1 | AVX2 = 1 | ... | minfer = 0.1.0 | ": the reference's
+/// "NAME = value | " entries for the SIMD features detected at run time, then
+/// minfer's version as one more entry.
 fn system_info() -> &'static CStr {
     static INFO: OnceLock<std::ffi::CString> = OnceLock::new();
     INFO.get_or_init(|| {
@@ -29,7 +35,7 @@ fn system_info() -> &'static CStr {
         for (name, present) in crate::cpu::features() {
             s += &format!("{name} = {} | ", u8::from(present));
         }
-        s += &format!("minfer = {} | ", VERSION.to_string_lossy());
+        s += concat!("minfer = ", env!("CARGO_PKG_VERSION"), " | ");
         std::ffi::CString::new(s).unwrap_or_default()
     })
 }

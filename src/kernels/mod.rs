@@ -37,6 +37,7 @@ pub mod dispatch;
 pub mod matmul;
 pub mod pool;
 pub mod scalar;
+pub mod vecf;
 #[cfg(target_arch = "x86_64")]
 pub mod x86_avx2;
 #[cfg(target_arch = "aarch64")]
