@@ -72,6 +72,7 @@ exports() { nm -D --defined-only "$1" 2> /dev/null | awk '{print $3}' | sort; }
 if [ ! -f "$TOOLS/link/libllama.so" ] || ! cmp -s <(exports "$LIB_DIR/libllama.so") <(exports "$TOOLS/link/libllama.so"); then
     mkdir -p "$TOOLS/link" && cp "$LIB_DIR/libllama.so" "$TOOLS/link/libllama.so"
 fi
+ln -sf libllama.so "$TOOLS/link/libllama.so.0" # its SONAME, for the linker's search of dependencies
 
 if command -v ninja > /dev/null; then generator=(-G Ninja); build_tool=(ninja -j "$JOBS"); else generator=(); build_tool=(make -j "$JOBS"); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
