@@ -55,7 +55,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" > /dev/null \
         || die "could not install ${need[*]}"
 fi
-SDIST=$(bash "$ROOT/scripts/fetch-reference-src.sh" | head -n 1) || die "could not fetch the reference source"
+SDIST=$(bash "$ROOT/scripts/fetch-reference-src.sh" | sed -n 1p) || die "could not fetch the reference source"
 LLAMA_SRC=$SDIST/vendor/llama.cpp
 
 # copy SRC DST: only when the contents differ, so an unchanged file keeps its
@@ -64,11 +64,11 @@ sync_file() { cmp -s "$1" "$2" || { mkdir -p "$(dirname "$2")" && cp "$1" "$2"; 
 
 # The build reads its sources from the cache (so any checkout shares one build):
 # compat/ and minfer's llama.h; it links a copy of libllama.so, refreshed only when
-# the set of exported symbols changes (linking needs the symbols, not the code).
+# its SONAME or set of exported symbols changes (linking needs those, not the code).
 sync_file "$ROOT/compat/CMakeLists.txt" "$TOOLS/src/CMakeLists.txt"
 sync_file "$ROOT/compat/llama-ext.cpp" "$TOOLS/src/llama-ext.cpp"
 sync_file "$ROOT/include/llama.h" "$TOOLS/src/include/llama.h"
-exports() { nm -D --defined-only "$1" 2> /dev/null | awk '{print $3}' | sort; }
+exports() { readelf -d "$1" 2> /dev/null | grep SONAME; nm -D --defined-only "$1" 2> /dev/null | awk '{print $3}' | sort; }
 if [ ! -f "$TOOLS/link/libllama.so" ] || ! cmp -s <(exports "$LIB_DIR/libllama.so") <(exports "$TOOLS/link/libllama.so"); then
     mkdir -p "$TOOLS/link" && cp "$LIB_DIR/libllama.so" "$TOOLS/link/libllama.so"
 fi

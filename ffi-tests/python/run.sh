@@ -22,7 +22,7 @@ MODELS=$CACHE/models
 GOLDEN=$ROOT/ffi-tests/python/golden/llama_cpp_python.json
 
 PY=$(bash "$ROOT/scripts/py-venv.sh")
-SDIST=$(bash "$ROOT/scripts/fetch-reference-src.sh" | head -n 1)
+SDIST=$(bash "$ROOT/scripts/fetch-reference-src.sh" | sed -n 1p)
 [ -f "$SDIST/llama_cpp/llama.py" ] || { echo "no llama_cpp package in $SDIST" >&2; exit 1; }
 
 if [ "${1:-}" = --record ]; then

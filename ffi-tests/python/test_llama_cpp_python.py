@@ -19,6 +19,8 @@ What is compared with the reference:
   - within a tolerance: log-probabilities (LOGPROB_TOL) and embeddings (cosine >= EMBD_COS_MIN),
     because minfer's logits on quantized models differ from the reference's in the last bits
     (docs/ARCHITECTURE.md, "Known gap").
+Completions run twice: with llama-cpp-python's default flash_attn=False (the reference then runs
+its non-flash attention) and with flash_attn=True.
 What is checked on this library alone: a seeded completion repeats, n_threads 1 and 2 give
 bit-identical log-probabilities, n_batch 4 gives the same text as n_batch 64, and
 save_state/load_state into a fresh instance continues exactly as the original (skipped, with the
@@ -117,6 +119,16 @@ def observe(model_path):
         PROMPT, max_tokens=N_SEEDED, temperature=0.8, seed=seed)) for seed in (42, 43, 42)]
     chat = llm.create_chat_completion(messages=CHAT, max_tokens=N_CHAT, temperature=0.0)
     obs["chat"] = {"content": chat["choices"][0]["message"]["content"], "usage": chat["usage"]}
+    llm.close()
+
+    # --- flash attention on (llama-cpp-python's default is off: flash_attn=False sets
+    # LLAMA_FLASH_ATTN_TYPE_DISABLED, and the reference then runs another attention)
+    llm = Llama(model_path=model_path, n_ctx=n_ctx, n_batch=64, n_ubatch=64, n_threads=2,
+                logits_all=True, seed=1234, verbose=False, flash_attn=True)
+    obs["fa_greedy"] = completion_record(llm.create_completion(
+        PROMPT, max_tokens=N_GREEDY, temperature=0.0, logprobs=3))
+    obs["fa_seeded"] = [completion_record(llm.create_completion(
+        PROMPT, max_tokens=N_SEEDED, temperature=0.8, seed=seed)) for seed in (42, 43)]
     llm.close()
 
     # --- n_ctx = 0: the model's training context
@@ -284,6 +296,15 @@ def check_model(t, name, obs, ref):
             f"{name}: chat template renders to the reference's prompt length "
             f"({rc['usage']['prompt_tokens']} tokens)")
     same_text(t, f"{name}: greedy chat completion ({N_CHAT} tokens)", c["content"], rc["content"])
+
+    g, rg = obs["fa_greedy"], ref["fa_greedy"]
+    same_text(t, f"{name}: flash_attn=True greedy completion", g["text"], rg["text"])
+    d = max_logprob_diff(g, rg)
+    t.ref(d == 0.0, f"{name}: flash_attn=True greedy log-probabilities (top 3) identical to the "
+          f"reference's (max diff {d:.4f})")
+    for i, seed in enumerate((42, 43)):
+        same_text(t, f"{name}: flash_attn=True seeded completion (seed {seed})",
+                  obs["fa_seeded"][i]["text"], ref["fa_seeded"][i]["text"])
 
     t.check(obs["n_ctx_0"] == ref["n_ctx_0"], f"{name}: n_ctx=0 resolves as with the reference "
             f"({ref['n_ctx_0']})", f"{obs['n_ctx_0']}")
