@@ -90,13 +90,12 @@ run_prog() {
 
 [ -f "$LIB_DIR/libllama.so" ] || { echo "no $LIB_DIR/libllama.so: build the library first"; exit 1; }
 
-# --- (b) the header alone compiles as C11 and C++17 with warnings as errors,
-# also included twice
+# --- (b) the header alone (included twice) compiles as C11 and C++17 with warnings as errors
 printf '#include "llama.h"\n#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
 if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}" -fsyntax-only -x c++ "$OUT/header_only.c"; then
-    ok "header compiles as C11 and C++17 (included twice)"
+    ok "header compiles as C11 and C++17"
 else
-    not_ok "header compiles as C11 and C++17 (included twice)"
+    not_ok "header compiles as C11 and C++17"
 fi
 # ggml's GGML_ASSERT/GGML_ABORT, which programs reach through llama.h: message, then abort
 printf '#include "llama.h"\nint main(int argc, char **argv) { (void)argv; GGML_ASSERT(argc > 0); if (argc < 3) GGML_ABORT("stop %%d", argc); return 0; }\n' > "$OUT/ggml_abort.c"

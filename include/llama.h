@@ -1097,8 +1097,8 @@ int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tok
 
 #endif  /* LLAMA_H */
 
-// cbindgen writes the trailer after the include guard's #endif: its own guard
-// keeps a second #include "llama.h" from redefining the struct.
+// After the include guard cbindgen closes, so guarded on its own (a header
+// included twice must compile).
 #ifndef LLAMA_H_TRAILER
 #define LLAMA_H_TRAILER
 
