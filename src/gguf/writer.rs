@@ -381,6 +381,12 @@ impl<'a> GgufWriter<'a> {
         Ok(())
     }
 
+    /// Keeps only the tensors whose name `keep` accepts (in their order).
+    pub fn retain_tensors(&mut self, mut keep: impl FnMut(&str) -> bool) -> &mut Self {
+        self.tensors.retain(|t| keep(&t.name));
+        self
+    }
+
     /// Zero bytes that follow a tensor of `len` bytes (to the alignment).
     pub fn padding_after(&self, len: u64) -> Result<u64> {
         let alignment = self.alignment()?;

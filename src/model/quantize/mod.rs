@@ -192,6 +192,15 @@ fn remap_imatrix(name: &str, mapped: &BTreeMap<i32, String>) -> Result<String> {
     Err(Error::model(format!("imatrix mapping error for {name}")))
 }
 
+/// A u32 hyperparameter as the reference's loader reads it: an integer
+/// override wins (converted as C converts int64 to uint32), else the file.
+fn loader_u32(keys: &Keys, key: &str) -> Result<Option<u32>> {
+    match keys.overrides.get(&keys.full(key)) {
+        Some(Override::Int(v)) => Ok(Some(*v as u32)),
+        _ => keys.u32(key),
+    }
+}
+
 /// The hyperparameters the type choice reads, with the caller's overrides
 /// (the reference's loader applies them).
 fn model_facts(first: &GgufFile, overrides: &Overrides) -> Result<ModelFacts> {
@@ -200,15 +209,24 @@ fn model_facts(first: &GgufFile, overrides: &Overrides) -> Result<ModelFacts> {
         .ok_or_else(|| Error::model("key not found in model: general.architecture (or not a string)"))?
         .to_string();
     let keys = Keys { file: first, arch: &arch, overrides };
-    keys.required_u32("%s.context_length")?;
-    keys.required_u32("%s.embedding_length")?;
-    let n_layer = keys.required_u32("%s.block_count")?;
+    let required = |key: &str| -> Result<u32> {
+        loader_u32(&keys, key)?.ok_or_else(|| Error::model(format!("key not found in model: {}", keys.full(key))))
+    };
+    required("%s.context_length")?;
+    required("%s.embedding_length")?;
+    let n_layer = required("%s.block_count")?;
     if n_layer == 0 || n_layer > MAX_LAYERS {
         return Err(Error::model(format!("{arch}.block_count = {n_layer} is out of range [1, {MAX_LAYERS}]")));
     }
-    let n_head = keys.u32_per_layer("%s.attention.head_count", n_layer)?.map_or(0, |v| v[0]);
-    let n_head_kv = keys.u32_per_layer("%s.attention.head_count_kv", n_layer)?.map_or(n_head, |v| v[0]);
-    let n_expert = keys.u32("%s.expert_count")?.unwrap_or(0);
+    let per_layer = |key: &str| -> Result<Option<u32>> {
+        match keys.overrides.get(&keys.full(key)) {
+            Some(Override::Int(v)) => Ok(Some(*v as u32)),
+            _ => Ok(keys.u32_per_layer(key, n_layer)?.map(|v| v[0])),
+        }
+    };
+    let n_head = per_layer("%s.attention.head_count")?.unwrap_or(0);
+    let n_head_kv = per_layer("%s.attention.head_count_kv")?.unwrap_or(n_head);
+    let n_expert = loader_u32(&keys, "%s.expert_count")?.unwrap_or(0);
     let is_70b = match arch.as_str() {
         "llama" => n_expert != 8 && n_layer == 80 && n_head != n_head_kv,
         "qwen2" | "deci" | "olmo" => n_layer == 80,
