@@ -500,5 +500,11 @@ pub extern "C" fn llama_model_init_from_user(metadata: *mut gguf_context, set_te
 #[no_mangle]
 #[allow(unused_variables)]
 pub extern "C" fn llama_model_save_to_file(model: *const llama_model, path_model: *const c_char) {
-    not_implemented("llama_model_save_to_file", ())
+    // void in llama.h: a failure is logged (and no file is left behind)
+    guard("llama_model_save_to_file", (), || {
+        let m = model_ref(model)?;
+        let path = c_path(path_model, "path_model")?;
+        crate::model::save::save(m, &path)
+            .map_err(|e| Error::model(format!("failed to save the model to '{}': {e}", path.display())))
+    })
 }

@@ -6,6 +6,7 @@ pub mod ftype;
 pub mod hparams;
 pub mod metadata;
 pub mod quantize;
+pub mod save;
 pub mod split;
 pub mod vocab_info;
 pub mod weights;
@@ -63,6 +64,8 @@ pub struct Model {
     pub vocab_only: bool,
     /// The bound weights (None with vocab_only).
     pub weights: Option<Weights>,
+    /// The caller's kv overrides (saving reads hyperparameters through them).
+    pub overrides: Overrides,
 }
 
 fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
@@ -186,6 +189,7 @@ impl Model {
             n_bytes,
             vocab_only: params.vocab_only,
             weights,
+            overrides: params.overrides,
         })
     }
 

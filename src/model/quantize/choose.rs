@@ -7,6 +7,7 @@ use super::QuantizeParams;
 use crate::model::ftype as ft;
 use crate::error::{Error, Result};
 use crate::ggml_type::{GgmlType, GGML_TYPE_COUNT};
+use crate::gguf::TensorInfo;
 use crate::sampling::grammar::regex::Regex;
 
 /// Broad tensor roles (the reference's `tensor_category`).
@@ -55,11 +56,6 @@ pub fn category(name: &str) -> Category {
 /// attention-v-like tensors, more sensitive to quantization.
 fn is_attn_v(c: Category) -> bool {
     matches!(c, Category::AttentionV | Category::AttentionQkv | Category::AttentionKvB)
-}
-
-/// `ggml_n_dims`: the index of the last dimension above 1, plus one.
-pub fn n_dims(ne: &[i64; 4]) -> usize {
-    (1..4).rev().find(|&i| ne[i] > 1).map_or(1, |i| i + 1)
 }
 
 /// Substrings that keep a tensor in its type whatever the file type.
@@ -120,8 +116,8 @@ const NEVER_QUANTIZED_GLM5_NEXT: &[&str] = &[
 ];
 
 /// `tensor_allows_quantization`.
-pub fn allows_quantization(p: &QuantizeParams, arch: &str, name: &str, ne: &[i64; 4]) -> bool {
-    if p.only_copy || n_dims(ne) < 2 {
+pub fn allows_quantization(p: &QuantizeParams, arch: &str, name: &str, t: &TensorInfo) -> bool {
+    if p.only_copy || t.ggml_n_dims() < 2 {
         return false;
     }
     // `name.rfind("weight") == name.size() - 6`: also true for any 5-byte

@@ -118,9 +118,9 @@ struct Item<'f> {
 }
 
 impl Item<'_> {
+    /// The shape written (gguf.cpp drops trailing dimensions of 1).
     fn ne(&self) -> Vec<u64> {
-        let ne = &self.info.ne;
-        (0..choose::n_dims(ne)).map(|i| u64::try_from(ne[i]).unwrap_or(0)).collect()
+        self.info.ggml_shape()
     }
 }
 
@@ -376,7 +376,7 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
     let mut will_require_imatrix = false;
     for it in &mut items {
         let name = it.name.clone();
-        let allows = choose::allows_quantization(p, &facts.arch, &name, &it.info.ne);
+        let allows = choose::allows_quantization(p, &facts.arch, &name, it.info);
         if allows {
             it.new_type = chooser.get_type(&name, &it.info.ne, default_type)?;
         }
