@@ -14,32 +14,11 @@
 
 static char g_dir[1024];
 
-// DIR/name, in one of 16 buffers used in turn (each call keeps its own).
-static const char * path(const char * name) {
-    static char buf[16][2048];
-    static int k = 0;
-    k = (k + 1) % 16;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
+static const char * path(const char * name) { return path_in(g_dir, name); }
 
-// Logits of the last token of a short prompt (n_vocab floats, malloc'ed).
 static float * logits_of(struct llama_model * m) {
-    struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 64;
-    cp.n_batch = 16;
-    cp.n_threads = 2;
-    struct llama_context * ctx = llama_init_from_model(m, cp);
-    if (!ctx) return NULL;
-    llama_token toks[5] = {1, 17, 42, 99, 7};
-    int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m));
-    float * out = NULL;
-    if (llama_decode(ctx, llama_batch_get_one(toks, 5)) == 0) {
-        out = malloc(sizeof(float) * (size_t) n_vocab);
-        memcpy(out, llama_get_logits_ith(ctx, -1), sizeof(float) * (size_t) n_vocab);
-    }
-    llama_free(ctx);
-    return out;
+    llama_token toks[] = {1, 17, 42, 99, 7};
+    return last_logits(m, toks, (int) (sizeof toks / sizeof toks[0]));
 }
 
 static void same_model(struct llama_model * a, struct llama_model * b, const char * how) {

@@ -5,28 +5,29 @@ use super::boundary::*;
 use super::model::{c_path, read_override_list};
 use super::types::*;
 use crate::error::{Error, Result};
-use crate::model::quantize::{quantize, QuantizeParams, MAX_BUF_SIZE};
+use crate::model::quantize::{quantize, QuantizeParams};
 use std::ffi::{c_char, CStr};
 use std::ptr;
 
 #[no_mangle]
 pub extern "C" fn llama_model_quantize_default_params() -> llama_model_quantize_params {
+    let d = QuantizeParams::default();
     llama_model_quantize_params {
-        nthread: 0,
-        ftype: llama_ftype::LLAMA_FTYPE_MOSTLY_Q8_0.into(),
-        output_tensor_type: ggml_type::GGML_TYPE_COUNT.into(),
-        token_embedding_type: ggml_type::GGML_TYPE_COUNT.into(),
-        allow_requantize: false,
-        quantize_output_tensor: true,
-        only_copy: false,
-        pure: false,
-        keep_split: false,
-        dry_run: false,
+        nthread: d.nthread,
+        ftype: enum_llama_ftype(d.ftype),
+        output_tensor_type: enum_ggml_type(d.output_tensor_type as i32),
+        token_embedding_type: enum_ggml_type(d.token_embedding_type as i32),
+        allow_requantize: d.allow_requantize,
+        quantize_output_tensor: d.quantize_output_tensor,
+        only_copy: d.only_copy,
+        pure: d.pure,
+        keep_split: d.keep_split,
+        dry_run: d.dry_run,
         imatrix: ptr::null(),
         kv_overrides: ptr::null(),
         tt_overrides: ptr::null(),
         prune_layers: ptr::null(),
-        max_buf_size: MAX_BUF_SIZE,
+        max_buf_size: d.max_buf_size,
     }
 }
 

@@ -141,6 +141,57 @@ pub fn open_parts(first: &Path, given: &[PathBuf]) -> Result<Vec<GgufFile>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ggml_type::GgmlType;
+    use crate::gguf::{GgufWriter, OwnedValue};
+
+    /// Writes a 2-part set under a fresh directory; `edit` may change
+    /// each part's writer (part index, writer) before it is written.
+    fn two_parts(edit: impl Fn(usize, &mut GgufWriter)) -> (PathBuf, Vec<PathBuf>) {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("minfer-split-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut paths = Vec::new();
+        for i in 0..2 {
+            let mut w = GgufWriter::new();
+            if i == 0 {
+                w.add("general.architecture", "llama");
+            }
+            w.add_tensor(&format!("t{i}"), GgmlType::F32, &[4], vec![0u8; 16]);
+            w.set_last(KEY_SPLIT_NO.as_bytes(), OwnedValue::U16(i as u16));
+            w.set_last(KEY_SPLIT_TENSORS_COUNT.as_bytes(), OwnedValue::I32(2));
+            w.set_last(KEY_SPLIT_COUNT.as_bytes(), OwnedValue::U16(2));
+            edit(i, &mut w);
+            let p = path_from(&split_path(dir.join("m").as_os_str().as_encoded_bytes(), i as i32, 2));
+            w.write_file(&p).unwrap();
+            paths.push(p);
+        }
+        (dir, paths)
+    }
+
+    #[test]
+    fn a_good_set_opens_from_its_first_part() {
+        let (dir, paths) = two_parts(|_, _| {});
+        assert_eq!(open_parts(&paths[0], &[]).unwrap().len(), 2);
+        assert_eq!(open_parts(&paths[0], &paths).unwrap().len(), 2);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn broken_sets_are_refused_with_the_reference_messages() {
+        let cases: [(&dyn Fn(usize, &mut GgufWriter), &str); 4] = [
+            (&|i, w| if i == 0 { w.set_last(KEY_SPLIT_TENSORS_COUNT.as_bytes(), OwnedValue::I32(3)); }, "corrupted model: 3 tensors expected but 2 found"),
+            (&|i, w| if i == 1 { w.set_last(KEY_SPLIT_NO.as_bytes(), OwnedValue::U32(1)); }, "key split.no has wrong type u32"),
+            (&|i, w| if i == 1 { w.remove(KEY_SPLIT_NO); }, "missing key split.no in GGUF split"),
+            (&|i, w| if i == 0 { w.set_last(KEY_SPLIT_COUNT.as_bytes(), OwnedValue::I32(2)); }, "key split.count has wrong type i32"),
+        ];
+        for (edit, want) in cases {
+            let (dir, paths) = two_parts(edit);
+            let e = open_parts(&paths[0], &[]).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            std::fs::remove_dir_all(dir).ok();
+        }
+    }
 
     #[test]
     fn names_round_trip() {
