@@ -542,5 +542,41 @@ else
     not_ok "examples-c build (or $SMOL missing)"; cat "$OUT/embedding.build.log" 2> /dev/null
 fi
 
+# --- split models, quantization, saving. test_split: a synthetic model in
+# three parts (examples/split_model.rs) loads as the whole file does; broken
+# sets are refused. test_quantize: bad arguments, thread invariance, save
+# round trip. Then our outputs of the quick set of scripts/quantize-compare.sh
+# (SmolLM2 requantized to F16, Q4_K_M, Q8_0; k-quants and IQ4 on 256-wide
+# synthetic models; parameter variants; split input; saving) must have the
+# sha256 of the reference library's (golden/quantize/SHA256SUMS).
+if [ -f "$OUT/synth-llama.gguf" ] && (cd "$ROOT" && cargo build --release --quiet --features test-hooks --example split_model); then
+    SPLIT=$OUT/split && rm -rf "$SPLIT" && mkdir -p "$SPLIT"
+    "$ROOT/target/release/examples/split_model" "$OUT/synth-llama.gguf" "$SPLIT/split" 8 > /dev/null
+    cp "$SPLIT/split-00001-of-00003.gguf" "$SPLIT/miss-00001-of-00003.gguf"
+    cp "$SPLIT/split-00002-of-00003.gguf" "$SPLIT/miss-00002-of-00003.gguf"
+    cp "$SPLIT/split-00001-of-00003.gguf" "$SPLIT/renamed.gguf"
+    if compile test_split "$ROOT/ffi-tests/test_split.c"; then
+        run_prog test_split "$OUT/synth-llama.gguf" "$SPLIT"
+        under_valgrind test_split "$OUT/synth-llama.gguf" "$SPLIT"
+    else
+        not_ok "test_split build"
+    fi
+    QDIR=$OUT/quantize && rm -rf "$QDIR" && mkdir -p "$QDIR" && cp "$OUT/synth-llama.gguf" "$QDIR/model.gguf"
+    if compile test_quantize "$ROOT/ffi-tests/test_quantize.c"; then
+        run_prog test_quantize "$QDIR/model.gguf" "$QDIR"
+        rm -f "$QDIR"/*.gguf && cp "$OUT/synth-llama.gguf" "$QDIR/model.gguf"
+        under_valgrind test_quantize "$QDIR/model.gguf" "$QDIR"
+    else
+        not_ok "test_quantize build"
+    fi
+else
+    not_ok "split/quantize tests: no synthetic model or split_model build"
+fi
+if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/quantize-compare.sh" --check --quick > "$OUT/quantize-check.txt" 2>&1; then
+    ok "quantize/save outputs have the reference's sha256 ($(tail -n 1 "$OUT/quantize-check.txt"))"
+else
+    not_ok "quantize/save outputs against golden/quantize/SHA256SUMS"; grep -v ' ok$' "$OUT/quantize-check.txt" | tail -n 20
+fi
+
 echo "ffi-tests: $pass passed, $fail failed"
 [ "$fail" = 0 ]
