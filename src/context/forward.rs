@@ -186,7 +186,9 @@ pub fn forward(
             dump::tensor("ffn_up", Some(il), &up, up.len() / nt);
         }
         let act: Vec<f32> = if arch == Arch::Gemma3 {
-            gate.iter().zip(&up).map(|(&g, &u)| ops::gelu_tanh(g) * u).collect()
+            let mut act = vec![0f32; gate.len()];
+            ops::geglu(&gate, &up, &mut act);
+            act
         } else {
             // [nt][n_ff], row by row as ggml_vec_swiglu_f32 runs
             let n_ff = gate.len() / nt;
@@ -196,7 +198,7 @@ pub fn forward(
             }
             act
         };
-        dump::tensor("ffn_swiglu", Some(il), &act, act.len() / nt);
+        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nt);
         let mut d = linear(pool, model, &lw.ffn_down, &act, nt)?;
         dump::tensor("ffn_out", Some(il), &d, n_embd);
         if let Some(w) = &lw.ffn_post_norm {
