@@ -221,14 +221,19 @@ class Tally:
 
 
 def max_logprob_diff(ours, ref):
-    """Largest |difference| over the chosen tokens' and the shared top tokens' log-probabilities."""
+    """Largest |difference| over the shared top tokens' log-probabilities (and the chosen token's
+    when both chose it), over the steps whose context is the same: up to and including the first
+    step where the chosen tokens differ (after it the two continue different texts)."""
     worst = 0.0
-    for a, b in zip(ours.get("token_logprobs") or [], ref.get("token_logprobs") or []):
-        if a is not None and b is not None:
+    steps = zip(ours.get("tokens") or [], ref.get("tokens") or [], ours.get("token_logprobs") or [],
+                ref.get("token_logprobs") or [], ours.get("top_logprobs") or [], ref.get("top_logprobs") or [])
+    for tok_a, tok_b, a, b, ta, tb in steps:
+        if tok_a == tok_b and a is not None and b is not None:
             worst = max(worst, abs(a - b))
-    for ta, tb in zip(ours.get("top_logprobs") or [], ref.get("top_logprobs") or []):
         for tok in set(ta or {}) & set(tb or {}):
             worst = max(worst, abs(ta[tok] - tb[tok]))
+        if tok_a != tok_b:
+            break
     return worst
 
 
