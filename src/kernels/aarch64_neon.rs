@@ -26,8 +26,9 @@
 
 use std::arch::aarch64::*;
 
+use super::ggml_paths;
 use super::dispatch::{KernelSet, TileFn};
-use super::scalar::kblock_fold;
+use super::scalar::{KFold, PlainFold};
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
@@ -42,10 +43,11 @@ pub fn cpu_ok_dotprod() -> bool {
     cpu_ok() && std::arch::is_aarch64_feature_detected!("dotprod")
 }
 
-pub(crate) static SET: KernelSet = KernelSet { name: "neon", tile, quant_q8_0, quant_q8_1, quant_q8_k };
+pub(crate) static SET: KernelSet =
+    KernelSet { name: "neon", tile, ggml: ggml_paths::scalar_tile, quant_q8_0, quant_q8_1, quant_q8_k };
 
 pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_paths::scalar_tile, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 
@@ -473,7 +475,7 @@ unsafe fn group_k<U: WK, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *co
                 0
             };
             let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
-            acc[j] += kblock_fold(k.d, k.dmin, da, isum, imin);
+            acc[j] = PlainFold::fold(acc[j], k.d, k.dmin, da, isum, imin);
         }
     }
     out[..T].copy_from_slice(&acc);

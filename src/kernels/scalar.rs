@@ -24,6 +24,7 @@ use crate::quant::{
 pub(crate) static SET: KernelSet = KernelSet {
     name: "scalar",
     tile,
+    ggml: super::ggml_paths::scalar_tile,
     quant_q8_0: quant_q8_0,
     quant_q8_1: quant_q8_1,
     quant_q8_k: quant_q8_k,
@@ -63,7 +64,7 @@ fn quant_q8_k(x: &[f32], out: &mut [u8]) {
 
 /// Activation row `t` as blocks.
 #[inline]
-fn act_row<B: Block>(a: &[u8], a_stride: usize, t: usize, nb: usize) -> &[B] {
+pub(crate) fn act_row<B: Block>(a: &[u8], a_stride: usize, t: usize, nb: usize) -> &[B] {
     let start = t * a_stride;
     &as_blocks::<B>(&a[start..start + nb * std::mem::size_of::<B>()])[..nb]
 }
@@ -159,15 +160,25 @@ pub(crate) fn kblock_isums(k: &KBlock, a: &q8_k::BlockQ8K) -> (i32, i32) {
     (isum, imin)
 }
 
-/// How a super-block's integer sums become its f32 contribution (shared by
-/// every kernel set, so that all of them agree bit for bit).
-#[inline(always)]
-pub(crate) fn kblock_fold(d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
-    (d * da) * isum as f32 - (dmin * da) * imin as f32
+/// How a super-block's integer sums fold into an output's f32 accumulator:
+/// `acc' = fold(acc, d, dmin, da, isum, imin)`. Every kernel set uses the same
+/// fold for a given path, so all of them agree bit for bit.
+pub(crate) trait KFold {
+    fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32;
 }
 
+/// minfer's own fold: `acc + ((d·da)·isum − (dmin·da)·imin)`.
+pub(crate) struct PlainFold;
+impl KFold for PlainFold {
+    #[inline(always)]
+    fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
+        acc + ((d * da) * isum as f32 - (dmin * da) * imin as f32)
+    }
+}
+
+/// Super-blocks × Q8_K with the integer sums of `kblock_isums`, folded by `F`.
 #[inline]
-fn tile_x_q8_k<B: Block>(
+pub(crate) fn tile_x_q8_k<B: Block, F: KFold>(
     n: usize,
     w: &[u8],
     a: &[u8],
@@ -183,29 +194,29 @@ fn tile_x_q8_k<B: Block>(
         for (bw, ba) in wb.iter().zip(ab) {
             let k = unpack(bw);
             let (isum, imin) = kblock_isums(&k, ba);
-            acc += kblock_fold(k.d, k.dmin, ba.d(), isum, imin);
+            acc = F::fold(acc, k.d, k.dmin, ba.d(), isum, imin);
         }
         *o = acc;
     }
 }
 
 fn tile_q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q2_k::BlockQ2K::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q2_k::BlockQ2K::unpack);
 }
 fn tile_q3_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q3_k::BlockQ3K::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q3_k::BlockQ3K::unpack);
 }
 fn tile_q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q4_k::BlockQ4K::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q4_k::BlockQ4K::unpack);
 }
 fn tile_q5_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q5_k::BlockQ5K::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q5_k::BlockQ5K::unpack);
 }
 fn tile_q6_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q6_k::BlockQ6K::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q6_k::BlockQ6K::unpack);
 }
 fn tile_iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
+    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
 }
 
 // --- float weights × f32

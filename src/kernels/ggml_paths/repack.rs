@@ -1,0 +1,220 @@
+//! Emulation of the reference's repacked-weight kernels (`ggml-cpu/repack.cpp`
+//! `forward_mul_mat_one_chunk`, kernels in `ggml-cpu/arch/x86/repack.cpp`),
+//! which it runs for Q4_0, IQ4_NL and Q4_K weights with a multiple of 8 rows
+//! (`q4_0_8x8_q8_0`, `iq4_nl_8x8_q8_0`, `q4_K_8x8_q8_K`): `ggml_gemm_*` on the
+//! first `nt − nt % 4` activation rows, `ggml_gemv_*` on the rest.
+//!
+//! Per output element, with exact integer block sums:
+//!
+//! - Q4_0, IQ4_NL (gemm and gemv alike), per 32-block:
+//!   `acc = fma((float)isum, dw·da, acc)`.
+//! - Q4_K gemv, per super-block: `acc = fma((float)isum, d·da, acc)`,
+//!   `accm = fma((float)imin, dmin·da, accm)`; result `acc − accm`.
+//! - Q4_K gemm: the same two FMAs, but per 64-element quarter of the
+//!   super-block (its two 32-sub-blocks' `scale·Σ q·a` and `min·bsum`).
+
+use super::super::dispatch::TileFn;
+use super::super::scalar::act_row;
+use crate::ggml_type::GgmlType;
+use crate::quant::k_helpers::KBlock;
+use crate::quant::{as_blocks, f16_to_f32, iq4, q4_0, q4_k, q8_0, q8_k, Block, QK, QK_K};
+
+/// Activation rows `[0, gemm_rows(nt))` go through the gemm kernel, the rest
+/// through the gemv one.
+#[inline]
+pub fn gemm_rows(nt: usize) -> usize {
+    nt - nt % 4
+}
+
+/// The 32-block types: `acc = fma(isum, dw·da, acc)` per block.
+fn tile_b32<B: Block>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32], unpack: impl Fn(&B) -> [i8; QK]) {
+    let nb = n / QK;
+    let wb = &as_blocks::<B>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_0::BlockQ8_0>(a, s, t, nb);
+        let mut acc = 0f32;
+        for (bw, ba) in wb.iter().zip(ab) {
+            let q = unpack(bw);
+            let isum: i32 = q.iter().zip(&ba.qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
+            // the block's f16 scale is its first two bytes for both types
+            let dw = f16_to_f32(bytes2(bw));
+            acc = (isum as f32).mul_add(dw * f16_to_f32(ba.d), acc);
+        }
+        *o = acc;
+    }
+}
+
+/// The first two bytes of a block (its f16 scale `d`).
+#[inline]
+fn bytes2<B: Block>(b: &B) -> [u8; 2] {
+    // SAFETY: `B: Block` is a plain byte struct of at least 2 bytes.
+    let p = b as *const B as *const u8;
+    unsafe { [*p, *p.add(1)] }
+}
+
+fn q4_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_b32(n, w, a, s, out, q4_0::BlockQ4_0::unpack);
+}
+fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_b32(n, w, a, s, out, iq4::BlockIq4Nl::unpack);
+}
+
+/// Q4_K: Σ scale·Σ q·a and Σ min·bsum of 32-sub-blocks `j0..j1`.
+fn q4_k_isums(k: &KBlock, a: &q8_k::BlockQ8K, j0: usize, j1: usize) -> (i32, i32) {
+    let mut isum = 0i32;
+    let mut imin = 0i32;
+    for j in j0..j1 {
+        let s: i32 = (32 * j..32 * j + 32).map(|i| k.q[i] as i32 * a.qs[i] as i8 as i32).sum();
+        // KBlock keeps 16-groups: sub-block j is groups 2j, 2j+1 (same scale, min)
+        isum += k.scales[2 * j] as i32 * s;
+        imin += k.mins[2 * j] as i32 * (a.bsum(2 * j) as i32 + a.bsum(2 * j + 1) as i32);
+    }
+    (isum, imin)
+}
+
+fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK_K;
+    let wb = &as_blocks::<q4_k::BlockQ4K>(w)[..nb];
+    let n4 = gemm_rows(out.len());
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_k::BlockQ8K>(a, s, t, nb);
+        // gemm folds each 64-element quarter, gemv each super-block
+        let step = if t < n4 { 2 } else { 8 };
+        let (mut acc, mut accm) = (0f32, 0f32);
+        for (bw, ba) in wb.iter().zip(ab) {
+            let k = bw.unpack();
+            let (dd, dm) = (k.d * ba.d(), k.dmin * ba.d());
+            for j0 in (0..8).step_by(step) {
+                let (isum, imin) = q4_k_isums(&k, ba, j0, j0 + step);
+                acc = (isum as f32).mul_add(dd, acc);
+                accm = (imin as f32).mul_add(dm, accm);
+            }
+        }
+        *o = acc - accm;
+    }
+}
+
+/// The scalar emulation for weight type `ty`.
+pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q4_0 => q4_0,
+        IQ4_NL => iq4_nl,
+        Q4_K => q4_k,
+        _ => return None,
+    })
+}
+
+/// The AVX2 emulation for weight type `ty`.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q4_0 => avx2::tile_b32::<super::super::x86_avx2::WQ4_0>,
+        IQ4_NL => avx2::tile_b32::<super::super::x86_avx2::WIq4Nl>,
+        Q4_K => avx2::q4_k,
+        _ => return None,
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::super::x86_avx2::{
+        dot_pairs_signed, f16_at, hsum_epi32, loadu, pairs_to_i32, q8k_d, W32, WQ4K, WK,
+    };
+    use super::gemm_rows;
+    use crate::quant::{QK, QK_K};
+
+    /// `T` tokens against one row of 32-blocks.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn group_b32<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+        let mut acc = [0f32; T];
+        for b in 0..nb {
+            let (q, dw) = U::load(w.add(b * U::BYTES));
+            for j in 0..T {
+                let ab = a.add(j * s + b * 34);
+                let isum = hsum_epi32(pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))));
+                acc[j] = (isum as f32).mul_add(dw * f16_at(ab), acc[j]);
+            }
+        }
+        out[..T].copy_from_slice(&acc);
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn tile_b32<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK;
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_b32::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_b32::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
+    }
+
+    /// `T` tokens against one Q4_K row; `GEMM`: fold per 64-element quarter.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn group_q4_k<const T: usize, const GEMM: bool>(
+        nb: usize,
+        w: *const u8,
+        a: *const u8,
+        s: usize,
+        out: &mut [f32],
+    ) {
+        let mut acc = [0f32; T];
+        let mut accm = [0f32; T];
+        for b in 0..nb {
+            let k = WQ4K::unpack(w.add(b * WQ4K::BYTES));
+            for j in 0..T {
+                let ab = a.add(j * s + b * 292);
+                let da = q8k_d(ab);
+                let (dd, dm) = (k.d * da, k.dmin * da);
+                // [8] per sub-block: scale·Σ q·a, and min·bsum32
+                let mut sub = [_mm256_setzero_si256(); 8];
+                for c in 0..8 {
+                    sub[c] = _mm256_madd_epi16(dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c))), k.sc[c]);
+                }
+                let mut mins = [0i32; 8];
+                _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, _mm256_madd_epi16(k.mins, loadu(ab.add(260))));
+                if GEMM {
+                    for q in 0..4 {
+                        let isum = hsum_epi32(_mm256_add_epi32(sub[2 * q], sub[2 * q + 1]));
+                        acc[j] = (isum as f32).mul_add(dd, acc[j]);
+                        accm[j] = ((mins[2 * q] + mins[2 * q + 1]) as f32).mul_add(dm, accm[j]);
+                    }
+                } else {
+                    let s01 = _mm256_add_epi32(_mm256_add_epi32(sub[0], sub[1]), _mm256_add_epi32(sub[2], sub[3]));
+                    let s23 = _mm256_add_epi32(_mm256_add_epi32(sub[4], sub[5]), _mm256_add_epi32(sub[6], sub[7]));
+                    let isum = hsum_epi32(_mm256_add_epi32(s01, s23));
+                    acc[j] = (isum as f32).mul_add(dd, acc[j]);
+                    accm[j] = (mins.iter().sum::<i32>() as f32).mul_add(dm, accm[j]);
+                }
+            }
+        }
+        for j in 0..T {
+            out[j] = acc[j] - accm[j];
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK_K;
+        let n4 = gemm_rows(out.len());
+        let (w, a) = (w.as_ptr(), a.as_ptr());
+        let mut t = 0;
+        while t + 4 <= n4 {
+            group_q4_k::<4, true>(nb, w, a.add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_q4_k::<1, false>(nb, w, a.add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
+    }
+}

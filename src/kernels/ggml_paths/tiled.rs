@@ -1,0 +1,85 @@
+//! Emulation of the reference's tiled k-quant matmul
+//! (`ggml_compute_forward_mul_mat_tiled`, `ggml-cpu/tiled/tiled.cpp` and the
+//! VNNI microkernel `tiled_run_micro_vnni_8x16` of `tiled-kernel.cpp`; the
+//! AVX2 microkernel does the same float operations), which the reference runs
+//! for Q2_K … Q6_K and IQ4_XS weights (not repacked) with 8 or more
+//! activation rows.
+//!
+//! Per output element and 256-element super-block the microkernel forms the
+//! exact integer sums `s1 = Σ_s scale_s·Σ q·a` and `s2 = Σ_s min_s·bsum_s`
+//! (whatever the tile shape or the narrow/standard path), then folds them
+//! into the output in super-block order, the output starting at 0:
+//!
+//! ```text
+//! r   = (float)s1 · d                         vmulps
+//! r   = fnmadd(dmin, (float)s2, r)            only types with a minimum
+//! out = fma(r, da, out)                       vfmadd213ps (GCC fuses the add)
+//! ```
+//!
+//! For the types without a minimum `s2` and `dmin` are 0, and the fused
+//! `r − 0·0` is `r` exactly, so one fold serves every type.
+
+use super::super::dispatch::TileFn;
+use super::super::scalar::{tile_x_q8_k, KFold};
+use crate::ggml_type::GgmlType;
+use crate::quant::{iq4, q2_k, q3_k, q4_k, q5_k, q6_k};
+
+/// The tiled microkernel's fold of one super-block into an output.
+pub(crate) struct TiledFold;
+impl KFold for TiledFold {
+    #[inline(always)]
+    fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
+        let r = (-dmin).mul_add(imin as f32, isum as f32 * d);
+        r.mul_add(da, acc)
+    }
+}
+
+fn q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, q2_k::BlockQ2K::unpack);
+}
+fn q3_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, q3_k::BlockQ3K::unpack);
+}
+fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, q4_k::BlockQ4K::unpack);
+}
+fn q5_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, q5_k::BlockQ5K::unpack);
+}
+fn q6_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, q6_k::BlockQ6K::unpack);
+}
+fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
+}
+
+/// The scalar emulation for weight type `ty`.
+pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q2_K => q2_k,
+        Q3_K => q3_k,
+        Q4_K => q4_k,
+        Q5_K => q5_k,
+        Q6_K => q6_k,
+        IQ4_XS => iq4_xs,
+        _ => return None,
+    })
+}
+
+/// The AVX2 emulation for weight type `ty` (the integer sums by the AVX2
+/// super-block unpackers, the same fold).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
+    use super::super::x86_avx2::*;
+    use GgmlType::*;
+    Some(match ty {
+        Q2_K => tile_q8_k_family::<WQ2K, TiledFold>,
+        Q3_K => tile_q8_k_family::<WQ3K, TiledFold>,
+        Q4_K => tile_q8_k_family::<WQ4K, TiledFold>,
+        Q5_K => tile_q8_k_family::<WQ5K, TiledFold>,
+        Q6_K => tile_q8_k_family::<WQ6K, TiledFold>,
+        IQ4_XS => tile_q8_k_family::<WIq4Xs, TiledFold>,
+        _ => return None,
+    })
+}
