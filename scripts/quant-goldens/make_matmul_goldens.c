@@ -1,7 +1,8 @@
 // Writes the matmul goldens: for each weight type whose reference matmul does
 // not run ggml_vec_dot's 32-block kernels (k-quants, IQ4_XS, and the types the
 // CPU backend repacks: Q4_0, Q4_K, IQ4_NL, Q2_K), a 16x512 weight matrix and
-// the reference's own mul_mat results for 1..12 activation rows. The weights
+// the reference's own mul_mat results for 1..12 activation rows; for the
+// repacked k-quants also a 12-row matrix, which is not repacked. The weights
 // are the golden input (input.f32) quantized by ggml_quantize_chunk; the
 // activations are input.f32 read as [12][512] rows.
 //
@@ -11,7 +12,7 @@
 // CPU buffer (ggml_compute_forward_mul_mat_tiled for >= 8 rows, the type's
 // vec_dot below 8). One thread (the results do not depend on the count).
 //
-// Output DIR/matmul_<type>.bin, little endian:
+// Output DIR/matmul_<type>.bin (and matmul_<type>_rows12.bin), little endian:
 //   u32 rows, u32 cols, u32 n_cases, u32 repacked,
 //   weights (rows * row_size bytes),
 //   then per case: u32 nt, f32 y[nt][rows]
@@ -28,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROWS = 16, COLS = 512, MAX_NT = 12 };
+enum { MAX_ROWS = 16, COLS = 512, MAX_NT = 12 };
 static const int NTS[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
 
 static void put_u32(FILE * f, uint32_t v) { fwrite(&v, 4, 1, f); }
@@ -49,11 +50,11 @@ static ggml_backend_buffer_type_t repack_buft(void) {
 // y = W x for the first nt rows of x; W's bytes are stored in a buffer of
 // type `buft` (which repacks them if it is CPU_REPACK). Returns whether the
 // weight tensor was actually repacked (its extra is set).
-static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml_type t, const void * wbytes,
+static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml_type t, int rows, const void * wbytes,
                    const float * x, int nt, float * y) {
     struct ggml_init_params wp = {ggml_tensor_overhead() * 4, NULL, true};
     struct ggml_context * wctx = ggml_init(wp);
-    struct ggml_tensor * W = ggml_new_tensor_2d(wctx, t, COLS, ROWS);
+    struct ggml_tensor * W = ggml_new_tensor_2d(wctx, t, COLS, rows);
     ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, buft);
     // CPU_REPACK's init_tensor records the repacked layout in `extra`, NULL
     // when it has none for this type or shape: then use a plain CPU buffer
@@ -62,7 +63,7 @@ static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml
         ggml_backend_buffer_free(wbuf);
         ggml_free(wctx);
         wctx = ggml_init(wp);
-        W = ggml_new_tensor_2d(wctx, t, COLS, ROWS);
+        W = ggml_new_tensor_2d(wctx, t, COLS, rows);
         wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_buffer_type());
     }
     ggml_backend_tensor_set(W, wbytes, 0, ggml_nbytes(W));
@@ -103,36 +104,45 @@ int main(int argc, char ** argv) {
     const enum ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
                                     GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL};
     // weights: row r is input.f32 from offset 37*r (wrapping), so rows differ
-    static float wsrc[ROWS * COLS];
-    for (int r = 0; r < ROWS; r++) {
+    static float wsrc[MAX_ROWS * COLS];
+    for (int r = 0; r < MAX_ROWS; r++) {
         for (int c = 0; c < COLS; c++) wsrc[r * COLS + c] = in[(37 * r + c) % (MAX_NT * COLS)];
     }
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         const enum ggml_type t = types[i];
-        const size_t wbytes = ggml_row_size(t, COLS) * ROWS;
-        void * w = malloc(wbytes);
-        ggml_quantize_chunk(t, wsrc, w, 0, ROWS, COLS, NULL);
-
-        snprintf(path, sizeof(path), "%s/matmul_%s.bin", argv[1], ggml_type_name(t));
-        FILE * o = fopen(path, "wb");
-        const int n_cases = sizeof(NTS) / sizeof(NTS[0]);
-        // the repack buffer type if it takes this type, else a plain CPU buffer
-        static float y[MAX_NT * ROWS];
-        int repacked = mul_mat(be, rep, t, w, in, 1, y);
-        ggml_backend_buffer_type_t buft = repacked ? rep : ggml_backend_cpu_buffer_type();
-        put_u32(o, ROWS);
-        put_u32(o, COLS);
-        put_u32(o, (uint32_t) n_cases);
-        put_u32(o, (uint32_t) repacked);
-        fwrite(w, 1, wbytes, o);
-        for (int k = 0; k < n_cases; k++) {
-            mul_mat(be, buft, t, w, in, NTS[k], y);
-            put_u32(o, (uint32_t) NTS[k]);
-            fwrite(y, sizeof(float), (size_t) NTS[k] * ROWS, o);
+        const int is_k = ggml_blck_size(t) == 256;
+        for (int rows = MAX_ROWS; rows >= 12; rows -= 4) {
+            const size_t wbytes = ggml_row_size(t, COLS) * rows;
+            void * w = malloc(wbytes);
+            ggml_quantize_chunk(t, wsrc, w, 0, rows, COLS, NULL);
+            // the repack buffer type if it takes this type and shape, else a plain CPU buffer
+            static float y[MAX_NT * MAX_ROWS];
+            int repacked = mul_mat(be, rep, t, rows, w, in, 1, y);
+            if (rows != MAX_ROWS && (repacked || !is_k)) { free(w); continue; }
+            ggml_backend_buffer_type_t buft = repacked ? rep : ggml_backend_cpu_buffer_type();
+            if (rows == MAX_ROWS) {
+                snprintf(path, sizeof(path), "%s/matmul_%s.bin", argv[1], ggml_type_name(t));
+            } else {
+                snprintf(path, sizeof(path), "%s/matmul_%s_rows%d.bin", argv[1], ggml_type_name(t), rows);
+            }
+            FILE * o = fopen(path, "wb");
+            const int n_cases = sizeof(NTS) / sizeof(NTS[0]);
+            put_u32(o, (uint32_t) rows);
+            put_u32(o, COLS);
+            put_u32(o, (uint32_t) n_cases);
+            put_u32(o, (uint32_t) repacked);
+            fwrite(w, 1, wbytes, o);
+            for (int k = 0; k < n_cases; k++) {
+                mul_mat(be, buft, t, rows, w, in, NTS[k], y);
+                put_u32(o, (uint32_t) NTS[k]);
+                fwrite(y, sizeof(float), (size_t) NTS[k] * rows, o);
+            }
+            fclose(o);
+            printf("%s rows %d: %s\n", ggml_type_name(t), rows, repacked ? "repacked" : "plain");
+            free(w);
+            // the 12-row matrix only for the k-quants the backend repacks at 16 rows
+            if (!repacked) break;
         }
-        fclose(o);
-        printf("%s: %s\n", ggml_type_name(t), repacked ? "repacked" : "plain");
-        free(w);
     }
     ggml_backend_free(be);
     return 0;

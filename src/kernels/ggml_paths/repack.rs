@@ -1,23 +1,25 @@
 //! Emulation of the reference's repacked-weight kernels (`ggml-cpu/repack.cpp`
 //! `forward_mul_mat_one_chunk`, kernels in `ggml-cpu/arch/x86/repack.cpp`),
-//! which it runs for Q4_0, IQ4_NL and Q4_K weights with a multiple of 8 rows
-//! (`q4_0_8x8_q8_0`, `iq4_nl_8x8_q8_0`, `q4_K_8x8_q8_K`): `ggml_gemm_*` on the
-//! first `nt − nt % 4` activation rows, `ggml_gemv_*` on the rest.
+//! which it runs for Q4_0, IQ4_NL, Q4_K and (AVX-512 only) Q2_K weights with
+//! a multiple of 8 rows (`q4_0_8x8_q8_0`, `iq4_nl_8x8_q8_0`, `q4_K_8x8_q8_K`,
+//! `q2_K_8x8_q8_K`): `ggml_gemm_*` on the first `nt − nt % 4` activation
+//! rows, `ggml_gemv_*` on the rest.
 //!
 //! Per output element, with exact integer block sums:
 //!
 //! - Q4_0, IQ4_NL (gemm and gemv alike), per 32-block:
 //!   `acc = fma((float)isum, dw·da, acc)`.
-//! - Q4_K gemv, per super-block: `acc = fma((float)isum, d·da, acc)`,
+//! - Q4_K, Q2_K gemv, per super-block: `acc = fma((float)isum, d·da, acc)`,
 //!   `accm = fma((float)imin, dmin·da, accm)`; result `acc − accm`.
-//! - Q4_K gemm: the same two FMAs, but per 64-element quarter of the
-//!   super-block (its two 32-sub-blocks' `scale·Σ q·a` and `min·bsum`).
+//! - Q4_K, Q2_K gemm: the same two FMAs, but per 64-element quarter (Q4_K)
+//!   or 128-element half (Q2_K) of the super-block, with that piece's
+//!   `Σ scale·Σ q·a` and `Σ min·bsum`.
 
 use super::super::dispatch::TileFn;
 use super::super::scalar::act_row;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
-use crate::quant::{as_blocks, f16_to_f32, iq4, q4_0, q4_k, q8_0, q8_k, Block, QK, QK_K};
+use crate::quant::{as_blocks, f16_to_f32, iq4, q2_k, q4_0, q4_k, q8_0, q8_k, Block, QK, QK_K};
 
 /// Activation rows `[0, gemm_rows(nt))` go through the gemm kernel, the rest
 /// through the gemv one.
@@ -59,39 +61,55 @@ fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_b32(n, w, a, s, out, iq4::BlockIq4Nl::unpack);
 }
 
-/// Q4_K: Σ scale·Σ q·a and Σ min·bsum of 32-sub-blocks `j0..j1`.
-fn q4_k_isums(k: &KBlock, a: &q8_k::BlockQ8K, j0: usize, j1: usize) -> (i32, i32) {
+/// Σ scale·Σ q·a and Σ min·bsum over the 16-groups `g0..g1` of a super-block.
+fn group_isums(k: &KBlock, a: &q8_k::BlockQ8K, g0: usize, g1: usize) -> (i32, i32) {
     let mut isum = 0i32;
     let mut imin = 0i32;
-    for j in j0..j1 {
-        let s: i32 = (32 * j..32 * j + 32).map(|i| k.q[i] as i32 * a.qs[i] as i8 as i32).sum();
-        // KBlock keeps 16-groups: sub-block j is groups 2j, 2j+1 (same scale, min)
-        isum += k.scales[2 * j] as i32 * s;
-        imin += k.mins[2 * j] as i32 * (a.bsum(2 * j) as i32 + a.bsum(2 * j + 1) as i32);
+    for g in g0..g1 {
+        let s: i32 = (16 * g..16 * g + 16).map(|i| k.q[i] as i32 * a.qs[i] as i8 as i32).sum();
+        isum += k.scales[g] as i32 * s;
+        imin += k.mins[g] as i32 * a.bsum(g) as i32;
     }
     (isum, imin)
 }
 
-fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+/// The k-quants with a minimum (Q4_K, Q2_K): the gemm folds each piece of
+/// `gemm_groups` 16-groups (Q4_K: 64 elements, Q2_K: 128), the gemv each
+/// super-block.
+fn tile_kmin<B: Block>(
+    gemm_groups: usize,
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    s: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> KBlock,
+) {
     let nb = n / QK_K;
-    let wb = &as_blocks::<q4_k::BlockQ4K>(w)[..nb];
+    let wb = &as_blocks::<B>(w)[..nb];
     let n4 = gemm_rows(out.len());
     for (t, o) in out.iter_mut().enumerate() {
         let ab = act_row::<q8_k::BlockQ8K>(a, s, t, nb);
-        // gemm folds each 64-element quarter, gemv each super-block
-        let step = if t < n4 { 2 } else { 8 };
+        let step = if t < n4 { gemm_groups } else { 16 };
         let (mut acc, mut accm) = (0f32, 0f32);
         for (bw, ba) in wb.iter().zip(ab) {
-            let k = bw.unpack();
+            let k = unpack(bw);
             let (dd, dm) = (k.d * ba.d(), k.dmin * ba.d());
-            for j0 in (0..8).step_by(step) {
-                let (isum, imin) = q4_k_isums(&k, ba, j0, j0 + step);
+            for g0 in (0..16).step_by(step) {
+                let (isum, imin) = group_isums(&k, ba, g0, g0 + step);
                 acc = (isum as f32).mul_add(dd, acc);
                 accm = (imin as f32).mul_add(dm, accm);
             }
         }
         *o = acc - accm;
     }
+}
+
+fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_kmin(4, n, w, a, s, out, q4_k::BlockQ4K::unpack);
+}
+fn q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_kmin(8, n, w, a, s, out, q2_k::BlockQ2K::unpack);
 }
 
 /// The scalar emulation for weight type `ty`.
@@ -101,6 +119,7 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
         Q4_0 => q4_0,
         IQ4_NL => iq4_nl,
         Q4_K => q4_k,
+        Q2_K => q2_k,
         _ => return None,
     })
 }
@@ -112,7 +131,8 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     Some(match ty {
         Q4_0 => avx2::tile_b32::<super::super::x86_avx2::WQ4_0>,
         IQ4_NL => avx2::tile_b32::<super::super::x86_avx2::WIq4Nl>,
-        Q4_K => avx2::q4_k,
+        Q4_K => avx2::tile_kmin::<super::super::x86_avx2::WQ4K, 2>,
+        Q2_K => avx2::tile_kmin::<super::super::x86_avx2::WQ2K, 4>,
         _ => return None,
     })
 }
@@ -122,7 +142,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{
-        dot_pairs_signed, f16_at, hsum_epi32, loadu, pairs_to_i32, q8k_d, W32, WQ4K, WK,
+        dot_pairs_signed, f16_at, hsum_epi32, loadu, pairs_to_i32, q8k_d, W32, WK,
     };
     use super::gemm_rows;
     use crate::quant::{QK, QK_K};
@@ -157,10 +177,11 @@ mod avx2 {
         }
     }
 
-    /// `T` tokens against one Q4_K row; `GEMM`: fold per 64-element quarter.
+    /// `T` tokens against one row of Q4_K or Q2_K; the gemm folds pieces of
+    /// `P` 32-chunks, the gemv (`P == 8`) whole super-blocks.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn group_q4_k<const T: usize, const GEMM: bool>(
+    unsafe fn group_kmin<U: WK, const P: usize, const T: usize>(
         nb: usize,
         w: *const u8,
         a: *const u8,
@@ -170,30 +191,22 @@ mod avx2 {
         let mut acc = [0f32; T];
         let mut accm = [0f32; T];
         for b in 0..nb {
-            let k = WQ4K::unpack(w.add(b * WQ4K::BYTES));
+            let k = U::unpack(w.add(b * U::BYTES));
             for j in 0..T {
                 let ab = a.add(j * s + b * 292);
                 let da = q8k_d(ab);
                 let (dd, dm) = (k.d * da, k.dmin * da);
-                // [8] per sub-block: scale·Σ q·a, and min·bsum32
-                let mut sub = [_mm256_setzero_si256(); 8];
-                for c in 0..8 {
-                    sub[c] = _mm256_madd_epi16(dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c))), k.sc[c]);
-                }
+                // [8] per 32-chunk: its two groups' scale·Σ q·a, min·bsum
                 let mut mins = [0i32; 8];
                 _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, _mm256_madd_epi16(k.mins, loadu(ab.add(260))));
-                if GEMM {
-                    for q in 0..4 {
-                        let isum = hsum_epi32(_mm256_add_epi32(sub[2 * q], sub[2 * q + 1]));
-                        acc[j] = (isum as f32).mul_add(dd, acc[j]);
-                        accm[j] = ((mins[2 * q] + mins[2 * q + 1]) as f32).mul_add(dm, accm[j]);
+                for c0 in (0..8).step_by(P) {
+                    let mut sub = _mm256_setzero_si256();
+                    for c in c0..c0 + P {
+                        let p = dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c)));
+                        sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
                     }
-                } else {
-                    let s01 = _mm256_add_epi32(_mm256_add_epi32(sub[0], sub[1]), _mm256_add_epi32(sub[2], sub[3]));
-                    let s23 = _mm256_add_epi32(_mm256_add_epi32(sub[4], sub[5]), _mm256_add_epi32(sub[6], sub[7]));
-                    let isum = hsum_epi32(_mm256_add_epi32(s01, s23));
-                    acc[j] = (isum as f32).mul_add(dd, acc[j]);
-                    accm[j] = (mins.iter().sum::<i32>() as f32).mul_add(dm, accm[j]);
+                    acc[j] = (hsum_epi32(sub) as f32).mul_add(dd, acc[j]);
+                    accm[j] = (mins[c0..c0 + P].iter().sum::<i32>() as f32).mul_add(dm, accm[j]);
                 }
             }
         }
@@ -203,17 +216,17 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    pub(super) unsafe fn tile_kmin<U: WK, const P: usize>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
         let nb = n / QK_K;
         let n4 = gemm_rows(out.len());
         let (w, a) = (w.as_ptr(), a.as_ptr());
         let mut t = 0;
         while t + 4 <= n4 {
-            group_q4_k::<4, true>(nb, w, a.add(t * s), s, &mut out[t..t + 4]);
+            group_kmin::<U, P, 4>(nb, w, a.add(t * s), s, &mut out[t..t + 4]);
             t += 4;
         }
         while t < out.len() {
-            group_q4_k::<1, false>(nb, w, a.add(t * s), s, &mut out[t..t + 1]);
+            group_kmin::<U, 8, 1>(nb, w, a.add(t * s), s, &mut out[t..t + 1]);
             t += 1;
         }
     }

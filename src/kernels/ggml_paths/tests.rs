@@ -12,14 +12,26 @@ use crate::quant;
 
 /// The weight types with an emulated path, and their golden files
 /// (`scripts/make-quant-goldens.sh`, `scripts/quant-goldens/make_matmul_goldens.c`):
-/// a 16x512 matrix and the reference's mul_mat for 1..12 activation rows.
+/// a 16x512 matrix (12x512 for the repacked k-quants' other paths) and the
+/// reference's mul_mat for 1..12 activation rows.
 fn goldens() -> Vec<(GgmlType, &'static [u8])> {
     macro_rules! g {
         ($t:ident, $f:literal) => {
             (GgmlType::$t, &include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goldens/quant/", $f))[..])
         };
     }
-    vec![g!(Q4_0, "matmul_q4_0.bin"), g!(IQ4_NL, "matmul_iq4_nl.bin"), g!(Q4_K, "matmul_q4_K.bin"), g!(Q6_K, "matmul_q6_K.bin")]
+    vec![
+        g!(Q4_0, "matmul_q4_0.bin"),
+        g!(IQ4_NL, "matmul_iq4_nl.bin"),
+        g!(Q4_K, "matmul_q4_K.bin"),
+        g!(Q2_K, "matmul_q2_K.bin"),
+        g!(Q4_K, "matmul_q4_K_rows12.bin"),
+        g!(Q2_K, "matmul_q2_K_rows12.bin"),
+        g!(Q3_K, "matmul_q3_K.bin"),
+        g!(Q5_K, "matmul_q5_K.bin"),
+        g!(Q6_K, "matmul_q6_K.bin"),
+        g!(IQ4_XS, "matmul_iq4_xs.bin"),
+    ]
 }
 
 fn u32_at(b: &[u8], off: usize) -> usize {
