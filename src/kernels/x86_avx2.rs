@@ -101,6 +101,39 @@ pub(crate) unsafe fn loadu(p: *const u8) -> __m256i {
     _mm256_loadu_si256(p as *const __m256i)
 }
 
+/// The horizontal sums of 8 vectors of 8 i32: lane j = Σ lanes of `v[j]`
+/// (exact, wrapping like the single sums).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn hsum_epi32_x8(v: &[__m256i; 8]) -> __m256i {
+    let t0 = _mm256_hadd_epi32(v[0], v[1]);
+    let t1 = _mm256_hadd_epi32(v[2], v[3]);
+    let t2 = _mm256_hadd_epi32(v[4], v[5]);
+    let t3 = _mm256_hadd_epi32(v[6], v[7]);
+    // per 128-bit half: [v0, v1, v2, v3] and [v4, v5, v6, v7] partial sums
+    let u0 = _mm256_hadd_epi32(t0, t1);
+    let u1 = _mm256_hadd_epi32(t2, t3);
+    let lo = _mm256_permute2x128_si256(u0, u1, 0x20);
+    let hi = _mm256_permute2x128_si256(u0, u1, 0x31);
+    _mm256_add_epi32(lo, hi)
+}
+
+/// The f32 Q8_K scales `d` of 8 activation rows `s` bytes apart from `ab`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
+    let d: [f32; 8] = std::array::from_fn(|j| q8k_d(ab.add(j * s)));
+    _mm256_loadu_ps(d.as_ptr())
+}
+
+/// The f16 scales at `p`, `p + s`, … of 8 activation rows, as f32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
+    let h: [u16; 8] = std::array::from_fn(|j| std::ptr::read_unaligned(p.add(j * s) as *const u16));
+    _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i))
+}
+
 /// 16 packed bytes → 32 nibbles as bytes: low nibbles first, then high.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]

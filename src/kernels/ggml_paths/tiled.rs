@@ -68,18 +68,70 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 }
 
 /// The AVX2 emulation for weight type `ty` (the integer sums by the AVX2
-/// super-block unpackers, the same fold).
+/// super-block unpackers, the same fold, 8 tokens in the f32 lanes).
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
-    use super::super::x86_avx2::*;
+    use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use GgmlType::*;
     Some(match ty {
-        Q2_K => tile_q8_k_family::<WQ2K, TiledFold>,
-        Q3_K => tile_q8_k_family::<WQ3K, TiledFold>,
-        Q4_K => tile_q8_k_family::<WQ4K, TiledFold>,
-        Q5_K => tile_q8_k_family::<WQ5K, TiledFold>,
-        Q6_K => tile_q8_k_family::<WQ6K, TiledFold>,
-        IQ4_XS => tile_q8_k_family::<WIq4Xs, TiledFold>,
+        Q2_K => avx2::tile::<WQ2K>,
+        Q3_K => avx2::tile::<WQ3K>,
+        Q4_K => avx2::tile::<WQ4K>,
+        Q5_K => avx2::tile::<WQ5K>,
+        Q6_K => avx2::tile::<WQ6K>,
+        IQ4_XS => avx2::tile::<WIq4Xs>,
         _ => return None,
     })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::super::x86_avx2::{
+        dot_pairs_signed, hsum_epi32_x8, loadu, q8k_d_x8, tile_q8_k_family, WK,
+    };
+    use super::TiledFold;
+    use crate::quant::QK_K;
+
+    /// 8 tokens (the f32 lanes) against one row.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn eight<U: WK>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+        let mut acc = _mm256_setzero_ps();
+        for b in 0..nb {
+            let k = U::unpack(w.add(b * U::BYTES));
+            let ab = a.add(b * 292);
+            let v: [__m256i; 8] = std::array::from_fn(|j| {
+                let mut isum = _mm256_setzero_si256();
+                for c in 0..8 {
+                    let p = dot_pairs_signed(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
+                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+                }
+                isum
+            });
+            let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&v));
+            let mut r = _mm256_mul_ps(isum, _mm256_set1_ps(k.d));
+            if k.has_min {
+                let m: [__m256i; 8] = std::array::from_fn(|j| _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260))));
+                let imin = _mm256_cvtepi32_ps(hsum_epi32_x8(&m));
+                r = _mm256_fnmadd_ps(_mm256_set1_ps(k.dmin), imin, r);
+            }
+            acc = _mm256_fmadd_ps(r, q8k_d_x8(ab, s), acc);
+        }
+        _mm256_storeu_ps(out.as_mut_ptr(), acc);
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn tile<U: WK>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK_K;
+        let mut t = 0;
+        while t + 8 <= out.len() {
+            eight::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
+            t += 8;
+        }
+        if t < out.len() {
+            tile_q8_k_family::<U, TiledFold>(n, w, &a[t * s..], s, &mut out[t..]);
+        }
+    }
 }
