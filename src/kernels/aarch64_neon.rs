@@ -26,7 +26,7 @@
 
 use std::arch::aarch64::*;
 
-use super::ggml_paths;
+use super::ggml_paths::{self, tiled::TiledFold, Path};
 use super::dispatch::{KernelSet, TileFn};
 use super::scalar::{KFold, PlainFold};
 use crate::ggml_type::GgmlType;
@@ -44,10 +44,10 @@ pub fn cpu_ok_dotprod() -> bool {
 }
 
 pub(crate) static SET: KernelSet =
-    KernelSet { name: "neon", tile, ggml: ggml_paths::scalar_tile, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon", tile, ggml, quant_q8_0, quant_q8_1, quant_q8_k };
 
 pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_paths::scalar_tile, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 
@@ -448,7 +448,13 @@ impl WK for WIq4Xs {
 }
 
 #[inline(always)]
-unsafe fn group_k<U: WK, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+unsafe fn group_k<U: WK, D: Dot, F: KFold, const T: usize>(
+    nb: usize,
+    w: *const u8,
+    a: *const u8,
+    s: usize,
+    out: &mut [f32],
+) {
     let mut acc = [0f32; T];
     for b in 0..nb {
         let k = U::unpack(w.add(b * U::BYTES));
@@ -475,24 +481,36 @@ unsafe fn group_k<U: WK, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *co
                 0
             };
             let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
-            acc[j] = PlainFold::fold(acc[j], k.d, k.dmin, da, isum, imin);
+            acc[j] = F::fold(acc[j], k.d, k.dmin, da, isum, imin);
         }
     }
     out[..T].copy_from_slice(&acc);
 }
 
+/// Super-blocks × Q8_K, folded by `F` (minfer's `PlainFold`, or the
+/// reference's tiled-matmul fold for `ggml_paths`).
 #[inline(always)]
-unsafe fn tile_k<U: WK, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+unsafe fn tile_kf<U: WK, D: Dot, F: KFold>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     let nb = n / QK_K;
     let mut t = 0;
     while t + 4 <= out.len() {
-        group_k::<U, D, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        group_k::<U, D, F, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
         t += 4;
     }
     while t < out.len() {
-        group_k::<U, D, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        group_k::<U, D, F, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
         t += 1;
     }
+}
+
+#[inline(always)]
+unsafe fn tile_k<U: WK, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_kf::<U, D, PlainFold>(n, w, a, s, out)
+}
+
+#[inline(always)]
+unsafe fn tile_k_tiled<U: WK, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_kf::<U, D, TiledFold>(n, w, a, s, out)
 }
 
 // --- float weights × f32
@@ -602,6 +620,30 @@ entries! {
     tile_q5_k tile_q5_k_dp = tile_k::<WQ5K>;
     tile_q6_k tile_q6_k_dp = tile_k::<WQ6K>;
     tile_iq4_xs tile_iq4_xs_dp = tile_k::<WIq4Xs>;
+    tiled_q2_k tiled_q2_k_dp = tile_k_tiled::<WQ2K>;
+    tiled_q3_k tiled_q3_k_dp = tile_k_tiled::<WQ3K>;
+    tiled_q4_k tiled_q4_k_dp = tile_k_tiled::<WQ4K>;
+    tiled_q5_k tiled_q5_k_dp = tile_k_tiled::<WQ5K>;
+    tiled_q6_k tiled_q6_k_dp = tile_k_tiled::<WQ6K>;
+    tiled_iq4_xs tiled_iq4_xs_dp = tile_k_tiled::<WIq4Xs>;
+}
+
+/// The reference paths (`ggml_paths`): the tiled k-quant matmul with this
+/// set's exact integer sums and the tiled fold; the others by their scalar
+/// definitions (their lane orders have no NEON version).
+fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
+    match path {
+        Path::Tiled => ggml_paths::k_entry(ty, [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs]),
+        _ => ggml_paths::scalar_tile(ty, path),
+    }
+}
+
+fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
+    let fns = [tiled_q2_k_dp, tiled_q3_k_dp, tiled_q4_k_dp, tiled_q5_k_dp, tiled_q6_k_dp, tiled_iq4_xs_dp];
+    match path {
+        Path::Tiled => ggml_paths::k_entry(ty, fns),
+        _ => ggml_paths::scalar_tile(ty, path),
+    }
 }
 
 unsafe fn tile_f32(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {

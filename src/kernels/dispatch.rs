@@ -133,13 +133,7 @@ impl KernelSet {
         a_stride: usize,
         out: &mut [f32],
     ) -> Result<()> {
-        let f = self.matmul_fn(ty, rows, out.len())?;
-        let act = ActType::for_weight(ty).ok_or_else(|| Error::invalid("no activation type"))?;
-        check_dot_shapes(ty, act, n, w.len(), a.len(), a_stride, out.len())?;
-        // SAFETY: the shapes were checked above; `self` is only ever built for
-        // a CPU that has its features (see `available_sets`).
-        unsafe { f(n, w, a, a_stride, out) };
-        Ok(())
+        self.run_checked(self.matmul_fn(ty, rows, out.len())?, ty, n, w, a, a_stride, out)
     }
 
     /// Checked tile dot: `out[t] = dot(w, act row t)`, rows `a_stride` bytes
@@ -153,11 +147,27 @@ impl KernelSet {
         a_stride: usize,
         out: &mut [f32],
     ) -> Result<()> {
-        let f = self.tile_fn(ty)?;
+        self.run_checked(self.tile_fn(ty)?, ty, n, w, a, a_stride, out)
+    }
+
+    /// Runs this set's kernel `f` for weight type `ty` after checking the
+    /// shapes against its contract.
+    #[allow(clippy::too_many_arguments)]
+    fn run_checked(
+        &self,
+        f: TileFn,
+        ty: GgmlType,
+        n: usize,
+        w: &[u8],
+        a: &[u8],
+        a_stride: usize,
+        out: &mut [f32],
+    ) -> Result<()> {
         let act = ActType::for_weight(ty).ok_or_else(|| Error::invalid("no activation type"))?;
         check_dot_shapes(ty, act, n, w.len(), a.len(), a_stride, out.len())?;
-        // SAFETY: the shapes were checked above; `self` is only ever built for
-        // a CPU that has its features (see `available_sets`).
+        // SAFETY: the shapes were checked above; `self` (whose kernel `f` is)
+        // is only ever built for a CPU that has its features (see
+        // `available_sets`).
         unsafe { f(n, w, a, a_stride, out) };
         Ok(())
     }

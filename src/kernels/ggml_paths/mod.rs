@@ -79,6 +79,14 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
     }
 }
 
+/// The entry of `fns` (in the order Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS:
+/// the Q8_K-paired types) for `ty`.
+pub(crate) fn k_entry(ty: GgmlType, fns: [TileFn; 6]) -> Option<TileFn> {
+    use GgmlType::*;
+    let i = [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS].iter().position(|&t| t == ty)?;
+    Some(fns[i])
+}
+
 /// The scalar emulation of `path` for `ty`, if there is one.
 pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
     match path {

@@ -58,10 +58,13 @@ fn matmul_equals_the_reference_mul_mat() {
             off += 4 * nt * rows;
             assert_eq!(path(ty, rows, nt) == Some(Path::Repack), repacked, "{ty}: repacked");
             for set in available_sets() {
-                let mut y = vec![f32::NAN; nt * rows];
+                let mut y = vec![0f32; nt * rows];
                 matmul_with(set, &pool, &w, &x[..nt * cols], nt, &mut y).expect("matmul");
                 for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}", set.name, i / rows, i % rows);
+                    // The input's huge values make some sums overflow to NaN,
+                    // whose sign bit is the CPU's (x86: set, aarch64: clear).
+                    let same = a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                    assert!(same, "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}", set.name, i / rows, i % rows);
                 }
             }
             checked += 1;

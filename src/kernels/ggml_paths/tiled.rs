@@ -55,16 +55,7 @@ fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 
 /// The scalar emulation for weight type `ty`.
 pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
-    use GgmlType::*;
-    Some(match ty {
-        Q2_K => q2_k,
-        Q3_K => q3_k,
-        Q4_K => q4_k,
-        Q5_K => q5_k,
-        Q6_K => q6_k,
-        IQ4_XS => iq4_xs,
-        _ => return None,
-    })
+    super::k_entry(ty, [q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs])
 }
 
 /// The AVX2 emulation for weight type `ty` (the integer sums by the AVX2
@@ -72,16 +63,11 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
-    use GgmlType::*;
-    Some(match ty {
-        Q2_K => avx2::tile::<WQ2K>,
-        Q3_K => avx2::tile::<WQ3K>,
-        Q4_K => avx2::tile::<WQ4K>,
-        Q5_K => avx2::tile::<WQ5K>,
-        Q6_K => avx2::tile::<WQ6K>,
-        IQ4_XS => avx2::tile::<WIq4Xs>,
-        _ => return None,
-    })
+    use avx2::tile;
+    super::k_entry(
+        ty,
+        [tile::<WQ2K>, tile::<WQ3K>, tile::<WQ4K>, tile::<WQ5K>, tile::<WQ6K>, tile::<WIq4Xs>],
+    )
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -154,32 +154,25 @@ fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 
 /// The scalar emulation for weight type `ty`.
 pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
-    use GgmlType::*;
-    Some(match ty {
-        Q2_K => q2_k,
-        Q3_K => q3_k,
-        Q4_K => q4_k,
-        Q5_K => q5_k,
-        Q6_K => q6_k,
-        IQ4_XS => iq4_xs,
-        _ => return None,
-    })
+    super::k_entry(ty, [q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs])
 }
 
 /// The AVX2 emulation for weight type `ty`.
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
-    use GgmlType::*;
-    Some(match ty {
-        Q2_K => avx2::tile::<WQ2K, { avx2::LANES8 }>,
-        Q3_K => avx2::tile::<WQ3K, { avx2::NONE }>,
-        Q4_K => avx2::tile::<WQ4K, { avx2::LANES4 }>,
-        Q5_K => avx2::tile::<WQ5K, { avx2::SCALAR }>,
-        Q6_K => avx2::tile::<WQ6K, { avx2::Q6K }>,
-        IQ4_XS => avx2::tile::<WIq4Xs, { avx2::NONE }>,
-        _ => return None,
-    })
+    use avx2::{tile, LANES4, LANES8, NONE, Q6K, SCALAR};
+    super::k_entry(
+        ty,
+        [
+            tile::<WQ2K, LANES8>,
+            tile::<WQ3K, NONE>,
+            tile::<WQ4K, LANES4>,
+            tile::<WQ5K, SCALAR>,
+            tile::<WQ6K, Q6K>,
+            tile::<WIq4Xs, NONE>,
+        ],
+    )
 }
 
 #[cfg(target_arch = "x86_64")]
