@@ -4,7 +4,10 @@
 //! block, in f32, accumulated in block order:
 //! - 32-blocks × Q8_0: `acc += (dw·da) · Σ qw·qa`
 //! - 32-blocks with a minimum × Q8_1: `acc += (dw·da) · Σ qw·qa + mw·sa`
-//! - super-blocks × Q8_K (see `KBlock`): `acc += (d·da)·isum − (dmin·da)·imin`
+//! - super-blocks × Q8_K: the reference's `ggml_vec_dot_*_q8_K` lane order
+//!   (`ggml_paths::vec_dot_k`, the dot the reference's matmul runs below 8
+//!   rows); `tile_x_q8_k` (exact integer sums of `KBlock`s, folded by a
+//!   `KFold`) serves the tiled-matmul emulation
 //! - F32/F16/BF16 × f32: `acc += w·a`, element by element.
 //!
 //! The activation quantizers: Q8_0 and Q8_1 are the reference CPU backend's
@@ -17,8 +20,8 @@ use super::dispatch::{KernelSet, TileFn};
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
 use crate::quant::{
-    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0,
-    q5_1, q5_k, q6_k, q8_0, q8_1, q8_k, Block, QK, QK_K,
+    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q8_k,
+    Block, QK, QK_K,
 };
 
 pub(crate) static SET: KernelSet = KernelSet {
@@ -42,12 +45,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl,
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
-        Q2_K => tile_q2_k,
-        Q3_K => tile_q3_k,
-        Q4_K => tile_q4_k,
-        Q5_K => tile_q5_k,
-        Q6_K => tile_q6_k,
-        IQ4_XS => tile_iq4_xs,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return super::ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -167,15 +165,6 @@ pub(crate) trait KFold {
     fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32;
 }
 
-/// minfer's own fold: `acc + ((d·da)·isum − (dmin·da)·imin)`.
-pub(crate) struct PlainFold;
-impl KFold for PlainFold {
-    #[inline(always)]
-    fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
-        acc + ((d * da) * isum as f32 - (dmin * da) * imin as f32)
-    }
-}
-
 /// Super-blocks × Q8_K with the integer sums of `kblock_isums`, folded by `F`.
 #[inline]
 pub(crate) fn tile_x_q8_k<B: Block, F: KFold>(
@@ -198,25 +187,6 @@ pub(crate) fn tile_x_q8_k<B: Block, F: KFold>(
         }
         *o = acc;
     }
-}
-
-fn tile_q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q2_k::BlockQ2K::unpack);
-}
-fn tile_q3_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q3_k::BlockQ3K::unpack);
-}
-fn tile_q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q4_k::BlockQ4K::unpack);
-}
-fn tile_q5_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q5_k::BlockQ5K::unpack);
-}
-fn tile_q6_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, q6_k::BlockQ6K::unpack);
-}
-fn tile_iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, PlainFold>(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
 }
 
 // --- float weights × f32

@@ -202,7 +202,8 @@ fn scalar_dots_equal_the_dot_of_the_dequantized_rows() {
 
 #[test]
 fn simd_dots_equal_scalar_dots() {
-    // K-quants and IQ4_XS: bit-identical (exact integer sums, same folding).
+    // K-quants and IQ4_XS: bit-identical (exact integer sums, the reference's
+    // vec_dot lane order in every set).
     // The others: within 1e-6 of Σ|w_i·a_i| (8-lane f32 accumulation).
     let mut rng = Rng::new(23);
     for set in available_sets() {

@@ -7,8 +7,9 @@
 //!   in a register (the lanes sum in another order than the scalar loop:
 //!   results agree within f32 rounding).
 //! - super-blocks: unpacked once into 8 registers of 32 i8 plus the group
-//!   scales, dotted with up to 4 tokens; the integer sums are exact and fold
-//!   into f32 exactly as the scalar code does (bit-identical results).
+//!   scales (`WK`, `KRegs`), the exact integer sums (`k_isums`) folded by a
+//!   `KFold`; `ggml_paths` builds the reference's k-quant paths on these
+//!   (bit-identical to their scalar definitions).
 //! - activation quantizers: byte-identical to the scalar ones, including the
 //!   reference's x86 conversions of out-of-range values.
 //!
@@ -26,7 +27,7 @@
 use std::arch::x86_64::*;
 
 use super::dispatch::{KernelSet, TileFn};
-use super::scalar::{KFold, PlainFold};
+use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
@@ -57,12 +58,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_q8_0_family::<WIq4Nl>,
         Q4_1 => tile_q8_1_family::<WQ4_1>,
         Q5_1 => tile_q8_1_family::<WQ5_1>,
-        Q2_K => tile_q8_k_family::<WQ2K, PlainFold>,
-        Q3_K => tile_q8_k_family::<WQ3K, PlainFold>,
-        Q4_K => tile_q8_k_family::<WQ4K, PlainFold>,
-        Q5_K => tile_q8_k_family::<WQ5K, PlainFold>,
-        Q6_K => tile_q8_k_family::<WQ6K, PlainFold>,
-        IQ4_XS => tile_q8_k_family::<WIq4Xs, PlainFold>,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return super::ggml_paths::vec_dot_k::avx2_tile(ty),
         _ => return None,
     })
 }
