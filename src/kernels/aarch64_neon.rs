@@ -622,8 +622,9 @@ entries! {
 /// set's exact integer sums and the tiled fold; the others by their scalar
 /// definitions (their lane orders have no NEON version).
 fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
+    let fns = [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs];
     match path {
-        Path::Tiled => ggml_paths::k_entry(ty, [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs]),
+        Path::Tiled => ggml_paths::k_entry(ty, fns),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
