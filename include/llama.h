@@ -851,6 +851,7 @@ void llama_opt_epoch(struct llama_context *lctx, ggml_opt_dataset_t dataset, ggm
 
 struct llama_model_quantize_params llama_model_quantize_default_params(void);
 
+// Returns 0 on success, 1 on failure (with a logged message).
 uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out, const struct llama_model_quantize_params *params);
 
 struct llama_sampler_chain_params llama_sampler_chain_default_params(void);

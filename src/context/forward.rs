@@ -211,7 +211,9 @@ pub fn forward(
             dump::tensor("ffn_up", Some(il), &up, up.len() / nr);
         }
         let act: Vec<f32> = if arch == Arch::Gemma3 {
-            gate.iter().zip(&up).map(|(&g, &u)| ops::gelu_tanh(g) * u).collect()
+            let mut act = vec![0f32; gate.len()];
+            ops::geglu(&gate, &up, &mut act);
+            act
         } else {
             // [nr][n_ff], row by row as ggml_vec_swiglu_f32 runs
             let n_ff = gate.len() / nr;
@@ -221,7 +223,7 @@ pub fn forward(
             }
             act
         };
-        dump::tensor("ffn_swiglu", Some(il), &act, act.len() / nr);
+        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nr);
         let mut d = linear(pool, model, &lw.ffn_down, &act, nr)?;
         dump::tensor("ffn_out", Some(il), &d, n_embd);
         if let Some(w) = &lw.ffn_post_norm {

@@ -198,8 +198,7 @@ pub extern "C" fn llama_split_path(split_path: *mut c_char, maxlen: usize, path_
     // written, or 0 when it does not fit.
     guard("llama_split_path", 0, || {
         let prefix = c_str(path_prefix, "path_prefix")?;
-        let mut path = prefix.to_bytes().to_vec();
-        path.extend_from_slice(format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).as_bytes());
+        let path = crate::model::split::split_path(prefix.to_bytes(), split_no, split_count);
         if maxlen > 0 && split_path.is_null() {
             return Err(Error::invalid("split_path is NULL"));
         }
@@ -214,12 +213,10 @@ pub extern "C" fn llama_split_prefix(split_prefix: *mut c_char, maxlen: usize, s
     // numbers: its length (the buffer gets it snprintf-style), else 0.
     guard("llama_split_prefix", 0, || {
         let path = c_str(split_path, "split_path")?.to_bytes();
-        let mut postfix = format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).into_bytes();
-        postfix.truncate(31); // the reference formats it into a char[32]
-        if path.len() <= postfix.len() || !path.ends_with(&postfix) {
+        let Some(prefix) = crate::model::split::split_prefix(path, split_no, split_count) else {
             return Ok(0);
-        }
-        let size_prefix = path.len() - postfix.len();
+        };
+        let size_prefix = prefix.len();
         let copy_len = (size_prefix + 1).min(maxlen);
         if copy_len > 0 {
             if split_prefix.is_null() {
