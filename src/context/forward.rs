@@ -33,6 +33,15 @@ fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
     kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())
 }
 
+/// The rows `rows` of `x` ([n][width]), in that order.
+fn select_rows(x: &[f32], width: usize, rows: &[usize]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows.len() * width);
+    for &t in rows {
+        out.extend_from_slice(&x[t * width..(t + 1) * width]);
+    }
+    out
+}
+
 /// y = W·x for each of the `nt` rows of x ([nt][cols] → [nt][rows]).
 fn linear(pool: &ThreadPool, model: &Model, w: &Weight, x: &[f32], nt: usize) -> Result<Vec<f32>> {
     let mut y = vec![0f32; nt * w.rows()];
@@ -111,6 +120,14 @@ pub fn forward(
         Some(w) => Some(vector(model, w)?),
         None => None,
     };
+    // the tokens that want an output, in ubatch order
+    let out_rows: Vec<usize> = (0..nt).filter(|&t| tokens[t].output).collect();
+    let n_layer = weights.layers.len();
+    // rows of x in flight: all tokens, then only the output rows after the
+    // last layer's attention (the reference's `inp_out_ids` get_rows: its
+    // last FFN runs on those rows alone, and the matmul kernels depend on the
+    // row count)
+    let mut nr = nt;
 
     for (il, lw) in weights.layers.iter().enumerate() {
         let n_head = hp.n_head[il] as usize;
@@ -168,6 +185,14 @@ pub fn forward(
         dump::tensor("kqv_out", Some(il), &attn, n_head * hd_v);
         let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
         dump::tensor("attn_out", Some(il), &o, n_embd);
+        if il + 1 == n_layer && out_rows.len() < nt {
+            if out_rows.is_empty() {
+                return Ok(());
+            }
+            x = select_rows(&x, n_embd, &out_rows);
+            o = select_rows(&o, n_embd, &out_rows);
+            nr = out_rows.len();
+        }
         if let Some(w) = &lw.attn_post_norm {
             ops::rms_norm_mul(&mut o, n_embd, &vector(model, w)?, eps);
         }
@@ -180,26 +205,26 @@ pub fn forward(
         dump::tensor("ffn_inp", Some(il), &x, n_embd);
         ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
         dump::tensor("ffn_norm", Some(il), &h, n_embd);
-        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nt)?;
+        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nr)?;
         if dump::enabled() {
-            dump::tensor("ffn_gate", Some(il), &gate, gate.len() / nt);
-            dump::tensor("ffn_up", Some(il), &up, up.len() / nt);
+            dump::tensor("ffn_gate", Some(il), &gate, gate.len() / nr);
+            dump::tensor("ffn_up", Some(il), &up, up.len() / nr);
         }
         let act: Vec<f32> = if arch == Arch::Gemma3 {
             let mut act = vec![0f32; gate.len()];
             ops::geglu(&gate, &up, &mut act);
             act
         } else {
-            // [nt][n_ff], row by row as ggml_vec_swiglu_f32 runs
-            let n_ff = gate.len() / nt;
+            // [nr][n_ff], row by row as ggml_vec_swiglu_f32 runs
+            let n_ff = gate.len() / nr;
             let mut act = vec![0f32; gate.len()];
             for ((a, g), u) in act.chunks_exact_mut(n_ff).zip(gate.chunks_exact(n_ff)).zip(up.chunks_exact(n_ff)) {
                 kernels::vecf::swiglu(g, u, a);
             }
             act
         };
-        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nt);
-        let mut d = linear(pool, model, &lw.ffn_down, &act, nt)?;
+        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nr);
+        let mut d = linear(pool, model, &lw.ffn_down, &act, nr)?;
         dump::tensor("ffn_out", Some(il), &d, n_embd);
         if let Some(w) = &lw.ffn_post_norm {
             ops::rms_norm_mul(&mut d, n_embd, &vector(model, w)?, eps);
@@ -210,15 +235,11 @@ pub fn forward(
         dump::tensor("l_out", Some(il), &x, n_embd);
     }
 
-    // --- output head for the tokens that want logits
-    let out_rows: Vec<usize> = (0..nt).filter(|&t| tokens[t].output).collect();
+    // --- output head for the tokens that want logits (x holds their rows)
     if out_rows.is_empty() {
         return Ok(());
     }
-    let mut h = Vec::with_capacity(out_rows.len() * n_embd);
-    for &t in &out_rows {
-        h.extend_from_slice(&x[t * n_embd..(t + 1) * n_embd]);
-    }
+    let mut h = if nr == nt { select_rows(&x, n_embd, &out_rows) } else { x };
     ops::rms_norm_mul(&mut h, n_embd, &vector(model, &weights.output_norm)?, eps);
     embd.copy_from_slice(&h);
     dump::tensor("result_norm", None, &h, n_embd);
