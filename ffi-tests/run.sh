@@ -12,6 +12,11 @@
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
 # Ends with the line "ffi-tests: N passed, M failed".
+#
+# MINFER_LIB_DIR: the libllama.so to test (default target/release).
+# MINFER_SANITIZE=address|thread: compile every C test with -fsanitize=...
+# (against a library built with the same sanitizer: scripts/asan.sh); the
+# valgrind reruns are skipped then (a sanitized program cannot run under it).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,14 +44,21 @@ tally() {
     [ "$m" = 0 ]
 }
 
-CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
-CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
-LDFLAGS=(-L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
+SANITIZE=${MINFER_SANITIZE:-}
+SANFLAGS=()
+[ -n "$SANITIZE" ] && SANFLAGS=(-fsanitize="$SANITIZE" -fno-omit-frame-pointer)
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
+CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
+LDFLAGS=("${SANFLAGS[@]}" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
 
 # under_valgrind NAME ARGS... : reruns a compiled test under memcheck; any
 # invalid access or definite/indirect leak fails it
 under_valgrind() {
     local name=$1; shift
+    if [ -n "$SANITIZE" ]; then
+        echo "skip $name under valgrind (built with -fsanitize=$SANITIZE)"
+        return
+    fi
     if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
         "$OUT/$name" "$@" > "$OUT/valgrind_$name.out" 2> "$OUT/valgrind_$name.err"; then
         ok "$name under valgrind memcheck: no errors, no leaks"
@@ -173,6 +185,35 @@ if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     else
         cat "$OUT/test_threads.build.log"; not_ok "test_threads build"
     fi
+    # API misuse, each case in a child process: every line equals the
+    # reference's answer (golden/misuse.txt, made by gen_misuse_golden.sh), or
+    # where the reference dies, minfer's failure value recorded there
+    if gcc "${CFLAGS[@]}" -Wno-deprecated-declarations "$ROOT/ffi-tests/misuse.c" -o "$OUT/misuse" "${LDFLAGS[@]}" -lm \
+        2> "$OUT/misuse.build.log"; then
+        misuse_check() { # NAME PREFIX [valgrind...]: runs the cases starting with PREFIX, diffs with the golden
+            local name=$1 prefix=$2 rc=0; shift 2
+            "$@" "$OUT/misuse" "$SMOL" "$prefix" > "$OUT/$name.txt" 2> "$OUT/$name.err" || rc=$?
+            grep -E "^$prefix" "$ROOT/ffi-tests/golden/misuse.txt" | sed -E 's/  \[reference: [^]]*\]$//' > "$OUT/$name.want"
+            if [ $rc = 0 ] && [ -s "$OUT/$name.want" ] && diff -u "$OUT/$name.want" "$OUT/$name.txt" > "$OUT/$name.diff"; then
+                local n r
+                n=$(wc -l < "$OUT/$name.want")
+                r=$(grep -E "^$prefix" "$ROOT/ffi-tests/golden/misuse.txt" | grep -c '\[reference: ' || true)
+                ok "$name: $n cases answer as the reference ($r of them kill the reference: minfer's failure value)"
+            else
+                not_ok "$name (exit $rc)"; head -n 30 "$OUT/$name.diff" "$OUT/$name.err"
+            fi
+        }
+        misuse_check misuse ""
+        if [ -z "$SANITIZE" ]; then
+            # the cases that do not decode, under memcheck (it follows the forked children)
+            for p in vocab buffer sampler; do
+                misuse_check "misuse_${p}_under_valgrind" "$p" valgrind -q --error-exitcode=99 --leak-check=full \
+                    --errors-for-leak-kinds=definite,indirect
+            done
+        fi
+    else
+        cat "$OUT/misuse.build.log"; not_ok "misuse build"
+    fi
 else
     not_ok "models missing (run scripts/fetch-models.sh)"
 fi
@@ -263,12 +304,8 @@ fi
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     if compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c"; then
         run_prog test_vocab_api "$SMOL" "$GEMMA"
-        if VOCAB_API_SKIP_BIG=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            "$OUT/test_vocab_api" "$SMOL" "$GEMMA" > "$OUT/valgrind_vocab_api.out" 2> "$OUT/valgrind_vocab_api.err"; then
-            ok "test_vocab_api (without the 10 MB input) under valgrind memcheck: no errors, no leaks"
-        else
-            not_ok "test_vocab_api under valgrind"; tail -n 40 "$OUT/valgrind_vocab_api.err"
-        fi
+        # (without the 10 MB input)
+        VOCAB_API_SKIP_BIG=1 under_valgrind test_vocab_api "$SMOL" "$GEMMA"
     else
         not_ok "test_vocab_api build"
     fi

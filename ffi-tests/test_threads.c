@@ -53,7 +53,7 @@ static struct llama_context * new_ctx(int n_ctx, int n_batch, int n_ubatch) {
     cp.n_ctx = (uint32_t) n_ctx;
     cp.n_batch = (uint32_t) n_batch;
     cp.n_ubatch = (uint32_t) n_ubatch;
-    cp.n_threads = cp.n_threads_batch = 1;
+    cp.n_threads = cp.n_threads_batch = 2;  // the pool's workers run too
     return llama_init_from_model(g_model, cp);
 }
 

@@ -158,7 +158,8 @@ pub struct Context {
     pub model: Arc<Model>,
     pub cparams: CParams,
     pub kv: KvCache,
-    /// Logits of the outputs of the last decode, [n_outputs][n_vocab].
+    /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
+    /// (rows past n_outputs are zeros).
     pub logits: Vec<f32>,
     /// For each token of the last batch, its row in `logits`, or -1.
     pub output_ids: Vec<i32>,
@@ -169,7 +170,7 @@ pub struct Context {
     pub embeddings: bool,
     pub causal: bool,
     pub pooling: Pooling,
-    /// Per-output embeddings of the last decode, [n_outputs][n_embd].
+    /// Per-output embeddings of the last decode, [max(n_outputs, 1)][n_embd].
     pub embd: Vec<f32>,
     /// Pooled embeddings of the last decode, by sequence.
     pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
@@ -202,17 +203,18 @@ impl Context {
             1 => false,
             a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
         };
+        let (logits, embd) = (vec![0.0; hp.n_vocab as usize], vec![0.0; hp.n_embd as usize]);
         Ok(Context {
             model,
             kv,
-            logits: Vec::new(),
+            logits,
             output_ids: Vec::new(),
             n_outputs: 0,
             abort: None,
             embeddings: cparams.embeddings,
             causal,
             pooling,
-            embd: Vec::new(),
+            embd,
             embd_seq: Default::default(),
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
@@ -249,10 +251,12 @@ impl Context {
             tokens.iter_mut().for_each(|t| t.output = true);
         }
         let n_out = tokens.iter().filter(|t| t.output).count();
+        // At least one row each, as the reference's buffers (llama_get_logits
+        // returns a valid pointer even when nothing is an output).
         self.logits.clear();
-        self.logits.resize(n_out * n_vocab, 0.0);
+        self.logits.resize(n_out.max(1) * n_vocab, 0.0);
         self.embd.clear();
-        self.embd.resize(n_out * n_embd, 0.0);
+        self.embd.resize(n_out.max(1) * n_embd, 0.0);
         self.embd_seq.clear();
         self.output_ids = vec![-1; tokens.len()];
         let mut row = 0;
@@ -302,8 +306,6 @@ impl Context {
     /// Keeps the first `n` output rows of the last decode readable.
     fn truncate_outputs(&mut self, n: usize) {
         self.n_outputs = n;
-        self.logits.truncate(n * self.model.hparams.n_vocab as usize);
-        self.embd.truncate(n * self.model.hparams.n_embd as usize);
         for r in &mut self.output_ids {
             if *r >= n as i32 {
                 *r = -1;
