@@ -32,9 +32,31 @@ RUSTFLAGS="-Zsanitizer=address" RUSTC_BOOTSTRAP=1 \
     cargo build --target "$TARGET" --release --features test-hooks --target-dir target/asan \
     || { echo "asan build failed"; exit 1; }
 
+LIB_DIR=$ROOT/target/asan/$TARGET/release
+OUT=$ROOT/target/ffi-tests
+SMOL=${MINFER_CACHE:-$HOME/.cache/minfer}/models/SmolLM2-135M-Instruct.Q4_1.gguf
+mkdir -p "$OUT"
 # detect_leaks: LeakSanitizer at exit (on by default on x86_64 Linux, set
 # for clarity); abort_on_error: a report ends the program with a failure code.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:allocator_may_return_null=1}
-MINFER_LIB_DIR="$ROOT/target/asan/$TARGET/release" MINFER_SANITIZE=address \
-    bash ffi-tests/run.sh 2>&1 | tee target/asan.log
-grep -q '^ffi-tests: [0-9]* passed, 0 failed' target/asan.log
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+
+# canary MODE EXPECTED: deliberate misuse the sanitizer must report from
+# inside the library (ffi-tests/sanitizer_canary.c), so that a clean run below
+# is evidence and not an uninstrumented build
+canary() {
+    if "$OUT/sanitizer_canary_asan" "$1" "$SMOL" > "$OUT/canary_$1.out" 2> "$OUT/canary_$1.err"; then
+        echo "FAIL canary $1: not reported"
+    elif grep -q "$2" "$OUT/canary_$1.err" && grep -q 'llama' "$OUT/canary_$1.err"; then
+        echo "ok   canary $1: ASan reports '$2' with the library's frames"
+    else
+        echo "FAIL canary $1"; tail -n 20 "$OUT/canary_$1.err"
+    fi
+}
+{
+    gcc -std=c11 -g -fsanitize=address -fno-omit-frame-pointer -pthread -I"$ROOT/include" "$ROOT/ffi-tests/sanitizer_canary.c" \
+        -o "$OUT/sanitizer_canary_asan" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR"
+    canary overflow 'ERROR: AddressSanitizer: heap-buffer-overflow'
+    canary leak 'ERROR: LeakSanitizer: detected memory leaks'
+    MINFER_LIB_DIR="$LIB_DIR" MINFER_SANITIZE=address bash ffi-tests/run.sh
+} 2>&1 | tee target/asan.log
+! grep -q '^FAIL canary' target/asan.log && grep -q '^ffi-tests: [0-9]* passed, 0 failed' target/asan.log

@@ -58,9 +58,24 @@ run() { # NAME ARGS...
         cat "$OUT/$name.build.log"; grep -A30 -m3 'WARNING: ThreadSanitizer' "$OUT/$name.err" || tail -n 30 "$OUT/$name.err" "$OUT/$name.out"
     fi
 }
+# The canary: two threads changing one context at once (forbidden by the API)
+# must be reported as a race inside the library, or the build is not
+# instrumented and a clean run below would prove nothing.
+canary() {
+    gcc -std=c11 -g -fsanitize=thread -pthread -I"$ROOT/include" "$ROOT/ffi-tests/sanitizer_canary.c" \
+        -o "$OUT/sanitizer_canary_tsan" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR" || { echo "FAIL canary build"; return; }
+    if "$OUT/sanitizer_canary_tsan" race "$SMOL" > "$OUT/canary_race.out" 2> "$OUT/canary_race.err"; then
+        echo "FAIL canary race: not reported"
+    elif grep -q 'WARNING: ThreadSanitizer: data race' "$OUT/canary_race.err" && grep -q 'llama_set_embeddings' "$OUT/canary_race.err"; then
+        echo "ok   canary race: TSan reports the data race in llama_set_embeddings"
+    else
+        echo "FAIL canary race"; tail -n 20 "$OUT/canary_race.err"
+    fi
+}
 {
+    canary
     run test_threads "$SMOL"
     VOCAB_API_SKIP_BIG=1 run test_vocab_api "$SMOL" "$GEMMA"
     echo "tsan: $pass passed, $fail failed"
 } 2>&1 | tee target/tsan.log
-grep -q '^tsan: [0-9]* passed, 0 failed' target/tsan.log
+! grep -q '^FAIL canary' target/tsan.log && grep -q '^tsan: [0-9]* passed, 0 failed' target/tsan.log
