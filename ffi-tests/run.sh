@@ -508,6 +508,15 @@ else
     not_ok "test_samplers build"
 fi
 
+# The packaging checks below build or link their own programs (install.sh's
+# library, cgo, clang modules) without the sanitizer runtime: not in that mode.
+if [ -n "$SANITIZE" ]; then
+    echo "skip install, Go and Swift packaging checks (built with -fsanitize=$SANITIZE)"
+    echo "ffi-tests: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
+
 # --- installed as a system library (scripts/install.sh into a temporary
 # prefix): SONAME, symlinks, header, pkg-config; examples-c/simple.c built
 # with `pkg-config --libs llama` (shared) and `--static` (libllama.a) generate
