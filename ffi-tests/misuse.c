@@ -16,6 +16,7 @@
 // usage: misuse SMOLLM2.gguf [CASE-PREFIX]
 #define _POSIX_C_SOURCE 200809L
 #include "llama.h"
+#include "test_batch.h"
 
 #include <math.h>
 #include <signal.h>
@@ -84,6 +85,16 @@ static void run_case(const char * name, void (*fn)(int), int arg) {
     }
 }
 
+// run_case with a printf-formatted name.
+static void run_named(void (*fn)(int), int arg, const char * fmt, ...) {
+    char name[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    run_case(name, fn, arg);
+}
+
 static void print_float(float f) {
     if (isnan(f)) out("nan");
     else out("%.6g", (double) f);
@@ -142,13 +153,6 @@ static struct llama_context * new_ctx(void) {
     return llama_init_from_model(g_model, cp);
 }
 
-static void put(struct llama_batch * b, int i, llama_token t, llama_pos p, llama_seq_id s, bool o) {
-    b->token[i] = t;
-    b->pos[i] = p;
-    b->n_seq_id[i] = 1;
-    b->seq_id[i][0] = s;
-    b->logits[i] = o;
-}
 
 static llama_token tok_at(int i) { return (llama_token) (1000 + 37 * i); }
 
@@ -157,7 +161,7 @@ static llama_token tok_at(int i) { return (llama_token) (1000 + 37 * i); }
 static int decode_prefix(struct llama_context * ctx) {
     struct llama_batch b = llama_batch_init(PREFIX, 0, 1);
     b.n_tokens = PREFIX;
-    for (int i = 0; i < PREFIX; i++) put(&b, i, tok_at(i), i, 0, false);
+    for (int i = 0; i < PREFIX; i++) batch_put(&b, i, tok_at(i), i, 0, false);
     int rc = llama_decode(ctx, b);
     llama_batch_free(b);
     return rc;
@@ -166,7 +170,7 @@ static int decode_prefix(struct llama_context * ctx) {
 static int decode_next(struct llama_context * ctx, float * next) {
     struct llama_batch b = llama_batch_init(1, 0, 1);
     b.n_tokens = 1;
-    put(&b, 0, tok_at(PREFIX), PREFIX, 0, true);
+    batch_put(&b, 0, tok_at(PREFIX), PREFIX, 0, true);
     int rc = llama_decode(ctx, b);
     const float * l = rc == 0 ? llama_get_logits_ith(ctx, -1) : NULL;
     if (l) memcpy(next, l, sizeof(float) * (size_t) g_n_vocab);
@@ -192,8 +196,8 @@ static const char * bad_name[B_COUNT] = {
 
 static void make_bad(int kind, struct llama_batch * b) {
     b->n_tokens = 2;
-    put(b, 0, tok_at(PREFIX), PREFIX, 0, false);
-    put(b, 1, tok_at(PREFIX + 1), PREFIX + 1, 0, true);
+    batch_put(b, 0, tok_at(PREFIX), PREFIX, 0, false);
+    batch_put(b, 1, tok_at(PREFIX + 1), PREFIX + 1, 0, true);
     switch (kind) {
         case B_TOK_NEG: b->token[1] = -1; break;
         case B_TOK_NVOCAB: b->token[1] = g_n_vocab; break;
@@ -216,7 +220,7 @@ static void make_bad(int kind, struct llama_batch * b) {
         case B_NTOK_NEG: b->n_tokens = -3; break;
         case B_NTOK_65:
             b->n_tokens = 65;
-            for (int i = 0; i < 65; i++) put(b, i, tok_at(PREFIX + i), PREFIX + i, 0, i == 64);
+            for (int i = 0; i < 65; i++) batch_put(b, i, tok_at(PREFIX + i), PREFIX + i, 0, i == 64);
             break;
         case B_NO_TOKENS: b->token = NULL; break;
     }
@@ -271,7 +275,7 @@ static struct llama_context * decode_middle_output(void) {
     struct llama_context * ctx = new_ctx();
     struct llama_batch b = llama_batch_init(3, 0, 1);
     b.n_tokens = 3;
-    for (int i = 0; i < 3; i++) put(&b, i, tok_at(i), i, 0, i == 1);
+    for (int i = 0; i < 3; i++) batch_put(&b, i, tok_at(i), i, 0, i == 1);
     int rc = llama_decode(ctx, b);
     llama_batch_free(b);
     if (rc != 0) { llama_free(ctx); return NULL; }
@@ -524,7 +528,6 @@ int main(int argc, char ** argv) {
     if (!g_model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
     g_vocab = llama_model_get_vocab(g_model);
     g_n_vocab = llama_vocab_n_tokens(g_vocab);
-    char name[128];
 
     struct { const char * name; void (*fn)(int); } vocab_calls[] = {
         {"llama_token_to_piece", c_piece}, {"llama_detokenize", c_detok}, {"llama_vocab_get_text", c_text},
@@ -535,60 +538,43 @@ int main(int argc, char ** argv) {
     };
     for (size_t f = 0; f < sizeof(vocab_calls) / sizeof(vocab_calls[0]); f++) {
         for (int k = 0; k < 4; k++) {
-            snprintf(name, sizeof(name), "vocab %s token %s", vocab_calls[f].name, bad_token_name[k]);
-            run_case(name, vocab_calls[f].fn, k);
+            run_named(vocab_calls[f].fn, k, "vocab %s token %s", vocab_calls[f].name, bad_token_name[k]);
         }
     }
     for (int k = 0; k < B_COUNT; k++) {
-        snprintf(name, sizeof(name), "decode %s", bad_name[k]);
-        run_case(name, c_bad_batch, k);
+        run_named(c_bad_batch, k, "decode %s", bad_name[k]);
     }
     for (int k = 0; k < 4; k++) {
-        snprintf(name, sizeof(name), "decode llama_batch_get_one token %s", bad_token_name[k]);
-        run_case(name, c_get_one, k);
+        run_named(c_get_one, k, "decode llama_batch_get_one token %s", bad_token_name[k]);
     }
     for (int k = 0; k < N_ITH; k++) {
-        snprintf(name, sizeof(name), "outputs llama_get_logits_ith %d (only token 1 of 3 is an output)", ith_index[k]);
-        run_case(name, c_logits_ith, k);
-        snprintf(name, sizeof(name), "outputs llama_get_embeddings_ith %d (embeddings off)", ith_index[k]);
-        run_case(name, c_embd_ith, k);
+        run_named(c_logits_ith, k, "outputs llama_get_logits_ith %d (only token 1 of 3 is an output)", ith_index[k]);
+        run_named(c_embd_ith, k, "outputs llama_get_embeddings_ith %d (embeddings off)", ith_index[k]);
     }
     run_case("outputs logits before any decode", c_logits_before_decode, 0);
     for (int k = 0; k < 4; k++) {
-        snprintf(name, sizeof(name), "outputs llama_sampler_sample idx case %d", k);
-        run_case(name, c_sample_bad_idx, k);
+        run_named(c_sample_bad_idx, k, "outputs llama_sampler_sample idx case %d", k);
     }
     for (int k = 0; k < N_SIZES; k++) {
-        snprintf(name, sizeof(name), "buffer llama_token_to_piece length %d", sizes[k]);
-        run_case(name, c_piece_short, k);
-        snprintf(name, sizeof(name), "buffer llama_detokenize case %d", k);
-        run_case(name, c_detok_short, k);
-        snprintf(name, sizeof(name), "buffer llama_tokenize case %d", k);
-        run_case(name, c_tokenize_short, k);
+        run_named(c_piece_short, k, "buffer llama_token_to_piece length %d", sizes[k]);
+        run_named(c_detok_short, k, "buffer llama_detokenize case %d", k);
+        run_named(c_tokenize_short, k, "buffer llama_tokenize case %d", k);
     }
     for (int k = 0; k < 3; k++) {
-        snprintf(name, sizeof(name), "buffer llama_token_to_piece NULL buffer length %d", k);
-        run_case(name, c_piece_null, k);
-        snprintf(name, sizeof(name), "buffer llama_tokenize NULL tokens case %d", k);
-        run_case(name, c_tokenize_null_out, k);
+        run_named(c_piece_null, k, "buffer llama_token_to_piece NULL buffer length %d", k);
+        run_named(c_tokenize_null_out, k, "buffer llama_tokenize NULL tokens case %d", k);
     }
     for (int k = 0; k < N_META; k++) {
-        snprintf(name, sizeof(name), "buffer llama_model_meta_val_str size %zu", meta_sizes[k]);
-        run_case(name, c_meta_val_str, k);
-        snprintf(name, sizeof(name), "buffer llama_model_meta_key_by_index size %zu", meta_sizes[k]);
-        run_case(name, c_meta_key, k);
-        snprintf(name, sizeof(name), "buffer llama_model_meta_val_str_by_index size %zu", meta_sizes[k]);
-        run_case(name, c_meta_val, k);
-        snprintf(name, sizeof(name), "buffer llama_model_meta_val_str missing key size %zu", meta_sizes[k]);
-        run_case(name, c_meta_missing, k);
-        snprintf(name, sizeof(name), "buffer llama_model_desc size %zu", meta_sizes[k]);
-        run_case(name, c_model_desc, k);
+        run_named(c_meta_val_str, k, "buffer llama_model_meta_val_str size %zu", meta_sizes[k]);
+        run_named(c_meta_key, k, "buffer llama_model_meta_key_by_index size %zu", meta_sizes[k]);
+        run_named(c_meta_val, k, "buffer llama_model_meta_val_str_by_index size %zu", meta_sizes[k]);
+        run_named(c_meta_missing, k, "buffer llama_model_meta_val_str missing key size %zu", meta_sizes[k]);
+        run_named(c_model_desc, k, "buffer llama_model_desc size %zu", meta_sizes[k]);
     }
     run_case("buffer meta NULL buffers", c_meta_null_buf, 0);
     for (int s = 0; s < S_KINDS; s++) {
         for (int a = 0; a < A_KINDS; a++) {
-            snprintf(name, sizeof(name), "sampler %s on %s", smpl_name[s], arr_name[a]);
-            run_case(name, c_sampler, s * A_KINDS + a);
+            run_named(c_sampler, s * A_KINDS + a, "sampler %s on %s", smpl_name[s], arr_name[a]);
         }
     }
     llama_model_free(g_model);

@@ -103,11 +103,11 @@ run_prog() {
 [ -f "$LIB_DIR/libllama.so" ] || { echo "no $LIB_DIR/libllama.so: build the library first"; exit 1; }
 
 # --- (b) the header alone compiles as C11 and C++17 with warnings as errors
-printf '#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
+printf '#include "llama.h"\n#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
 if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}" -fsyntax-only -x c++ "$OUT/header_only.c"; then
-    ok "header compiles as C11 and C++17"
+    ok "header compiles as C11 and C++17 (included twice)"
 else
-    not_ok "header compiles as C11 and C++17"
+    not_ok "header compiles as C11 and C++17 (included twice)"
 fi
 
 # --- (a) every row of layout.tsv and enums.tsv, compiled as C and as C++

@@ -17,6 +17,7 @@
 // usage: test_threads SMOLLM2.gguf
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
+#include "test_batch.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,13 +58,8 @@ static struct llama_context * new_ctx(int n_ctx, int n_batch, int n_ubatch) {
     return llama_init_from_model(g_model, cp);
 }
 
-static void put(struct llama_batch * b, int i, llama_token t, llama_pos p, bool out) {
-    b->token[i] = t;
-    b->pos[i] = p;
-    b->n_seq_id[i] = 1;
-    b->seq_id[i][0] = 0;
-    b->logits[i] = out;
-}
+// Entry i of a batch on sequence 0.
+static void put(struct llama_batch * b, int i, llama_token t, llama_pos p, bool out) { batch_put(b, i, t, p, 0, out); }
 
 static llama_token prompt_token(int seed, int i) { return (llama_token) ((seed * 7919 + i * 131 + 17) % g_vocab); }
 

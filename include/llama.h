@@ -1088,6 +1088,11 @@ int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tok
 
 #endif  /* LLAMA_H */
 
+// cbindgen writes this part after the include guard's #endif, so it has its
+// own guard (a header included twice must compile).
+#ifndef LLAMA_H_TRAILER
+#define LLAMA_H_TRAILER
+
 // The kv override keeps the reference's anonymous union, which cbindgen
 // cannot express; its Rust twin is ffi::types::llama_model_kv_override.
 struct llama_model_kv_override {
@@ -1109,3 +1114,5 @@ typedef struct llama_model_quantize_params llama_model_quantize_params;
 typedef struct llama_logit_bias llama_logit_bias;
 typedef struct llama_sampler_chain_params llama_sampler_chain_params;
 typedef struct llama_chat_message llama_chat_message;
+
+#endif  /* LLAMA_H_TRAILER */
