@@ -10,8 +10,11 @@
 #   RUSTFLAGS=-Zsanitizer=thread RUSTC_BOOTSTRAP=1 cargo build -Zbuild-std \
 #       --target x86_64-unknown-linux-gnu --release --features test-hooks --target-dir target/tsan
 #
-# and the C tests that use threads are compiled with gcc's -fsanitize=thread
-# (gcc's libtsan is the runtime) and run against it:
+# The C tests that use threads are compiled with gcc's -fsanitize=thread and
+# linked with the Rust toolchain's TSan runtime (librustc-*_rt.tsan.a, the
+# compiler-rt of the LLVM that instrumented the library: gcc 12's libtsan
+# lacks the __tsan_memcpy/memset/memmove entry points that LLVM's
+# instrumentation calls), exported with -rdynamic for libllama.so to bind to:
 #   test_threads  4 contexts on 4 threads sharing a model, log callback swaps,
 #                 the model freed while they run, backend init/free from 4
 #                 threads, an abort raised from another thread (SmolLM2)
@@ -31,11 +34,6 @@ SMOL=$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf
 GEMMA=$MODELS/gemma-3-270m-q4_k_m.gguf
 mkdir -p "$OUT"
 
-if [ ! -e "$(gcc -print-file-name=libtsan.so)" ] || [ "$(gcc -print-file-name=libtsan.so)" = libtsan.so ]; then
-    echo "installing libtsan2"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libtsan2 > /dev/null \
-        || { echo "could not install libtsan2"; exit 1; }
-fi
 if ! rustup component list --installed 2> /dev/null | grep -q '^rust-src'; then
     rustup component add rust-src || { echo "rust-src is not available: cannot build std with TSan"; exit 1; }
 fi
@@ -44,14 +42,22 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTC_BOOTSTRAP=1 \
     cargo build -Zbuild-std --target "$TARGET" --release --features test-hooks --target-dir target/tsan \
     || { echo "tsan build failed"; exit 1; }
 
+RT=$(ls "$(rustc --print sysroot)"/lib/rustlib/$TARGET/lib/librustc-*_rt.tsan.a 2> /dev/null | head -n 1)
+[ -f "$RT" ] || { echo "no TSan runtime in the Rust toolchain"; exit 1; }
+# tsan_link NAME: compiles ffi-tests/NAME.c instrumented and links it with the runtime
+tsan_link() {
+    gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=thread -pthread -I"$ROOT/include" -I"$ROOT/ffi-tests" \
+        -c "$ROOT/ffi-tests/$1.c" -o "$OUT/$1.o" \
+        && gcc "$OUT/$1.o" -o "$OUT/$1" -rdynamic -Wl,--whole-archive "$RT" -Wl,--no-whole-archive \
+            -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR" -lpthread -ldl -lm -lrt
+}
+
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 pass=0
 fail=0
 run() { # NAME ARGS...
     local name=$1; shift
-    if gcc -std=c11 -Wall -Wextra -Werror -g -O1 -fsanitize=thread -pthread -I"$ROOT/include" -I"$ROOT/ffi-tests" \
-        "$ROOT/ffi-tests/$name.c" -o "$OUT/$name" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR" 2> "$OUT/$name.build.log" \
-        && "$OUT/$name" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"; then
+    if tsan_link "$name" 2> "$OUT/$name.build.log" && "$OUT/$name" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"; then
         pass=$((pass + 1)); echo "ok   $name under ThreadSanitizer: $(grep -E 'passed, [0-9]+ failed' "$OUT/$name.out")"
     else
         fail=$((fail + 1)); echo "FAIL $name under ThreadSanitizer"
@@ -62,9 +68,8 @@ run() { # NAME ARGS...
 # must be reported as a race inside the library, or the build is not
 # instrumented and a clean run below would prove nothing.
 canary() {
-    gcc -std=c11 -g -fsanitize=thread -pthread -I"$ROOT/include" "$ROOT/ffi-tests/sanitizer_canary.c" \
-        -o "$OUT/sanitizer_canary_tsan" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR" || { echo "FAIL canary build"; return; }
-    if "$OUT/sanitizer_canary_tsan" race "$SMOL" > "$OUT/canary_race.out" 2> "$OUT/canary_race.err"; then
+    tsan_link sanitizer_canary || { echo "FAIL canary build"; return; }
+    if "$OUT/sanitizer_canary" race "$SMOL" > "$OUT/canary_race.out" 2> "$OUT/canary_race.err"; then
         echo "FAIL canary race: not reported"
     elif grep -q 'WARNING: ThreadSanitizer: data race' "$OUT/canary_race.err" && grep -q 'llama_set_embeddings' "$OUT/canary_race.err"; then
         echo "ok   canary race: TSan reports the data race in llama_set_embeddings"
