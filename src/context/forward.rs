@@ -196,7 +196,7 @@ pub fn forward(
         dump::tensor("attn_out", Some(il), &o, n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
-                return Ok(());
+                return Ok(ControlFlow::Continue(()));
             }
             x = select_rows(&x, n_embd, &out_rows);
             o = select_rows(&o, n_embd, &out_rows);
