@@ -74,8 +74,8 @@ run_prog() {
 
 [ -f "$LIB_DIR/libllama.so" ] || { echo "no $LIB_DIR/libllama.so: build the library first"; exit 1; }
 
-# --- (b) the header alone compiles as C11 and C++17 with warnings as errors
-printf '#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
+# --- (b) the header alone (included twice) compiles as C11 and C++17 with warnings as errors
+printf '#include "llama.h"\n#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
 if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}" -fsyntax-only -x c++ "$OUT/header_only.c"; then
     ok "header compiles as C11 and C++17"
 else

@@ -22,6 +22,7 @@
 // PROMPT_REPEAT (sequence 0's prompt decoded this many times in a row, default 1;
 // the session and sequence files hold one copy of its tokens).
 // Logits files: n_vocab float32 per continuation token.
+#include "decode_util.h"
 #include "llama.h"
 
 #include <stdint.h>
@@ -73,19 +74,8 @@ static int tokenize(struct llama_model * model, const char * text, llama_token *
     return keep < n ? keep : n;
 }
 
-// Decodes toks at positions pos0.. in sequence seq (one llama_decode: n <= n_batch).
 static void decode_seq(struct llama_context * ctx, const llama_token * toks, int n, llama_pos pos0, llama_seq_id seq) {
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    b.n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        b.token[i] = toks[i];
-        b.pos[i] = pos0 + i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = seq;
-        b.logits[i] = i == n - 1;
-    }
-    if (llama_decode(ctx, b) != 0) die("llama_decode failed");
-    llama_batch_free(b);
+    if (decode_tokens(ctx, toks, n, pos0, seq) != 0) die("llama_decode failed");
 }
 
 // Continues sequence 0 from its last position with CONT, one token at a

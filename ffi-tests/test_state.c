@@ -9,6 +9,7 @@
 // usage: test_state SMOLLM2.gguf GEMMA3.gguf TMPDIR
 // STATE_QUICK=1 (for valgrind): every 61st truncation length past the first
 // 256 bytes, and no 300-token context.
+#include "decode_util.h"
 #include "test_util.h"
 
 #include <stdint.h>
@@ -33,17 +34,7 @@ static struct llama_context * new_ctx(struct llama_model * model, uint32_t n_ctx
 }
 
 static void decode(struct llama_context * ctx, const llama_token * toks, int n, llama_pos pos0, llama_seq_id seq) {
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    b.n_tokens = n;
-    for (int i = 0; i < n; i++) {
-        b.token[i] = toks[i];
-        b.pos[i] = pos0 + i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = seq;
-        b.logits[i] = i == n - 1;
-    }
-    int rc = llama_decode(ctx, b);
-    llama_batch_free(b);
+    int rc = decode_tokens(ctx, toks, n, pos0, seq);
     if (rc != 0) {
         fprintf(stderr, "llama_decode returned %d: %s\n", rc, g_log);
         exit(1);

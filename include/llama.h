@@ -1091,6 +1091,11 @@ int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tok
 
 #endif  /* LLAMA_H */
 
+// After the include guard cbindgen closes, so guarded on its own (a header
+// included twice must compile).
+#ifndef LLAMA_H_TRAILER
+#define LLAMA_H_TRAILER
+
 // The kv override keeps the reference's anonymous union, which cbindgen
 // cannot express; its Rust twin is ffi::types::llama_model_kv_override.
 struct llama_model_kv_override {
@@ -1112,3 +1117,5 @@ typedef struct llama_model_quantize_params llama_model_quantize_params;
 typedef struct llama_logit_bias llama_logit_bias;
 typedef struct llama_sampler_chain_params llama_sampler_chain_params;
 typedef struct llama_chat_message llama_chat_message;
+
+#endif  /* LLAMA_H_TRAILER */

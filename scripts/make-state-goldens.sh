@@ -23,7 +23,7 @@ OUT=target/state-goldens && rm -rf "$OUT" && mkdir -p "$OUT"
 GOLD=ffi-tests/golden/state
 
 cargo build --release --quiet
-gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude ffi-tests/state_interop.c -o "$OUT/state_interop" -Ltarget/release -lllama
+gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude -Iffi-tests ffi-tests/state_interop.c -o "$OUT/state_interop" -Ltarget/release -lllama
 
 make_one() { # NAME MODEL ENV...
     local name=$1 model=$2; shift 2

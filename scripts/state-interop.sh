@@ -36,7 +36,7 @@ SMOL=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
 GEMMA=$CACHE/models/gemma-3-270m-q4_k_m.gguf
 
 cargo build --release --quiet
-gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude ffi-tests/state_interop.c -o "$OUT/state_interop" -Ltarget/release -lllama
+gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude -Iffi-tests ffi-tests/state_interop.c -o "$OUT/state_interop" -Ltarget/release -lllama
 declare -A LIB=([ours]=$ROOT/target/release [ref]=$REF_LIB)
 fails=0
 

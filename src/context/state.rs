@@ -682,6 +682,43 @@ fn match_cells(stream: &Stream, candidates: &[(usize, i32, SeqSet)]) -> Result<V
         .collect()
 }
 
+/// The cells a sequence restore of `n` cells goes to: the lowest free ones
+/// once `seq` has left every cell.
+fn free_cells(kv: &KvCache, seq: i32, n: usize) -> Result<Vec<usize>> {
+    let free: Vec<usize> = kv
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            let mut rest = c.seqs;
+            rest.remove(seq as usize);
+            rest.is_empty()
+        })
+        .map(|(i, _)| i)
+        .take(n)
+        .collect();
+    if free.len() < n {
+        return Err(Error::state(format!("failed to find {n} available cells in kv cache")));
+    }
+    Ok(free)
+}
+
+/// The cells a state without its non-SWA cache (PARTIAL_ONLY) matches its
+/// SWA cells against: the ones the cache holds (of `seq`, listed as `seq` alone).
+fn held_cells(kv: &KvCache, seq: i32) -> Vec<(usize, i32, SeqSet)> {
+    let mut only = SeqSet::default();
+    if seq >= 0 {
+        only.add(seq as usize);
+    }
+    kv.cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.is_empty() && (seq < 0 || c.seqs.has(seq as usize)))
+        .map(|(i, c)| (i, c.pos, if seq < 0 { c.seqs } else { only }))
+        .collect()
+}
+
+/// Decides where every cell of a parsed state goes, or why it cannot.
 fn plan_restore<'a, 's>(kv: &KvCache, layout: &'s Layout, sections: Vec<(&'s Section, Vec<Option<Stream<'a>>>)>, seq: i32) -> Result<Plan<'a, 's>> {
     let mut plan = Plan { clear: false, remove_seq: None, new_cells: Vec::new(), zero_layers: Vec::new(), writes: Vec::new() };
     // Cells the non-SWA cache places, by stream, for matching the SWA cache's.
@@ -700,61 +737,30 @@ fn plan_restore<'a, 's>(kv: &KvCache, layout: &'s Layout, sections: Vec<(&'s Sec
         }
         for (s, stream) in streams.into_iter().enumerate() {
             let Some(stream) = stream else { continue };
-            let targets = if base {
-                let targets: Vec<usize> = if seq < 0 {
-                    let t: Vec<usize> = (next_cell..next_cell + stream.cells.len()).collect();
-                    next_cell += stream.cells.len();
-                    if next_cell > kv.n_cells() {
-                        return Err(Error::state(format!("not enough cells in kv cache ({next_cell} > {})", kv.n_cells())));
-                    }
-                    t
-                } else {
-                    // Free cells once `seq` has left them.
-                    let free: Vec<usize> = kv
-                        .cells
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| {
-                            let mut rest = c.seqs;
-                            rest.remove(seq as usize);
-                            rest.is_empty()
-                        })
-                        .map(|(i, _)| i)
-                        .take(stream.cells.len())
-                        .collect();
-                    if free.len() < stream.cells.len() {
-                        return Err(Error::state(format!("failed to find {} available cells in kv cache", stream.cells.len())));
-                    }
-                    plan.remove_seq = Some(seq);
-                    free
-                };
+            let n = stream.cells.len();
+            let targets = if base && seq < 0 {
+                // Whole restore: stream after stream from cell 0.
+                if next_cell + n > kv.n_cells() {
+                    return Err(Error::state(format!("not enough cells in kv cache ({} > {})", next_cell + n, kv.n_cells())));
+                }
+                next_cell += n;
+                (next_cell - n..next_cell).collect()
+            } else if base {
+                plan.remove_seq = Some(seq);
+                free_cells(kv, seq, n)?
+            } else if seq < 0 && plan.clear {
+                match_cells(&stream, &placed[s])?
+            } else if seq >= 0 && plan.remove_seq.is_some() {
+                match_cells(&stream, &plan.new_cells)?
+            } else {
+                match_cells(&stream, &held_cells(kv, seq))?
+            };
+            if base {
                 for (&t, &(pos, seqs)) in targets.iter().zip(&stream.cells) {
                     plan.new_cells.push((t, pos, seqs));
                     placed[s].push((t, pos, seqs));
                 }
-                targets
-            } else {
-                // SWA cells go to the cells this restore placed, or without
-                // those (PARTIAL_ONLY) to the cells the cache holds.
-                let candidates: Vec<(usize, i32, SeqSet)> = if seq < 0 && plan.clear {
-                    placed[s].clone()
-                } else if seq >= 0 && plan.remove_seq.is_some() {
-                    plan.new_cells.clone()
-                } else {
-                    let only = |c: &super::kv_cache::Cell| {
-                        let mut one = SeqSet::default();
-                        one.add(seq as usize);
-                        if seq < 0 { c.seqs } else { one }
-                    };
-                    kv.cells
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| !c.is_empty() && (seq < 0 || c.seqs.has(seq as usize)))
-                        .map(|(i, c)| (i, c.pos, only(c)))
-                        .collect()
-                };
-                match_cells(&stream, &candidates)?
-            };
+            }
             plan.writes.push(Placement { sec, stream, targets });
         }
     }
@@ -963,10 +969,19 @@ pub fn load_session_file(ctx: &mut Context, path: &Path, capacity: usize) -> Res
     Ok(tokens)
 }
 
+/// What llama_state_seq_load_file reports.
+pub struct SeqFile {
+    /// Bytes of the file read (the file may go on after the state).
+    pub n_read: usize,
+    pub n_token: usize,
+    /// The prompt tokens (none read when only the count was asked for).
+    pub tokens: Vec<i32>,
+}
+
 /// llama_state_seq_load_file. With `capacity` None (tokens_out NULL) only
 /// the token count is read and the header's size returned. Otherwise
-/// restores the sequence and returns the bytes read (the file may go on).
-pub fn load_seq_file(ctx: &mut Context, path: &Path, seq: i32, capacity: Option<usize>) -> Result<(usize, Vec<i32>)> {
+/// restores the sequence and returns the bytes read.
+pub fn load_seq_file(ctx: &mut Context, path: &Path, seq: i32, capacity: Option<usize>) -> Result<SeqFile> {
     let mut head = open_head(path, SEQ_MAGIC, SEQ_VERSION, "sequence state")?;
     let token_bytes = head.n_token as u64 * 4;
     let Some(capacity) = capacity else {
@@ -977,7 +992,7 @@ pub fn load_seq_file(ctx: &mut Context, path: &Path, seq: i32, capacity: Option<
                 head.rest / 4
             )));
         }
-        return Ok((12, vec![0; head.n_token]));
+        return Ok(SeqFile { n_read: 12, n_token: head.n_token, tokens: Vec::new() });
     };
     if head.n_token > capacity {
         return Err(Error::state(format!("token count in sequence state file exceeded capacity! {} > {capacity}", head.n_token)));
@@ -992,7 +1007,7 @@ pub fn load_seq_file(ctx: &mut Context, path: &Path, seq: i32, capacity: Option<
     let state = read_bytes(&mut head.file, n, path)?;
     let mut src = SliceSource::new(&state);
     read_memory(ctx, &mut src, seq, 0).map_err(|e| Error::state(format!("failed to restore sequence state: {e}")))?;
-    Ok((12 + token_bytes as usize + src.n_bytes(), tokens))
+    Ok(SeqFile { n_read: 12 + token_bytes as usize + src.n_bytes(), n_token: tokens.len(), tokens })
 }
 
 #[cfg(test)]
@@ -1264,6 +1279,14 @@ mod tests {
         p.k[1].zero(0, 16);
         restore(&mut p, &full, &partial, 0, FLAG_PARTIAL_ONLY).unwrap();
         assert_eq!((p.k[1].get(3 * 2), p.k[1].get(4 * 2), p.k[1].get(2 * 2)), (5.0, 6.0, 0.0));
+        // A whole state of the SWA cache alone rebuilds that cache's layer.
+        let whole_partial = save(&kv, &full, -1, FLAG_PARTIAL_ONLY);
+        let mut q = kv.clone();
+        q.k[1].zero(0, 16);
+        q.v[1].write(14, &[3.0, 3.0]);
+        restore(&mut q, &full, &whole_partial, -1, FLAG_PARTIAL_ONLY).unwrap();
+        assert_eq!(save(&q, &full, -1, 0), save(&kv, &full, -1, 0));
+        assert_eq!(q.v[1].get(14), 0.0, "a free cell's SWA row is cleared");
         // An SWA cell without a counterpart fails, changing nothing.
         let mut gone = kv.clone();
         gone.seq_rm(0, 4, 5);

@@ -216,16 +216,16 @@ pub extern "C" fn llama_state_seq_load_file(ctx: *mut llama_context, filepath: *
             return Err(Error::invalid("n_token_count_out is NULL"));
         }
         let capacity = (!tokens_out.is_null()).then_some(n_token_capacity);
-        let (n_read, tokens) = state::load_seq_file(c, path, dest_seq_id, capacity)?;
+        let loaded = state::load_seq_file(c, path, dest_seq_id, capacity)?;
         // SAFETY: n_token_count_out is valid; with tokens_out given it holds
         // `n_token_capacity` >= tokens.len() tokens (the C API's contract).
         unsafe {
             if !tokens_out.is_null() {
-                std::ptr::copy_nonoverlapping(tokens.as_ptr(), tokens_out, tokens.len());
+                std::ptr::copy_nonoverlapping(loaded.tokens.as_ptr(), tokens_out, loaded.tokens.len());
             }
-            *n_token_count_out = tokens.len();
+            *n_token_count_out = loaded.n_token;
         }
-        Ok(n_read)
+        Ok(loaded.n_read)
     })
 }
 
