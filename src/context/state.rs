@@ -28,6 +28,8 @@
 //!   n_ctx_seq cells. With one stream it is our pool; with several, stream s
 //!   is the cells holding sequence s, each listed with seq id s only (in the
 //!   reference a cell belongs to one stream). Cells come in index order.
+//!   A stream may hold more than the reference's n_ctx_seq cells (our
+//!   decode lets a sequence use the pool), so a restore checks the pool.
 //! - V transposed (v_trans 1) is how the reference stores V without flash
 //!   attention (`flash_attn_type` DISABLED); AUTO enables it on the CPU.
 //! - gemma3's SWA cache: a sequence's state lists the cells whose
@@ -282,8 +284,6 @@ struct Section {
 
 struct Layout {
     n_stream: usize,
-    /// Cells per stream in the reference (n_ctx, or n_ctx_seq per sequence).
-    stream_cells: usize,
     n_seq_max: usize,
     v_trans: bool,
     /// Positions a whole state's SWA cache lists per sequence (None: all):
@@ -311,7 +311,6 @@ impl Layout {
         let n_stream = if ctx.cparams.kv_unified { 1 } else { n_seq_max };
         Layout {
             n_stream,
-            stream_cells: if n_stream == 1 { ctx.kv.n_cells() } else { ctx.cparams.n_ctx_seq as usize },
             n_seq_max,
             v_trans: ctx.v_trans,
             swa_keep: (!ctx.swa_full).then(|| {
@@ -550,8 +549,11 @@ fn read_stream<'a>(
     seq: i32,
     count: usize,
 ) -> Result<Stream<'a>> {
-    if count > layout.stream_cells {
-        return Err(Error::state(format!("not enough cells in kv cache ({count} > {})", layout.stream_cells)));
+    // The reference's streams hold n_ctx_seq cells each; our decode lets a
+    // sequence use more of the pool, so a stream is checked against the pool
+    // (and all streams together when placed).
+    if count > kv.n_cells() {
+        return Err(Error::state(format!("not enough cells in kv cache ({count} > {})", kv.n_cells())));
     }
     let mut cells = Vec::with_capacity(count);
     for i in 0..count {
@@ -1031,10 +1033,9 @@ mod tests {
         }
     }
 
-    fn layout(n_stream: usize, n_cells: usize, n_seq_max: usize, v_trans: bool, n_layer: usize) -> Layout {
+    fn layout(n_stream: usize, n_seq_max: usize, v_trans: bool, n_layer: usize) -> Layout {
         Layout {
             n_stream,
-            stream_cells: n_cells / n_stream,
             n_seq_max,
             v_trans,
             swa_keep: None,
@@ -1071,7 +1072,7 @@ mod tests {
         let mut kv = cache(4, 1, KvType::F16);
         put(&mut kv, 0, 0, &[0], 1.0);
         put(&mut kv, 2, 1, &[0, 1], 3.0);
-        let l = layout(1, 4, 2, false, 1);
+        let l = layout(1, 2, false, 1);
         let expected = words(&[
             &1u32.to_le_bytes(), // n_stream
             &2u32.to_le_bytes(), // cell_count
@@ -1084,7 +1085,7 @@ mod tests {
         assert_eq!(save(&kv, &l, -1, 0), expected);
 
         // V transposed: element size, width, then element j of each cell.
-        let lt = layout(1, 4, 2, true, 1);
+        let lt = layout(1, 2, true, 1);
         let mut t = expected[..expected.len() - 12 - 8].to_vec();
         t[36..40].copy_from_slice(&1u32.to_le_bytes()); // v_trans
         t.extend(words(&[&1i32.to_le_bytes(), &2u32.to_le_bytes(), &2u32.to_le_bytes(), &f16s(&[-1.0, -3.0, 0.5, 1.5])]));
@@ -1123,7 +1124,7 @@ mod tests {
         for ty in [KvType::F16, KvType::F32] {
             for v_trans in [false, true] {
                 for n_stream in [1, 2] {
-                    let l = layout(n_stream, 8, 2, v_trans, 2);
+                    let l = layout(n_stream, 2, v_trans, 2);
                     let kv = sample(8, 2, ty);
                     let bytes = save(&kv, &l, -1, 0);
                     let mut back = cache(8, 2, ty);
@@ -1145,7 +1146,7 @@ mod tests {
 
     #[test]
     fn sequence_state_goes_to_the_destination_sequence() {
-        let l = layout(1, 8, 3, false, 2);
+        let l = layout(1, 3, false, 2);
         let kv = sample(8, 2, KvType::F16);
         let seq0 = save(&kv, &l, 0, 0);
         // Into sequence 2 of a cache whose sequence 2 had other cells.
@@ -1175,7 +1176,7 @@ mod tests {
 
     #[test]
     fn failed_restores_leave_the_cache_as_it_was() {
-        let l = layout(1, 8, 2, false, 2);
+        let l = layout(1, 2, false, 2);
         let bytes = save(&sample(8, 2, KvType::F16), &l, -1, 0);
         let mut dst = cache(8, 2, KvType::F16);
         put(&mut dst, 3, 0, &[0], 11.0);
@@ -1205,12 +1206,12 @@ mod tests {
         }
         // A state of more cells than the cache has.
         let mut small = cache(2, 2, KvType::F16);
-        let e = restore(&mut small, &layout(1, 2, 2, false, 2), &bytes, -1, 0).unwrap_err();
+        let e = restore(&mut small, &layout(1, 2, false, 2), &bytes, -1, 0).unwrap_err();
         assert!(e.to_string().contains("not enough cells"), "{e}");
         // Another shape: V transposed, F32 rows, three layers.
-        assert!(restore(&mut dst, &layout(1, 8, 2, true, 2), &bytes, -1, 0).is_err());
+        assert!(restore(&mut dst, &layout(1, 2, true, 2), &bytes, -1, 0).is_err());
         assert!(restore(&mut cache(8, 2, KvType::F32), &l, &bytes, -1, 0).is_err());
-        assert!(restore(&mut cache(8, 3, KvType::F16), &layout(1, 8, 2, false, 3), &bytes, -1, 0).is_err());
+        assert!(restore(&mut cache(8, 3, KvType::F16), &layout(1, 2, false, 3), &bytes, -1, 0).is_err());
         // A sequence state needs n_seq_id 1, and room.
         let seq = save(&sample(8, 2, KvType::F16), &l, 0, 0);
         let mut bad = seq.clone();
@@ -1229,7 +1230,6 @@ mod tests {
     fn swa_layout(swa_keep: Option<i32>) -> Layout {
         Layout {
             n_stream: 1,
-            stream_cells: 8,
             n_seq_max: 2,
             v_trans: false,
             swa_keep,
@@ -1298,7 +1298,7 @@ mod tests {
 
     #[test]
     fn short_buffers_fail_and_on_device_keeps_the_data_aside() {
-        let l = layout(1, 8, 2, false, 2);
+        let l = layout(1, 2, false, 2);
         let kv = sample(8, 2, KvType::F16);
         let n = save(&kv, &l, -1, 0).len();
         let mut buf = vec![0u8; n - 1];
