@@ -7,7 +7,8 @@
 # reference, the API from C), the version strings, the installed library
 # (scripts/install.sh, pkg-config, shared and static), the Go binding and the
 # Swift module map, chat templates (goldens from the reference), the C examples
-# on SmolLM2.
+# on SmolLM2,
+# state and session files (the reference's goldens).
 #
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
@@ -103,7 +104,6 @@ run_prog() {
 [ -f "$LIB_DIR/libllama.so" ] || { echo "no $LIB_DIR/libllama.so: build the library first"; exit 1; }
 
 # --- (b) the header alone (included twice) compiles as C11 and C++17 with warnings as errors
-# --- (b) the header alone compiles as C11 and C++17 with warnings as errors
 printf '#include "llama.h"\n#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
 if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}" -fsyntax-only -x c++ "$OUT/header_only.c"; then
     ok "header compiles as C11 and C++17 (included twice)"
@@ -707,6 +707,64 @@ if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/ffi-tests/python/run.sh" > "$OUT/llama_cp
     grep -E '^FAIL ' "$OUT/llama_cpp_python.out" | sed 's/^FAIL /info differs: /' || true
 else
     not_ok "llama-cpp-python test did not run"; tail -n 30 "$OUT/llama_cpp_python.err" "$OUT/llama_cpp_python.out"
+fi
+
+# --- state and session files (src/context/state.rs): the API from C (round
+# trips continue with bit-identical logits; failed restores -- another model,
+# a small context, every truncation, damaged files -- leave the context as it
+# was; also under valgrind), and the reference's own files (golden/state/,
+# made by scripts/make-state-goldens.sh; scripts/state-interop.sh is the
+# two-library check): minfer loads them as state, session, sequence state and
+# sequence file, saves them back byte for byte, continues with the
+# reference's next tokens, and saves the same structure for the same work
+if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
+    mkdir -p "$OUT/state-tmp"
+    if compile test_state "$ROOT/ffi-tests/test_state.c"; then
+        run_prog test_state "$SMOL" "$GEMMA" "$OUT/state-tmp"
+        export STATE_QUICK=1
+        under_valgrind test_state "$SMOL" "$GEMMA" "$OUT/state-tmp"
+        unset STATE_QUICK
+    else
+        not_ok "test_state build"
+    fi
+    if compile state_interop "$ROOT/ffi-tests/state_interop.c"; then
+        for g in "$ROOT"/ffi-tests/golden/state/*/; do
+            name=$(basename "$g")
+            # tolerances: the libraries' numerics (K/V values, logits) differ by
+            # up to ~0.3 on SmolLM2 and ~1.3 on gemma-3 (measured: 0.26 / 1.27 K/V, 0.31 / 0.73 logits)
+            case $name in
+                gemma3*) model=$GEMMA; kv_tol=2; logit_tol=1.5 ;;
+                *) model=$SMOL; kv_tol=0.5; logit_tol=0.6 ;;
+            esac
+            d=$OUT/state-$name && rm -rf "$d" && mkdir -p "$d/gold" "$d/load" "$d/ours"
+            python3 "$ROOT/scripts/state_file.py" derive "$g/session.bin" "$d/gold"
+            # shellcheck disable=SC2046
+            if env $(cat "$g/env.txt") "$OUT/state_interop" load "$model" "$d/gold" "$d/load" 2> "$d/load.err" \
+                && env $(cat "$g/env.txt") "$OUT/state_interop" save "$model" "$d/ours" 2> "$d/save.err"; then
+                for k in state session seq seqfile; do
+                    if cmp -s "$d/load/resave-$k.bin" "$d/gold/$k.bin" \
+                        && python3 "$ROOT/ffi-tests/state_golden.py" check "$d/load/$k.logits" "$g/top10.txt" "$logit_tol" > "$d/$k.logits.txt" \
+                        && python3 "$ROOT/scripts/state_file.py" compare "$d/gold/$k.bin" "$d/ours/$k.bin" "$kv_tol" > "$d/$k.struct.txt"; then
+                        ok "state $name/$k from the reference: loads, saves back byte for byte, $(cat "$d/$k.logits.txt"); ours: $(cat "$d/$k.struct.txt")"
+                    else
+                        not_ok "state $name/$k from the reference"; cat "$d/$k.logits.txt" "$d/$k.struct.txt" 2> /dev/null
+                    fi
+                done
+                # one token attends only to itself: the reference's K/V bytes and ours agree exactly
+                if [ "$name" = smollm2-vtrans ]; then
+                    if cmp -s "$d/gold/session.bin" "$d/ours/session.bin"; then
+                        ok "state $name: the session file minfer saves is byte-identical to the reference's"
+                    else
+                        not_ok "state $name: the session file minfer saves differs from the reference's"
+                    fi
+                fi
+            else
+                not_ok "state $name: state_interop failed"; tail -n 5 "$d/load.err" "$d/save.err"
+            fi
+        done
+    else
+        not_ok "state_interop build"
+    fi
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

@@ -964,10 +964,12 @@ size_t llama_get_state_size(struct llama_context *ctx);
 
 size_t llama_state_get_data(struct llama_context *ctx, uint8_t *dst, size_t size);
 
+// Deprecated: `dst` must hold llama_state_get_size bytes.
 size_t llama_copy_state_data(struct llama_context *ctx, uint8_t *dst);
 
 size_t llama_state_set_data(struct llama_context *ctx, const uint8_t *src, size_t size);
 
+// Deprecated: reads as many bytes as the state at `src` takes.
 size_t llama_set_state_data(struct llama_context *ctx, const uint8_t *src);
 
 bool llama_state_load_file(struct llama_context *ctx, const char *path_session, llama_token *tokens_out, size_t n_token_capacity, size_t *n_token_count_out);
@@ -986,6 +988,8 @@ size_t llama_state_seq_set_data(struct llama_context *ctx, const uint8_t *src, s
 
 size_t llama_state_seq_save_file(struct llama_context *ctx, const char *filepath, llama_seq_id seq_id, const llama_token *tokens, size_t n_token_count);
 
+// With `tokens_out` NULL only the token count is reported (and the
+// header's size returned); no state is loaded.
 size_t llama_state_seq_load_file(struct llama_context *ctx, const char *filepath, llama_seq_id dest_seq_id, llama_token *tokens_out, size_t n_token_capacity, size_t *n_token_count_out);
 
 size_t llama_state_seq_get_size_ext(struct llama_context *ctx, llama_seq_id seq_id, llama_state_seq_flags flags);

@@ -10,6 +10,7 @@ pub mod dump;
 pub mod forward;
 pub mod kv_cache;
 pub mod ops;
+pub mod state;
 
 use crate::error::{Error, Result};
 use crate::model::{Model, MAX_SEQ};
@@ -36,6 +37,12 @@ pub struct ContextParams {
     pub pooling_type: i32,
     /// llama_attention_type (-1: the model's, causal for these models).
     pub attention_type: i32,
+    /// llama_flash_attn_type (-1 AUTO, 0 DISABLED, 1 ENABLED). Only saved
+    /// states see it: the reference stores V transposed without flash attention.
+    pub flash_attn_type: i32,
+    /// Whether gemma3's SWA cache has n_ctx cells (the reference's default)
+    /// or only the window's; only saved states see it.
+    pub swa_full: bool,
     pub no_perf: bool,
 }
 
@@ -178,6 +185,15 @@ pub struct Context {
     pub perf: Perf,
     /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
     pub pool: crate::kernels::ThreadPool,
+    /// Whether saved states carry V transposed, as the reference's cache
+    /// does when flash attention is disabled (our rows are the same either way).
+    pub v_trans: bool,
+    /// llama_context_params.swa_full (which cells a whole state's SWA part lists).
+    pub swa_full: bool,
+    /// K/V bytes kept by llama_state_seq_get_data_ext with
+    /// LLAMA_STATE_SEQ_FLAGS_ON_DEVICE, by sequence (the reference keeps them
+    /// in device buffers; the caller's buffer gets only the metadata).
+    pub device_states: std::collections::HashMap<i32, Vec<u8>>,
 }
 
 impl Context {
@@ -219,6 +235,9 @@ impl Context {
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
             pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            v_trans: params.flash_attn_type == 0,
+            swa_full: params.swa_full,
+            device_states: Default::default(),
             cparams,
         })
     }
@@ -477,6 +496,8 @@ mod tests {
             type_v: 1,
             pooling_type: -1,
             attention_type: -1,
+            flash_attn_type: -1,
+            swa_full: true,
             no_perf: true,
         }
     }

@@ -75,6 +75,8 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             type_v: params.type_v.0,
             pooling_type: params.pooling_type.0,
             attention_type: params.attention_type.0,
+            flash_attn_type: params.flash_attn_type.0,
+            swa_full: params.swa_full,
             no_perf: params.no_perf,
         };
         let mut ctx = Context::new(model, &request)?;
