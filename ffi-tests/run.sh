@@ -12,6 +12,11 @@
 # usage: ffi-tests/run.sh   (after `cargo build --release --features test-hooks`
 #                            and scripts/fetch-models.sh; scripts/test.sh does both)
 # Ends with the line "ffi-tests: N passed, M failed".
+#
+# MINFER_LIB_DIR: the libllama.so to test (default target/release).
+# MINFER_SANITIZE=address|thread: compile every C test with -fsanitize=...
+# (against a library built with the same sanitizer: scripts/asan.sh); the
+# valgrind reruns are skipped then (a sanitized program cannot run under it).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,14 +44,21 @@ tally() {
     [ "$m" = 0 ]
 }
 
-CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
-CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests")
-LDFLAGS=(-L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
+SANITIZE=${MINFER_SANITIZE:-}
+SANFLAGS=()
+[ -n "$SANITIZE" ] && SANFLAGS=(-fsanitize="$SANITIZE" -fno-omit-frame-pointer)
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
+CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
+LDFLAGS=("${SANFLAGS[@]}" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
 
 # under_valgrind NAME ARGS... : reruns a compiled test under memcheck; any
 # invalid access or definite/indirect leak fails it
 under_valgrind() {
     local name=$1; shift
+    if [ -n "$SANITIZE" ]; then
+        echo "skip $name under valgrind (built with -fsanitize=$SANITIZE)"
+        return
+    fi
     if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
         "$OUT/$name" "$@" > "$OUT/valgrind_$name.out" 2> "$OUT/valgrind_$name.err"; then
         ok "$name under valgrind memcheck: no errors, no leaks"
@@ -90,12 +102,26 @@ run_prog() {
 
 [ -f "$LIB_DIR/libllama.so" ] || { echo "no $LIB_DIR/libllama.so: build the library first"; exit 1; }
 
+# --- (b) the header alone (included twice) compiles as C11 and C++17 with warnings as errors
 # --- (b) the header alone compiles as C11 and C++17 with warnings as errors
-printf '#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
+printf '#include "llama.h"\n#include "llama.h"\nint main(void) { return 0; }\n' > "$OUT/header_only.c"
 if gcc "${CFLAGS[@]}" -fsyntax-only "$OUT/header_only.c" && g++ "${CXXFLAGS[@]}" -fsyntax-only -x c++ "$OUT/header_only.c"; then
-    ok "header compiles as C11 and C++17"
+    ok "header compiles as C11 and C++17 (included twice)"
 else
-    not_ok "header compiles as C11 and C++17"
+    not_ok "header compiles as C11 and C++17 (included twice)"
+fi
+# ggml's GGML_ASSERT/GGML_ABORT, which programs reach through llama.h: message, then abort
+printf '#include "llama.h"\nint main(int argc, char **argv) { (void)argv; GGML_ASSERT(argc > 0); if (argc < 3) GGML_ABORT("stop %%d", argc); return 0; }\n' > "$OUT/ggml_abort.c"
+if compile ggml_abort "$OUT/ggml_abort.c"; then
+    # (an inner shell takes the abort, so ours prints no "Aborted" notice)
+    rc=$(bash -c '"$1" > /dev/null 2> "$2"; echo $?' _ "$OUT/ggml_abort" "$OUT/ggml_abort.err" 2> /dev/null)
+    if [ $rc = 134 ] && grep -q 'ggml_abort.c:2: stop 1' "$OUT/ggml_abort.err"; then
+        ok "GGML_ASSERT/GGML_ABORT from llama.h: file, line and message, then abort"
+    else
+        not_ok "GGML_ABORT from llama.h (exit $rc: $(cat "$OUT/ggml_abort.err"))"
+    fi
+else
+    not_ok "GGML_ASSERT/GGML_ABORT from llama.h do not compile"
 fi
 
 # --- (a) every row of layout.tsv and enums.tsv, compiled as C and as C++
@@ -164,6 +190,43 @@ if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
         under_valgrind test_lifecycle "$SMOL"
     else
         not_ok "test_lifecycle build"
+    fi
+    # concurrency: 4 contexts on 4 threads sharing the model (bit-identical to
+    # alone), log callback swaps, the model freed while they run, backend
+    # init/free from several threads, an abort raised from another thread
+    if gcc "${CFLAGS[@]}" -pthread "$ROOT/ffi-tests/test_threads.c" -o "$OUT/test_threads" "${LDFLAGS[@]}" 2> "$OUT/test_threads.build.log"; then
+        run_prog test_threads "$SMOL"
+    else
+        cat "$OUT/test_threads.build.log"; not_ok "test_threads build"
+    fi
+    # API misuse, each case in a child process: every line equals the
+    # reference's answer (golden/misuse.txt, made by gen_misuse_golden.sh), or
+    # where the reference dies, minfer's failure value recorded there
+    if gcc "${CFLAGS[@]}" -Wno-deprecated-declarations "$ROOT/ffi-tests/misuse.c" -o "$OUT/misuse" "${LDFLAGS[@]}" -lm \
+        2> "$OUT/misuse.build.log"; then
+        misuse_check() { # NAME PREFIX [valgrind...]: runs the cases starting with PREFIX, diffs with the golden
+            local name=$1 prefix=$2 rc=0; shift 2
+            "$@" "$OUT/misuse" "$SMOL" "$prefix" > "$OUT/$name.txt" 2> "$OUT/$name.err" || rc=$?
+            grep -E "^$prefix" "$ROOT/ffi-tests/golden/misuse.txt" | sed -E 's/  \[reference: [^]]*\]$//' > "$OUT/$name.want"
+            if [ $rc = 0 ] && [ -s "$OUT/$name.want" ] && diff -u "$OUT/$name.want" "$OUT/$name.txt" > "$OUT/$name.diff"; then
+                local n r
+                n=$(wc -l < "$OUT/$name.want")
+                r=$(grep -E "^$prefix" "$ROOT/ffi-tests/golden/misuse.txt" | grep -c '\[reference: ' || true)
+                ok "$name: $n cases answer as the reference ($r of them kill the reference: minfer's failure value)"
+            else
+                not_ok "$name (exit $rc)"; head -n 30 "$OUT/$name.diff" "$OUT/$name.err"
+            fi
+        }
+        misuse_check misuse ""
+        if [ -z "$SANITIZE" ]; then
+            # the cases that do not decode, under memcheck (it follows the forked children)
+            for p in vocab buffer sampler; do
+                misuse_check "misuse_${p}_under_valgrind" "$p" valgrind -q --error-exitcode=99 --leak-check=full \
+                    --errors-for-leak-kinds=definite,indirect
+            done
+        fi
+    else
+        cat "$OUT/misuse.build.log"; not_ok "misuse build"
     fi
 else
     not_ok "models missing (run scripts/fetch-models.sh)"
@@ -245,11 +308,6 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
             run_prog test_decode "$OUT/synth-llama.gguf"
             under_valgrind test_decode "$OUT/synth-llama.gguf"
-            if gcc "${CFLAGS[@]}" -pthread "$ROOT/ffi-tests/test_threads.c" -o "$OUT/test_threads" "${LDFLAGS[@]}" 2> "$OUT/test_threads.build.log"; then
-                run_prog test_threads "$OUT/synth-llama.gguf"
-            else
-                cat "$OUT/test_threads.build.log"; not_ok "test_threads build"
-            fi
         else
             not_ok "test_decode build"
         fi
@@ -281,12 +339,8 @@ fi
 if [ -f "$SMOL" ] && [ -f "$GEMMA" ]; then
     if compile test_vocab_api "$ROOT/ffi-tests/test_vocab_api.c"; then
         run_prog test_vocab_api "$SMOL" "$GEMMA"
-        if VOCAB_API_SKIP_BIG=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            "$OUT/test_vocab_api" "$SMOL" "$GEMMA" > "$OUT/valgrind_vocab_api.out" 2> "$OUT/valgrind_vocab_api.err"; then
-            ok "test_vocab_api (without the 10 MB input) under valgrind memcheck: no errors, no leaks"
-        else
-            not_ok "test_vocab_api under valgrind"; tail -n 40 "$OUT/valgrind_vocab_api.err"
-        fi
+        # (without the 10 MB input)
+        VOCAB_API_SKIP_BIG=1 under_valgrind test_vocab_api "$SMOL" "$GEMMA"
     else
         not_ok "test_vocab_api build"
     fi
@@ -485,6 +539,15 @@ else
     not_ok "test_samplers build"
 fi
 
+# The packaging checks below build or link their own programs (install.sh's
+# library, cgo, clang modules) without the sanitizer runtime: not in that mode.
+if [ -n "$SANITIZE" ]; then
+    echo "skip install, Go and Swift packaging checks (built with -fsanitize=$SANITIZE)"
+    echo "ffi-tests: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
+
 # --- installed as a system library (scripts/install.sh into a temporary
 # prefix): SONAME, symlinks, header, pkg-config; examples-c/simple.c built
 # with `pkg-config --libs llama` (shared) and `--static` (libllama.a) generate
@@ -615,6 +678,52 @@ if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/quantize-compare.sh" --check --qu
     ok "quantize/save outputs have the reference's sha256 ($(tail -n 1 "$OUT/quantize-check.txt"))"
 else
     not_ok "quantize/save outputs against golden/quantize/SHA256SUMS"; grep -v ' ok$' "$OUT/quantize-check.txt" | tail -n 20
+fi
+
+# --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's
+# src/llama-ext.h that its own programs call, on our C API; what it returns on
+# both models equals the reference's (golden/llama_ext.txt, gen_llama_ext_golden.sh)
+REF_EXT_H=${MINFER_CACHE:-$HOME/.cache/minfer}/ref-src/llama_cpp_python-0.3.36/vendor/llama.cpp/src
+if [ -f "$REF_EXT_H/llama-ext.h" ]; then
+    if g++ -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$ROOT/include" -I"$REF_EXT_H" "$ROOT/compat/llama-ext.cpp" \
+            -o "$OUT/libllama-ext.so" -L"$LIB_DIR" -lllama -ldl 2> "$OUT/llama_ext.build.log" \
+        && g++ -std=c++17 -Wall -Wextra -Werror -g -I"$ROOT/include" -I"$REF_EXT_H" "$ROOT/ffi-tests/test_llama_ext.cpp" \
+            -o "$OUT/test_llama_ext" "${LDFLAGS[@]}" -L"$OUT" -lllama-ext -Wl,-rpath,"$OUT" 2>> "$OUT/llama_ext.build.log"; then
+        if "$OUT/test_llama_ext" "$SMOL" "$GEMMA" > "$OUT/llama_ext.txt" 2> "$OUT/llama_ext.err" \
+            && diff -u "$ROOT/ffi-tests/golden/llama_ext.txt" "$OUT/llama_ext.txt"; then
+            ok "libllama-ext: the llama-ext.h functions answer as the reference's on both models"
+        else
+            not_ok "libllama-ext: the llama-ext.h functions answer as the reference's on both models"
+        fi
+        run_prog test_llama_ext --minfer "$SMOL"
+        under_valgrind test_llama_ext --minfer "$SMOL"
+    else
+        cat "$OUT/llama_ext.build.log"; not_ok "libllama-ext build"
+    fi
+else
+    not_ok "no $REF_EXT_H/llama-ext.h (run scripts/fetch-reference-src.sh)"
+fi
+
+# --- llama-cpp-python 0.3.36, unchanged (its pure-Python package from the sdist),
+# on our library: two groups, the API's behaviour and the outputs that follow the
+# logits compared with the reference's (golden made by ffi-tests/python/run.sh --record)
+if MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/ffi-tests/python/run.sh" > "$OUT/llama_cpp_python.out" 2> "$OUT/llama_cpp_python.err" \
+    || grep -q '^llama_cpp_python_vs_reference: ' "$OUT/llama_cpp_python.out"; then
+    grep -E '^skip ' "$OUT/llama_cpp_python.out" || true
+    line=$(grep -E "^llama_cpp_python_behaviour: [0-9]+ passed, [0-9]+ failed$" "$OUT/llama_cpp_python.out")
+    if [ -n "$line" ] && [ "$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')" = 0 ]; then
+        ok "llama-cpp-python behaviour (${line#*: })"
+    else
+        not_ok "llama-cpp-python behaviour (${line#*: })"; grep -E '^FAIL ' "$OUT/llama_cpp_python.out" || true
+    fi
+    # Reported, not required yet (issue 5): llama-cpp-python defaults to
+    # flash_attn=False, whose non-flash attention minfer does not reproduce
+    # yet, and gemma3's K-quant matmul is not in the reference's order yet.
+    line=$(grep -E "^llama_cpp_python_vs_reference: [0-9]+ passed, [0-9]+ failed$" "$OUT/llama_cpp_python.out")
+    echo "info llama-cpp-python outputs equal to the reference's: ${line#*: }"
+    grep -E '^FAIL ' "$OUT/llama_cpp_python.out" | sed 's/^FAIL /info differs: /' || true
+else
+    not_ok "llama-cpp-python test did not run"; tail -n 30 "$OUT/llama_cpp_python.err" "$OUT/llama_cpp_python.out"
 fi
 
 echo "ffi-tests: $pass passed, $fail failed"

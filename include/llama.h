@@ -10,6 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdlib.h>
+// ggml's abort macros, which programs reach through the reference's llama.h (it
+// includes ggml.h; examples/simple-chat uses GGML_ABORT): print where and why,
+// then abort() — in the calling program, never inside the library.
+#ifndef GGML_ABORT
+#define GGML_ABORT(...) (fprintf(stderr, "%s:%d: ", __FILE__, __LINE__), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+#endif
+#ifndef GGML_ASSERT
+#define GGML_ASSERT(x) if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+#endif
 // This enum has an alias enumerator (MAX_VALUE), which a Rust enum cannot
 // hold, so its C text is written here; its Rust twin is
 // ffi::types::llama_rope_scaling_type.
@@ -1088,6 +1098,11 @@ int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tok
 
 #endif  /* LLAMA_H */
 
+// After the include guard cbindgen closes, so guarded on its own (a header
+// included twice must compile).
+#ifndef LLAMA_H_TRAILER
+#define LLAMA_H_TRAILER
+
 // The kv override keeps the reference's anonymous union, which cbindgen
 // cannot express; its Rust twin is ffi::types::llama_model_kv_override.
 struct llama_model_kv_override {
@@ -1109,3 +1124,5 @@ typedef struct llama_model_quantize_params llama_model_quantize_params;
 typedef struct llama_logit_bias llama_logit_bias;
 typedef struct llama_sampler_chain_params llama_sampler_chain_params;
 typedef struct llama_chat_message llama_chat_message;
+
+#endif  /* LLAMA_H_TRAILER */

@@ -15,6 +15,7 @@ use crate::kernels::{self, ThreadPool};
 use crate::model::arch::Arch;
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
+use std::ops::ControlFlow;
 
 /// The bytes of a weight in its file's mapping.
 fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
@@ -82,6 +83,10 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
 /// `embd` ([n_out][n_embd]) and, unless `logits` is empty, the logits
 /// ([n_out][n_vocab]). With `causal` false a token attends to every cell of
 /// its sequence, later positions included.
+///
+/// `abort` is asked before each layer (the reference asks between graph
+/// nodes); `Break` means it said stop and the outputs are incomplete.
+#[allow(clippy::too_many_arguments)]
 pub fn forward(
     pool: &ThreadPool,
     model: &Model,
@@ -92,7 +97,8 @@ pub fn forward(
     causal: bool,
     embd: &mut [f32],
     logits: &mut [f32],
-) -> Result<()> {
+    abort: &mut dyn FnMut() -> bool,
+) -> Result<ControlFlow<()>> {
     let hp = &model.hparams;
     let arch = model.arch.expect("forward runs only on supported architectures");
     let nt = tokens.len();
@@ -130,6 +136,9 @@ pub fn forward(
     let mut nr = nt;
 
     for (il, lw) in weights.layers.iter().enumerate() {
+        if abort() {
+            return Ok(ControlFlow::Break(()));
+        }
         let n_head = hp.n_head[il] as usize;
         let n_head_kv = hp.n_head_kv[il] as usize;
         let swa = hp.is_swa[il];
@@ -187,7 +196,7 @@ pub fn forward(
         dump::tensor("attn_out", Some(il), &o, n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
-                return Ok(());
+                return Ok(ControlFlow::Continue(()));
             }
             x = select_rows(&x, n_embd, &out_rows);
             o = select_rows(&o, n_embd, &out_rows);
@@ -237,19 +246,19 @@ pub fn forward(
 
     // --- output head for the tokens that want logits (x holds their rows)
     if out_rows.is_empty() {
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     let mut h = if nr == nt { select_rows(&x, n_embd, &out_rows) } else { x };
     ops::rms_norm_mul(&mut h, n_embd, &vector(model, &weights.output_norm)?, eps);
     embd.copy_from_slice(&h);
     dump::tensor("result_norm", None, &h, n_embd);
     if logits.is_empty() {
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     kernels::matmul(pool, &kw(model, &weights.output)?, &h, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;
     if cap != 0.0 {
         logits.iter_mut().for_each(|l| *l = (*l / cap).tanh() * cap);
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }

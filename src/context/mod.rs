@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::model::{Model, MAX_SEQ};
 use batch::Batch;
 use kv_cache::{KvCache, KvType};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// The caller's request (decoded from llama_context_params).
@@ -140,7 +141,8 @@ pub enum DecodeStatus {
     Ok = 0,
     /// No room in the KV cache for the batch; nothing was changed.
     NoKvSlot = 1,
-    /// The abort callback stopped it; the ubatches done so far stay.
+    /// The abort callback stopped it; the ubatches done before the one it
+    /// stopped stay in the cache.
     Aborted = 2,
 }
 
@@ -156,18 +158,19 @@ pub struct Context {
     pub model: Arc<Model>,
     pub cparams: CParams,
     pub kv: KvCache,
-    /// Logits of the outputs of the last decode, [n_outputs][n_vocab].
+    /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
+    /// (rows past n_outputs are zeros).
     pub logits: Vec<f32>,
     /// For each token of the last batch, its row in `logits`, or -1.
     pub output_ids: Vec<i32>,
     pub n_outputs: usize,
-    /// Asked between ubatches; true stops the decode (llama_set_abort_callback).
+    /// Asked before each layer; true stops the decode (llama_set_abort_callback).
     pub abort: Option<Box<dyn FnMut() -> bool + Send>>,
     /// Whether embeddings are extracted (llama_set_embeddings).
     pub embeddings: bool,
     pub causal: bool,
     pub pooling: Pooling,
-    /// Per-output embeddings of the last decode, [n_outputs][n_embd].
+    /// Per-output embeddings of the last decode, [max(n_outputs, 1)][n_embd].
     pub embd: Vec<f32>,
     /// Pooled embeddings of the last decode, by sequence.
     pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
@@ -200,17 +203,18 @@ impl Context {
             1 => false,
             a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
         };
+        let (logits, embd) = (vec![0.0; hp.n_vocab as usize], vec![0.0; hp.n_embd as usize]);
         Ok(Context {
             model,
             kv,
-            logits: Vec::new(),
+            logits,
             output_ids: Vec::new(),
             n_outputs: 0,
             abort: None,
             embeddings: cparams.embeddings,
             causal,
             pooling,
-            embd: Vec::new(),
+            embd,
             embd_seq: Default::default(),
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
@@ -221,7 +225,7 @@ impl Context {
 
     /// Decodes a batch: validates it, splits it into ubatches of n_ubatch
     /// tokens, places each in free KV cells and runs the forward pass.
-    /// `abort` is asked between ubatches.
+    /// `abort` is asked before each layer of each ubatch.
     pub fn decode(&mut self, batch: &Batch, abort: &mut dyn FnMut() -> bool) -> Result<DecodeStatus> {
         let n_vocab = self.model.hparams.n_vocab as usize;
         if batch.tokens.len() > self.cparams.n_batch as usize {
@@ -247,10 +251,12 @@ impl Context {
             tokens.iter_mut().for_each(|t| t.output = true);
         }
         let n_out = tokens.iter().filter(|t| t.output).count();
+        // At least one row each, as the reference's buffers (llama_get_logits
+        // returns a valid pointer even when nothing is an output).
         self.logits.clear();
-        self.logits.resize(n_out * n_vocab, 0.0);
+        self.logits.resize(n_out.max(1) * n_vocab, 0.0);
         self.embd.clear();
-        self.embd.resize(n_out * n_embd, 0.0);
+        self.embd.resize(n_out.max(1) * n_embd, 0.0);
         self.embd_seq.clear();
         self.output_ids = vec![-1; tokens.len()];
         let mut row = 0;
@@ -266,9 +272,6 @@ impl Context {
         let n_ubatch = self.cparams.n_ubatch as usize;
         let mut out_row = 0;
         for (chunk, cells) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
-            if abort() {
-                return Ok(DecodeStatus::Aborted);
-            }
             for (t, &c) in chunk.iter().zip(cells) {
                 let cell = &mut self.kv.cells[c];
                 cell.pos = t.pos;
@@ -280,11 +283,16 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            if let Err(e) = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
+            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits, abort);
+            if !matches!(step, Ok(ControlFlow::Continue(()))) {
+                // As the reference: the failed or aborted ubatch leaves the
+                // cache, the ubatches before it stay, and only their outputs
+                // can be read.
                 for &c in cells {
                     self.kv.cells[c].seqs.clear();
                 }
-                return Err(e);
+                self.truncate_outputs(out_row);
+                return step.map(|_| DecodeStatus::Aborted);
             }
             out_row += n;
         }
@@ -293,6 +301,16 @@ impl Context {
         }
         self.count_perf(tokens.len(), t0);
         Ok(DecodeStatus::Ok)
+    }
+
+    /// Keeps the first `n` output rows of the last decode readable.
+    fn truncate_outputs(&mut self, n: usize) {
+        self.n_outputs = n;
+        for r in &mut self.output_ids {
+            if *r >= n as i32 {
+                *r = -1;
+            }
+        }
     }
 
     /// Changes the thread counts, resizing the worker pool when needed.
