@@ -52,7 +52,6 @@ static inline int log_has(const char * needle) {
     return strstr(g_log, needle) != NULL;
 }
 
-<<<<<<< HEAD
 // A whole file, NUL-terminated (malloc'd; NULL if it cannot be read);
 // *len gets its size.
 static inline char * read_file(const char * path, size_t * len) {
@@ -67,7 +66,8 @@ static inline char * read_file(const char * path, size_t * len) {
     buf[n] = 0;
     *len = (size_t) n;
     return buf;
-=======
+}
+
 // dir/name in one of 16 buffers used in turn (so a few can be held at once).
 static inline const char * path_in(const char * dir, const char * name) {
     static char buf[16][2048];
@@ -94,7 +94,6 @@ static inline float * last_logits(struct llama_model * m, llama_token * toks, in
     }
     llama_free(ctx);
     return out;
->>>>>>> quantize
 }
 
 // Prints this program's tally and returns its exit code.

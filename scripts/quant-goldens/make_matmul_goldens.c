@@ -2,7 +2,8 @@
 // not run ggml_vec_dot's 32-block kernels (k-quants, IQ4_XS, and the types the
 // CPU backend repacks: Q4_0, Q4_K, IQ4_NL, Q2_K), a 16x512 weight matrix and
 // the reference's own mul_mat results for 1..12 activation rows; for the
-// repacked k-quants also a 12-row matrix, which is not repacked. The weights
+// repacked types also a 12-row matrix, which is not repacked (k-quants:
+// tiled/vec_dot; Q4_0, IQ4_NL: llamafile's tinyBLAS from 2 rows, vec_dot). The weights
 // are the golden input (input.f32) quantized by ggml_quantize_chunk; the
 // activations are input.f32 read as [12][512] rows.
 //
@@ -110,7 +111,6 @@ int main(int argc, char ** argv) {
     }
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         const enum ggml_type t = types[i];
-        const int is_k = ggml_blck_size(t) == 256;
         for (int rows = MAX_ROWS; rows >= 12; rows -= 4) {
             const size_t wbytes = ggml_row_size(t, COLS) * rows;
             void * w = malloc(wbytes);
@@ -118,7 +118,7 @@ int main(int argc, char ** argv) {
             // the repack buffer type if it takes this type and shape, else a plain CPU buffer
             static float y[MAX_NT * MAX_ROWS];
             int repacked = mul_mat(be, rep, t, rows, w, in, 1, y);
-            if (rows != MAX_ROWS && (repacked || !is_k)) { free(w); continue; }
+            if (rows != MAX_ROWS && repacked) { free(w); continue; }
             ggml_backend_buffer_type_t buft = repacked ? rep : ggml_backend_cpu_buffer_type();
             if (rows == MAX_ROWS) {
                 snprintf(path, sizeof(path), "%s/matmul_%s.bin", argv[1], ggml_type_name(t));
@@ -140,7 +140,7 @@ int main(int argc, char ** argv) {
             fclose(o);
             printf("%s rows %d: %s\n", ggml_type_name(t), rows, repacked ? "repacked" : "plain");
             free(w);
-            // the 12-row matrix only for the k-quants the backend repacks at 16 rows
+            // the 12-row matrix only for the types the backend repacks at 16 rows
             if (!repacked) break;
         }
     }

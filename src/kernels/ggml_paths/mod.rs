@@ -17,11 +17,13 @@
 //!   `ggml_compute_forward_mul_mat_tiled` (`ggml-cpu/tiled/`). See `tiled.rs`.
 //! - [`Path::VecDot`]: the same types with `nt < 8` run the type's
 //!   `ggml_vec_dot_*_q8_K` (`ggml-cpu/arch/x86/quants.c`, AVX2 code), one
-//!   output at a time. See `vec_dot_k.rs`.
+//!   output at a time; so does IQ4_NL (not repacked) for one row
+//!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`.
 //!
 //! Every other case (the 32-block types not repacked, float weights) keeps
-//! the kernels of `x86_avx2.rs` / `scalar.rs`, which already follow
-//! `ggml_vec_dot`.
+//! the kernels of `x86_avx2.rs` / `scalar.rs`; the AVX2 ones follow
+//! `ggml_vec_dot` and, from 2 rows, llamafile's tinyBLAS (`llamafile_sgemm`,
+//! which the reference runs for Q8_0, Q4_0, Q5_0, IQ4_NL there).
 //!
 //! Each emulation does, per output element, the reference's float operations
 //! in the reference's order (products of exact integer sums, `f32::mul_add`
@@ -72,6 +74,9 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
         return Some(Path::Repack);
     }
     match ty {
+        // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
+        // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
+        IQ4_NL if nt == 1 => Some(Path::VecDot),
         Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
             Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
         }

@@ -1,7 +1,9 @@
 //! Emulation of the reference's `ggml_vec_dot_*_q8_K` kernels as its x86
 //! build compiles them (`ggml-cpu/arch/x86/quants.c`, the `__AVX2__` code),
 //! which its matmul runs for k-quant and IQ4_XS weights (not repacked) with
-//! fewer than 8 activation rows, one output at a time.
+//! fewer than 8 activation rows, one output at a time; and of
+//! `ggml_vec_dot_iq4_nl_q8_0`, which it runs for IQ4_NL (not repacked) with
+//! one activation row (see `iq4_nl`).
 //!
 //! These kernels keep 8 i32 lanes of partial sums per super-block and fold
 //! each lane into its own f32 lane with an FMA; the 8 f32 lanes are summed
@@ -27,7 +29,7 @@ use super::super::dispatch::TileFn;
 use super::super::scalar::act_row;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
-use crate::quant::{as_blocks, iq4, q2_k, q3_k, q4_k, q5_k, q6_k, q8_k, Block, QK_K};
+use crate::quant::{as_blocks, f16_to_f32, iq4, q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q8_k, Block, QK, QK_K};
 
 /// How a type's kernel folds the minimum term (see the module doc).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -152,8 +154,45 @@ fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile(GgmlType::IQ4_XS, n, w, a, s, out, iq4::BlockIq4Xs::unpack);
 }
 
+/// ggml_vec_dot_iq4_nl_q8_0: blocks in pairs, the even ones into one 8-lane
+/// accumulator and the odd ones into another (lane `l`: bytes `4l..4l+3` of
+/// the block, `acc = fma(da·dw, lane, acc)`), summed lane-wise then by
+/// `hsum_float_8`; an odd last block adds `da·dw · Σ` unfused.
+fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK;
+    let wb = &as_blocks::<iq4::BlockIq4Nl>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<q8_0::BlockQ8_0>(a, s, t, nb);
+        let mut acc = [[0f32; 8]; 2];
+        let d_of = |b: usize| f16_to_f32(ab[b].d) * f16_to_f32(wb[b].d);
+        let mut ib = 0;
+        while ib + 1 < nb {
+            for (k, acc) in acc.iter_mut().enumerate() {
+                let q = wb[ib + k].unpack();
+                let d = d_of(ib + k);
+                for (l, x) in acc.iter_mut().enumerate() {
+                    let p: i32 = (4 * l..4 * l + 4).map(|e| q[e] as i32 * ab[ib + k].qs[e] as i8 as i32).sum();
+                    *x = d.mul_add(p as f32, *x);
+                }
+            }
+            ib += 2;
+        }
+        let both: [f32; 8] = std::array::from_fn(|l| acc[0][l] + acc[1][l]);
+        let mut sum = hsum_float_8(&both);
+        if ib < nb {
+            let q = wb[ib].unpack();
+            let p: i32 = q.iter().zip(&ab[ib].qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
+            sum += d_of(ib) * p as f32;
+        }
+        *o = sum;
+    }
+}
+
 /// The scalar emulation for weight type `ty`.
 pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
+    if ty == GgmlType::IQ4_NL {
+        return Some(iq4_nl);
+    }
     super::k_entry(ty, [q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs])
 }
 
@@ -162,6 +201,9 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use avx2::{tile, LANES4, LANES8, NONE, Q6K, SCALAR};
+    if ty == GgmlType::IQ4_NL {
+        return Some(avx2::iq4_nl);
+    }
     super::k_entry(
         ty,
         [
@@ -182,8 +224,10 @@ mod avx2 {
     //! lane); the f32 FMAs and the final sums are the reference's.
     use std::arch::x86_64::*;
 
-    use super::super::super::x86_avx2::{dot_pairs_signed, hsum_epi32, hsum_ps, loadu, q8k_d, KRegs, WK};
-    use crate::quant::QK_K;
+    use super::super::super::x86_avx2::{
+        dot_pairs_signed, f16_at, hsum_epi32, hsum_ps, loadu, pairs_to_i32, q8k_d, KRegs, WIq4Nl, W32, WK,
+    };
+    use crate::quant::{QK, QK_K};
 
     // How the minimum term is folded (`super::Mins`), as const parameters.
     pub(super) const NONE: u8 = 0;
@@ -263,6 +307,35 @@ mod avx2 {
                 r += summs[j];
             }
             out[j] = r;
+        }
+    }
+
+    /// ggml_vec_dot_iq4_nl_q8_0 (see the scalar `iq4_nl`), token by token.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK;
+        for (t, o) in out.iter_mut().enumerate() {
+            let (w, a) = (w.as_ptr(), a.as_ptr().add(t * s));
+            let block = |b: usize| {
+                let (q, dw) = WIq4Nl::load(w.add(b * WIq4Nl::BYTES));
+                let ab = a.add(b * 34);
+                (pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))), f16_at(ab) * dw)
+            };
+            let mut acc = [_mm256_setzero_ps(); 2];
+            let mut ib = 0;
+            while ib + 1 < nb {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    let (p, d) = block(ib + k);
+                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), *acc);
+                }
+                ib += 2;
+            }
+            let mut sum = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+            if ib < nb {
+                let (p, d) = block(ib);
+                sum += d * hsum_epi32(p) as f32;
+            }
+            *o = sum;
         }
     }
 
