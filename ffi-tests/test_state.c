@@ -85,7 +85,7 @@ static void write_file(const char * path, const void * data, size_t n) {
     fclose(f);
 }
 
-static uint8_t * read_file(const char * path, size_t * n) {
+static uint8_t * read_bytes(const char * path, size_t * n) {
     FILE * f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "cannot read %s\n", path);
@@ -177,7 +177,7 @@ int main(int argc, char ** argv) {
     path_of(path, sizeof path, "session.bin");
     CHECK(llama_state_save_file(a, path, prompt, (size_t) n_prompt), "llama_state_save_file: %s", g_log);
     size_t n_file;
-    uint8_t * file = read_file(path, &n_file);
+    uint8_t * file = read_bytes(path, &n_file);
     CHECK(n_file == 12 + 4 * (size_t) n_prompt + n, "session size %zu", n_file);
     uint32_t magic = 0, version = 0;
     memcpy(&magic, file, 4);
