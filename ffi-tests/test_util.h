@@ -60,7 +60,7 @@ static inline char * read_file(const char * path, size_t * len) {
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char * buf = malloc((size_t) n + 1);
+    char * buf = (char *) malloc((size_t) n + 1);
     if (fread(buf, 1, (size_t) n, f) != (size_t) n) { fclose(f); free(buf); return NULL; }
     fclose(f);
     buf[n] = 0;
