@@ -5,7 +5,8 @@
 //   overflow  llama_token_to_piece told a 32-byte buffer that has 2 bytes:
 //             the library's copy overflows the heap block (ASan)
 //   leak      a sampler never freed (LeakSanitizer)
-//   race      two threads change one context at once, which the API forbids
+//   race      two threads change one context in turn without synchronizing,
+//             which the API forbids
 //             (ThreadSanitizer: a data race in the library)
 //
 // usage: sanitizer_canary overflow|leak|race SMOLLM2.gguf
@@ -13,14 +14,24 @@
 #include "llama.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct llama_context * g_ctx;
+static atomic_int g_turn;  // relaxed: hands the turn over without ordering for TSan
 
+// The two threads take turns setting the flag, handing over through a
+// relaxed atomic, which orders nothing: each write races with the other
+// thread's previous one.
 static void * toggle(void * arg) {
-    for (int i = 0; i < 100000; i++) llama_set_embeddings(g_ctx, (i + (int) (intptr_t) arg) % 2 == 0);
+    int me = (int) (intptr_t) arg;
+    for (int i = 0; i < 20; i++) {
+        while (atomic_load_explicit(&g_turn, memory_order_relaxed) % 2 != me) {}
+        llama_set_embeddings(g_ctx, i % 2 == 0);
+        atomic_fetch_add_explicit(&g_turn, 1, memory_order_relaxed);
+    }
     return NULL;
 }
 

@@ -64,7 +64,7 @@ run() { # NAME ARGS...
         cat "$OUT/$name.build.log"; grep -A30 -m3 'WARNING: ThreadSanitizer' "$OUT/$name.err" || tail -n 30 "$OUT/$name.err" "$OUT/$name.out"
     fi
 }
-# The canary: two threads changing one context at once (forbidden by the API)
+# The canary: two threads changing one context without synchronizing (forbidden by the API)
 # must be reported as a race inside the library, or the build is not
 # instrumented and a clean run below would prove nothing.
 canary() {
