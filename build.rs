@@ -4,9 +4,18 @@
 //! committed include/llama.h so that drift fails the tests. Set
 //! `MINFER_UPDATE_HEADER=1` to also rewrite include/llama.h.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The shared library's SONAME: the reference's (libllama.so.0), so a program
+/// linked against either library loads the other.
+const SONAME: &str = "libllama.so.0";
 
 fn main() {
+    if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
+        soname_alias();
+    }
+
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=MINFER_UPDATE_HEADER");
@@ -26,5 +35,22 @@ fn main() {
 
     if std::env::var_os("MINFER_UPDATE_HEADER").is_some_and(|v| v == "1") {
         bindings.write_to_file(crate_dir.join("include").join("llama.h"));
+    }
+}
+
+/// A program linked with `-Ltarget/<profile> -lllama` records the SONAME
+/// (libllama.so.0) as what it needs, so the loader looks for that name beside
+/// libllama.so: a symlink `libllama.so.0 -> libllama.so` in the directory the
+/// cdylib lands in (`OUT_DIR` is `<that directory>/build/<pkg>-<hash>/out`).
+fn soname_alias() {
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else { return };
+    let Some(profile_dir) = Path::new(&out_dir).ancestors().nth(3) else { return };
+    let link = profile_dir.join(SONAME);
+    if link.symlink_metadata().is_ok() {
+        return;
+    }
+    #[cfg(unix)]
+    if let Err(e) = std::os::unix::fs::symlink("libllama.so", &link) {
+        println!("cargo:warning=could not create {}: {e}", link.display());
     }
 }

@@ -1,11 +1,13 @@
 // simple: greedy text generation with libllama, in C.
 //
-// usage: simple MODEL.gguf [-n N_PREDICT] [PROMPT]
+// usage: simple MODEL.gguf [-n N_PREDICT] [--ids] [PROMPT]
 //
 // Tokenizes the prompt, decodes it in one batch, then generates N_PREDICT
 // tokens (default 32) greedily, one llama_decode per token, printing each
-// piece as it comes. Written against llama.h only, so it runs unchanged on
-// minfer or on the reference library.
+// piece as it comes. With --ids it prints token ids instead of text, two
+// lines "prompt: ID ..." and "generated: ID ..." (the bindings' tests compare
+// with them). Written against llama.h only, so it runs unchanged on minfer or
+// on the reference library.
 #include "llama.h"
 
 #include <stdio.h>
@@ -14,7 +16,7 @@
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.gguf [-n N_PREDICT] [PROMPT]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf [-n N_PREDICT] [--ids] [PROMPT]\n", argv[0]);
         return 2;
     }
     const char * model_path = argv[1];
@@ -23,6 +25,11 @@ int main(int argc, char ** argv) {
     if (arg + 1 < argc && strcmp(argv[arg], "-n") == 0) {
         n_predict = atoi(argv[arg + 1]);
         arg += 2;
+    }
+    bool print_ids = false;
+    if (arg < argc && strcmp(argv[arg], "--ids") == 0) {
+        print_ids = true;
+        arg++;
     }
     const char * prompt = arg < argc ? argv[arg] : "Hello my name is";
 
@@ -58,7 +65,14 @@ int main(int argc, char ** argv) {
 
     // --- print the prompt token by token
     char buf[256];
-    for (int i = 0; i < n_prompt; i++) {
+    if (print_ids) {
+        printf("prompt:");
+        for (int i = 0; i < n_prompt; i++) {
+            printf(" %d", tokens[i]);
+        }
+        printf("\ngenerated:");
+    }
+    for (int i = 0; i < n_prompt && !print_ids; i++) {
         int n = llama_token_to_piece(vocab, tokens[i], buf, sizeof(buf), 0, true);
         if (n < 0) {
             fprintf(stderr, "error: failed to convert token to piece\n");
@@ -82,12 +96,16 @@ int main(int argc, char ** argv) {
         if (llama_vocab_is_eog(vocab, next)) {
             break;
         }
-        int n = llama_token_to_piece(vocab, next, buf, sizeof(buf), 0, true);
-        if (n < 0) {
-            fprintf(stderr, "error: failed to convert token to piece\n");
-            return 1;
+        if (print_ids) {
+            printf(" %d", next);
+        } else {
+            int n = llama_token_to_piece(vocab, next, buf, sizeof(buf), 0, true);
+            if (n < 0) {
+                fprintf(stderr, "error: failed to convert token to piece\n");
+                return 1;
+            }
+            fwrite(buf, 1, (size_t) n, stdout);
         }
-        fwrite(buf, 1, (size_t) n, stdout);
         fflush(stdout);
         batch = llama_batch_get_one(&next, 1);
         n_decoded++;

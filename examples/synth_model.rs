@@ -2,11 +2,13 @@
 //! vocabulary of an existing GGUF file (for example a reference vocab-only
 //! file), for forward-pass parity tests against the reference library.
 //!
-//! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED] [N_VOCAB]
+//! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED] [N_VOCAB] [KEY=N...]
 //! N_VOCAB keeps only the first N tokens of the vocabulary (merges and special
 //! ids that refer past them are dropped), so that logits goldens stay small.
 //! ARCH: llama | qwen2 | qwen3 | gemma3. Sizes: 2 layers, n_embd 64, 4 heads of
-//! 16 (2 KV heads), n_ff 128, context 512.
+//! 16 (2 KV heads), n_ff 128, context 512; KEY=N changes one of them:
+//! embd, layers, heads, kv_heads, head_dim, ff (e.g. embd=256 ff=512 for
+//! rows that the 256-element k-quant blocks divide).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -53,7 +55,20 @@ fn main() {
         _ => HashSet::new(),
     };
 
-    let (n_embd, n_layer, n_head, n_head_kv, hd, n_ff) = (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
+    let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) = (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
+    for kv in args.iter().skip(6) {
+        let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
+        let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
+        match k {
+            "embd" => n_embd = v,
+            "layers" => n_layer = v,
+            "heads" => n_head = v,
+            "kv_heads" => n_head_kv = v,
+            "head_dim" => hd = v,
+            "ff" => n_ff = v,
+            _ => panic!("unknown size {k}"),
+        }
+    }
     let mut w = GgufWriter::new();
     // The vocabulary: every tokenizer.* pair of the source file.
     for i in 0..vocab.n_kv() {

@@ -6,6 +6,7 @@
 //
 // usage: test_decode MODEL.gguf
 #include "test_util.h"
+#include "test_batch.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -22,14 +23,6 @@ static struct llama_context * new_ctx(int n_ctx, int n_seq_max) {
     return llama_init_from_model(g_model, cp);
 }
 
-// Fills batch entry i.
-static void put(struct llama_batch * b, int i, llama_token t, llama_pos p, llama_seq_id s, bool out) {
-    b->token[i] = t;
-    b->pos[i] = p;
-    b->n_seq_id[i] = 1;
-    b->seq_id[i][0] = s;
-    b->logits[i] = out;
-}
 
 static float max_rel_diff(const float * a, const float * b, int n) {
     float m = 0;
@@ -78,7 +71,7 @@ int main(int argc, char ** argv) {
         struct llama_context * c = new_ctx(256, 1);
         struct llama_batch b = llama_batch_init(6, 0, 1);
         b.n_tokens = 6;
-        for (int i = 0; i < 6; i++) put(&b, i, s ? B[i] : A[i], i, 0, true);
+        for (int i = 0; i < 6; i++) batch_put(&b, i, s ? B[i] : A[i], i, 0, true);
         CHECK(llama_decode(c, b) == 0, "decode alone: %s", g_log);
         for (int i = 0; i < 6; i++) memcpy(alone[s][i], llama_get_logits_ith(c, i), sizeof(float) * (size_t) g_vocab);
         llama_batch_free(b);
@@ -90,8 +83,8 @@ int main(int argc, char ** argv) {
     struct llama_batch b = llama_batch_init(12, 0, 2);
     b.n_tokens = 12;
     for (int i = 0; i < 6; i++) {
-        put(&b, 2 * i, A[i], i, 0, true);
-        put(&b, 2 * i + 1, B[i], i, 1, true);
+        batch_put(&b, 2 * i, A[i], i, 0, true);
+        batch_put(&b, 2 * i + 1, B[i], i, 1, true);
     }
     CHECK(llama_decode(ctx, b) == 0, "decode together: %s", g_log);
     float worst = 0;
@@ -114,9 +107,9 @@ int main(int argc, char ** argv) {
     llama_memory_t mem = llama_get_memory(ctx);
     llama_memory_clear(mem, true);
     b.n_tokens = 3;
-    put(&b, 0, 1, 0, 0, false);
-    put(&b, 1, 2, 1, 0, true);
-    put(&b, 2, 3, 2, 0, false);
+    batch_put(&b, 0, 1, 0, 0, false);
+    batch_put(&b, 1, 2, 1, 0, true);
+    batch_put(&b, 2, 3, 2, 0, false);
     CHECK(llama_decode(ctx, b) == 0, "partial outputs");
     CHECK(llama_get_logits_ith(ctx, 1) != NULL && llama_get_logits_ith(ctx, -1) == llama_get_logits_ith(ctx, 1), "output row");
     log_clear();
@@ -135,15 +128,15 @@ int main(int argc, char ** argv) {
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         b.n_tokens = 1;
-        put(&b, 0, bad[k].tok, bad[k].pos, bad[k].seq, true);
+        batch_put(&b, 0, bad[k].tok, bad[k].pos, bad[k].seq, true);
         log_clear();
         CHECK(llama_decode(ctx, b) == -1, "%s refused", bad[k].what);
         CHECK(log_has(bad[k].msg), "%s: message %s", bad[k].what, g_log);
         CHECK(llama_memory_seq_pos_max(mem, 0) == before, "%s: KV unchanged", bad[k].what);
     }
     b.n_tokens = 2;
-    put(&b, 0, 1, 4, 0, true);
-    put(&b, 1, 1, 3, 0, true);
+    batch_put(&b, 0, 1, 4, 0, true);
+    batch_put(&b, 1, 1, 3, 0, true);
     CHECK(llama_decode(ctx, b) == -1 && llama_memory_seq_pos_max(mem, 0) == before, "decreasing positions refused");
     b.n_tokens = 0;
     CHECK(llama_decode(ctx, b) == -1, "n_tokens 0");
@@ -151,7 +144,7 @@ int main(int argc, char ** argv) {
     CHECK(llama_decode(ctx, b) == -1, "n_tokens negative");
     struct llama_batch big = llama_batch_init(65, 0, 1);
     big.n_tokens = 65;
-    for (int i = 0; i < 65; i++) put(&big, i, 1, 3 + i, 0, false);
+    for (int i = 0; i < 65; i++) batch_put(&big, i, 1, 3 + i, 0, false);
     log_clear();
     CHECK(llama_decode(ctx, big) == -1 && log_has("n_batch"), "n_tokens above n_batch: %s", g_log);
     llama_batch_free(big);
@@ -174,19 +167,19 @@ int main(int argc, char ** argv) {
     int pos = 0;
     while (pos + 64 <= n_ctx) {
         fill.n_tokens = 64;
-        for (int i = 0; i < 64; i++) put(&fill, i, 1, pos + i, 0, i == 63);
+        for (int i = 0; i < 64; i++) batch_put(&fill, i, 1, pos + i, 0, i == 63);
         CHECK(llama_decode(small, fill) == 0, "fill at %d", pos);
         pos += 64;
     }
     fill.n_tokens = 1;
-    put(&fill, 0, 1, pos, 0, true);
+    batch_put(&fill, 0, 1, pos, 0, true);
     llama_memory_t smem = llama_get_memory(small);
     CHECK(llama_decode(small, fill) == 1, "full cache gives 1");
     CHECK(llama_memory_seq_pos_max(smem, 0) == pos - 1, "full cache: KV unchanged");
     // seq_rm frees room; decoding goes on.
     CHECK(llama_memory_seq_rm(smem, 0, pos - 8, -1), "seq_rm tail");
     CHECK(llama_memory_seq_pos_max(smem, 0) == pos - 9, "pos_max after seq_rm");
-    put(&fill, 0, 1, pos - 8, 0, true);
+    batch_put(&fill, 0, 1, pos - 8, 0, true);
     CHECK(llama_decode(small, fill) == 0, "decode after seq_rm");
     llama_batch_free(fill);
     llama_free(small);
@@ -196,7 +189,7 @@ int main(int argc, char ** argv) {
     int asked = 0;
     llama_set_abort_callback(ab, abort_now, &asked);
     b.n_tokens = 1;
-    put(&b, 0, 1, 0, 0, true);
+    batch_put(&b, 0, 1, 0, 0, true);
     CHECK(llama_decode(ab, b) == 2 && asked == 1, "abort gives 2 (asked %d)", asked);
     llama_set_abort_callback(ab, NULL, NULL);
     CHECK(llama_decode(ab, b) == 0, "usable after an abort");
@@ -206,7 +199,7 @@ int main(int argc, char ** argv) {
     llama_memory_clear(mem, true);
     CHECK(llama_memory_seq_pos_max(mem, 0) == -1 && llama_memory_seq_pos_min(mem, 0) == -1, "clear");
     b.n_tokens = 6;
-    for (int i = 0; i < 6; i++) put(&b, i, A[i], 10 + i, 0, i == 5);
+    for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], 10 + i, 0, i == 5);
     llama_decode(ctx, b);  // positions 10..15
     CHECK(llama_memory_seq_pos_min(mem, 0) == 10, "pos_min");
     llama_memory_seq_cp(mem, 0, 1, -1, -1);
@@ -217,13 +210,13 @@ int main(int argc, char ** argv) {
     llama_memory_seq_add(mem, 1, -1, -1, -10);  // now positions 0..5
     CHECK(llama_memory_seq_pos_min(mem, 1) == 0 && llama_memory_seq_pos_max(mem, 1) == 5, "seq_add");
     b.n_tokens = 1;
-    put(&b, 0, B[0], 6, 1, true);
+    batch_put(&b, 0, B[0], 6, 1, true);
     CHECK(llama_decode(ctx, b) == 0, "decode after a shift");
     // The same, computed at those positions from the start.
     struct llama_context * fresh = new_ctx(256, 2);
     b.n_tokens = 7;
-    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 1, false);
-    put(&b, 6, B[0], 6, 1, true);
+    for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 1, false);
+    batch_put(&b, 6, B[0], 6, 1, true);
     CHECK(llama_decode(fresh, b) == 0, "fresh decode");
     // K re-rotated in place is rounded to f16 once more than K computed at
     // its position, so the two agree closely, not bit for bit.
@@ -266,7 +259,7 @@ int main(int argc, char ** argv) {
         struct llama_context * e = llama_init_from_model(g_model, cp);
         CHECK(e != NULL && llama_pooling_type(e) == LLAMA_POOLING_TYPE_NONE, "embeddings context");
         b.n_tokens = 6;
-        for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+        for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 0, true);
         CHECK(llama_decode(e, b) == 0, "decode for embeddings");
         for (int i = 0; i < 6; i++) {
             const float * v = llama_get_embeddings_ith(e, i);
@@ -284,7 +277,7 @@ int main(int argc, char ** argv) {
         cp.pooling_type = pools[k];
         struct llama_context * e = llama_init_from_model(g_model, cp);
         b.n_tokens = 6;
-        for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, i == 5);  // outputs forced to all
+        for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 0, i == 5);  // outputs forced to all
         CHECK(llama_decode(e, b) == 0, "pooled decode");
         const float * v = llama_get_embeddings_seq(e, 0);
         CHECK(v != NULL, "pooled embedding of seq 0");
@@ -310,7 +303,7 @@ int main(int argc, char ** argv) {
     badkv.type_v = GGML_TYPE_F32;
     struct llama_context * f32c = llama_init_from_model(g_model, badkv);
     b.n_tokens = 6;
-    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+    for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 0, true);
     CHECK(f32c && llama_decode(f32c, b) == 0, "F32 KV cache decodes");
     CHECK(f32c && scaled_diff(alone[0][5], llama_get_logits_ith(f32c, 5), g_vocab) < 1e-2f, "F32 KV close to F16 KV");
     llama_free(f32c);
@@ -321,7 +314,7 @@ int main(int argc, char ** argv) {
     llama_set_causal_attn(nc, false);
     CHECK(!llama_get_causal_attn(nc), "causal off");
     b.n_tokens = 6;
-    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, true);
+    for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 0, true);
     CHECK(llama_decode(nc, b) == 0, "non-causal decode");
     CHECK(max_rel_diff(alone[0][0], llama_get_logits_ith(nc, 0), g_vocab) > 1e-3f, "non-causal differs at token 0");
     llama_free(nc);
@@ -359,11 +352,11 @@ int main(int argc, char ** argv) {
     pp.no_perf = false;
     struct llama_context * pc = llama_init_from_model(g_model, pp);
     b.n_tokens = 6;
-    for (int i = 0; i < 6; i++) put(&b, i, A[i], i, 0, i == 5);
+    for (int i = 0; i < 6; i++) batch_put(&b, i, A[i], i, 0, i == 5);
     llama_decode(pc, b);
     for (int i = 0; i < 3; i++) {
         b.n_tokens = 1;
-        put(&b, 0, B[i], 6 + i, 0, true);
+        batch_put(&b, 0, B[i], 6 + i, 0, true);
         llama_decode(pc, b);
     }
     struct llama_perf_context_data pd = llama_perf_context(pc);

@@ -42,8 +42,8 @@ int main(void) {
 
     // A stub logs "not implemented yet: <name>".
     log_clear();
-    CHECK(llama_state_get_size(NULL) == 0, "stub returns its failure value");
-    CHECK(log_has("not implemented yet: llama_state_get_size"), "stub message: %s", g_log);
+    CHECK(llama_adapter_meta_count(NULL) == -1, "stub returns its failure value");
+    CHECK(log_has("not implemented yet: llama_adapter_meta_count"), "stub message: %s", g_log);
 
     // Replacing the callback routes later messages to the new one.
     int count = 0;

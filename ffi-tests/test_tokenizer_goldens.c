@@ -7,7 +7,7 @@
 // usage: test_tokenizer_goldens MODEL.gguf CORPUS.hex GOLDEN.tsv
 // Prints "tokenizer_goldens: N passed, M failed" (one check per row: ids and
 // detokenized bytes both identical).
-#include "llama.h"
+#include "test_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,20 +32,6 @@ static size_t unhex(char * s, size_t n) {
         s[o++] = (char) (hexval(s[i]) * 16 + hexval(s[i + 1]));
     }
     return o;
-}
-
-static char * read_file(const char * path, size_t * len) {
-    FILE * f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char * buf = malloc((size_t) n + 1);
-    if (fread(buf, 1, (size_t) n, f) != (size_t) n) { fclose(f); free(buf); return NULL; }
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t) n;
-    return buf;
 }
 
 int main(int argc, char ** argv) {

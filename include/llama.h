@@ -10,6 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdlib.h>
+// ggml's abort macros, which programs reach through the reference's llama.h (it
+// includes ggml.h; examples/simple-chat uses GGML_ABORT): print where and why,
+// then abort() — in the calling program, never inside the library.
+#ifndef GGML_ABORT
+#define GGML_ABORT(...) (fprintf(stderr, "%s:%d: ", __FILE__, __LINE__), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+#endif
+#ifndef GGML_ASSERT
+#define GGML_ASSERT(x) if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+#endif
 // This enum has an alias enumerator (MAX_VALUE), which a Rust enum cannot
 // hold, so its C text is written here; its Rust twin is
 // ffi::types::llama_rope_scaling_type.
@@ -851,6 +861,7 @@ void llama_opt_epoch(struct llama_context *lctx, ggml_opt_dataset_t dataset, ggm
 
 struct llama_model_quantize_params llama_model_quantize_default_params(void);
 
+// Returns 0 on success, 1 on failure (with a logged message).
 uint32_t llama_model_quantize(const char *fname_inp, const char *fname_out, const struct llama_model_quantize_params *params);
 
 struct llama_sampler_chain_params llama_sampler_chain_default_params(void);
@@ -953,10 +964,12 @@ size_t llama_get_state_size(struct llama_context *ctx);
 
 size_t llama_state_get_data(struct llama_context *ctx, uint8_t *dst, size_t size);
 
+// Deprecated: `dst` must hold llama_state_get_size bytes.
 size_t llama_copy_state_data(struct llama_context *ctx, uint8_t *dst);
 
 size_t llama_state_set_data(struct llama_context *ctx, const uint8_t *src, size_t size);
 
+// Deprecated: reads as many bytes as the state at `src` takes.
 size_t llama_set_state_data(struct llama_context *ctx, const uint8_t *src);
 
 bool llama_state_load_file(struct llama_context *ctx, const char *path_session, llama_token *tokens_out, size_t n_token_capacity, size_t *n_token_count_out);
@@ -975,6 +988,8 @@ size_t llama_state_seq_set_data(struct llama_context *ctx, const uint8_t *src, s
 
 size_t llama_state_seq_save_file(struct llama_context *ctx, const char *filepath, llama_seq_id seq_id, const llama_token *tokens, size_t n_token_count);
 
+// With `tokens_out` NULL only the token count is reported (and the
+// header's size returned); no state is loaded.
 size_t llama_state_seq_load_file(struct llama_context *ctx, const char *filepath, llama_seq_id dest_seq_id, llama_token *tokens_out, size_t n_token_capacity, size_t *n_token_count_out);
 
 size_t llama_state_seq_get_size_ext(struct llama_context *ctx, llama_seq_id seq_id, llama_state_seq_flags flags);
@@ -1087,6 +1102,11 @@ int32_t llama_detokenize(const struct llama_vocab *vocab, const llama_token *tok
 
 #endif  /* LLAMA_H */
 
+// After the include guard cbindgen closes, so guarded on its own (a header
+// included twice must compile).
+#ifndef LLAMA_H_TRAILER
+#define LLAMA_H_TRAILER
+
 // The kv override keeps the reference's anonymous union, which cbindgen
 // cannot express; its Rust twin is ffi::types::llama_model_kv_override.
 struct llama_model_kv_override {
@@ -1108,3 +1128,5 @@ typedef struct llama_model_quantize_params llama_model_quantize_params;
 typedef struct llama_logit_bias llama_logit_bias;
 typedef struct llama_sampler_chain_params llama_sampler_chain_params;
 typedef struct llama_chat_message llama_chat_message;
+
+#endif  /* LLAMA_H_TRAILER */

@@ -21,4 +21,25 @@ for arch in llama qwen2 qwen3 gemma3; do
     LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
         "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
 done
+# ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL"...: sha256 of the
+# reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a time
+ref_hashes() {
+    local model=$1 tok=$2 out=$3 run
+    shift 3
+    : > "$out"
+    for run in "$@"; do
+        set -- $run
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" 512 2 "$1" 2> /dev/null
+        echo "$(sha256sum "$OUT/ref-hash.bin" | cut -d' ' -f1)  $2" >> "$out"
+    done
+}
+# SmolLM2 Q4_1, 128 tokens: in one decode (tiled flash attention) and in
+# decodes of 32 (one-chunk attention)
+ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
+    ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32"
+# Gemma 3 270M Q4_K_M (Q4_K repacked gemm/gemv, Q6_K tiled/vec_dot, Q5_0,
+# Q8_0), 128 tokens: in one decode and in decodes of 7 (gemm on 4 rows + gemv
+# on 3, k-quant vec_dot below 8 rows)
+ref_hashes "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ffi-tests/golden/parity/tokens-gemma3-128.txt \
+    ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7"
 ls -l ffi-tests/golden/parity/

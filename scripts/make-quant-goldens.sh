@@ -16,4 +16,9 @@ SRC=${MINFER_REF_SRC:-$HOME/.cache/minfer/ref-src/llama_cpp_python-0.3.36/vendor
 gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_act_goldens" \
     "$ROOT/scripts/quant-goldens/make_act_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -Wl,-rpath,"$LIB"
 "$ROOT/target/make_act_goldens" "$OUT"
+# The reference's mul_mat of k-quant and repacked weights for 1..12 rows
+# (tiled, vec_dot, repacked gemm/gemv paths; see src/kernels/ggml_paths).
+gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_matmul_goldens" \
+    "$ROOT/scripts/quant-goldens/make_matmul_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$LIB"
+"$ROOT/target/make_matmul_goldens" "$OUT" 2> /dev/null
 du -ch "$OUT"/* | tail -n 1

@@ -8,11 +8,14 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-# --- tools the C tests use (gcc, g++, nm, valgrind, python3)
+# --- tools the C tests use (gcc, g++, nm/readelf, valgrind, python3,
+# pkg-config for the installed library; scripts/test-go.sh and
+# scripts/test-swift-module.sh install go and clang themselves)
 need=()
 command -v gcc > /dev/null || need+=(gcc)
 command -v g++ > /dev/null || need+=(g++)
-command -v nm > /dev/null || need+=(binutils)
+command -v nm > /dev/null && command -v readelf > /dev/null || need+=(binutils)
+command -v pkg-config > /dev/null || need+=(pkg-config)
 command -v valgrind > /dev/null || need+=(valgrind)
 command -v python3 > /dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

@@ -18,6 +18,9 @@ pub enum Error {
     Model(String),
     /// The caller's progress callback asked to stop.
     Cancelled,
+    /// A saved state (buffer or session file) is malformed or does not fit
+    /// the context it is restored into.
+    State(String),
     /// The named function is not implemented yet.
     NotImplemented(&'static str),
 }
@@ -34,6 +37,9 @@ impl Error {
     pub fn model(msg: impl Into<String>) -> Error {
         Error::Model(msg.into())
     }
+    pub fn state(msg: impl Into<String>) -> Error {
+        Error::State(msg.into())
+    }
 }
 
 impl fmt::Display for Error {
@@ -46,6 +52,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
             Error::Model(msg) => write!(f, "{msg}"),
             Error::Cancelled => write!(f, "cancelled by the progress callback"),
+            Error::State(msg) => write!(f, "{msg}"),
             Error::NotImplemented(name) => write!(f, "not implemented yet: {name}"),
         }
     }

@@ -21,7 +21,7 @@
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
 //! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `sampling/` (the samplers, the chain, GBNF grammars), `quant/` (ggml block
+//! `sampling/` (the samplers, the chain, GBNF grammars), `chat/` (built-in chat templates), `quant/` (ggml block
 //! formats), `kernels/` (SIMD dot products, matmul, thread pool), `log`,
 //! `error`. See docs/ARCHITECTURE.md.
 
@@ -36,6 +36,7 @@ pub mod quant;
 pub mod gguf;
 pub mod model;
 pub mod vocab;
+pub mod chat;
 pub mod context;
 pub mod sampling;
 pub mod ffi;

@@ -5,7 +5,9 @@
 //!
 //! Buffers are [n_tokens][width] row-major f32.
 
+use super::attention::{attention, AttnShape};
 use super::batch::Token;
+use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
 use crate::error::Result;
@@ -13,6 +15,7 @@ use crate::kernels::{self, ThreadPool};
 use crate::model::arch::Arch;
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
+use std::ops::ControlFlow;
 
 /// The bytes of a weight in its file's mapping.
 fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
@@ -29,6 +32,15 @@ fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
 /// A weight as the kernels take it.
 fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
     kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())
+}
+
+/// The rows `rows` of `x` ([n][width]), in that order.
+fn select_rows(x: &[f32], width: usize, rows: &[usize]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(rows.len() * width);
+    for &t in rows {
+        out.extend_from_slice(&x[t * width..(t + 1) * width]);
+    }
+    out
 }
 
 /// y = W·x for each of the `nt` rows of x ([nt][cols] → [nt][rows]).
@@ -65,123 +77,16 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     Ok(())
 }
 
-/// Head layout of one attention layer.
-#[derive(Clone, Copy)]
-struct AttnShape {
-    n_head: usize,
-    n_head_kv: usize,
-    hd_k: usize,
-    hd_v: usize,
-    /// Elements per KV cell row: n_head_kv * hd_k and n_head_kv * hd_v.
-    kw: usize,
-    vw: usize,
-    kq_scale: f32,
-}
-
-/// A pointer the attention tasks write disjoint rows through.
-struct RowsPtr(*mut f32);
-// SAFETY: every task writes only its own (token, head) row of the buffer,
-// and the buffer outlives the pool submission.
-unsafe impl Sync for RowsPtr {}
-
-impl RowsPtr {
-    /// Row `i` of `len` elements.
-    ///
-    /// # Safety
-    /// The row must be in the buffer and written by this caller alone.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
-        // SAFETY: the caller's contract above.
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
-    }
-}
-
-/// Attention of every (token, head) of the ubatch over the KV cells its
-/// sequence sees (position ≤ its own unless `causal` is off, and within
-/// `window` positions on sliding-window layers): softmax(q·k·scale)·v, the
-/// scores summed in f32, the softmax normaliser in f64. The layer's K/V rows
-/// are read from the cache (f16 or f32) once, as f32, for the cells in use;
-/// (token, head) pairs run in parallel on the pool, each writing its own
-/// row, so the result does not depend on the thread count.
-#[allow(clippy::too_many_arguments)]
-fn attention(
-    pool: &ThreadPool,
-    kv: &KvCache,
-    il: usize,
-    tokens: &[Token],
-    q: &[f32], // [nt][n_head * hd_k]
-    sh: AttnShape,
-    causal: bool,
-    window: Option<i32>,
-) -> Result<Vec<f32>> {
-    let nt = tokens.len();
-    let used: Vec<usize> = (0..kv.n_cells()).filter(|&c| !kv.cells[c].is_empty()).collect();
-    let mut kf = vec![0f32; used.len() * sh.kw]; // [n_used][kw]
-    let mut vf = vec![0f32; used.len() * sh.vw]; // [n_used][vw]
-    for (j, &c) in used.iter().enumerate() {
-        KvCache::read(&kv.k[il], c * sh.kw, &mut kf[j * sh.kw..(j + 1) * sh.kw]);
-        KvCache::read(&kv.v[il], c * sh.vw, &mut vf[j * sh.vw..(j + 1) * sh.vw]);
-    }
-    // For each token, the used cells it attends to (indices into `used`).
-    let visible: Vec<Vec<usize>> = tokens
-        .iter()
-        .map(|tok| {
-            let seq = tok.seqs[0] as usize;
-            (0..used.len())
-                .filter(|&j| {
-                    let cell = &kv.cells[used[j]];
-                    cell.seqs.has(seq)
-                        && (!causal || cell.pos <= tok.pos)
-                        && window.map_or(true, |w| tok.pos - cell.pos < w)
-                })
-                .collect()
-        })
-        .collect();
-    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
-    let out = RowsPtr(attn.as_mut_ptr());
-    let group = sh.n_head / sh.n_head_kv;
-    let task = |i: usize| {
-        let (t, hq) = (i / sh.n_head, i % sh.n_head);
-        let g = hq / group;
-        let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        let vis = &visible[t];
-        let mut scores = vec![0f32; vis.len()];
-        let mut max = f32::NEG_INFINITY;
-        for (s, &j) in scores.iter_mut().zip(vis) {
-            let kh = &kf[j * sh.kw + g * sh.hd_k..j * sh.kw + (g + 1) * sh.hd_k];
-            let mut acc = 0f32;
-            for d in 0..sh.hd_k {
-                acc += qh[d] * kh[d];
-            }
-            *s = acc * sh.kq_scale;
-            max = max.max(*s);
-        }
-        let mut sum = 0f64;
-        for s in scores.iter_mut() {
-            *s = (*s - max).exp();
-            sum += f64::from(*s);
-        }
-        let inv = (1.0 / sum) as f32;
-        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
-        let row = unsafe { out.row(i, sh.hd_v) };
-        for (&p, &j) in scores.iter().zip(vis) {
-            let p = p * inv;
-            let vh = &vf[j * sh.vw + g * sh.hd_v..j * sh.vw + (g + 1) * sh.hd_v];
-            for d in 0..sh.hd_v {
-                row[d] += p * vh[d];
-            }
-        }
-    };
-    pool.run(nt * sh.n_head, &task)?;
-    Ok(attn)
-}
-
 /// Runs one ubatch. `cells[i]` is the KV cell assigned to `tokens[i]` (its
 /// position and sequences are already recorded there). For the tokens
 /// flagged for output, in order, writes the final normed hidden state to
 /// `embd` ([n_out][n_embd]) and, unless `logits` is empty, the logits
 /// ([n_out][n_vocab]). With `causal` false a token attends to every cell of
 /// its sequence, later positions included.
+///
+/// `abort` is asked before each layer (the reference asks between graph
+/// nodes); `Break` means it said stop and the outputs are incomplete.
+#[allow(clippy::too_many_arguments)]
 pub fn forward(
     pool: &ThreadPool,
     model: &Model,
@@ -192,7 +97,8 @@ pub fn forward(
     causal: bool,
     embd: &mut [f32],
     logits: &mut [f32],
-) -> Result<()> {
+    abort: &mut dyn FnMut() -> bool,
+) -> Result<ControlFlow<()>> {
     let hp = &model.hparams;
     let arch = model.arch.expect("forward runs only on supported architectures");
     let nt = tokens.len();
@@ -220,8 +126,19 @@ pub fn forward(
         Some(w) => Some(vector(model, w)?),
         None => None,
     };
+    // the tokens that want an output, in ubatch order
+    let out_rows: Vec<usize> = (0..nt).filter(|&t| tokens[t].output).collect();
+    let n_layer = weights.layers.len();
+    // rows of x in flight: all tokens, then only the output rows after the
+    // last layer's attention (the reference's `inp_out_ids` get_rows: its
+    // last FFN runs on those rows alone, and the matmul kernels depend on the
+    // row count)
+    let mut nr = nt;
 
     for (il, lw) in weights.layers.iter().enumerate() {
+        if abort() {
+            return Ok(ControlFlow::Break(()));
+        }
         let n_head = hp.n_head[il] as usize;
         let n_head_kv = hp.n_head_kv[il] as usize;
         let swa = hp.is_swa[il];
@@ -231,6 +148,7 @@ pub fn forward(
         // --- attention
         let mut h = x.clone();
         ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.attn_norm)?, eps);
+        dump::tensor("attn_norm", Some(il), &h, n_embd);
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
         let [mut q, mut k, mut v] = linear_siblings(pool, model, [&lw.wq, &lw.wk, &lw.wv], &h, nt)?;
         add_bias(model, &mut q, lw.bq.as_ref())?;
@@ -250,6 +168,11 @@ pub fn forward(
                 ops::rope(head, tok.pos, n_rot, freq_base, freq_scale, rope_factors.as_deref(), neox);
             }
         }
+        if dump::enabled() {
+            dump::tensor("Qcur", Some(il), &q, hd_k);
+            dump::tensor("Kcur", Some(il), &k, hd_k);
+            dump::tensor("Vcur", Some(il), &v, hd_v);
+        }
         let kq_scale = if hp.f_attention_scale != 0.0 {
             // gemma3 scales q itself and attends with scale 1
             q.iter_mut().for_each(|v| *v *= hp.f_attention_scale);
@@ -268,7 +191,17 @@ pub fn forward(
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
         let attn = attention(pool, kv, il, tokens, &q, shape, causal, window)?; // [nt][n_head * hd_v]
+        dump::tensor("kqv_out", Some(il), &attn, n_head * hd_v);
         let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
+        dump::tensor("attn_out", Some(il), &o, n_embd);
+        if il + 1 == n_layer && out_rows.len() < nt {
+            if out_rows.is_empty() {
+                return Ok(ControlFlow::Continue(()));
+            }
+            x = select_rows(&x, n_embd, &out_rows);
+            o = select_rows(&o, n_embd, &out_rows);
+            nr = out_rows.len();
+        }
         if let Some(w) = &lw.attn_post_norm {
             ops::rms_norm_mul(&mut o, n_embd, &vector(model, w)?, eps);
         }
@@ -278,40 +211,54 @@ pub fn forward(
 
         // --- feed-forward
         let mut h = x.clone();
+        dump::tensor("ffn_inp", Some(il), &x, n_embd);
         ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
-        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nt)?;
+        dump::tensor("ffn_norm", Some(il), &h, n_embd);
+        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nr)?;
+        if dump::enabled() {
+            dump::tensor("ffn_gate", Some(il), &gate, gate.len() / nr);
+            dump::tensor("ffn_up", Some(il), &up, up.len() / nr);
+        }
         let act: Vec<f32> = if arch == Arch::Gemma3 {
-            gate.iter().zip(&up).map(|(&g, &u)| ops::gelu_tanh(g) * u).collect()
+            let mut act = vec![0f32; gate.len()];
+            ops::geglu(&gate, &up, &mut act);
+            act
         } else {
-            gate.iter().zip(&up).map(|(&g, &u)| ops::silu(g) * u).collect()
+            // [nr][n_ff], row by row as ggml_vec_swiglu_f32 runs
+            let n_ff = gate.len() / nr;
+            let mut act = vec![0f32; gate.len()];
+            for ((a, g), u) in act.chunks_exact_mut(n_ff).zip(gate.chunks_exact(n_ff)).zip(up.chunks_exact(n_ff)) {
+                kernels::vecf::swiglu(g, u, a);
+            }
+            act
         };
-        let mut d = linear(pool, model, &lw.ffn_down, &act, nt)?;
+        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nr);
+        let mut d = linear(pool, model, &lw.ffn_down, &act, nr)?;
+        dump::tensor("ffn_out", Some(il), &d, n_embd);
         if let Some(w) = &lw.ffn_post_norm {
             ops::rms_norm_mul(&mut d, n_embd, &vector(model, w)?, eps);
         }
         for (xi, di) in x.iter_mut().zip(&d) {
             *xi += di;
         }
+        dump::tensor("l_out", Some(il), &x, n_embd);
     }
 
-    // --- output head for the tokens that want logits
-    let out_rows: Vec<usize> = (0..nt).filter(|&t| tokens[t].output).collect();
+    // --- output head for the tokens that want logits (x holds their rows)
     if out_rows.is_empty() {
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
-    let mut h = Vec::with_capacity(out_rows.len() * n_embd);
-    for &t in &out_rows {
-        h.extend_from_slice(&x[t * n_embd..(t + 1) * n_embd]);
-    }
+    let mut h = if nr == nt { select_rows(&x, n_embd, &out_rows) } else { x };
     ops::rms_norm_mul(&mut h, n_embd, &vector(model, &weights.output_norm)?, eps);
     embd.copy_from_slice(&h);
+    dump::tensor("result_norm", None, &h, n_embd);
     if logits.is_empty() {
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     kernels::matmul(pool, &kw(model, &weights.output)?, &h, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;
     if cap != 0.0 {
         logits.iter_mut().for_each(|l| *l = (*l / cap).tanh() * cap);
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }

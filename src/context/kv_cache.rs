@@ -10,7 +10,7 @@ use crate::model::MAX_SEQ;
 use half::f16;
 
 /// The sequences a cell belongs to (MAX_SEQ = 256 bits).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct SeqSet([u64; MAX_SEQ / 64]);
 
 impl SeqSet {
@@ -78,12 +78,70 @@ impl KvRows {
         }
     }
 
+    /// The storage type.
+    pub fn ty(&self) -> KvType {
+        match self {
+            KvRows::F16(_) => KvType::F16,
+            KvRows::F32(_) => KvType::F32,
+        }
+    }
+
     /// Element `i` as f32.
     #[inline]
     pub fn get(&self, i: usize) -> f32 {
         match self {
             KvRows::F16(v) => v[i].to_f32(),
             KvRows::F32(v) => v[i],
+        }
+    }
+
+    /// The ggml_type id of the storage (F32 = 0, F16 = 1), as saved states name it.
+    pub fn ggml_type(&self) -> i32 {
+        match self {
+            KvRows::F16(_) => 1,
+            KvRows::F32(_) => 0,
+        }
+    }
+
+    /// Bytes per element (ggml_type_size).
+    pub fn elem_size(&self) -> usize {
+        match self {
+            KvRows::F16(_) => 2,
+            KvRows::F32(_) => 4,
+        }
+    }
+
+    /// Appends elements [at, at + n) to `out` as little-endian bytes (the
+    /// bytes of ggml's tensor data).
+    pub fn append_le(&self, at: usize, n: usize, out: &mut Vec<u8>) {
+        match self {
+            KvRows::F16(v) => v[at..at + n].iter().for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes())),
+            KvRows::F32(v) => v[at..at + n].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        }
+    }
+
+    /// Stores little-endian element bytes at element offset `at`
+    /// (`bytes.len()` a multiple of the element size).
+    pub fn set_le(&mut self, at: usize, bytes: &[u8]) {
+        match self {
+            KvRows::F16(v) => {
+                for (d, b) in v[at..].iter_mut().zip(bytes.chunks_exact(2)) {
+                    *d = f16::from_bits(u16::from_le_bytes([b[0], b[1]]));
+                }
+            }
+            KvRows::F32(v) => {
+                for (d, b) in v[at..].iter_mut().zip(bytes.chunks_exact(4)) {
+                    *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+        }
+    }
+
+    /// Zeroes elements [at, at + n).
+    pub fn zero(&mut self, at: usize, n: usize) {
+        match self {
+            KvRows::F16(v) => v[at..at + n].fill(f16::ZERO),
+            KvRows::F32(v) => v[at..at + n].fill(0.0),
         }
     }
 

@@ -4,15 +4,19 @@
 //! A context holds a strong count on its model, so the caller may free the
 //! model first; the model's memory goes with the last context.
 
+pub mod attention;
 pub mod batch;
+pub mod dump;
 pub mod forward;
 pub mod kv_cache;
 pub mod ops;
+pub mod state;
 
 use crate::error::{Error, Result};
 use crate::model::{Model, MAX_SEQ};
 use batch::Batch;
 use kv_cache::{KvCache, KvType};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// The caller's request (decoded from llama_context_params).
@@ -33,6 +37,12 @@ pub struct ContextParams {
     pub pooling_type: i32,
     /// llama_attention_type (-1: the model's, causal for these models).
     pub attention_type: i32,
+    /// llama_flash_attn_type (-1 AUTO, 0 DISABLED, 1 ENABLED). Only saved
+    /// states see it: the reference stores V transposed without flash attention.
+    pub flash_attn_type: i32,
+    /// Whether gemma3's SWA cache has n_ctx cells (the reference's default)
+    /// or only the window's; only saved states see it.
+    pub swa_full: bool,
     pub no_perf: bool,
 }
 
@@ -138,7 +148,8 @@ pub enum DecodeStatus {
     Ok = 0,
     /// No room in the KV cache for the batch; nothing was changed.
     NoKvSlot = 1,
-    /// The abort callback stopped it; the ubatches done so far stay.
+    /// The abort callback stopped it; the ubatches done before the one it
+    /// stopped stay in the cache.
     Aborted = 2,
 }
 
@@ -154,18 +165,19 @@ pub struct Context {
     pub model: Arc<Model>,
     pub cparams: CParams,
     pub kv: KvCache,
-    /// Logits of the outputs of the last decode, [n_outputs][n_vocab].
+    /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
+    /// (rows past n_outputs are zeros).
     pub logits: Vec<f32>,
     /// For each token of the last batch, its row in `logits`, or -1.
     pub output_ids: Vec<i32>,
     pub n_outputs: usize,
-    /// Asked between ubatches; true stops the decode (llama_set_abort_callback).
+    /// Asked before each layer; true stops the decode (llama_set_abort_callback).
     pub abort: Option<Box<dyn FnMut() -> bool + Send>>,
     /// Whether embeddings are extracted (llama_set_embeddings).
     pub embeddings: bool,
     pub causal: bool,
     pub pooling: Pooling,
-    /// Per-output embeddings of the last decode, [n_outputs][n_embd].
+    /// Per-output embeddings of the last decode, [max(n_outputs, 1)][n_embd].
     pub embd: Vec<f32>,
     /// Pooled embeddings of the last decode, by sequence.
     pub embd_seq: std::collections::BTreeMap<i32, Vec<f32>>,
@@ -173,6 +185,15 @@ pub struct Context {
     pub perf: Perf,
     /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
     pub pool: crate::kernels::ThreadPool,
+    /// Whether saved states carry V transposed, as the reference's cache
+    /// does when flash attention is disabled (our rows are the same either way).
+    pub v_trans: bool,
+    /// llama_context_params.swa_full (which cells a whole state's SWA part lists).
+    pub swa_full: bool,
+    /// K/V bytes kept by llama_state_seq_get_data_ext with
+    /// LLAMA_STATE_SEQ_FLAGS_ON_DEVICE, by sequence (the reference keeps them
+    /// in device buffers; the caller's buffer gets only the metadata).
+    pub device_states: std::collections::HashMap<i32, Vec<u8>>,
 }
 
 impl Context {
@@ -198,28 +219,32 @@ impl Context {
             1 => false,
             a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
         };
+        let (logits, embd) = (vec![0.0; hp.n_vocab as usize], vec![0.0; hp.n_embd as usize]);
         Ok(Context {
             model,
             kv,
-            logits: Vec::new(),
+            logits,
             output_ids: Vec::new(),
             n_outputs: 0,
             abort: None,
             embeddings: cparams.embeddings,
             causal,
             pooling,
-            embd: Vec::new(),
+            embd,
             embd_seq: Default::default(),
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
             pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            v_trans: params.flash_attn_type == 0,
+            swa_full: params.swa_full,
+            device_states: Default::default(),
             cparams,
         })
     }
 
     /// Decodes a batch: validates it, splits it into ubatches of n_ubatch
     /// tokens, places each in free KV cells and runs the forward pass.
-    /// `abort` is asked between ubatches.
+    /// `abort` is asked before each layer of each ubatch.
     pub fn decode(&mut self, batch: &Batch, abort: &mut dyn FnMut() -> bool) -> Result<DecodeStatus> {
         let n_vocab = self.model.hparams.n_vocab as usize;
         if batch.tokens.len() > self.cparams.n_batch as usize {
@@ -245,10 +270,12 @@ impl Context {
             tokens.iter_mut().for_each(|t| t.output = true);
         }
         let n_out = tokens.iter().filter(|t| t.output).count();
+        // At least one row each, as the reference's buffers (llama_get_logits
+        // returns a valid pointer even when nothing is an output).
         self.logits.clear();
-        self.logits.resize(n_out * n_vocab, 0.0);
+        self.logits.resize(n_out.max(1) * n_vocab, 0.0);
         self.embd.clear();
-        self.embd.resize(n_out * n_embd, 0.0);
+        self.embd.resize(n_out.max(1) * n_embd, 0.0);
         self.embd_seq.clear();
         self.output_ids = vec![-1; tokens.len()];
         let mut row = 0;
@@ -264,9 +291,6 @@ impl Context {
         let n_ubatch = self.cparams.n_ubatch as usize;
         let mut out_row = 0;
         for (chunk, cells) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
-            if abort() {
-                return Ok(DecodeStatus::Aborted);
-            }
             for (t, &c) in chunk.iter().zip(cells) {
                 let cell = &mut self.kv.cells[c];
                 cell.pos = t.pos;
@@ -278,11 +302,16 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            if let Err(e) = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits) {
+            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits, abort);
+            if !matches!(step, Ok(ControlFlow::Continue(()))) {
+                // As the reference: the failed or aborted ubatch leaves the
+                // cache, the ubatches before it stay, and only their outputs
+                // can be read.
                 for &c in cells {
                     self.kv.cells[c].seqs.clear();
                 }
-                return Err(e);
+                self.truncate_outputs(out_row);
+                return step.map(|_| DecodeStatus::Aborted);
             }
             out_row += n;
         }
@@ -291,6 +320,16 @@ impl Context {
         }
         self.count_perf(tokens.len(), t0);
         Ok(DecodeStatus::Ok)
+    }
+
+    /// Keeps the first `n` output rows of the last decode readable.
+    fn truncate_outputs(&mut self, n: usize) {
+        self.n_outputs = n;
+        for r in &mut self.output_ids {
+            if *r >= n as i32 {
+                *r = -1;
+            }
+        }
     }
 
     /// Changes the thread counts, resizing the worker pool when needed.
@@ -458,6 +497,8 @@ mod tests {
             type_v: 1,
             pooling_type: -1,
             attention_type: -1,
+            flash_attn_type: -1,
+            swa_full: true,
             no_perf: true,
         }
     }

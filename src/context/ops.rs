@@ -16,18 +16,46 @@ pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
     }
 }
 
-/// ggml_silu: x / (1 + e^-x).
-#[inline]
-pub fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+/// ggml_vec_geglu_f32 as the reference builds it (GGML_GELU_FP16): GELU
+/// read from a table of f16 values indexed by the f16 of `g` (0 at or below
+/// -10, the identity at or above 10), times `u`.
+pub fn geglu(g: &[f32], u: &[f32], out: &mut [f32]) {
+    let table = gelu_table();
+    for ((o, &x), &v) in out.iter_mut().zip(g).zip(u) {
+        *o = if x <= -10.0 {
+            0.0
+        } else if x >= 10.0 {
+            x * v
+        } else {
+            let i = half::f16::from_f32(x).to_bits() as usize;
+            half::f16::from_bits(table[i]).to_f32() * v
+        };
+    }
 }
 
-/// ggml's tanh-approximated GELU.
-#[inline]
-pub fn gelu_tanh(x: f32) -> f32 {
+/// ggml_table_gelu_f16: for every f16 bit pattern, the f16 of [`gelu_f32`].
+fn gelu_table() -> &'static [u16] {
+    static TABLE: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|i| {
+                let h = half::f16::from_f32(gelu_f32(half::f16::from_bits(i).to_f32()));
+                // NaNs come out of the reference's table quiet and without
+                // payload (only used for NaN inputs; any NaN would do)
+                if h.is_nan() { (h.to_bits() & 0x8000) | 0x7e00 } else { h.to_bits() }
+            })
+            .collect()
+    })
+}
+
+/// ggml_gelu_f32 with the one fused multiply-add GCC forms in the
+/// reference's build (`1 + a·x·x`); the table built from it equals the
+/// reference's entry for entry (see the test).
+fn gelu_f32(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
     const GELU_COEF_A: f32 = 0.044715;
-    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + GELU_COEF_A * x * x)).tanh())
+    let inner = (GELU_COEF_A * x).mul_add(x, 1.0);
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * inner).tanh())
 }
 
 /// Rotary embedding of one head vector `v` ([head_dim]) at position `pos`,
@@ -44,8 +72,10 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f
         let (sin, cos) = (t.sin(), t.cos());
         let (a, b) = if neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
         let (x0, x1) = (v[a], v[b]);
-        v[a] = x0 * cos - x1 * sin;
-        v[b] = x0 * sin + x1 * cos;
+        // As the reference's build computes them (GCC contracts the first
+        // product of each line into a fused multiply-add).
+        v[a] = x0.mul_add(cos, -(x1 * sin));
+        v[b] = x0.mul_add(sin, x1 * cos);
         theta *= theta_scale;
     }
 }
@@ -53,6 +83,17 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// FNV-1a-64 of the reference's ggml_table_gelu_f16, printed by
+    /// ffi-tests/ref/gelu_table_hash.c linked to the reference's libggml-cpu.
+    #[test]
+    fn gelu_table_equals_the_reference_table() {
+        let mut h: u64 = 1469598103934665603;
+        for &v in gelu_table() {
+            h = (h ^ u64::from(v)).wrapping_mul(1099511628211);
+        }
+        assert_eq!(h, 0xc6c1c64ffaa1863d);
+    }
 
     #[test]
     fn rms_norm_gives_unit_rms() {

@@ -75,6 +75,8 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             type_v: params.type_v.0,
             pooling_type: params.pooling_type.0,
             attention_type: params.attention_type.0,
+            flash_attn_type: params.flash_attn_type.0,
+            swa_full: params.swa_full,
             no_perf: params.no_perf,
         };
         let mut ctx = Context::new(model, &request)?;
@@ -207,11 +209,9 @@ pub extern "C" fn llama_synchronize(ctx: *mut llama_context) {
 #[no_mangle]
 pub extern "C" fn llama_get_logits(ctx: *mut llama_context) -> *mut f32 {
     guard("llama_get_logits", ptr::null_mut(), || {
-        let c = ctx_mut(ctx)?;
-        if c.logits.is_empty() {
-            return Err(Error::invalid("no logits: the last decode produced no outputs"));
-        }
-        Ok(c.logits.as_mut_ptr())
+        // As the reference: the buffer, whether or not the last decode (if
+        // any) had outputs; its first row is zeros then.
+        Ok(ctx_mut(ctx)?.logits.as_mut_ptr())
     })
 }
 
@@ -228,7 +228,7 @@ pub extern "C" fn llama_get_logits_ith(ctx: *mut llama_context, i: i32) -> *mut 
 pub extern "C" fn llama_get_embeddings(ctx: *mut llama_context) -> *mut f32 {
     guard("llama_get_embeddings", ptr::null_mut(), || {
         let c = ctx_mut(ctx)?;
-        if c.embd.is_empty() || !c.embeddings {
+        if !c.embeddings {
             return Err(Error::invalid("no embeddings: enable them with llama_set_embeddings and decode"));
         }
         Ok(c.embd.as_mut_ptr())

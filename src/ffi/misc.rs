@@ -8,8 +8,13 @@ use std::ffi::CStr;
 use std::ptr;
 use std::sync::OnceLock;
 
-/// minfer's version, reported by llama_version and llama_print_system_info.
-static VERSION: &CStr = c"0.1.0 (minfer)";
+/// "minfer <version>" (the version of Cargo.toml), returned by llama_version.
+/// The reference returns its bare version ("0.5.0-dev"); naming the
+/// implementation tells a host which library it actually loaded.
+static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!("minfer ", env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    Ok(v) => v,
+    Err(_) => panic!("the version has no interior NUL"),
+};
 
 /// ggml's GGML_DEFAULT_N_THREADS, the reference's default thread count.
 const GGML_DEFAULT_N_THREADS: i32 = 4;
@@ -20,8 +25,9 @@ const LOAD_MODE_NAMES: [(c_int, &CStr); 6] =
 
 pub(crate) use crate::clock::time_us;
 
-/// "CPU : SSE3 = 1 | AVX2 = 1 | ... | " in the reference's format, listing the
-/// SIMD features detected at run time, then minfer's version.
+/// "CPU : SSE3 = 1 | AVX2 = 1 | ... | minfer = 0.1.0 | ": the reference's
+/// "NAME = value | " entries for the SIMD features detected at run time, then
+/// minfer's version as one more entry.
 fn system_info() -> &'static CStr {
     static INFO: OnceLock<std::ffi::CString> = OnceLock::new();
     INFO.get_or_init(|| {
@@ -29,7 +35,7 @@ fn system_info() -> &'static CStr {
         for (name, present) in crate::cpu::features() {
             s += &format!("{name} = {} | ", u8::from(present));
         }
-        s += &format!("minfer = {} | ", VERSION.to_string_lossy());
+        s += concat!("minfer = ", env!("CARGO_PKG_VERSION"), " | ");
         std::ffi::CString::new(s).unwrap_or_default()
     })
 }
@@ -192,8 +198,7 @@ pub extern "C" fn llama_split_path(split_path: *mut c_char, maxlen: usize, path_
     // written, or 0 when it does not fit.
     guard("llama_split_path", 0, || {
         let prefix = c_str(path_prefix, "path_prefix")?;
-        let mut path = prefix.to_bytes().to_vec();
-        path.extend_from_slice(format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).as_bytes());
+        let path = crate::model::split::split_path(prefix.to_bytes(), split_no, split_count);
         if maxlen > 0 && split_path.is_null() {
             return Err(Error::invalid("split_path is NULL"));
         }
@@ -208,12 +213,10 @@ pub extern "C" fn llama_split_prefix(split_prefix: *mut c_char, maxlen: usize, s
     // numbers: its length (the buffer gets it snprintf-style), else 0.
     guard("llama_split_prefix", 0, || {
         let path = c_str(split_path, "split_path")?.to_bytes();
-        let mut postfix = format!("-{:05}-of-{:05}.gguf", split_no.wrapping_add(1), split_count).into_bytes();
-        postfix.truncate(31); // the reference formats it into a char[32]
-        if path.len() <= postfix.len() || !path.ends_with(&postfix) {
+        let Some(prefix) = crate::model::split::split_prefix(path, split_no, split_count) else {
             return Ok(0);
-        }
-        let size_prefix = path.len() - postfix.len();
+        };
+        let size_prefix = prefix.len();
         let copy_len = (size_prefix + 1).min(maxlen);
         if copy_len > 0 {
             if split_prefix.is_null() {

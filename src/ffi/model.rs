@@ -79,8 +79,17 @@ pub extern "C" fn llama_model_default_params() -> llama_model_params {
 }
 
 /// Decodes the caller's kv override array (terminated by an empty key).
-fn read_overrides(mut p: *const llama_model_kv_override) -> Result<Overrides> {
+fn read_overrides(p: *const llama_model_kv_override) -> Result<Overrides> {
     let mut out = Overrides::default();
+    for (key, value) in read_override_list(p)? {
+        out.0.insert(key, value);
+    }
+    Ok(out)
+}
+
+/// The caller's kv overrides in order (NULL: none).
+pub(super) fn read_override_list(mut p: *const llama_model_kv_override) -> Result<Vec<(String, Override)>> {
+    let mut out = Vec::new();
     if p.is_null() {
         return Ok(out);
     }
@@ -103,7 +112,7 @@ fn read_overrides(mut p: *const llama_model_kv_override) -> Result<Overrides> {
                 t => return Err(Error::invalid(format!("kv override '{key}' has unknown type {t}"))),
             }
         };
-        out.0.insert(key, value);
+        out.push((key, value));
         // SAFETY: not the terminator, so the next entry exists.
         p = unsafe { p.add(1) };
     }
@@ -140,7 +149,7 @@ fn load(name: &str, what: &str, source: Source, params: &llama_model_params) -> 
     })
 }
 
-fn c_path(p: *const c_char, what: &str) -> Result<PathBuf> {
+pub(super) fn c_path(p: *const c_char, what: &str) -> Result<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     Ok(Path::new(std::ffi::OsStr::from_bytes(c_str(p, what)?.to_bytes())).to_path_buf())
 }
@@ -495,5 +504,11 @@ pub extern "C" fn llama_model_init_from_user(metadata: *mut gguf_context, set_te
 #[no_mangle]
 #[allow(unused_variables)]
 pub extern "C" fn llama_model_save_to_file(model: *const llama_model, path_model: *const c_char) {
-    not_implemented("llama_model_save_to_file", ())
+    // void in llama.h: a failure is logged (and no file is left behind)
+    guard("llama_model_save_to_file", (), || {
+        let m = model_ref(model)?;
+        let path = c_path(path_model, "path_model")?;
+        crate::model::save::save(m, &path)
+            .map_err(|e| Error::model(format!("failed to save the model to '{}': {e}", path.display())))
+    })
 }

@@ -349,21 +349,24 @@ pub extern "C" fn llama_detokenize(vocab: *const llama_vocab, tokens: *const lla
             // SAFETY: non-NULL; the caller guarantees n_tokens readable tokens.
             unsafe { std::slice::from_raw_parts(tokens, count) }
         };
-        let (raw_len, out) = v.detokenize(ids, remove_special, unparse_special)?;
+        let max = usize::try_from(text_len_max).unwrap_or(0);
+        let (raw_len, out) = v.detokenize(ids, remove_special, unparse_special, max)?;
         let (Ok(raw), Ok(n)) = (i32::try_from(raw_len), i32::try_from(out.len())) else {
             log_error!("llama_detokenize: the text would exceed int32_t");
             return Ok(i32::MIN);
         };
-        // As the reference: the size needed before the clean-up passes.
-        if raw > text_len_max {
-            return Ok(-raw);
-        }
         if n > 0 {
             if text.is_null() {
                 return Err(Error::invalid("text is NULL"));
             }
-            // SAFETY: non-NULL; the caller guarantees text_len_max >= n writable bytes.
+            // SAFETY: non-NULL; `out` is at most `max` = text_len_max bytes,
+            // which the caller guarantees writable.
             unsafe { ptr::copy_nonoverlapping(out.as_ptr(), text.cast::<u8>(), out.len()) };
+        }
+        // As the reference: a short buffer is told the size needed before the
+        // clean-up passes, and keeps the whole pieces that fitted.
+        if raw > text_len_max {
+            return Ok(-raw);
         }
         Ok(n)
     })

@@ -50,6 +50,17 @@ impl TensorInfo {
         self.ne.get(..n).unwrap_or(&self.ne)
     }
 
+    /// `ggml_n_dims`: dimensions up to the last one above 1 (at least one).
+    /// gguf.cpp writes this many, whatever the file said.
+    pub fn ggml_n_dims(&self) -> usize {
+        (1..MAX_DIMS).rev().find(|&i| self.ne[i] > 1).map_or(1, |i| i + 1)
+    }
+
+    /// The shape gguf.cpp writes: the first `ggml_n_dims()` entries of `ne`.
+    pub fn ggml_shape(&self) -> Vec<u64> {
+        self.ne[..self.ggml_n_dims()].iter().map(|&n| u64::try_from(n).unwrap_or(0)).collect()
+    }
+
     /// Bytes of one row (`ne[0]` elements).
     pub fn row_size(&self) -> u64 {
         u64::try_from(self.ne[0])

@@ -220,13 +220,21 @@ impl GgufFile {
     }
 }
 
-/// A tensor waiting to be written.
+/// A tensor waiting to be written. `data` is `None` for a tensor whose
+/// bytes the caller streams after `write_meta` (see `add_tensor_info`).
 #[derive(Debug, Clone)]
 struct PendingTensor<'a> {
     name: String,
     ggml_type: GgmlType,
     ne: Vec<u64>,
-    data: Cow<'a, [u8]>,
+    data: Option<Cow<'a, [u8]>>,
+}
+
+impl PendingTensor<'_> {
+    /// Bytes of the data, from type and shape (`validate` checks it fits).
+    fn nbytes(&self) -> u64 {
+        self.ggml_type.nbytes(&self.ne).unwrap_or(0)
+    }
 }
 
 /// Builds a GGUF file. Pairs and tensors are written in the order added;
@@ -276,7 +284,7 @@ impl<'a> GgufWriter<'a> {
                 name: t.name.clone(),
                 ggml_type: t.ggml_type,
                 ne,
-                data: Cow::Borrowed(file.tensor_data(&t)),
+                data: Some(Cow::Borrowed(file.tensor_data(&t))),
             });
         }
         w
@@ -315,6 +323,14 @@ impl<'a> GgufWriter<'a> {
         self
     }
 
+    /// Sets `key` to `value` the way gguf.cpp's `gguf_set_val_*` does: an
+    /// existing pair is removed and the new one goes last.
+    pub fn set_last(&mut self, key: &[u8], value: OwnedValue) -> &mut Self {
+        self.kvs.retain(|(k, _)| k.as_slice() != key);
+        self.kvs.push((key.to_vec(), value));
+        self
+    }
+
     /// Removes the pair with key `key`, if any.
     pub fn remove(&mut self, key: &str) -> &mut Self {
         self.kvs.retain(|(k, _)| k.as_slice() != key.as_bytes());
@@ -339,9 +355,42 @@ impl<'a> GgufWriter<'a> {
             name: name.to_owned(),
             ggml_type,
             ne: ne.to_vec(),
-            data: data.into(),
+            data: Some(data.into()),
         });
         self
+    }
+
+    /// Appends a tensor whose data the caller writes itself after
+    /// `write_meta`, in tensor order, each padded with `padding_after`
+    /// zeros (for files too large to hold in memory).
+    pub fn add_tensor_info(&mut self, name: &str, ggml_type: GgmlType, ne: &[u64]) -> &mut Self {
+        self.tensors.push(PendingTensor { name: name.to_owned(), ggml_type, ne: ne.to_vec(), data: None });
+        self
+    }
+
+    /// Changes the type of tensor `name` (the offsets of the tensors after
+    /// it follow); its data, if it was given, is dropped.
+    pub fn set_tensor_type(&mut self, name: &str, ggml_type: GgmlType) -> Result<()> {
+        let t = self
+            .tensors
+            .iter_mut()
+            .find(|t| t.name == name)
+            .ok_or_else(|| Error::invalid(format!("GGUF writer: no tensor '{name}'")))?;
+        t.ggml_type = ggml_type;
+        t.data = None;
+        Ok(())
+    }
+
+    /// Keeps only the tensors whose name `keep` accepts (in their order).
+    pub fn retain_tensors(&mut self, mut keep: impl FnMut(&str) -> bool) -> &mut Self {
+        self.tensors.retain(|t| keep(&t.name));
+        self
+    }
+
+    /// Zero bytes that follow a tensor of `len` bytes (to the alignment).
+    pub fn padding_after(&self, len: u64) -> Result<u64> {
+        let alignment = self.alignment()?;
+        Ok(pad_len(len, alignment)? - len)
     }
 
     /// Number of pairs added.
@@ -376,7 +425,7 @@ impl<'a> GgufWriter<'a> {
         let mut end: u64 = 0;
         for t in &self.tensors {
             offsets.push(end);
-            let len = u64::try_from(t.data.len()).map_err(|_| overflow())?;
+            let len = t.nbytes();
             end = end
                 .checked_add(pad_len(len, alignment)?)
                 .ok_or_else(overflow)?;
@@ -421,15 +470,22 @@ impl<'a> GgufWriter<'a> {
             if t.ne.len() > MAX_DIMS || t.ne.iter().any(|&n| i64::try_from(n).is_err()) {
                 return bad(format!("tensor '{}': bad shape {:?}", t.name, t.ne));
             }
-            let expected = t.ggml_type.nbytes(&t.ne);
-            if expected != u64::try_from(t.data.len()).ok() {
+            let Some(expected) = t.ggml_type.nbytes(&t.ne) else {
                 return bad(format!(
-                    "tensor '{}': {} bytes of data, but type {} and shape {:?} need {expected:?}",
-                    t.name,
-                    t.data.len(),
-                    t.ggml_type,
-                    t.ne
+                    "tensor '{}': type {} cannot hold shape {:?}",
+                    t.name, t.ggml_type, t.ne
                 ));
+            };
+            if let Some(data) = &t.data {
+                if u64::try_from(data.len()).ok() != Some(expected) {
+                    return bad(format!(
+                        "tensor '{}': {} bytes of data, but type {} and shape {:?} need {expected}",
+                        t.name,
+                        data.len(),
+                        t.ggml_type,
+                        t.ne
+                    ));
+                }
             }
         }
         Ok(alignment)
@@ -454,8 +510,34 @@ impl<'a> GgufWriter<'a> {
         w.flush().map_err(io_err)
     }
 
-    /// Serializes the file into `w`.
+    /// Serializes the file into `w`. Every tensor must have its data.
     pub fn write_to<W: Write>(&self, w: &mut W) -> Result<()> {
+        if let Some(t) = self.tensors.iter().find(|t| t.data.is_none()) {
+            return Err(Error::invalid(format!("GGUF writer: tensor '{}' has no data", t.name)));
+        }
+        let meta = self.meta_bytes()?;
+        let io = |e: std::io::Error| Error::Io {
+            path: String::from("(GGUF writer)"),
+            reason: e.to_string(),
+        };
+        w.write_all(&meta).map_err(io)?;
+
+        // --- data
+        let alignment = self.alignment()?;
+        let zeros = vec![0u8; usize::try_from(alignment).map_err(|_| overflow())?];
+        for data in self.tensors.iter().filter_map(|t| t.data.as_deref()) {
+            w.write_all(data).map_err(io)?;
+            let len = u64::try_from(data.len()).map_err(|_| overflow())?;
+            let pad = usize::try_from(pad_len(len, alignment)? - len).map_err(|_| overflow())?;
+            w.write_all(zeros.get(..pad).unwrap_or(&[])).map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// The metadata part of the file (what gguf.cpp's `gguf_get_meta_data`
+    /// gives): header, pairs, tensor infos, zeros to the alignment. The data
+    /// section follows it.
+    pub fn meta_bytes(&self) -> Result<Vec<u8>> {
         let alignment = self.validate()?;
         let (offsets, _) = self.layout(alignment)?;
         let mut meta = Vec::new();
@@ -484,22 +566,7 @@ impl<'a> GgufWriter<'a> {
             put(&mut meta, &off.to_le_bytes());
         }
         pad_to(&mut meta, alignment)?;
-
-        let io = |e: std::io::Error| Error::Io {
-            path: String::from("(GGUF writer)"),
-            reason: e.to_string(),
-        };
-        w.write_all(&meta).map_err(io)?;
-
-        // --- data
-        let zeros = vec![0u8; usize::try_from(alignment).map_err(|_| overflow())?];
-        for t in &self.tensors {
-            w.write_all(&t.data).map_err(io)?;
-            let len = u64::try_from(t.data.len()).map_err(|_| overflow())?;
-            let pad = usize::try_from(pad_len(len, alignment)? - len).map_err(|_| overflow())?;
-            w.write_all(zeros.get(..pad).unwrap_or(&[])).map_err(io)?;
-        }
-        Ok(())
+        Ok(meta)
     }
 }
 

@@ -7,7 +7,9 @@
 //!   and dotted with up to 4 tokens, each keeping a 4-lane f32 accumulator
 //!   (results agree with scalar within f32 rounding).
 //! - super-blocks: unpacked once into 16 registers, dotted with up to 4
-//!   tokens; exact integer sums folded as the scalar code does (bit-identical).
+//!   tokens; exact integer sums folded as the reference's tiled matmul does
+//!   (`ggml_paths::tiled`, bit-identical to its scalar definition). Their
+//!   per-row dot (`ggml_vec_dot_*_q8_K` order) is the scalar definition.
 //! - activation quantizers: byte-identical to scalar, including the x86
 //!   conversion of out-of-range values that the reference's bytes reflect.
 //!
@@ -26,8 +28,9 @@
 
 use std::arch::aarch64::*;
 
+use super::ggml_paths::{self, tiled::TiledFold, Path};
 use super::dispatch::{KernelSet, TileFn};
-use super::scalar::kblock_fold;
+use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
@@ -42,10 +45,11 @@ pub fn cpu_ok_dotprod() -> bool {
     cpu_ok() && std::arch::is_aarch64_feature_detected!("dotprod")
 }
 
-pub(crate) static SET: KernelSet = KernelSet { name: "neon", tile, quant_q8_0, quant_q8_1, quant_q8_k };
+pub(crate) static SET: KernelSet =
+    KernelSet { name: "neon", tile, ggml, quant_q8_0, quant_q8_1, quant_q8_k };
 
 pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 
@@ -446,7 +450,13 @@ impl WK for WIq4Xs {
 }
 
 #[inline(always)]
-unsafe fn group_k<U: WK, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+unsafe fn group_k<U: WK, D: Dot, F: KFold, const T: usize>(
+    nb: usize,
+    w: *const u8,
+    a: *const u8,
+    s: usize,
+    out: &mut [f32],
+) {
     let mut acc = [0f32; T];
     for b in 0..nb {
         let k = U::unpack(w.add(b * U::BYTES));
@@ -473,24 +483,30 @@ unsafe fn group_k<U: WK, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *co
                 0
             };
             let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
-            acc[j] += kblock_fold(k.d, k.dmin, da, isum, imin);
+            acc[j] = F::fold(acc[j], k.d, k.dmin, da, isum, imin);
         }
     }
     out[..T].copy_from_slice(&acc);
 }
 
+/// Super-blocks × Q8_K, folded by `F` (the reference's tiled-matmul fold).
 #[inline(always)]
-unsafe fn tile_k<U: WK, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+unsafe fn tile_kf<U: WK, D: Dot, F: KFold>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     let nb = n / QK_K;
     let mut t = 0;
     while t + 4 <= out.len() {
-        group_k::<U, D, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        group_k::<U, D, F, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
         t += 4;
     }
     while t < out.len() {
-        group_k::<U, D, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        group_k::<U, D, F, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
         t += 1;
     }
+}
+
+#[inline(always)]
+unsafe fn tile_k_tiled<U: WK, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_kf::<U, D, TiledFold>(n, w, a, s, out)
 }
 
 // --- float weights × f32
@@ -594,12 +610,31 @@ entries! {
     tile_iq4_nl tile_iq4_nl_dp = tile32::<WIq4Nl>;
     tile_q4_1 tile_q4_1_dp = tile32::<WQ4_1>;
     tile_q5_1 tile_q5_1_dp = tile32::<WQ5_1>;
-    tile_q2_k tile_q2_k_dp = tile_k::<WQ2K>;
-    tile_q3_k tile_q3_k_dp = tile_k::<WQ3K>;
-    tile_q4_k tile_q4_k_dp = tile_k::<WQ4K>;
-    tile_q5_k tile_q5_k_dp = tile_k::<WQ5K>;
-    tile_q6_k tile_q6_k_dp = tile_k::<WQ6K>;
-    tile_iq4_xs tile_iq4_xs_dp = tile_k::<WIq4Xs>;
+    tiled_q2_k tiled_q2_k_dp = tile_k_tiled::<WQ2K>;
+    tiled_q3_k tiled_q3_k_dp = tile_k_tiled::<WQ3K>;
+    tiled_q4_k tiled_q4_k_dp = tile_k_tiled::<WQ4K>;
+    tiled_q5_k tiled_q5_k_dp = tile_k_tiled::<WQ5K>;
+    tiled_q6_k tiled_q6_k_dp = tile_k_tiled::<WQ6K>;
+    tiled_iq4_xs tiled_iq4_xs_dp = tile_k_tiled::<WIq4Xs>;
+}
+
+/// The reference paths (`ggml_paths`): the tiled k-quant matmul with this
+/// set's exact integer sums and the tiled fold; the others by their scalar
+/// definitions (their lane orders have no NEON version).
+fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
+    let fns = [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs];
+    match path {
+        Path::Tiled => ggml_paths::k_entry(ty, fns),
+        _ => ggml_paths::scalar_tile(ty, path),
+    }
+}
+
+fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
+    let fns = [tiled_q2_k_dp, tiled_q3_k_dp, tiled_q4_k_dp, tiled_q5_k_dp, tiled_q6_k_dp, tiled_iq4_xs_dp];
+    match path {
+        Path::Tiled => ggml_paths::k_entry(ty, fns),
+        _ => ggml_paths::scalar_tile(ty, path),
+    }
 }
 
 unsafe fn tile_f32(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
@@ -624,12 +659,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl,
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
-        Q2_K => tile_q2_k,
-        Q3_K => tile_q3_k,
-        Q4_K => tile_q4_k,
-        Q5_K => tile_q5_k,
-        Q6_K => tile_q6_k,
-        IQ4_XS => tile_iq4_xs,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -646,12 +676,7 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl_dp,
         Q4_1 => tile_q4_1_dp,
         Q5_1 => tile_q5_1_dp,
-        Q2_K => tile_q2_k_dp,
-        Q3_K => tile_q3_k_dp,
-        Q4_K => tile_q4_k_dp,
-        Q5_K => tile_q5_k_dp,
-        Q6_K => tile_q6_k_dp,
-        IQ4_XS => tile_iq4_xs_dp,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

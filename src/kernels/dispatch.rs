@@ -10,6 +10,7 @@
 
 use std::sync::OnceLock;
 
+use super::ggml_paths::{path, Path};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
 use crate::{Error, Result};
@@ -86,7 +87,10 @@ pub type QuantFn = unsafe fn(x: &[f32], out: &mut [u8]);
 pub struct KernelSet {
     /// "scalar", "avx2", "neon", "neon-dotprod"
     pub name: &'static str,
+    /// minfer's dot kernels (the 32-block ones follow `ggml_vec_dot`)
     pub(crate) tile: fn(GgmlType) -> Option<TileFn>,
+    /// the emulations of the reference's other matmul paths (`ggml_paths`)
+    pub(crate) ggml: fn(GgmlType, Path) -> Option<TileFn>,
     pub(crate) quant_q8_0: QuantFn,
     pub(crate) quant_q8_1: QuantFn,
     pub(crate) quant_q8_k: QuantFn,
@@ -103,6 +107,35 @@ impl KernelSet {
         (self.tile)(ty).ok_or_else(|| Error::invalid(format!("no dot kernel for weight type {ty}")))
     }
 
+    /// The kernel the matmul runs for a `rows`-row matrix of type `ty` and
+    /// `nt` activation rows: the emulation of the reference's path for that
+    /// shape where it has one (`ggml_paths::path`), else `tile_fn`. Called
+    /// with `out.len() == nt`, as the repack emulation tells its gemm rows
+    /// from its gemv rows by position.
+    pub(crate) fn matmul_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Result<TileFn> {
+        if let Some(f) = path(ty, rows, nt).and_then(|p| (self.ggml)(ty, p)) {
+            return Ok(f);
+        }
+        self.tile_fn(ty)
+    }
+
+    /// Checked matmul kernel of a `rows`-row matrix for `out.len()`
+    /// activation rows (see `matmul_fn`): `out[t] = dot(w, act row t)` as the
+    /// reference's matmul of that shape computes it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn matmul_tile(
+        &self,
+        ty: GgmlType,
+        rows: usize,
+        n: usize,
+        w: &[u8],
+        a: &[u8],
+        a_stride: usize,
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.run_checked(self.matmul_fn(ty, rows, out.len())?, ty, n, w, a, a_stride, out)
+    }
+
     /// Checked tile dot: `out[t] = dot(w, act row t)`, rows `a_stride` bytes
     /// apart in `a`.
     pub fn dot_tile(
@@ -114,11 +147,27 @@ impl KernelSet {
         a_stride: usize,
         out: &mut [f32],
     ) -> Result<()> {
-        let f = self.tile_fn(ty)?;
+        self.run_checked(self.tile_fn(ty)?, ty, n, w, a, a_stride, out)
+    }
+
+    /// Runs this set's kernel `f` for weight type `ty` after checking the
+    /// shapes against its contract.
+    #[allow(clippy::too_many_arguments)]
+    fn run_checked(
+        &self,
+        f: TileFn,
+        ty: GgmlType,
+        n: usize,
+        w: &[u8],
+        a: &[u8],
+        a_stride: usize,
+        out: &mut [f32],
+    ) -> Result<()> {
         let act = ActType::for_weight(ty).ok_or_else(|| Error::invalid("no activation type"))?;
         check_dot_shapes(ty, act, n, w.len(), a.len(), a_stride, out.len())?;
-        // SAFETY: the shapes were checked above; `self` is only ever built for
-        // a CPU that has its features (see `available_sets`).
+        // SAFETY: the shapes were checked above; `self` (whose kernel `f` is)
+        // is only ever built for a CPU that has its features (see
+        // `available_sets`).
         unsafe { f(n, w, a, a_stride, out) };
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! weight type's activation format (once per format for a group of sibling
 //! matrices that read the same input, such as q/k/v or gate/up), then the
 //! output rows are cut into tasks. A task owns whole rows: for each of its
-//! rows it runs the tile kernel over all `nt` tokens, so every `y[t][o]` is
-//! computed by the same instruction sequence whatever the thread count, task
-//! size or `nt` (results are bit-identical across them).
+//! rows it runs the kernel over all `nt` tokens, so every `y[t][o]` is
+//! computed by the same instruction sequence whatever the thread count or
+//! task size (results are bit-identical across them). The kernel is chosen
+//! per matrix by (weight type, rows, `nt`) as the reference chooses its path
+//! (`KernelSet::matmul_fn`).
 
 use super::dispatch::{check_dot_shapes, ActType, KernelSet};
 use super::pool::ThreadPool;
@@ -268,7 +270,7 @@ pub fn matmul_quantized_with(
             continue;
         }
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
-        let f = ks.tile_fn(w.ty)?;
+        let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
         let step = rows_per_task(w.rows, a.nt, pool.n_threads());
         let mut r = 0;
         while r < w.rows {

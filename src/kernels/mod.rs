@@ -23,20 +23,26 @@
 //! - To quantize once and multiply several times by hand:
 //!   `Activations::quantize` then `matmul_quantized_with` (what
 //!   `matmul_siblings` does).
-//! - Results are bit-identical for any thread count and any `nt` (a row's
-//!   value for a token does not depend on the other tokens in the call).
+//! - Results are bit-identical for any thread count. Like the reference's,
+//!   they may depend on the matrix's row count and on `nt`: the kernel is the
+//!   emulation of the path the reference takes for that shape
+//!   (`ggml_paths`: repacked gemm/gemv, tiled k-quant matmul, k-quant
+//!   vec_dot), else the `ggml_vec_dot`-order kernel of the type.
 //! - The kernel set (scalar, AVX2+FMA+F16C, NEON, NEON+dotprod) is chosen
 //!   once at run time ([`kernels`]); `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1`
 //!   force scalar. Every SIMD kernel has its scalar definition in
 //!   `scalar.rs` and is tested against it.
 //!
 //! Files: `dispatch.rs` (kernel sets, detection), `scalar.rs`,
-//! `x86_avx2.rs`, `aarch64_neon.rs`, `matmul.rs`, `pool.rs`.
+//! `x86_avx2.rs`, `aarch64_neon.rs`, `ggml_paths/` (the reference's
+//! repacked, tiled and k-quant vec_dot paths), `matmul.rs`, `pool.rs`.
 
 pub mod dispatch;
+pub mod ggml_paths;
 pub mod matmul;
 pub mod pool;
 pub mod scalar;
+pub mod vecf;
 #[cfg(target_arch = "x86_64")]
 pub mod x86_avx2;
 #[cfg(target_arch = "aarch64")]

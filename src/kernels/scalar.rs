@@ -4,7 +4,10 @@
 //! block, in f32, accumulated in block order:
 //! - 32-blocks × Q8_0: `acc += (dw·da) · Σ qw·qa`
 //! - 32-blocks with a minimum × Q8_1: `acc += (dw·da) · Σ qw·qa + mw·sa`
-//! - super-blocks × Q8_K (see `KBlock`): `acc += (d·da)·isum − (dmin·da)·imin`
+//! - super-blocks × Q8_K: the reference's `ggml_vec_dot_*_q8_K` lane order
+//!   (`ggml_paths::vec_dot_k`, the dot the reference's matmul runs below 8
+//!   rows); `tile_x_q8_k` (exact integer sums of `KBlock`s, folded by a
+//!   `KFold`) serves the tiled-matmul emulation
 //! - F32/F16/BF16 × f32: `acc += w·a`, element by element.
 //!
 //! The activation quantizers: Q8_0 and Q8_1 are the reference CPU backend's
@@ -17,13 +20,14 @@ use super::dispatch::{KernelSet, TileFn};
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
 use crate::quant::{
-    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0,
-    q5_1, q5_k, q6_k, q8_0, q8_1, q8_k, Block, QK, QK_K,
+    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q8_k,
+    Block, QK, QK_K,
 };
 
 pub(crate) static SET: KernelSet = KernelSet {
     name: "scalar",
     tile,
+    ggml: super::ggml_paths::scalar_tile,
     quant_q8_0: quant_q8_0,
     quant_q8_1: quant_q8_1,
     quant_q8_k: quant_q8_k,
@@ -41,12 +45,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl,
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
-        Q2_K => tile_q2_k,
-        Q3_K => tile_q3_k,
-        Q4_K => tile_q4_k,
-        Q5_K => tile_q5_k,
-        Q6_K => tile_q6_k,
-        IQ4_XS => tile_iq4_xs,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return super::ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -63,7 +62,7 @@ fn quant_q8_k(x: &[f32], out: &mut [u8]) {
 
 /// Activation row `t` as blocks.
 #[inline]
-fn act_row<B: Block>(a: &[u8], a_stride: usize, t: usize, nb: usize) -> &[B] {
+pub(crate) fn act_row<B: Block>(a: &[u8], a_stride: usize, t: usize, nb: usize) -> &[B] {
     let start = t * a_stride;
     &as_blocks::<B>(&a[start..start + nb * std::mem::size_of::<B>()])[..nb]
 }
@@ -159,15 +158,16 @@ pub(crate) fn kblock_isums(k: &KBlock, a: &q8_k::BlockQ8K) -> (i32, i32) {
     (isum, imin)
 }
 
-/// How a super-block's integer sums become its f32 contribution (shared by
-/// every kernel set, so that all of them agree bit for bit).
-#[inline(always)]
-pub(crate) fn kblock_fold(d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32 {
-    (d * da) * isum as f32 - (dmin * da) * imin as f32
+/// How a super-block's integer sums fold into an output's f32 accumulator:
+/// `acc' = fold(acc, d, dmin, da, isum, imin)`. Every kernel set uses the same
+/// fold for a given path, so all of them agree bit for bit.
+pub(crate) trait KFold {
+    fn fold(acc: f32, d: f32, dmin: f32, da: f32, isum: i32, imin: i32) -> f32;
 }
 
+/// Super-blocks × Q8_K with the integer sums of `kblock_isums`, folded by `F`.
 #[inline]
-fn tile_x_q8_k<B: Block>(
+pub(crate) fn tile_x_q8_k<B: Block, F: KFold>(
     n: usize,
     w: &[u8],
     a: &[u8],
@@ -183,29 +183,10 @@ fn tile_x_q8_k<B: Block>(
         for (bw, ba) in wb.iter().zip(ab) {
             let k = unpack(bw);
             let (isum, imin) = kblock_isums(&k, ba);
-            acc += kblock_fold(k.d, k.dmin, ba.d(), isum, imin);
+            acc = F::fold(acc, k.d, k.dmin, ba.d(), isum, imin);
         }
         *o = acc;
     }
-}
-
-fn tile_q2_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q2_k::BlockQ2K::unpack);
-}
-fn tile_q3_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q3_k::BlockQ3K::unpack);
-}
-fn tile_q4_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q4_k::BlockQ4K::unpack);
-}
-fn tile_q5_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q5_k::BlockQ5K::unpack);
-}
-fn tile_q6_k(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, q6_k::BlockQ6K::unpack);
-}
-fn tile_iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
 }
 
 // --- float weights × f32

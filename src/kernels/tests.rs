@@ -1,5 +1,5 @@
 //! Kernel tests: every SIMD kernel set against the scalar definitions, the
-//! matmul's thread-count and token-count invariance, the pool.
+//! matmul's thread-count invariance and choice of kernel, the pool.
 
 use super::dispatch::{available_sets, ActType, KernelSet};
 use super::matmul::{matmul_siblings_with, matmul_with, Weights};
@@ -202,7 +202,8 @@ fn scalar_dots_equal_the_dot_of_the_dequantized_rows() {
 
 #[test]
 fn simd_dots_equal_scalar_dots() {
-    // K-quants and IQ4_XS: bit-identical (exact integer sums, same folding).
+    // K-quants and IQ4_XS: bit-identical (exact integer sums, the reference's
+    // vec_dot lane order in every set).
     // The others: within 1e-6 of Σ|w_i·a_i| (8-lane f32 accumulation).
     let mut rng = Rng::new(23);
     for set in available_sets() {
@@ -272,40 +273,46 @@ fn weights_of(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
 }
 
 #[test]
-fn matmul_is_identical_for_1_2_3_threads_and_any_token_count() {
+fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() {
     let pools: Vec<ThreadPool> = (1..=3).map(|n| ThreadPool::new(n).expect("pool")).collect();
-    let (rows, cols, nt) = (67, 512, 9);
+    let cols = 512;
     let mut rng = Rng::new(5);
-    let x = rng.data(nt * cols);
-    for set in available_sets() {
-        for ty in WEIGHT_TYPES {
-            let wb = weights_of(ty, rows, cols, 99);
-            let (buf, off) = misaligned(&wb);
-            let w = Weights::new(&buf[off..off + wb.len()], ty, rows, cols).expect("weights");
-            let mut ys = Vec::new();
-            for pool in &pools {
-                let mut y = vec![f32::NAN; nt * rows];
-                matmul_with(set, pool, &w, &x, nt, &mut y).expect("matmul");
-                ys.push(y);
-            }
-            for (i, y) in ys.iter().enumerate().skip(1) {
-                let same = y.iter().zip(&ys[0]).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{} {ty}: {} threads differ from 1", set.name, i + 1);
-            }
-            // each token alone (nt = 1) gives the same bits as in the batch
-            for t in [0, 4, 8] {
-                let mut y1 = vec![f32::NAN; rows];
-                matmul_with(set, &pools[1], &w, &x[t * cols..(t + 1) * cols], 1, &mut y1).expect("matmul");
-                let same = y1.iter().zip(&ys[0][t * rows..(t + 1) * rows]).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{} {ty}: token {t} alone differs from the batch", set.name);
-            }
-            // and the values are the rows' dots
-            let act = ActType::for_weight(ty).expect("paired");
-            for t in [0, 8] {
-                let a = quantize_acts(set, act, &x[t * cols..(t + 1) * cols]);
+    // 67 rows: no repacked path; 72: repacked where the reference repacks
+    for (rows, nt) in [(67, 9), (72, 9), (72, 3)] {
+        let x = rng.data(nt * cols);
+        for set in available_sets() {
+            for ty in WEIGHT_TYPES {
+                let wb = weights_of(ty, rows, cols, 99);
+                let (buf, off) = misaligned(&wb);
+                let w = Weights::new(&buf[off..off + wb.len()], ty, rows, cols).expect("weights");
+                let mut ys = Vec::new();
+                for pool in &pools {
+                    let mut y = vec![f32::NAN; nt * rows];
+                    matmul_with(set, pool, &w, &x, nt, &mut y).expect("matmul");
+                    ys.push(y);
+                }
+                for (i, y) in ys.iter().enumerate().skip(1) {
+                    let same = y.iter().zip(&ys[0]).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{} {ty}: {} threads differ from 1", set.name, i + 1);
+                }
+                // the values are the kernel's for this shape (nt rows of a
+                // `rows`-row matrix), a token alone those of the 1-row kernel
+                let act = ActType::for_weight(ty).expect("paired");
+                let a: Vec<u8> = (0..nt).flat_map(|t| quantize_acts(set, act, &x[t * cols..(t + 1) * cols])).collect();
+                let stride = act.row_bytes(cols);
                 for o in [0, 33, rows - 1] {
-                    let d = set.dot(ty, cols, w.data[o * w.row_bytes()..].as_ref(), &a).expect("dot");
-                    assert_eq!(d.to_bits(), ys[0][t * rows + o].to_bits(), "{} {ty} y[{t}][{o}]", set.name);
+                    let wr = &w.data[o * w.row_bytes()..(o + 1) * w.row_bytes()];
+                    let mut want = vec![0f32; nt];
+                    set.matmul_tile(ty, rows, cols, wr, &a, stride, &mut want).expect("tile");
+                    for t in 0..nt {
+                        assert_eq!(want[t].to_bits(), ys[0][t * rows + o].to_bits(), "{} {ty} y[{t}][{o}]", set.name);
+                    }
+                    let t = nt - 1;
+                    let mut y1 = vec![f32::NAN; rows];
+                    matmul_with(set, &pools[1], &w, &x[t * cols..(t + 1) * cols], 1, &mut y1).expect("matmul");
+                    let mut one = [0f32];
+                    set.matmul_tile(ty, rows, cols, wr, &a[t * stride..], stride, &mut one).expect("tile");
+                    assert_eq!(one[0].to_bits(), y1[o].to_bits(), "{} {ty} token {t} alone, row {o}", set.name);
                 }
             }
         }
@@ -418,7 +425,7 @@ fn pool_reports_a_panicking_task_and_stays_usable() {
 }
 
 /// Byte offsets of the f16 scale fields of each block type.
-fn scale_fields(ty: GgmlType) -> &'static [usize] {
+pub(crate) fn scale_fields(ty: GgmlType) -> &'static [usize] {
     use GgmlType::*;
     match ty {
         Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],

@@ -7,8 +7,9 @@
 //!   in a register (the lanes sum in another order than the scalar loop:
 //!   results agree within f32 rounding).
 //! - super-blocks: unpacked once into 8 registers of 32 i8 plus the group
-//!   scales, dotted with up to 4 tokens; the integer sums are exact and fold
-//!   into f32 exactly as the scalar code does (bit-identical results).
+//!   scales (`WK`, `KRegs`), the exact integer sums (`k_isums`) folded by a
+//!   `KFold`; `ggml_paths` builds the reference's k-quant paths on these
+//!   (bit-identical to their scalar definitions).
 //! - activation quantizers: byte-identical to the scalar ones, including the
 //!   reference's x86 conversions of out-of-range values.
 //!
@@ -26,7 +27,7 @@
 use std::arch::x86_64::*;
 
 use super::dispatch::{KernelSet, TileFn};
-use super::scalar::kblock_fold;
+use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
@@ -39,6 +40,7 @@ pub fn cpu_ok() -> bool {
 pub(crate) static SET: KernelSet = KernelSet {
     name: "avx2",
     tile,
+    ggml: super::ggml_paths::avx2_tile,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
@@ -56,12 +58,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_q8_0_family::<WIq4Nl>,
         Q4_1 => tile_q8_1_family::<WQ4_1>,
         Q5_1 => tile_q8_1_family::<WQ5_1>,
-        Q2_K => tile_q8_k_family::<WQ2K>,
-        Q3_K => tile_q8_k_family::<WQ3K>,
-        Q4_K => tile_q8_k_family::<WQ4K>,
-        Q5_K => tile_q8_k_family::<WQ5K>,
-        Q6_K => tile_q8_k_family::<WQ6K>,
-        IQ4_XS => tile_q8_k_family::<WIq4Xs>,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return super::ggml_paths::vec_dot_k::avx2_tile(ty),
         _ => return None,
     })
 }
@@ -71,14 +68,14 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
 /// f16 at `p` (unaligned) → f32.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn f16_at(p: *const u8) -> f32 {
+pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
     let bits = std::ptr::read_unaligned(p as *const u16);
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn hsum_ps(v: __m256) -> f32 {
+pub(crate) unsafe fn hsum_ps(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -87,7 +84,7 @@ unsafe fn hsum_ps(v: __m256) -> f32 {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn hsum_epi32(v: __m256i) -> i32 {
+pub(crate) unsafe fn hsum_epi32(v: __m256i) -> i32 {
     let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
     let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
@@ -96,14 +93,47 @@ unsafe fn hsum_epi32(v: __m256i) -> i32 {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn loadu(p: *const u8) -> __m256i {
+pub(crate) unsafe fn loadu(p: *const u8) -> __m256i {
     _mm256_loadu_si256(p as *const __m256i)
+}
+
+/// The horizontal sums of 8 vectors of 8 i32: lane j = Σ lanes of `v[j]`
+/// (exact, wrapping like the single sums).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn hsum_epi32_x8(v: &[__m256i; 8]) -> __m256i {
+    let t0 = _mm256_hadd_epi32(v[0], v[1]);
+    let t1 = _mm256_hadd_epi32(v[2], v[3]);
+    let t2 = _mm256_hadd_epi32(v[4], v[5]);
+    let t3 = _mm256_hadd_epi32(v[6], v[7]);
+    // per 128-bit half: [v0, v1, v2, v3] and [v4, v5, v6, v7] partial sums
+    let u0 = _mm256_hadd_epi32(t0, t1);
+    let u1 = _mm256_hadd_epi32(t2, t3);
+    let lo = _mm256_permute2x128_si256(u0, u1, 0x20);
+    let hi = _mm256_permute2x128_si256(u0, u1, 0x31);
+    _mm256_add_epi32(lo, hi)
+}
+
+/// The f32 Q8_K scales `d` of 8 activation rows `s` bytes apart from `ab`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
+    let d: [f32; 8] = std::array::from_fn(|j| q8k_d(ab.add(j * s)));
+    _mm256_loadu_ps(d.as_ptr())
+}
+
+/// The f16 scales at `p`, `p + s`, … of 8 activation rows, as f32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
+    let h: [u16; 8] = std::array::from_fn(|j| std::ptr::read_unaligned(p.add(j * s) as *const u16));
+    _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i))
 }
 
 /// 16 packed bytes → 32 nibbles as bytes: low nibbles first, then high.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn nibbles32(p: *const u8) -> __m256i {
+pub(crate) unsafe fn nibbles32(p: *const u8) -> __m256i {
     let v = _mm_loadu_si128(p as *const __m128i);
     let m = _mm_set1_epi8(0x0F);
     let lo = _mm_and_si128(v, m);
@@ -131,26 +161,26 @@ unsafe fn bits32(p: *const u8) -> __m256i {
 /// as 16 i16 (pair sums: lanes 0-7 cover elements 0-15, lanes 8-15 16-31).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn dot_pairs_signed(w: __m256i, a: __m256i) -> __m256i {
+pub(crate) unsafe fn dot_pairs_signed(w: __m256i, a: __m256i) -> __m256i {
     _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn pairs_to_i32(p: __m256i) -> __m256i {
+pub(crate) unsafe fn pairs_to_i32(p: __m256i) -> __m256i {
     _mm256_madd_epi16(p, _mm256_set1_epi16(1))
 }
 
 // --- 32-blocks × Q8_0
 
 /// A 32-element weight block whose values are signed.
-trait W32 {
+pub(crate) trait W32 {
     const BYTES: usize;
     /// The 32 values as i8 and the block scale.
     unsafe fn load(p: *const u8) -> (__m256i, f32);
 }
 
-struct WQ4_0;
+pub(crate) struct WQ4_0;
 impl W32 for WQ4_0 {
     const BYTES: usize = 18;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -160,7 +190,7 @@ impl W32 for WQ4_0 {
     }
 }
 
-struct WQ5_0;
+pub(crate) struct WQ5_0;
 impl W32 for WQ5_0 {
     const BYTES: usize = 22;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -172,7 +202,7 @@ impl W32 for WQ5_0 {
     }
 }
 
-struct WQ8_0;
+pub(crate) struct WQ8_0;
 impl W32 for WQ8_0 {
     const BYTES: usize = 34;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -182,7 +212,7 @@ impl W32 for WQ8_0 {
     }
 }
 
-struct WIq4Nl;
+pub(crate) struct WIq4Nl;
 impl W32 for WIq4Nl {
     const BYTES: usize = 18;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -296,16 +326,16 @@ unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, ou
 /// A super-block unpacked into registers: 8 chunks of 32 signed values, the
 /// per-chunk scale vectors (i16, group 2c in lanes 0-7, 2c+1 in lanes 8-15),
 /// the 16 group minimums and the two super-scales.
-struct KRegs {
-    q: [__m256i; 8],
-    sc: [__m256i; 8],
-    mins: __m256i,
-    has_min: bool,
-    d: f32,
-    dmin: f32,
+pub(crate) struct KRegs {
+    pub q: [__m256i; 8],
+    pub sc: [__m256i; 8],
+    pub mins: __m256i,
+    pub has_min: bool,
+    pub d: f32,
+    pub dmin: f32,
 }
 
-trait WK {
+pub(crate) trait WK {
     const BYTES: usize;
     /// Unpacks the super-block at `p`.
     unsafe fn unpack(p: *const u8) -> KRegs;
@@ -350,7 +380,7 @@ unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
     (sc, _mm256_loadu_si256(mins.as_ptr() as *const __m256i))
 }
 
-struct WQ2K;
+pub(crate) struct WQ2K;
 impl WK for WQ2K {
     const BYTES: usize = 84;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -383,7 +413,7 @@ impl WK for WQ2K {
     }
 }
 
-struct WQ3K;
+pub(crate) struct WQ3K;
 impl WK for WQ3K {
     const BYTES: usize = 110;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -420,7 +450,7 @@ impl WK for WQ3K {
     }
 }
 
-struct WQ4K;
+pub(crate) struct WQ4K;
 impl WK for WQ4K {
     const BYTES: usize = 144;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -445,7 +475,7 @@ impl WK for WQ4K {
     }
 }
 
-struct WQ5K;
+pub(crate) struct WQ5K;
 impl WK for WQ5K {
     const BYTES: usize = 176;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -477,7 +507,7 @@ impl WK for WQ5K {
     }
 }
 
-struct WQ6K;
+pub(crate) struct WQ6K;
 impl WK for WQ6K {
     const BYTES: usize = 210;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -515,7 +545,7 @@ impl WK for WQ6K {
     }
 }
 
-struct WIq4Xs;
+pub(crate) struct WIq4Xs;
 impl WK for WIq4Xs {
     const BYTES: usize = 136;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -545,39 +575,54 @@ impl WK for WIq4Xs {
     }
 }
 
+/// The exact integer sums of one super-block dot with the Q8_K block at `ab`:
+/// (Σ_g scale_g·Σ_{i∈g} q_i·a_i, Σ_g min_g·bsum_g).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn group_q8_k<U: WK, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+pub(crate) unsafe fn k_isums(k: &KRegs, ab: *const u8) -> (i32, i32) {
+    let aq = ab.add(4);
+    let mut isum = _mm256_setzero_si256();
+    for c in 0..8 {
+        let p = dot_pairs_signed(k.q[c], loadu(aq.add(32 * c)));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+    }
+    let isum = hsum_epi32(isum);
+    let imin = if k.has_min { hsum_epi32(_mm256_madd_epi16(k.mins, loadu(ab.add(260)))) } else { 0 };
+    (isum, imin)
+}
+
+/// The f32 scale `d` of the Q8_K block at `ab`.
+#[inline]
+pub(crate) unsafe fn q8k_d(ab: *const u8) -> f32 {
+    f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
     let mut acc = [0f32; T];
     for b in 0..nb {
         let k = U::unpack(w.add(b * U::BYTES));
         for j in 0..T {
             let ab = a.add(j * s + b * 292);
-            let aq = ab.add(4);
-            let mut isum = _mm256_setzero_si256();
-            for c in 0..8 {
-                let p = dot_pairs_signed(k.q[c], loadu(aq.add(32 * c)));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
-            }
-            let isum = hsum_epi32(isum);
-            let imin = if k.has_min { hsum_epi32(_mm256_madd_epi16(k.mins, loadu(ab.add(260)))) } else { 0 };
-            let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
-            acc[j] += kblock_fold(k.d, k.dmin, da, isum, imin);
+            let (isum, imin) = k_isums(&k, ab);
+            acc[j] = F::fold(acc[j], k.d, k.dmin, q8k_d(ab), isum, imin);
         }
     }
     out[..T].copy_from_slice(&acc);
 }
 
+/// Super-blocks × Q8_K, folded by `F`: 4 tokens per pass over the row.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tile_q8_k_family<U: WK>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+pub(crate) unsafe fn tile_q8_k_family<U: WK, F: KFold>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     let nb = n / QK_K;
     let mut t = 0;
     while t + 4 <= out.len() {
-        group_q8_k::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+        group_q8_k::<U, F, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
         t += 4;
     }
     while t < out.len() {
-        group_q8_k::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        group_q8_k::<U, F, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
         t += 1;
     }
 }

@@ -8,6 +8,44 @@ use std::ffi::CStr;
 /// LLAMA_FTYPE_GUESSED: the bit that marks a guessed file type.
 pub const GUESSED: i32 = 1024;
 
+// The llama_ftype values (llama.h).
+pub const ALL_F32: i32 = 0;
+pub const F16: i32 = 1;
+pub const Q4_0: i32 = 2;
+pub const Q4_1: i32 = 3;
+pub const Q8_0: i32 = 7;
+pub const Q5_0: i32 = 8;
+pub const Q5_1: i32 = 9;
+pub const Q2_K: i32 = 10;
+pub const Q3_K_S: i32 = 11;
+pub const Q3_K_M: i32 = 12;
+pub const Q3_K_L: i32 = 13;
+pub const Q4_K_S: i32 = 14;
+pub const Q4_K_M: i32 = 15;
+pub const Q5_K_S: i32 = 16;
+pub const Q5_K_M: i32 = 17;
+pub const Q6_K: i32 = 18;
+pub const IQ2_XXS: i32 = 19;
+pub const IQ2_XS: i32 = 20;
+pub const Q2_K_S: i32 = 21;
+pub const IQ3_XS: i32 = 22;
+pub const IQ3_XXS: i32 = 23;
+pub const IQ1_S: i32 = 24;
+pub const IQ4_NL: i32 = 25;
+pub const IQ3_S: i32 = 26;
+pub const IQ3_M: i32 = 27;
+pub const IQ2_S: i32 = 28;
+pub const IQ2_M: i32 = 29;
+pub const IQ4_XS: i32 = 30;
+pub const IQ1_M: i32 = 31;
+pub const BF16: i32 = 32;
+pub const TQ1_0: i32 = 36;
+pub const TQ2_0: i32 = 37;
+pub const MXFP4_MOE: i32 = 38;
+pub const NVFP4: i32 = 39;
+pub const Q1_0: i32 = 40;
+pub const Q2_0: i32 = 41;
+
 /// The reference's name of a file type, "(guessed) " first when the bit is
 /// set; unknown values get "unknown, may not work".
 pub fn name_c(ftype: i32) -> &'static CStr {

@@ -78,6 +78,31 @@ impl Keys<'_> {
         }
     }
 
+    pub fn bool(&self, key: &str) -> Result<Option<bool>> {
+        let key = self.full(key);
+        if let Some(Override::Bool(v)) = self.overrides.get(&key) {
+            return Ok(Some(*v));
+        }
+        match self.file.get(&key) {
+            None => Ok(None),
+            Some(Value::Bool(x)) => Ok(Some(x)),
+            Some(v) => Err(Error::model(format!("key '{key}' has type {}, expected bool", v.type_name()))),
+        }
+    }
+
+    /// A string key, as raw bytes.
+    pub fn string(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let key = self.full(key);
+        if let Some(Override::Str(v)) = self.overrides.get(&key) {
+            return Ok(Some(v.as_bytes().to_vec()));
+        }
+        match self.file.get(&key) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(self.file.str_bytes(&s).to_vec())),
+            Some(v) => Err(Error::model(format!("key '{key}' has type {}, expected string", v.type_name()))),
+        }
+    }
+
     /// A u32 key that may instead be an array of one value per layer.
     pub fn u32_per_layer(&self, key: &str, n_layer: u32) -> Result<Option<Vec<u32>>> {
         let full = self.full(key);
@@ -97,6 +122,30 @@ impl Keys<'_> {
         }
         Ok(self.u32(key)?.map(|v| vec![v; n_layer as usize]))
     }
+}
+
+/// Which layers use sliding-window attention (the reference's
+/// `load_swa_pattern`): `%s.attention.sliding_window_pattern` as an array
+/// of per-layer flags (bool, u32 or i32; missing entries are 0), or as a
+/// period n — every n-th layer is global, the others slide (n = 0: all
+/// slide) — with `default_period` when absent. One entry per layer of
+/// `n_layer_all`; layers past `n_layer` (next-token layers) are 0.
+pub fn swa_layers(keys: &Keys, n_layer_all: u32, n_layer: u32, default_period: u32) -> Result<Vec<u32>> {
+    let key = keys.full("%s.attention.sliding_window_pattern");
+    if let Some(Value::Array(a)) = keys.file.get(&key).as_ref() {
+        let f = keys.file;
+        let v: Vec<u32> = f
+            .array_u32(a)
+            .or_else(|| f.array_i32(a).map(|v| v.into_iter().map(|x| x as u32).collect()))
+            .or_else(|| f.array_vec::<bool>(a).map(|b| b.into_iter().map(u32::from).collect()))
+            .ok_or_else(|| Error::model(format!("{key} is an array of the wrong element type")))?;
+        if v.len() > MAX_LAYERS as usize {
+            return Err(Error::model(format!("array length {} for key {key} exceeds max {MAX_LAYERS}", v.len())));
+        }
+        return Ok((0..n_layer_all as usize).map(|il| v.get(il).copied().unwrap_or(0)).collect());
+    }
+    let n = keys.u32("%s.attention.sliding_window_pattern")?.unwrap_or(default_period);
+    Ok((0..n_layer_all).map(|il| u32::from(il < n_layer && (n == 0 || il % n < n - 1))).collect())
 }
 
 impl HParams {
@@ -160,10 +209,9 @@ impl HParams {
         use super::arch::Arch;
         if arch == Arch::Gemma3 {
             if self.n_swa > 0 {
-                // Every n-th layer is global, the others slide (pattern 6 by default).
-                let n_pattern = keys.u32("%s.attention.sliding_window_pattern")?.unwrap_or(6);
-                for (il, swa) in self.is_swa.iter_mut().enumerate() {
-                    *swa = n_pattern == 0 || (il as u32 % n_pattern) < n_pattern - 1;
+                let layers = swa_layers(keys, self.n_layer, self.n_layer, 6)?;
+                for (swa, &l) in self.is_swa.iter_mut().zip(&layers) {
+                    *swa = l != 0;
                 }
             }
             self.f_final_logit_softcapping = keys.f32("%s.final_logit_softcapping")?.unwrap_or(0.0);

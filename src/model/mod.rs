@@ -5,6 +5,9 @@ pub mod arch;
 pub mod ftype;
 pub mod hparams;
 pub mod metadata;
+pub mod quantize;
+pub mod save;
+pub mod split;
 pub mod vocab_info;
 pub mod weights;
 
@@ -22,7 +25,8 @@ pub const MAX_SEQ: usize = 256;
 
 /// Where the GGUF bytes come from.
 pub enum Source<'a> {
-    /// One file, or the first of a split set that names its own parts.
+    /// One file, or the first of a split set (`<prefix>-00001-of-0000N.gguf`):
+    /// the other parts are found by name.
     Path(&'a std::path::Path),
     /// A GGUF embedded in an open file, starting at `base`.
     FileAt(&'a std::fs::File, u64),
@@ -57,45 +61,25 @@ pub struct Model {
     pub vocab_only: bool,
     /// The bound weights (None with vocab_only).
     pub weights: Option<Weights>,
+    /// The caller's kv overrides (saving reads hyperparameters through them).
+    pub overrides: Overrides,
 }
 
 fn open_all(source: &Source) -> Result<Vec<GgufFile>> {
     match source {
-        Source::Path(p) => Ok(vec![GgufFile::open(p)?]),
+        Source::Path(p) => split::open_parts(p, &[]),
+        // A GGUF inside an open file is one part (as in the reference).
         Source::FileAt(f, base) => Ok(vec![GgufFile::open_file_at(f, *base)?]),
-        Source::Splits(paths) => {
-            if paths.is_empty() {
-                return Err(Error::invalid("no split paths given"));
-            }
-            paths.iter().map(|p| GgufFile::open(p)).collect()
-        }
+        Source::Splits(paths) => match paths.first() {
+            Some(first) => split::open_parts(first, paths),
+            None => Err(Error::invalid("no split paths given")),
+        },
     }
-}
-
-/// Checks that a set of files is one split model, in order: `split.count`
-/// equals the number of files and each `split.no` its position.
-fn check_splits(files: &[GgufFile]) -> Result<()> {
-    let count = files[0].get("split.count").and_then(|v| v.as_u64()).unwrap_or(1);
-    if count != files.len() as u64 {
-        return Err(Error::model(format!(
-            "the model has split.count = {count} but {} file(s) were given{}",
-            files.len(),
-            if files.len() == 1 { " (loading the other parts from a first split is not implemented yet)" } else { "" }
-        )));
-    }
-    for (i, f) in files.iter().enumerate() {
-        let no = f.get("split.no").and_then(|v| v.as_u64()).unwrap_or(0);
-        if no != i as u64 {
-            return Err(Error::model(format!("split file {i} has split.no = {no}; the paths must be in order")));
-        }
-    }
-    Ok(())
 }
 
 impl Model {
     pub fn load(source: Source, mut params: LoadParams) -> Result<Model> {
         let files = open_all(&source)?;
-        check_splits(&files)?;
         let first = &files[0];
 
         let arch_name = match first.get("general.architecture").as_ref() {
@@ -123,7 +107,7 @@ impl Model {
         for (fi, f) in files.iter().enumerate() {
             for t in f.tensors() {
                 if files[..fi].iter().any(|g| g.find_tensor_index(&t.name).is_some()) {
-                    return Err(Error::model(format!("tensor '{}' appears in more than one split", t.name)));
+                    return Err(Error::model(format!("invalid model: tensor '{}' is duplicated", t.name)));
                 }
                 n_params = n_params.saturating_add(t.n_elements());
                 n_bytes = n_bytes.saturating_add(t.nbytes);
@@ -202,6 +186,7 @@ impl Model {
             n_bytes,
             vocab_only: params.vocab_only,
             weights,
+            overrides: params.overrides,
         })
     }
 

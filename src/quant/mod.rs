@@ -35,9 +35,12 @@ pub mod q6_k;
 pub mod q8_0;
 pub mod q8_1;
 pub mod q8_k;
+pub mod validate;
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+pub use validate::validate_row_data;
 
 use crate::ggml_type::GgmlType;
 use crate::{Error, Result};
@@ -233,4 +236,27 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
         _ => return Err(Error::invalid(format!("quantize_row: type {ty} is not supported"))),
     }
     Ok(())
+}
+
+/// Whether [`quantize_chunk`] can produce `ty` (the storage types of model
+/// files minfer writes; Q8_1 and Q8_K are activation-only).
+pub fn is_chunk_type(ty: GgmlType) -> bool {
+    is_supported(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)
+}
+
+/// Quantizes whole rows as ggml's `ggml_quantize_chunk` does without an
+/// importance matrix (what `llama_model_quantize` writes). That is the
+/// `_ref` quantizer of every type except IQ4_NL, which `quantize_iq4_nl`
+/// runs with a search of 7 scale candidates either side. Rows are
+/// independent, so any split of a tensor into chunks gives the same bytes.
+pub fn quantize_chunk(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
+    if !is_chunk_type(ty) {
+        return Err(Error::invalid(format!("quantize_chunk: type {ty} is not supported")));
+    }
+    if ty == GgmlType::IQ4_NL {
+        check_row(ty, x.len(), out.len(), "quantize_chunk")?;
+        iq4::quantize_row_nl_ntry(x, as_blocks_mut(out), 7);
+        return Ok(());
+    }
+    quantize_row(ty, x, out)
 }

@@ -1139,9 +1139,11 @@ impl Vocab {
         Ok(p)
     }
 
-    /// `llama_detokenize`: (the length before the clean-up passes, which is
-    /// what a too-small buffer is told; the text).
-    pub fn detokenize(&self, ids: &[i32], remove_special: bool, unparse_special: bool) -> Result<(usize, Vec<u8>)> {
+    /// `llama_detokenize` into a buffer of `max` bytes: (the length before
+    /// the clean-up passes, which is what a too-small buffer is told; the
+    /// text). When that length exceeds `max`, the text is what the reference
+    /// leaves in the short buffer: the leading whole pieces that fit.
+    pub fn detokenize(&self, ids: &[i32], remove_special: bool, unparse_special: bool, max: usize) -> Result<(usize, Vec<u8>)> {
         if self.kind == VocabType::None {
             return Ok((0, Vec::new()));
         }
@@ -1155,11 +1157,20 @@ impl Vocab {
             ids = &ids[..ids.len() - 1];
         }
         let mut text = Vec::new();
+        let mut fitting = None; // bytes of the pieces before the first that did not fit
         for &id in ids {
-            text.extend_from_slice(self.piece(id, remove_space as i32, unparse_special)?);
+            let piece = self.piece(id, remove_space as i32, unparse_special)?;
+            if fitting.is_none() && text.len() + piece.len() > max {
+                fitting = Some(text.len());
+            }
+            text.extend_from_slice(piece);
             remove_space = false;
         }
         let raw = text.len();
+        if let Some(n) = fitting {
+            text.truncate(n);
+            return Ok((raw, text));
+        }
         if self.clean_spaces {
             clean_spaces(&mut text);
         }

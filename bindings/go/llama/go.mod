@@ -1,0 +1,3 @@
+module minfer/bindings/go/llama
+
+go 1.19

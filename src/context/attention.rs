@@ -1,0 +1,274 @@
+//! Attention over the KV cache with the reference's flash-attention
+//! numerics (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
+//!
+//! The reference picks one of two paths per ubatch, and so do we:
+//! - **tiled** (a ubatch of ≥ 64 tokens, K/V in f16 or f32): per query row,
+//!   KV cells in tiles of 64 by cell index; scores `q·k` as fused
+//!   multiply-add chains in f32 (q not rounded), times the scale, masked
+//!   cells at -inf; an online softmax per tile (max, `expf` of ggml's SIMD
+//!   flavour, the tile sum in f64 added to an f32 running sum, earlier
+//!   accumulators rescaled by libm `expf(M_old - M_new)`), `P·V` as fused
+//!   chains in f32; finally divided by the sum. Tiles where the row sees no
+//!   cell are skipped.
+//! - **one chunk** (fewer tokens): per query row, cell by cell, q rounded to
+//!   f16 (for an f16 cache), `ggml_vec_dot_f16`, and the V accumulator kept
+//!   in f16 (rounded after every update) for an f16 V cache.
+//!
+//! Deviation: for a single-token ubatch over ≥ 512 cells the reference
+//! splits the cells into one chunk per thread and merges the partial
+//! softmaxes, so its result depends on the thread count. minfer always uses
+//! the one-chunk order (the reference's result at one thread) so that its
+//! logits are the same for every thread count.
+//!
+//! Every (token, head) row is independent, so rows run in parallel on the
+//! pool and the result does not depend on the thread count or the ubatch
+//! split (beyond the path choice above, which the reference makes too).
+
+use super::batch::Token;
+use super::kv_cache::{KvCache, KvType};
+use crate::error::Result;
+use crate::kernels::vecf::{self, TILE};
+use crate::kernels::ThreadPool;
+
+/// Query rows per tile in the reference (GGML_FA_TILE_Q): ubatches with at
+/// least this many tokens take the tiled path.
+const Q_TILE: usize = 64;
+
+/// Head layout of one attention layer.
+#[derive(Clone, Copy)]
+pub struct AttnShape {
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub hd_k: usize,
+    pub hd_v: usize,
+    /// Elements per KV cell row: n_head_kv * hd_k and n_head_kv * hd_v.
+    pub kw: usize,
+    pub vw: usize,
+    pub kq_scale: f32,
+}
+
+/// A pointer the attention tasks write disjoint rows through.
+struct RowsPtr(*mut f32);
+// SAFETY: every task writes only its own (token, head) row of the buffer,
+// and the buffer outlives the pool submission.
+unsafe impl Sync for RowsPtr {}
+
+impl RowsPtr {
+    /// Row `i` of `len` elements.
+    ///
+    /// # Safety
+    /// The row must be in the buffer and written by this caller alone.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
+        // SAFETY: the caller's contract above.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
+    }
+}
+
+/// The K/V rows of one layer as f32, laid out for the path in use.
+struct LayerKv {
+    /// Tiled path: per (tile, kv head), K transposed [hd_k][TILE] and V
+    /// [TILE][hd_v]; columns of cells not in use are zero.
+    /// One chunk: per cell, K [kw] and V [vw] (only cells in use are read).
+    k: Vec<f32>,
+    v: Vec<f32>,
+    /// Tile index → slot in `k`/`v`, or usize::MAX for tiles with no cell in use.
+    tile_slot: Vec<usize>,
+}
+
+/// Attention of every (token, head) of the ubatch over the KV cells its
+/// sequence sees (position ≤ its own unless `causal` is off, and within
+/// `window` positions on sliding-window layers). `q` is [nt][n_head * hd_k];
+/// returns [nt][n_head * hd_v].
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    pool: &ThreadPool,
+    kv: &KvCache,
+    il: usize,
+    tokens: &[Token],
+    q: &[f32],
+    sh: AttnShape,
+    causal: bool,
+    window: Option<i32>,
+) -> Result<Vec<f32>> {
+    let nt = tokens.len();
+    let n_cells = kv.n_cells();
+    // For each token, the cells it attends to, by ascending index.
+    let visible: Vec<Vec<usize>> = tokens
+        .iter()
+        .map(|tok| {
+            let seq = tok.seqs[0] as usize;
+            (0..n_cells)
+                .filter(|&c| {
+                    let cell = &kv.cells[c];
+                    !cell.is_empty()
+                        && cell.seqs.has(seq)
+                        && (!causal || cell.pos <= tok.pos)
+                        && window.map_or(true, |w| tok.pos - cell.pos < w)
+                })
+                .collect()
+        })
+        .collect();
+    let tiled = nt >= Q_TILE;
+    let layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
+    // The reference rounds q to the K type for the one-chunk dot.
+    let k_f16 = kv.k[il].ty() == KvType::F16;
+    let v_f16 = kv.v[il].ty() == KvType::F16;
+
+    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
+    let out = RowsPtr(attn.as_mut_ptr());
+    let group = sh.n_head / sh.n_head_kv;
+    let task = |i: usize| {
+        let (t, hq) = (i / sh.n_head, i % sh.n_head);
+        let g = hq / group;
+        let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
+        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
+        let row = unsafe { out.row(i, sh.hd_v) };
+        if tiled {
+            row_tiled(&layer, sh, g, qh, &visible[t], row);
+        } else {
+            row_one_chunk(&layer, sh, g, qh, &visible[t], k_f16, v_f16, row);
+        }
+    };
+    pool.run(nt * sh.n_head, &task)?;
+    Ok(attn)
+}
+
+/// K/V of the cells in use, tile by tile ([`LayerKv`]).
+fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
+    let n_tiles = kv.n_cells().div_ceil(TILE);
+    let mut tile_slot = vec![usize::MAX; n_tiles];
+    let mut n_slots = 0;
+    for (t, slot) in tile_slot.iter_mut().enumerate() {
+        if (t * TILE..((t + 1) * TILE).min(kv.n_cells())).any(|c| !kv.cells[c].is_empty()) {
+            *slot = n_slots;
+            n_slots += 1;
+        }
+    }
+    let k_tile = sh.hd_k * TILE; // one kv head's [hd_k][TILE]
+    let v_tile = TILE * sh.hd_v; // one kv head's [TILE][hd_v]
+    let mut k = vec![0f32; n_slots * sh.n_head_kv * k_tile];
+    let mut v = vec![0f32; n_slots * sh.n_head_kv * v_tile];
+    let mut krow = vec![0f32; sh.kw];
+    let mut vrow = vec![0f32; sh.vw];
+    for (t, &slot) in tile_slot.iter().enumerate() {
+        if slot == usize::MAX {
+            continue;
+        }
+        for tk in 0..TILE {
+            let c = t * TILE + tk;
+            if c >= kv.n_cells() || kv.cells[c].is_empty() {
+                continue;
+            }
+            KvCache::read(&kv.k[il], c * sh.kw, &mut krow);
+            KvCache::read(&kv.v[il], c * sh.vw, &mut vrow);
+            for g in 0..sh.n_head_kv {
+                let kt = &mut k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
+                for d in 0..sh.hd_k {
+                    kt[d * TILE + tk] = krow[g * sh.hd_k + d];
+                }
+                let vt = &mut v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
+                vt[tk * sh.hd_v..(tk + 1) * sh.hd_v].copy_from_slice(&vrow[g * sh.hd_v..(g + 1) * sh.hd_v]);
+            }
+        }
+    }
+    LayerKv { k, v, tile_slot }
+}
+
+/// K/V rows of the cells in use, by cell index ([`LayerKv`]).
+fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
+    let n = kv.n_cells();
+    let mut k = vec![0f32; n * sh.kw]; // [n_cells][kw]
+    let mut v = vec![0f32; n * sh.vw]; // [n_cells][vw]
+    for c in (0..n).filter(|&c| !kv.cells[c].is_empty()) {
+        KvCache::read(&kv.k[il], c * sh.kw, &mut k[c * sh.kw..(c + 1) * sh.kw]);
+        KvCache::read(&kv.v[il], c * sh.vw, &mut v[c * sh.vw..(c + 1) * sh.vw]);
+    }
+    LayerKv { k, v, tile_slot: Vec::new() }
+}
+
+/// The tiled path for one (token, head) row.
+fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) {
+    let k_tile = sh.hd_k * TILE;
+    let v_tile = TILE * sh.hd_v;
+    let mut s_sum = 0f32;
+    let mut m = f32::NEG_INFINITY;
+    out.fill(0.0);
+    let mut kq = [0f32; TILE];
+    let mut i = 0;
+    while i < visible.len() {
+        let t = visible[i] / TILE;
+        let slot = layer.tile_slot[t];
+        let kt = &layer.k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
+        vecf::gemv_tile(q, kt, &mut kq);
+        // scale, then the mask: visible cells add 0, the others are -inf
+        let mut seen = [false; TILE];
+        while i < visible.len() && visible[i] / TILE == t {
+            seen[visible[i] % TILE] = true;
+            i += 1;
+        }
+        for (x, &vis) in kq.iter_mut().zip(&seen) {
+            *x = if vis { *x * sh.kq_scale + 0.0 } else { f32::NEG_INFINITY };
+        }
+        let tile_max = kq.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+        let m_new = m.max(tile_max);
+        if m_new > m {
+            let ms = (m - m_new).exp();
+            out.iter_mut().for_each(|o| *o *= ms);
+            s_sum *= ms;
+        }
+        m = m_new;
+        s_sum = (f64::from(s_sum) + vecf::softmax_sum(&mut kq, m_new)) as f32;
+        let vt = &layer.v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
+        vecf::axpy_tile(&kq, vt, out);
+    }
+    let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
+    out.iter_mut().for_each(|o| *o *= inv);
+}
+
+/// The one-chunk path for one (token, head) row.
+#[allow(clippy::too_many_arguments)]
+fn row_one_chunk(
+    layer: &LayerKv,
+    sh: AttnShape,
+    g: usize,
+    q: &[f32],
+    visible: &[usize],
+    k_f16: bool,
+    v_f16: bool,
+    out: &mut [f32],
+) {
+    let q: Vec<f32> = if k_f16 { q.iter().map(|&x| vecf::round_f16(x)).collect() } else { q.to_vec() };
+    let mut s_sum = 0f32;
+    let mut m = f32::NEG_INFINITY;
+    out.fill(0.0);
+    for &c in visible {
+        let k = &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+        let v = &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+        let s = vecf::dot_f16(k, &q) * sh.kq_scale + 0.0;
+        let mut ms = 1.0f32;
+        let mut vs = 1.0f32;
+        if s > m {
+            let m_old = m;
+            m = s;
+            ms = (m_old - m).exp();
+            if v_f16 {
+                vecf::scale_f16(out, ms);
+            } else {
+                out.iter_mut().for_each(|o| *o *= ms);
+            }
+        } else {
+            vs = (s - m).exp();
+        }
+        if v_f16 {
+            vecf::mad_f16(out, v, vs);
+        } else {
+            for (o, &x) in out.iter_mut().zip(v) {
+                *o = x.mul_add(vs, *o);
+            }
+        }
+        s_sum = s_sum.mul_add(ms, vs);
+    }
+    let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
+    out.iter_mut().for_each(|o| *o *= inv);
+}

@@ -1,0 +1,112 @@
+//! Emulations of the reference's (ggml-cpu's) matmul paths that do not run
+//! the 32-block `ggml_vec_dot` kernels, so that minfer's products equal the
+//! reference's bit for bit.
+//!
+//! The reference is ggml-cpu as built for llama.cpp 0c1e570 on an x86-64 CPU
+//! with AVX2, FMA and AVX-512 (F, BW, DQ, VL, VNNI), `-march=native`. For a
+//! weight matrix of `rows` rows and a product with `nt` activation rows it
+//! runs ([`path`]):
+//!
+//! - [`Path::Repack`]: Q4_0, IQ4_NL, Q4_K (and Q2_K, an AVX-512-only choice)
+//!   with `rows % 8 == 0` are repacked at load into 8-row interleaved blocks
+//!   (`ggml-cpu/repack.cpp`, `ggml_repack_get_optimal_repack_type`); their
+//!   products run `ggml_gemm_*_8x8` on the first `nt - nt % 4` activation
+//!   rows and `ggml_gemv_*_8x8` on the rest (`forward_mul_mat_one_chunk`).
+//!   See `repack.rs`.
+//! - [`Path::Tiled`]: the other k-quants and IQ4_XS with `nt >= 8` run
+//!   `ggml_compute_forward_mul_mat_tiled` (`ggml-cpu/tiled/`). See `tiled.rs`.
+//! - [`Path::VecDot`]: the same types with `nt < 8` run the type's
+//!   `ggml_vec_dot_*_q8_K` (`ggml-cpu/arch/x86/quants.c`, AVX2 code), one
+//!   output at a time; so does IQ4_NL (not repacked) for one row
+//!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`.
+//!
+//! Every other case (the 32-block types not repacked, float weights) keeps
+//! the kernels of `x86_avx2.rs` / `scalar.rs`; the AVX2 ones follow
+//! `ggml_vec_dot` and, from 2 rows, llamafile's tinyBLAS (`llamafile_sgemm`,
+//! which the reference runs for Q8_0, Q4_0, Q5_0, IQ4_NL there).
+//!
+//! Each emulation does, per output element, the reference's float operations
+//! in the reference's order (products of exact integer sums, `f32::mul_add`
+//! where the reference fuses); the integer parts are exact in both, so any
+//! way of computing them is allowed. Each has a scalar definition and, on
+//! x86-64, an AVX2 version that must give the same bits (tested); the NEON
+//! sets use the scalar definitions.
+//!
+//! Activations: the reference quantizes groups of 4 rows for the repacked
+//! kernels (`ggml_quantize_mat_q8_0_4x8`, `_q8_K_4x8`). The Q8_0 one writes
+//! the values of the row quantizer; the Q8_K one may pick the opposite sign
+//! for the scale of a block whose largest magnitude occurs with both signs,
+//! which negates that block's quants, bsums and scale together and leaves
+//! every product below unchanged (each is odd in the activation block), so
+//! the per-row quantizers serve for all paths.
+
+pub mod repack;
+pub mod tiled;
+pub mod vec_dot_k;
+
+#[cfg(test)]
+mod tests;
+
+use super::dispatch::TileFn;
+use crate::ggml_type::GgmlType;
+
+/// Which of the reference's matmul paths a product runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// repacked weights: gemm on rows in groups of 4, gemv on the leftovers
+    Repack,
+    /// the tiled k-quant matmul (8 or more activation rows)
+    Tiled,
+    /// the type's `ggml_vec_dot_*_q8_K` (fewer than 8 activation rows)
+    VecDot,
+}
+
+/// Activation rows from which the reference takes the tiled path
+/// (`ggml_tiled_min_batch`).
+pub const TILED_MIN_ROWS: usize = 8;
+
+/// The reference's path for a product of a `rows`-row matrix of type `ty`
+/// with `nt` activation rows, or `None` where it runs the 32-block
+/// `ggml_vec_dot` kernels (or float ones).
+pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
+    use GgmlType::*;
+    if rows % 8 == 0 && matches!(ty, Q4_0 | IQ4_NL | Q4_K | Q2_K) {
+        return Some(Path::Repack);
+    }
+    match ty {
+        // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
+        // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
+        IQ4_NL if nt == 1 => Some(Path::VecDot),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
+            Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
+        }
+        _ => None,
+    }
+}
+
+/// The entry of `fns` (in the order Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS:
+/// the Q8_K-paired types) for `ty`.
+pub(crate) fn k_entry(ty: GgmlType, fns: [TileFn; 6]) -> Option<TileFn> {
+    use GgmlType::*;
+    let i = [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS].iter().position(|&t| t == ty)?;
+    Some(fns[i])
+}
+
+/// The scalar emulation of `path` for `ty`, if there is one.
+pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
+    match path {
+        Path::Repack => repack::scalar_tile(ty),
+        Path::Tiled => tiled::scalar_tile(ty),
+        Path::VecDot => vec_dot_k::scalar_tile(ty),
+    }
+}
+
+/// The AVX2 emulation of `path` for `ty`, if there is one.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
+    match path {
+        Path::Repack => repack::avx2_tile(ty),
+        Path::Tiled => tiled::avx2_tile(ty),
+        Path::VecDot => vec_dot_k::avx2_tile(ty),
+    }
+}

@@ -1,0 +1,141 @@
+//! The emulated reference paths: equal to the reference's own mul_mat on
+//! goldens, and every kernel set equal to the scalar definitions.
+
+use super::{path, Path};
+use crate::ggml_type::GgmlType;
+use crate::kernels::dispatch::available_sets;
+use crate::kernels::matmul::{matmul_with, Weights};
+use crate::kernels::pool::ThreadPool;
+use crate::kernels::scalar;
+use crate::kernels::tests::Rng;
+use crate::quant;
+
+/// The weight types with an emulated path, and their golden files
+/// (`scripts/make-quant-goldens.sh`, `scripts/quant-goldens/make_matmul_goldens.c`):
+/// a 16x512 matrix (12x512 for the repacked types' other paths) and the
+/// reference's mul_mat for 1..12 activation rows.
+fn goldens() -> Vec<(GgmlType, &'static [u8])> {
+    macro_rules! g {
+        ($t:ident, $f:literal) => {
+            (GgmlType::$t, &include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goldens/quant/", $f))[..])
+        };
+    }
+    vec![
+        g!(Q4_0, "matmul_q4_0.bin"),
+        g!(IQ4_NL, "matmul_iq4_nl.bin"),
+        g!(Q4_K, "matmul_q4_K.bin"),
+        g!(Q2_K, "matmul_q2_K.bin"),
+        g!(Q4_K, "matmul_q4_K_rows12.bin"),
+        g!(Q2_K, "matmul_q2_K_rows12.bin"),
+        g!(Q4_0, "matmul_q4_0_rows12.bin"),
+        g!(IQ4_NL, "matmul_iq4_nl_rows12.bin"),
+        g!(Q3_K, "matmul_q3_K.bin"),
+        g!(Q5_K, "matmul_q5_K.bin"),
+        g!(Q6_K, "matmul_q6_K.bin"),
+        g!(IQ4_XS, "matmul_iq4_xs.bin"),
+    ]
+}
+
+fn u32_at(b: &[u8], off: usize) -> usize {
+    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]) as usize
+}
+
+#[test]
+fn matmul_equals_the_reference_mul_mat() {
+    let x = quant::tests::golden_input();
+    let pool = ThreadPool::new(2).expect("pool");
+    for (ty, g) in goldens() {
+        let (rows, cols, n_cases, repacked) = (u32_at(g, 0), u32_at(g, 4), u32_at(g, 8), u32_at(g, 12) != 0);
+        let wbytes = rows * ty.row_size(cols as u64).expect("row size") as usize;
+        let w = Weights::new(&g[16..16 + wbytes], ty, rows, cols).expect("weights");
+        let mut off = 16 + wbytes;
+        let mut checked = 0;
+        for _ in 0..n_cases {
+            let nt = u32_at(g, off);
+            off += 4;
+            let want: Vec<f32> = g[off..off + 4 * nt * rows]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            off += 4 * nt * rows;
+            assert_eq!(path(ty, rows, nt) == Some(Path::Repack), repacked, "{ty}: repacked");
+            for set in available_sets() {
+                if set.name != "avx2" && path(ty, rows, nt).is_none() {
+                    // minfer's own 32-block kernels: only the AVX2 set sums in
+                    // ggml_vec_dot's (and tinyBLAS's) lane order
+                    continue;
+                }
+                let mut y = vec![0f32; nt * rows];
+                matmul_with(set, &pool, &w, &x[..nt * cols], nt, &mut y).expect("matmul");
+                for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                    // The input's huge values make some sums overflow to NaN,
+                    // whose sign bit is the CPU's (x86: set, aarch64: clear).
+                    let same = a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+                    assert!(same, "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}", set.name, i / rows, i % rows);
+                }
+            }
+            checked += 1;
+        }
+        assert_eq!(off, g.len(), "{ty}: golden size");
+        assert!(checked >= 8, "{ty}: cases");
+    }
+}
+
+#[test]
+fn paths_follow_the_reference_rules() {
+    use GgmlType::*;
+    assert_eq!(path(Q4_0, 576, 1), Some(Path::Repack));
+    assert_eq!(path(Q4_0, 580, 9), None); // not a multiple of 8: vec_dot / llamafile
+    assert_eq!(path(IQ4_NL, 580, 1), Some(Path::VecDot));
+    assert_eq!(path(IQ4_NL, 580, 2), None);
+    assert_eq!(path(Q4_K, 1536, 512), Some(Path::Repack));
+    assert_eq!(path(Q4_K, 1540, 512), Some(Path::Tiled));
+    assert_eq!(path(Q6_K, 576, 8), Some(Path::Tiled));
+    assert_eq!(path(Q6_K, 576, 7), Some(Path::VecDot));
+    assert_eq!(path(Q8_0, 576, 512), None);
+    assert_eq!(path(F16, 576, 512), None);
+}
+
+/// Weight rows of `ty`: quantized data, then a row of arbitrary bytes with
+/// finite f16 scales (bit patterns the quantizers rarely write).
+fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
+    let rb = ty.row_size(cols as u64).expect("row size") as usize;
+    let mut w = vec![0u8; rows * rb];
+    for (r, row) in w.chunks_exact_mut(rb).enumerate() {
+        if r % 3 == 2 {
+            row.iter_mut().for_each(|b| *b = rng.next() as u8);
+            for blk in row.chunks_exact_mut(ty.type_size()) {
+                for &off in crate::kernels::tests::scale_fields(ty) {
+                    blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(rng.uni() * 0.01));
+                }
+            }
+        } else {
+            quant::quantize_row(ty, &rng.data(cols), row).expect("valid row");
+        }
+    }
+    w
+}
+
+#[test]
+fn every_set_computes_the_scalar_emulations_bits() {
+    use GgmlType::*;
+    let pool = ThreadPool::new(2).expect("pool");
+    let mut rng = Rng::new(77);
+    let (rows, cols) = (24, 768);
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL] {
+        let w = weight_rows(ty, rows, cols, &mut rng);
+        let wm = Weights::new(&w, ty, rows, cols).expect("weights");
+        for nt in [1, 3, 4, 5, 7, 8, 9, 13] {
+            let x = rng.data(nt * cols);
+            let mut want = vec![0f32; nt * rows];
+            matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
+            for set in available_sets().into_iter().skip(1) {
+                let mut y = vec![f32::NAN; nt * rows];
+                matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
+                for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}", set.name, i / rows, i % rows);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! f32 vector operations of the forward pass (softmax, SwiGLU, the
+//! flash-attention inner loops) with the reference's exact numerics.
+//!
+//! Why this exists: the reference is ggml built with `-march=native`; on the
+//! x86-64 machines minfer is measured against that means its AVX-512 code.
+//! Quantized models re-quantize every activation to int8, so a last-bit
+//! difference anywhere upstream turns into a different int8 value and grows
+//! layer by layer. These functions therefore reproduce, lane by lane, what
+//! ggml's AVX-512 paths compute:
+//! - [`expf`]: `ggml_v_expf` (vec.h, AVX-512 variant: the polynomial
+//!   includes the `+1` term and the result is `scalef(j, n)`).
+//! - [`softmax_sum`]: `ggml_vec_soft_max_f32` (exp of `x - max` per element,
+//!   sums of 16 lanes reduced as GCC's `_mm512_reduce_add_ps`, accumulated
+//!   in f64).
+//! - [`swiglu`]: `ggml_vec_swiglu_f32` (`x / (1 + expf(-x)) * g` over
+//!   groups of 16, libm `expf` for a tail).
+//! - [`gemv_tile`] / [`axpy_tile`]: `simd_gemm` as the tiled flash attention
+//!   calls it: every output element is one fused multiply-add chain in order.
+//! - [`dot_f16`], [`mad_f16`], [`scale_f16`]: `ggml_vec_dot_f16` (4 × 16
+//!   accumulators, tree reduction, f64 result), `ggml_vec_mad_f16` and
+//!   `ggml_vec_scale_f16` (f32 arithmetic rounded to f16 after each step),
+//!   on values already rounded to f16 and held in f32.
+//!
+//! Each function has a scalar definition (`f32::mul_add` is a fused
+//! multiply-add) and, on x86-64 with AVX2+FMA+F16C, a SIMD one with the same
+//! results lane for lane; `MINFER_NO_AVX2=1` forces the scalar ones.
+
+/// Columns of a flash-attention tile (GGML_FA_TILE_KV) and the width of the
+/// tile functions below.
+pub const TILE: usize = 64;
+
+#[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn use_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static ON: OnceLock<bool> = OnceLock::new();
+        *ON.get_or_init(|| super::kernels().name == "avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+const EXP_SHIFT: f32 = 12582912.0; // 0x1.8p23
+fn c(bits: u32) -> f32 {
+    f32::from_bits(bits)
+}
+const LOG2E: u32 = 0x3fb8_aa3b; // 0x1.715476p+0
+const LN2_HI: u32 = 0x3f31_7200; // 0x1.62e4p-1
+const LN2_LO: u32 = 0x35bf_be8e; // 0x1.7f7d1cp-20
+const P5: u32 = 0x3c07_2010; // 0x1.0e4020p-7
+const P4: u32 = 0x3d2b_9f17; // 0x1.573e2ep-5
+const P3: u32 = 0x3e2a_af33; // 0x1.555e66p-3
+const P2: u32 = 0x3eff_fedb; // 0x1.fffdb6p-2
+const P1: u32 = 0x3f7f_fff6; // 0x1.ffffecp-1
+
+/// e^x as ggml_v_expf's AVX-512 variant computes it (max error ~1.5 ulp;
+/// below -87 it goes through the subnormals to 0, above 88.7 to +inf).
+pub fn expf(x: f32) -> f32 {
+    let z = x.mul_add(c(LOG2E), EXP_SHIFT);
+    let n = z - EXP_SHIFT;
+    let b = (-n).mul_add(c(LN2_LO), (-n).mul_add(c(LN2_HI), x));
+    if n.abs() > 192.0 {
+        return if n <= 0.0 { 0.0 } else { f32::INFINITY };
+    }
+    let u = b * b;
+    let j = c(P5)
+        .mul_add(b, c(P4))
+        .mul_add(u, c(P3).mul_add(b, c(P2)))
+        .mul_add(u, c(P1).mul_add(b, 1.0));
+    scalef(j, n)
+}
+
+/// `j * 2^n` rounded once (vscalefps), for integral |n| ≤ 192: exact in
+/// f64, then one rounding to f32 (which also handles subnormals and
+/// overflow as the instruction does).
+#[inline]
+fn scalef(j: f32, n: f32) -> f32 {
+    let p = f64::from_bits(((n as i64 + 1023) as u64) << 52);
+    (f64::from(j) * p) as f32
+}
+
+/// Sum of 16 lanes as GCC's `_mm512_reduce_add_ps`: halves added, then
+/// quarters, then lanes (0+2)+(1+3).
+#[inline]
+fn reduce16(v: &[f32; 16]) -> f32 {
+    let mut t3 = [0f32; 8];
+    for i in 0..8 {
+        t3[i] = v[8 + i] + v[i];
+    }
+    let mut t6 = [0f32; 4];
+    for i in 0..4 {
+        t6[i] = t3[4 + i] + t3[i];
+    }
+    (t6[0] + t6[2]) + (t6[1] + t6[3])
+}
+
+/// ggml_vec_soft_max_f32 for a row of [`TILE`] values: `row[i] =
+/// expf(row[i] - max)`, returning their sum (per 16 lanes in f32, then f64).
+pub fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: use_avx2() checked AVX2, FMA and F16C on this CPU.
+        return unsafe { avx2::softmax_sum(row, max) };
+    }
+    let mut sum = 0f64;
+    for group in row.chunks_exact_mut(16) {
+        for v in group.iter_mut() {
+            *v = expf(*v - max);
+        }
+        sum += f64::from(reduce16(&*<&mut [f32; 16]>::try_from(group).expect("16 lanes")));
+    }
+    sum
+}
+
+/// ggml_vec_swiglu_f32: `out[i] = silu(g[i]) * u[i]` with silu(x) =
+/// x / (1 + e^-x), e^ by [`expf`] over groups of 16 and by libm for a tail.
+pub fn swiglu(g: &[f32], u: &[f32], out: &mut [f32]) {
+    let n = out.len().min(g.len()).min(u.len());
+    let body = n / 16 * 16;
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: use_avx2() checked the features; the slices hold `body`.
+        unsafe { avx2::swiglu(&g[..body], &u[..body], &mut out[..body]) };
+    } else {
+        swiglu_scalar(&g[..body], &u[..body], &mut out[..body]);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    swiglu_scalar(&g[..body], &u[..body], &mut out[..body]);
+    for i in body..n {
+        let x = g[i];
+        out[i] = x / (1.0 + (-x).exp()) * u[i];
+    }
+}
+
+fn swiglu_scalar(g: &[f32], u: &[f32], out: &mut [f32]) {
+    for ((o, &x), &v) in out.iter_mut().zip(g).zip(u) {
+        *o = x / (1.0 + expf(-x)) * v;
+    }
+}
+
+/// `out[j] = Σ_k q[k]·kt[k][j]` for the [`TILE`] columns of `kt`
+/// ([q.len()][TILE]), each a fused multiply-add chain over k from 0.
+pub fn gemv_tile(q: &[f32], kt: &[f32], out: &mut [f32; TILE]) {
+    assert!(kt.len() >= q.len() * TILE, "K tile too short");
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked; kt holds q.len() rows of TILE.
+        return unsafe { avx2::gemv_tile(q, kt, out) };
+    }
+    *out = [0f32; TILE];
+    for (k, &qk) in q.iter().enumerate() {
+        let row = &kt[k * TILE..(k + 1) * TILE];
+        for (o, &kv) in out.iter_mut().zip(row) {
+            *o = kv.mul_add(qk, *o);
+        }
+    }
+}
+
+/// `acc[d] += Σ_j p[j]·v[j][d]` over the [`TILE`] rows of `v`
+/// ([TILE][acc.len()]), one fused multiply-add chain per `d` in order of j.
+pub fn axpy_tile(p: &[f32; TILE], v: &[f32], acc: &mut [f32]) {
+    let dv = acc.len();
+    assert!(v.len() >= TILE * dv, "V tile too short");
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked; v holds TILE rows of dv.
+        return unsafe { avx2::axpy_tile(p, v, acc) };
+    }
+    for (j, &pj) in p.iter().enumerate() {
+        for (a, &vv) in acc.iter_mut().zip(&v[j * dv..(j + 1) * dv]) {
+            *a = vv.mul_add(pj, *a);
+        }
+    }
+}
+
+/// ggml_vec_dot_f16 on f16 values held in f32: 64 lane accumulators over
+/// steps of 64, reduced (0+2, 1+3, then 0+1, then 16 lanes), in f64, plus a
+/// tail of f32 products summed in f64; returned as f32.
+pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let np = n & !63;
+    #[cfg(target_arch = "x86_64")]
+    let mut sum = if use_avx2() {
+        // SAFETY: features checked; both slices hold np.
+        unsafe { avx2::dot64(&x[..np], &y[..np]) }
+    } else {
+        dot64_scalar(&x[..np], &y[..np])
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let mut sum = dot64_scalar(&x[..np], &y[..np]);
+    for i in np..n {
+        sum += f64::from(x[i] * y[i]);
+    }
+    sum as f32
+}
+
+fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
+    let mut acc = [[0f32; 16]; 4];
+    for (xs, ys) in x.chunks_exact(64).zip(y.chunks_exact(64)) {
+        for j in 0..4 {
+            for l in 0..16 {
+                acc[j][l] = xs[16 * j + l].mul_add(ys[16 * j + l], acc[j][l]);
+            }
+        }
+    }
+    let mut r = [0f32; 16];
+    for l in 0..16 {
+        r[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    }
+    f64::from(reduce16(&r))
+}
+
+/// f32 → f16 → f32 with round to nearest even.
+#[inline]
+pub fn round_f16(x: f32) -> f32 {
+    half::f16::from_f32(x).to_f32()
+}
+
+/// ggml_vec_mad_f16: `acc[i] = f16(v[i]·s + acc[i])` (fused, then rounded).
+pub fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked.
+        return unsafe { avx2::mad_f16(acc, v, s) };
+    }
+    for (a, &x) in acc.iter_mut().zip(v) {
+        *a = round_f16(x.mul_add(s, *a));
+    }
+}
+
+/// ggml_vec_scale_f16: `acc[i] = f16(acc[i]·s)`.
+pub fn scale_f16(acc: &mut [f32], s: f32) {
+    for a in acc.iter_mut() {
+        *a = round_f16(*a * s);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// [`super::expf`] on 8 lanes.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn expf8(x: __m256) -> __m256 {
+        let r = _mm256_set1_ps(EXP_SHIFT);
+        let z = _mm256_fmadd_ps(x, _mm256_set1_ps(c(LOG2E)), r);
+        let n = _mm256_sub_ps(z, r);
+        let b = _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_LO)), _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_HI)), x));
+        let abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0), n);
+        let d = _mm256_cmp_ps::<_CMP_GT_OQ>(abs_n, _mm256_set1_ps(192.0));
+        let u = _mm256_mul_ps(b, b);
+        let j = _mm256_fmadd_ps(
+            _mm256_fmadd_ps(
+                _mm256_fmadd_ps(_mm256_set1_ps(c(P5)), b, _mm256_set1_ps(c(P4))),
+                u,
+                _mm256_fmadd_ps(_mm256_set1_ps(c(P3)), b, _mm256_set1_ps(c(P2))),
+            ),
+            u,
+            _mm256_fmadd_ps(_mm256_set1_ps(c(P1)), b, _mm256_set1_ps(1.0)),
+        );
+        // scalef(j, n) exactly: j·2^n in f64, one rounding to f32. Lanes
+        // with |n| > 192 (or NaN) are replaced below.
+        let ni = _mm256_cvtps_epi32(_mm256_andnot_ps(d, n));
+        let bias = _mm256_set1_epi64x(1023);
+        let p_lo = _mm256_castsi256_pd(_mm256_slli_epi64::<52>(_mm256_add_epi64(
+            _mm256_cvtepi32_epi64(_mm256_castsi256_si128(ni)),
+            bias,
+        )));
+        let p_hi = _mm256_castsi256_pd(_mm256_slli_epi64::<52>(_mm256_add_epi64(
+            _mm256_cvtepi32_epi64(_mm256_extracti128_si256::<1>(ni)),
+            bias,
+        )));
+        let lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(j)), p_lo));
+        let hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps::<1>(j)), p_hi));
+        let res = _mm256_set_m128(hi, lo);
+        let le0 = _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_setzero_ps());
+        let alt = _mm256_blendv_ps(_mm256_set1_ps(f32::INFINITY), _mm256_setzero_ps(), le0);
+        _mm256_blendv_ps(res, alt, d)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
+        let m = _mm256_set1_ps(max);
+        let mut sum = 0f64;
+        for g in 0..TILE / 16 {
+            let p = row.as_mut_ptr().add(16 * g);
+            // SAFETY: lanes 16g..16g+16 are in the row.
+            let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
+            let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
+            _mm256_storeu_ps(p, lo);
+            _mm256_storeu_ps(p.add(8), hi);
+            sum += f64::from(reduce_lo_hi(lo, hi));
+        }
+        sum
+    }
+
+    /// reduce16 of the 16 lanes (lo = 0..8, hi = 8..16).
+    #[target_feature(enable = "avx2,fma")]
+    fn reduce_lo_hi(lo: __m256, hi: __m256) -> f32 {
+        let t3 = _mm256_add_ps(hi, lo);
+        let t6 = _mm_add_ps(_mm256_extractf128_ps::<1>(t3), _mm256_castps256_ps128(t3));
+        let t7 = _mm_shuffle_ps::<0b01_00_11_10>(t6, t6); // lanes 2, 3, 0, 1
+        let t8 = _mm_add_ps(t6, t7);
+        _mm_cvtss_f32(t8) + _mm_cvtss_f32(_mm_shuffle_ps::<1>(t8, t8))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn swiglu(g: &[f32], u: &[f32], out: &mut [f32]) {
+        let one = _mm256_set1_ps(1.0);
+        let mut i = 0;
+        while i + 8 <= out.len() {
+            // SAFETY: i + 8 ≤ len of all three slices.
+            let x = _mm256_loadu_ps(g.as_ptr().add(i));
+            let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+            let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
+            _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
+            i += 8;
+        }
+        swiglu_scalar(&g[i..], &u[i..], &mut out[i..]);
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn gemv_tile(q: &[f32], kt: &[f32], out: &mut [f32; TILE]) {
+        let mut acc = [_mm256_setzero_ps(); TILE / 8];
+        for (k, &qk) in q.iter().enumerate() {
+            let b = _mm256_set1_ps(qk);
+            // SAFETY: the caller checked kt.len() ≥ q.len() * TILE.
+            let row = kt.as_ptr().add(k * TILE);
+            for (r, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(_mm256_loadu_ps(row.add(8 * r)), b, *a);
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(out.as_mut_ptr().add(8 * r), *a);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn axpy_tile(p: &[f32; TILE], v: &[f32], acc: &mut [f32]) {
+        let dv = acc.len();
+        let mut d = 0;
+        while d + 32 <= dv {
+            let a = acc.as_mut_ptr().add(d);
+            let mut r = [_mm256_loadu_ps(a), _mm256_loadu_ps(a.add(8)), _mm256_loadu_ps(a.add(16)), _mm256_loadu_ps(a.add(24))];
+            for (j, &pj) in p.iter().enumerate() {
+                let b = _mm256_set1_ps(pj);
+                // SAFETY: the caller checked v.len() ≥ TILE * dv.
+                let row = v.as_ptr().add(j * dv + d);
+                for (k, rk) in r.iter_mut().enumerate() {
+                    *rk = _mm256_fmadd_ps(_mm256_loadu_ps(row.add(8 * k)), b, *rk);
+                }
+            }
+            for (k, rk) in r.iter().enumerate() {
+                _mm256_storeu_ps(a.add(8 * k), *rk);
+            }
+            d += 32;
+        }
+        for dd in d..dv {
+            for (j, &pj) in p.iter().enumerate() {
+                acc[dd] = v[j * dv + dd].mul_add(pj, acc[dd]);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot64(x: &[f32], y: &[f32]) -> f64 {
+        let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
+        let mut i = 0;
+        while i + 64 <= x.len() {
+            for (r, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 64 ≤ len of both.
+                *a = _mm256_fmadd_ps(_mm256_loadu_ps(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
+            }
+            i += 64;
+        }
+        // sum[0] += sum[2]; sum[1] += sum[3]; sum[0] += sum[1] (16 lanes each)
+        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+        f64::from(reduce_lo_hi(lo, hi))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
+        let n = acc.len().min(v.len());
+        let b = _mm256_set1_ps(s);
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n.
+            let a = acc.as_mut_ptr().add(i);
+            let r = _mm256_fmadd_ps(_mm256_loadu_ps(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
+            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+            i += 8;
+        }
+        for k in i..n {
+            acc[k] = round_f16(v[k].mul_add(s, acc[k]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inputs covering the ranges the callers use, the subnormal and
+    /// overflow ends, and the special values.
+    fn inputs() -> Vec<f32> {
+        let mut v: Vec<f32> = (0..4000).map(|i| -100.0 + i as f32 * 0.0517).collect();
+        v.extend([0.0, -0.0, 1e-30, -1e-30, 88.7, 88.8, -87.3, -103.9, -150.0, f32::NEG_INFINITY, f32::INFINITY]);
+        let mut s = 0x1234_5678u32;
+        for _ in 0..4000 {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            v.push(f32::from_bits(s) % 120.0);
+        }
+        v.retain(|x| !x.is_nan());
+        v
+    }
+
+    #[test]
+    fn expf_is_close_to_libm_and_exact_at_the_ends() {
+        for x in inputs() {
+            let (a, b) = (expf(x), x.exp());
+            if b.is_finite() && b > 1e-37 {
+                assert!(((a - b) / b).abs() < 4e-7, "expf({x}) = {a}, libm {b}");
+            }
+        }
+        assert_eq!(expf(f32::NEG_INFINITY), 0.0);
+        assert_eq!(expf(f32::INFINITY), f32::INFINITY);
+        assert_eq!(expf(0.0), 1.0);
+        assert_eq!(expf(-200.0), 0.0);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_versions_equal_the_scalar_definitions_bit_for_bit() {
+        if !use_avx2() {
+            return;
+        }
+        let xs = inputs();
+        for chunk in xs.chunks_exact(8) {
+            let mut out = [0f32; 8];
+            // SAFETY: use_avx2() checked the features.
+            unsafe { std::arch::x86_64::_mm256_storeu_ps(out.as_mut_ptr(), avx2::expf8(std::arch::x86_64::_mm256_loadu_ps(chunk.as_ptr()))) };
+            for (o, &x) in out.iter().zip(chunk) {
+                assert_eq!(o.to_bits(), expf(x).to_bits(), "expf8({x})");
+            }
+        }
+        let g: Vec<f32> = xs.iter().map(|x| x / 10.0).collect();
+        let u: Vec<f32> = xs.iter().rev().map(|x| x / 7.0).collect();
+        let n = g.len() / 16 * 16;
+        let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
+        swiglu(&g[..n], &u[..n], &mut a);
+        swiglu_scalar(&g[..n], &u[..n], &mut b);
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+
+        let q: Vec<f32> = (0..128).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
+        let kt: Vec<f32> = (0..128 * TILE).map(|i| ((i * 53 % 97) as f32 - 48.0) / 17.0).collect();
+        let mut o1 = [0f32; TILE];
+        // SAFETY: features checked.
+        unsafe { avx2::gemv_tile(&q, &kt, &mut o1) };
+        let mut o2 = [0f32; TILE];
+        for (k, &qk) in q.iter().enumerate() {
+            for j in 0..TILE {
+                o2[j] = kt[k * TILE + j].mul_add(qk, o2[j]);
+            }
+        }
+        assert_eq!(o1.map(f32::to_bits), o2.map(f32::to_bits));
+
+        let mut row = o1;
+        let mut row2 = o1;
+        let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        // SAFETY: features checked.
+        let s1 = unsafe { avx2::softmax_sum(&mut row, max) };
+        let mut s2 = 0f64;
+        for g in row2.chunks_exact_mut(16) {
+            g.iter_mut().for_each(|v| *v = expf(*v - max));
+            s2 += f64::from(reduce16(&*<&mut [f32; 16]>::try_from(g).unwrap()));
+        }
+        assert_eq!(s1.to_bits(), s2.to_bits());
+        assert_eq!(row.map(f32::to_bits), row2.map(f32::to_bits));
+
+        let v: Vec<f32> = (0..TILE * 72).map(|i| ((i * 29 % 89) as f32 - 44.0) / 9.0).collect();
+        let (mut a1, mut a2) = (vec![0.5f32; 72], vec![0.5f32; 72]);
+        // SAFETY: features checked.
+        unsafe { avx2::axpy_tile(&row, &v, &mut a1) };
+        for (j, &pj) in row.iter().enumerate() {
+            for d in 0..72 {
+                a2[d] = v[j * 72 + d].mul_add(pj, a2[d]);
+            }
+        }
+        assert_eq!(a1, a2);
+
+        let x: Vec<f32> = (0..200).map(|i| round_f16((i as f32 - 100.0) / 11.0)).collect();
+        let y: Vec<f32> = (0..200).map(|i| round_f16((i as f32 * 3.0 % 50.0 - 25.0) / 7.0)).collect();
+        // SAFETY: features checked.
+        assert_eq!(unsafe { avx2::dot64(&x[..192], &y[..192]) }, dot64_scalar(&x[..192], &y[..192]));
+        let (mut m1, mut m2) = (x.clone(), x.clone());
+        // SAFETY: features checked.
+        unsafe { avx2::mad_f16(&mut m1, &y, 0.37) };
+        for (a, &b) in m2.iter_mut().zip(&y) {
+            *a = round_f16(b.mul_add(0.37, *a));
+        }
+        assert_eq!(m1, m2);
+    }
+
+    #[test]
+    fn dot_f16_sums_like_the_reference_tree() {
+        // 64 ones and a tail: the tree sums 64 exactly; the tail adds in f64.
+        let x = vec![1.0f32; 70];
+        assert_eq!(dot_f16(&x, &x), 70.0);
+        let mut y = vec![0.0f32; 64];
+        y[0] = 1e8;
+        y[32] = -1e8;
+        y[5] = 1.0;
+        // lanes 0 and 32 cancel first (sum[0] + sum[2]) so the 1 survives
+        assert_eq!(dot_f16(&vec![1.0; 64], &y), 1.0);
+    }
+}
