@@ -298,6 +298,15 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
             else
                 not_ok "SmolLM2 Q4_1 logits bit-identical to the reference"
             fi
+            # An f32 K/V cache: the reference casts it to f16 before flash
+            # attention, so its logits hash the same as with the f16 cache
+            # (checked with the reference library when this test was written)
+            if LOGITS_KV_F32=1 logits_hash_ok "$SMOL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-q4_1.sha256" \
+                "512 2 128 one-decode" "512 2 32 chunks-of-32"; then
+                ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference (both attention paths)"
+            else
+                not_ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference"
+            fi
         fi
         # Gemma 3 Q4_K_M, 128 teacher-forced tokens: logits bit-identical to
         # the reference's in one decode (repacked Q4_K gemm, tiled Q6_K) and

@@ -6,6 +6,7 @@
 //   TOKENS.txt: token ids separated by white space.
 //   OUT.bin: int32 n_tokens, int32 n_vocab, then n_tokens*n_vocab float32.
 //   N_CHUNK: tokens per llama_decode call (default: all at once).
+//   LOGITS_KV_F32=1 in the environment: an f32 K/V cache (default f16).
 #include "llama.h"
 
 #include <stdio.h>
@@ -48,6 +49,11 @@ int main(int argc, char ** argv) {
     cp.n_ubatch = (uint32_t) n_ubatch;
     cp.n_threads = n_threads;
     cp.n_threads_batch = n_threads;
+    const char * kv_f32 = getenv("LOGITS_KV_F32");
+    if (kv_f32 && atoi(kv_f32) == 1) {
+        cp.type_k = GGML_TYPE_F32;
+        cp.type_v = GGML_TYPE_F32;
+    }
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }
 

@@ -2,7 +2,7 @@
 //! numerics (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
 //!
 //! The reference picks one of two paths per ubatch, and so do we:
-//! - **tiled** (a ubatch of ≥ 64 tokens, K/V in f16 or f32): per query row,
+//! - **tiled** (a ubatch of ≥ 64 tokens): per query row,
 //!   KV cells in tiles of 64 by cell index; scores `q·k` as fused
 //!   multiply-add chains in f32 (q not rounded), times the scale, masked
 //!   cells at -inf; an online softmax per tile (max, `expf` of ggml's SIMD
@@ -11,8 +11,10 @@
 //!   chains in f32; finally divided by the sum. Tiles where the row sees no
 //!   cell are skipped.
 //! - **one chunk** (fewer tokens): per query row, cell by cell, q rounded to
-//!   f16 (for an f16 cache), `ggml_vec_dot_f16`, and the V accumulator kept
-//!   in f16 (rounded after every update) for an f16 V cache.
+//!   f16, `ggml_vec_dot_f16`, and the V accumulator kept in f16 (rounded
+//!   after every update).
+//!
+//! An f32 K/V cache is rounded to f16 first, as the reference casts it.
 //!
 //! Deviation: for a single-token ubatch over ≥ 512 cells the reference
 //! splits the cells into one chunk per thread and merges the partial
@@ -110,10 +112,16 @@ pub fn attention(
         })
         .collect();
     let tiled = nt >= Q_TILE;
-    let layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
-    // The reference rounds q to the K type for the one-chunk dot.
-    let k_f16 = kv.k[il].ty() == KvType::F16;
-    let v_f16 = kv.v[il].ty() == KvType::F16;
+    let mut layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
+    // The reference casts an f32 K/V cache to f16 before flash attention
+    // (llama-graph.cpp build_attn_mha), so f32 caches take the f16 path with
+    // their values rounded.
+    if kv.k[il].ty() == KvType::F32 {
+        layer.k.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+    }
+    if kv.v[il].ty() == KvType::F32 {
+        layer.v.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+    }
 
     let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
     let out = RowsPtr(attn.as_mut_ptr());
@@ -127,7 +135,7 @@ pub fn attention(
         if tiled {
             row_tiled(&layer, sh, g, qh, &visible[t], row);
         } else {
-            row_one_chunk(&layer, sh, g, qh, &visible[t], k_f16, v_f16, row);
+            row_one_chunk(&layer, sh, g, qh, &visible[t], row);
         }
     };
     pool.run(nt * sh.n_head, &task)?;
@@ -234,11 +242,10 @@ fn row_one_chunk(
     g: usize,
     q: &[f32],
     visible: &[usize],
-    k_f16: bool,
-    v_f16: bool,
     out: &mut [f32],
 ) {
-    let q: Vec<f32> = if k_f16 { q.iter().map(|&x| vecf::round_f16(x)).collect() } else { q.to_vec() };
+    // q is rounded to the K type (f16) for the dot.
+    let q: Vec<f32> = q.iter().map(|&x| vecf::round_f16(x)).collect();
     let mut s_sum = 0f32;
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
@@ -252,21 +259,11 @@ fn row_one_chunk(
             let m_old = m;
             m = s;
             ms = (m_old - m).exp();
-            if v_f16 {
-                vecf::scale_f16(out, ms);
-            } else {
-                out.iter_mut().for_each(|o| *o *= ms);
-            }
+            vecf::scale_f16(out, ms);
         } else {
             vs = (s - m).exp();
         }
-        if v_f16 {
-            vecf::mad_f16(out, v, vs);
-        } else {
-            for (o, &x) in out.iter_mut().zip(v) {
-                *o = x.mul_add(vs, *o);
-            }
-        }
+        vecf::mad_f16(out, v, vs);
         s_sum = s_sum.mul_add(ms, vs);
     }
     let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
