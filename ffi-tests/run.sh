@@ -275,6 +275,30 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
+        # embedding inputs (llama_batch.embd carrying the tokens' token_embd
+        # rows, parity/embd_logits.c): logits hash to the reference's
+        # (golden/parity/embd.sha256, make-parity-goldens.sh); for llama and
+        # qwen3 they are the token path's bytes too (gemma3 does not scale raw
+        # embeddings by sqrt(n_embd), as the reference)
+        if compile embd_logits "$ROOT/ffi-tests/parity/embd_logits.c"; then
+            e_ok=1
+            for arch in llama qwen3 gemma3; do
+                "$OUT/embd_logits" "$OUT/synth-$arch.gguf" "$PAR/tokens512.txt" "$OUT/embd-$arch.bin" 2> /dev/null || e_ok=0
+                got=$(sha256sum "$OUT/embd-$arch.bin" | cut -d' ' -f1)
+                want=$(awk -v l="synth-$arch" '$2 == l {print $1}' "$PAR/embd.sha256")
+                [ "$got" = "$want" ] || { e_ok=0; echo "     synth-$arch: sha256 $got, want $want"; }
+            done
+            for arch in llama qwen3; do
+                cmp -s "$OUT/embd-$arch.bin" "$OUT/synth-$arch.bin" || { e_ok=0; echo "     synth-$arch: embeddings path differs from the token path"; }
+            done
+            if [ $e_ok = 1 ]; then
+                ok "embedding inputs: synthetic llama/qwen3/gemma3 logits bit-identical to the reference (llama, qwen3: equal to the token path)"
+            else
+                not_ok "embedding inputs: synthetic models' logits"
+            fi
+        else
+            not_ok "embd_logits build"
+        fi
         # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL"...:
         # every run's logits hash to the sha256 SHA_FILE lists for LABEL
         logits_hash_ok() {
@@ -316,6 +340,12 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                     ok "SmolLM2 BF16 logits bit-identical to the reference (one decode, token by token, chunks of 7; 1/2 threads)"
                 else
                     not_ok "SmolLM2 BF16 logits bit-identical to the reference"
+                fi
+                if [ -x "$OUT/embd_logits" ] && "$OUT/embd_logits" "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$OUT/embd-smollm2.bin" 7 2> /dev/null \
+                    && [ "$(sha256sum "$OUT/embd-smollm2.bin" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2-bf16-chunks-of-7" {print $1}' "$PAR/embd.sha256")" ]; then
+                    ok "embedding inputs: SmolLM2 BF16 logits (decodes of 7) bit-identical to the reference"
+                else
+                    not_ok "embedding inputs: SmolLM2 BF16 logits"
                 fi
             else
                 not_ok "SmolLM2 BF16 model (our quantize, the reference's bytes)"

@@ -59,4 +59,16 @@ ref_hashes "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt ffi-tests/gold
     "128 one-decode" "1 token-by-token" "7 chunks-of-7"
 cat ffi-tests/golden/parity/smollm2-bf16.sha256.tmp >> ffi-tests/golden/parity/smollm2-bf16.sha256
 rm ffi-tests/golden/parity/smollm2-bf16.sha256.tmp
+# Embedding inputs (ffi-tests/parity/embd_logits.c: batches of token_embd
+# rows instead of token ids): sha256 of the reference's logits for the
+# synthetic llama, qwen3 and gemma3 models (512 tokens in one decode) and
+# SmolLM2 BF16 (128 tokens in decodes of 7)
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
+: > ffi-tests/golden/parity/embd.sha256
+for arch in llama qwen3 gemma3; do
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
+    echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  synth-$arch" >> ffi-tests/golden/parity/embd.sha256
+done
+LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/embd.bin" 7 2> /dev/null
+echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >> ffi-tests/golden/parity/embd.sha256
 ls -l ffi-tests/golden/parity/
