@@ -159,149 +159,153 @@ pub fn avx2_tile(ty: GgmlType, path: Bf16Path) -> Option<TileFn> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{vec_dot_tail, Bf16Path, KN};
+    //! The lanes in registers, without the flushing: a product chain can
+    //! only meet a denormal (input or result) if some nonzero input has a
+    //! magnitude below 2^-56 — otherwise every product of two bf16 values is
+    //! a multiple of 2^-126, and so is every rounded sum, so nonzero ones
+    //! are normal. The kernel tracks that bound (and NaNs, which it does not
+    //! round as `f32_to_bf16`) over the weights and each token's
+    //! activations; an output that breaks it is recomputed by the scalar
+    //! definition. The activations' even and odd elements come from
+    //! `_mm256_shuffle_ps`, whose lane order (pairs 0,1,4,5,2,3,6,7) the
+    //! weights take too; the accumulators are put back in order at the end.
+    use super::{sgemm_dot, vec_dot, vec_dot_tail, Bf16Path, KN};
     use crate::kernels::vecf::avx2_reduce_lo_hi;
     use std::arch::x86_64::*;
-    use std::cell::RefCell;
 
-    thread_local! {
-        /// Per-thread scratch: the weight row and one activation row, each
-        /// 32-element step as [16 even][16 odd] f32 with DAZ applied.
-        static SCRATCH: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// Bits of 2^-56, the smallest safe nonzero magnitude.
+    const SAFE_MIN: i32 = 71 << 23;
+    const SAFE_MIN_BF16: i16 = 71 << 7;
+
+    /// Swaps the middle 64-bit quarters: natural pair order ↔ the shuffle's
+    /// (the permutation is its own inverse).
+    #[target_feature(enable = "avx2")]
+    fn swap_mid(v: __m256) -> __m256 {
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
     }
 
-    /// Denormal lanes (exponent field 0) to a zero of their sign.
+    /// One 32-element step of weights at `p` (bf16): (even, odd) of pairs
+    /// 0..8 and of pairs 8..16, in the shuffle's lane order; `safe` keeps
+    /// the smallest nonzero magnitude − 1 and the largest (as u16).
     #[target_feature(enable = "avx2")]
-    fn daz(v: __m256i) -> __m256i {
-        let zero_exp = _mm256_cmpeq_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x7f80_0000)), _mm256_setzero_si256());
-        _mm256_andnot_si256(_mm256_and_si256(zero_exp, _mm256_set1_epi32(0x7fff_ffff)), v)
+    unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
+        let mut r = [_mm256_setzero_ps(); 4];
+        for h in 0..2 {
+            // SAFETY: the caller guarantees 64 bytes at p.
+            let words = _mm256_loadu_si256(p.add(32 * h) as *const __m256i);
+            let abs = _mm256_and_si256(words, _mm256_set1_epi16(0x7fff));
+            *mn = _mm256_min_epu16(*mn, _mm256_sub_epi16(abs, _mm256_set1_epi16(1)));
+            *mx = _mm256_max_epu16(*mx, abs);
+            let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
+            let odd = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
+            r[2 * h] = swap_mid(even);
+            r[2 * h + 1] = swap_mid(odd);
+        }
+        r
     }
 
-    /// Even and odd elements of 16 f32 (`v0` = 0..8, `v1` = 8..16), each in
-    /// order.
+    /// 8 activations at `p` rounded to bf16 (nearest even), tracking the
+    /// smallest nonzero magnitude − 1 and the largest (as u32).
     #[target_feature(enable = "avx2")]
-    fn deinterleave(v0: __m256i, v1: __m256i) -> (__m256i, __m256i) {
-        let (a, b) = (_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1));
-        // per 128-bit half: [a0 a2 b0 b2], then the 64-bit quarters reordered
-        let e = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
-        let o = _mm256_shuffle_ps::<0b11_01_11_01>(a, b);
-        let fix = |v: __m256| _mm256_castpd_si256(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)));
-        (fix(e), fix(o))
-    }
-
-    /// 16 bf16 weights at `p` → f32 bits (exact), `(0..8, 8..16)`.
-    #[target_feature(enable = "avx2")]
-    unsafe fn load_w16(p: *const u8) -> (__m256i, __m256i) {
-        // SAFETY: the caller guarantees 32 bytes at p.
-        let lo = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
-        let hi = _mm256_cvtepu16_epi32(_mm_loadu_si128(p.add(16) as *const __m128i));
-        (_mm256_slli_epi32::<16>(lo), _mm256_slli_epi32::<16>(hi))
-    }
-
-    /// 8 f32 activations at `p` rounded to bf16 as `f32_to_bf16` does
-    /// (nearest even; a NaN keeps its top bits and is quieted).
-    #[target_feature(enable = "avx2")]
-    unsafe fn load_act8(p: *const u8) -> __m256i {
+    unsafe fn act8(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> __m256 {
         // SAFETY: the caller guarantees 32 bytes at p.
         let u = _mm256_loadu_si256(p as *const __m256i);
         let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
         let r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-        let nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)), _mm256_set1_epi32(0x7f80_0000));
-        let q = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
-        _mm256_and_si256(_mm256_blendv_epi8(r, q, nan), _mm256_set1_epi32(0xffff_0000u32 as i32))
+        let r = _mm256_and_si256(r, _mm256_set1_epi32(0xffff_0000u32 as i32));
+        let abs = _mm256_and_si256(r, _mm256_set1_epi32(0x7fff_ffff));
+        *mn = _mm256_min_epu32(*mn, _mm256_sub_epi32(abs, _mm256_set1_epi32(1)));
+        // a NaN input may round to anything: check the input
+        *mx = _mm256_max_epu32(*mx, _mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)));
+        _mm256_castsi256_ps(r)
     }
 
-    /// Lays out the first `nl` (a multiple of 32) weights of `w` as the
-    /// kernels read them.
+    /// One 32-element step of a token: activations at `x`, weights `w`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn step(w: &[__m256; 4], x: *const u8, lo: &mut __m256, hi: &mut __m256, mn: &mut __m256i, mx: &mut __m256i) {
+        // SAFETY: the caller guarantees 128 bytes at x.
+        let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
+        let (e0, o0) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
+        let (e1, o1) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
+        // vdpbf16ps: the odd product first
+        *lo = _mm256_fmadd_ps(w[0], e0, _mm256_fmadd_ps(w[1], o0, *lo));
+        *hi = _mm256_fmadd_ps(w[2], e1, _mm256_fmadd_ps(w[3], o1, *hi));
+    }
+
+    /// Whether every tracked value was 0 or in [2^-56, NaN) (u32 lanes).
     #[target_feature(enable = "avx2")]
-    unsafe fn prep_weights(nl: usize, w: &[u8], out: &mut [f32]) {
+    fn safe32(mn: __m256i, mx: __m256i) -> bool {
+        let lo_ok = _mm256_cmpeq_epi32(_mm256_max_epu32(mn, _mm256_set1_epi32(SAFE_MIN - 1)), mn);
+        let hi_ok = _mm256_cmpeq_epi32(_mm256_min_epu32(mx, _mm256_set1_epi32(0x7f80_0000)), mx);
+        _mm256_movemask_epi8(_mm256_and_si256(lo_ok, hi_ok)) == -1
+    }
+
+    /// The same for u16 lanes (bf16 weights).
+    #[target_feature(enable = "avx2")]
+    fn safe16(mn: __m256i, mx: __m256i) -> bool {
+        let lo_ok = _mm256_cmpeq_epi16(_mm256_max_epu16(mn, _mm256_set1_epi16(SAFE_MIN_BF16 - 1)), mn);
+        let hi_ok = _mm256_cmpeq_epi16(_mm256_min_epu16(mx, _mm256_set1_epi16(0x7f80)), mx);
+        _mm256_movemask_epi8(_mm256_and_si256(lo_ok, hi_ok)) == -1
+    }
+
+    /// Outputs for `T` tokens (activation rows `s` bytes apart at `a`):
+    /// tinyBLAS (`sgemm`) or vec_dot_bf16's two accumulators.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn group<const T: usize>(sgemm: bool, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nl = if sgemm { n } else { n & !63 };
+        let z = _mm256_setzero_ps();
+        // [token][accumulator c1/c2][lo/hi]
+        let mut acc = [[[z; 2]; 2]; T];
+        let ones = _mm256_set1_epi32(-1);
+        let (mut wmn, mut wmx) = (ones, _mm256_setzero_si256());
+        let mut amn = [ones; T];
+        let mut amx = [_mm256_setzero_si256(); T];
         let mut l = 0;
         while l < nl {
-            // SAFETY: l + 32 ≤ nl ≤ the row's values; out holds nl floats.
-            let (a0, a1) = load_w16(w.as_ptr().add(2 * l));
-            let (b0, b1) = load_w16(w.as_ptr().add(2 * l + 32));
-            store_step(out.as_mut_ptr().add(l), [daz(a0), daz(a1), daz(b0), daz(b1)]);
+            // SAFETY: l + 32 ≤ nl ≤ n values in the weight row and in each
+            // of the T activation rows.
+            let wv = weights(w.as_ptr().add(2 * l), &mut wmn, &mut wmx);
+            // tinyBLAS: one accumulator; vec_dot: c1 for the first 32 of 64
+            let c = usize::from(!sgemm && (l / KN) % 2 == 1);
+            for j in 0..T {
+                let [lo, hi] = &mut acc[j][c];
+                step(&wv, a.as_ptr().add(j * s + 4 * l), lo, hi, &mut amn[j], &mut amx[j]);
+            }
             l += KN;
         }
-    }
-
-    /// Same for the activations of one token (f32 bytes).
-    #[target_feature(enable = "avx2")]
-    unsafe fn prep_act(nl: usize, x: &[u8], out: &mut [f32]) {
-        let mut l = 0;
-        while l < nl {
-            // SAFETY: l + 32 ≤ nl ≤ the row's values; out holds nl floats.
-            let p = x.as_ptr().add(4 * l);
-            let v = [load_act8(p), load_act8(p.add(32)), load_act8(p.add(64)), load_act8(p.add(96))];
-            store_step(out.as_mut_ptr().add(l), [daz(v[0]), daz(v[1]), daz(v[2]), daz(v[3])]);
-            l += KN;
+        let w_ok = safe16(wmn, wmx);
+        for j in 0..T {
+            let x = &a[j * s..j * s + 4 * n];
+            out[j] = if !(w_ok && safe32(amn[j], amx[j])) {
+                // a denormal or a NaN may be on the way: the exact definition
+                if sgemm {
+                    sgemm_dot(n, w, x)
+                } else {
+                    vec_dot(n, w, x)
+                }
+            } else {
+                let r = |c: usize| avx2_reduce_lo_hi(swap_mid(acc[j][c][0]), swap_mid(acc[j][c][1]));
+                if sgemm {
+                    r(0)
+                } else {
+                    vec_dot_tail(n, nl, w, x, r(0), r(1))
+                }
+            };
         }
-    }
-
-    /// 32 values in order → [16 even][16 odd] at `o`.
-    #[target_feature(enable = "avx2")]
-    unsafe fn store_step(o: *mut f32, v: [__m256i; 4]) {
-        let (e0, o0) = deinterleave(v[0], v[1]);
-        let (e1, o1) = deinterleave(v[2], v[3]);
-        // SAFETY: the caller guarantees 32 floats at o.
-        _mm256_storeu_si256(o as *mut __m256i, e0);
-        _mm256_storeu_si256(o.add(8) as *mut __m256i, e1);
-        _mm256_storeu_si256(o.add(16) as *mut __m256i, o0);
-        _mm256_storeu_si256(o.add(24) as *mut __m256i, o1);
-    }
-
-    /// `vdpbf16ps` half-step on 8 lanes: fused, denormal results flushed.
-    #[target_feature(enable = "avx2,fma")]
-    fn dp8(acc: __m256, w: __m256, x: __m256) -> __m256 {
-        let r = _mm256_fmadd_ps(w, x, acc);
-        let abs = _mm256_set1_ps(f32::from_bits(0x7fff_ffff));
-        let tiny = _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_and_ps(r, abs), _mm256_set1_ps(f32::MIN_POSITIVE));
-        _mm256_andnot_ps(_mm256_and_ps(tiny, abs), r)
-    }
-
-    /// One 32-element step at `w`, `x` (laid out) into the lanes `lo`, `hi`.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn step(w: *const f32, x: *const f32, lo: &mut __m256, hi: &mut __m256) {
-        // SAFETY: the caller guarantees 32 floats at both.
-        let ld = |p: *const f32, k: usize| _mm256_loadu_ps(p.add(k));
-        *lo = dp8(dp8(*lo, ld(w, 16), ld(x, 16)), ld(w, 0), ld(x, 0));
-        *hi = dp8(dp8(*hi, ld(w, 24), ld(x, 24)), ld(w, 8), ld(x, 8));
     }
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn tile(path: Bf16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
         let sgemm = path == Bf16Path::TinyBlas && n % KN == 0;
-        // elements in the accumulator lanes; the rest are vec_dot's leftovers
-        let nl = if sgemm { n } else { n & !63 };
-        SCRATCH.with(|sc| {
-            let (wf, xf) = &mut *sc.borrow_mut();
-            wf.resize(nl, 0.0);
-            xf.resize(nl, 0.0);
-            prep_weights(nl, w, wf);
-            for (t, o) in out.iter_mut().enumerate() {
-                let x = &a[t * s..t * s + 4 * n];
-                prep_act(nl, x, xf);
-                let (pw, px) = (wf.as_ptr(), xf.as_ptr());
-                *o = if sgemm {
-                    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-                    for l in (0..nl).step_by(KN) {
-                        step(pw.add(l), px.add(l), &mut lo, &mut hi);
-                    }
-                    avx2_reduce_lo_hi(lo, hi)
-                } else {
-                    let z = _mm256_setzero_ps();
-                    let (mut c1, mut c2) = ([z, z], [z, z]);
-                    for l in (0..nl).step_by(64) {
-                        let [c1l, c1h] = &mut c1;
-                        step(pw.add(l), px.add(l), c1l, c1h);
-                        let [c2l, c2h] = &mut c2;
-                        step(pw.add(l + 32), px.add(l + 32), c2l, c2h);
-                    }
-                    let (r1, r2) = (avx2_reduce_lo_hi(c1[0], c1[1]), avx2_reduce_lo_hi(c2[0], c2[1]));
-                    vec_dot_tail(n, nl, w, x, r1, r2)
-                };
-            }
-        })
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group::<4>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group::<1>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 
     /// # Safety
@@ -314,5 +318,95 @@ mod avx2 {
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
         tile(Bf16Path::VecDot, n, w, a, s, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::dispatch::available_sets;
+    use crate::kernels::tests::Rng;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+    fn bf16_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| f32_to_bf16(*x)).collect()
+    }
+
+    #[test]
+    fn products_below_the_normal_range_are_flushed_in_every_set() {
+        // pair 0's odd product 1e-20·1e-20 = 1e-40 is denormal: vdpbf16ps
+        // flushes it to 0 (an unflushed chain would end at ~1e-40)
+        let mut w = vec![0f32; 64];
+        let mut x = vec![0f32; 64];
+        (w[1], x[1]) = (1e-20, 1e-20);
+        // a second token: a denormal activation times 2^100 (DAZ reads 0)
+        let mut x2 = x.clone();
+        (w[3], x2[3]) = (2f32.powi(100), 1e-39);
+        let (wb, mut ab) = (bf16_bytes(&w), f32_bytes(&x));
+        ab.extend(f32_bytes(&x2));
+        assert_eq!(sgemm_dot(64, &wb, &ab[..256]), 0.0);
+        assert_eq!(vec_dot(64, &wb, &ab[256..]), 0.0);
+        for set in available_sets() {
+            for path in [Bf16Path::TinyBlas, Bf16Path::VecDot] {
+                let f = (set.ggml)(GgmlType::BF16, if path == Bf16Path::TinyBlas {
+                    super::super::Path::TinyBlasBf16
+                } else {
+                    super::super::Path::VecDotBf16
+                })
+                .expect("kernel");
+                let mut out = [f32::NAN; 2];
+                // SAFETY: 64 values per row, two rows 256 bytes apart; the set runs on this CPU.
+                unsafe { f(64, &wb, &ab, 256, &mut out) };
+                assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
+            }
+        }
+    }
+
+    /// The emulation against this CPU's own `vdpbf16ps`, where it has one.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn dp_pairs_equal_the_instruction() {
+        if !(std::arch::is_x86_feature_detected!("avx512bf16") && std::arch::is_x86_feature_detected!("avx512f")) {
+            eprintln!("no AVX512_BF16 here: nothing to compare with");
+            return;
+        }
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn hw(acc: &[f32; 16], w: &[u16; 32], x: &[u16; 32]) -> [f32; 16] {
+            use std::arch::x86_64::*;
+            let mut r = [0f32; 16];
+            // SAFETY: the arrays are 64 bytes each.
+            let (wv, xv) = unsafe { (_mm512_loadu_si512(w.as_ptr().cast()), _mm512_loadu_si512(x.as_ptr().cast())) };
+            let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, std::mem::transmute(wv), std::mem::transmute(xv));
+            unsafe { _mm512_storeu_ps(r.as_mut_ptr(), v) };
+            r
+        }
+        let mut rng = Rng::new(5);
+        for it in 0..20000 {
+            // exponents over the whole range every third round (denormals
+            // in and out), else near 1
+            let mut bits = |wide: bool| -> u16 {
+                let r = rng.next();
+                let e = if wide { (r >> 8) % 255 } else { 120 + (r >> 8) % 14 };
+                ((r & 0x8000) as u16) | ((e as u16) << 7) | ((r >> 20) as u16 & 0x7f)
+            };
+            let wide = it % 3 == 0;
+            let w: [u16; 32] = std::array::from_fn(|_| bits(wide));
+            let x: [u16; 32] = std::array::from_fn(|_| bits(wide));
+            let acc: [f32; 16] = std::array::from_fn(|i| if i % 4 == 0 { 0.0 } else { f32::from_bits(((bits(wide) as u32) << 16) | 0x1234) });
+            let acc = acc.map(daz);
+            // SAFETY: features checked above.
+            let got = unsafe { hw(&acc, &w, &x) };
+            for i in 0..16 {
+                let f = |b: u16| f32::from_bits((b as u32) << 16);
+                let want = dp(dp(acc[i], f(w[2 * i + 1]), f(x[2 * i + 1])), f(w[2 * i]), f(x[2 * i]));
+                assert!(
+                    got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+                    "lane {i}: {} vs {want}",
+                    got[i]
+                );
+            }
+        }
     }
 }
