@@ -120,10 +120,10 @@ pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::scalar_tile(ty),
         Path::Tiled => tiled::scalar_tile(ty),
         Path::VecDot => vec_dot_k::scalar_tile(ty),
-        Path::TinyBlasF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::F32Path::TinyBlas),
-        Path::VecDotF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::F32Path::VecDot),
-        Path::TinyBlasBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_bf16::Bf16Path::TinyBlas),
-        Path::VecDotBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_bf16::Bf16Path::VecDot),
+        Path::TinyBlasF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
     }
 }
 
@@ -134,9 +134,9 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::avx2_tile(ty),
         Path::Tiled => tiled::avx2_tile(ty),
         Path::VecDot => vec_dot_k::avx2_tile(ty),
-        Path::TinyBlasF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::F32Path::TinyBlas),
-        Path::VecDotF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::F32Path::VecDot),
-        Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_bf16::Bf16Path::TinyBlas),
-        Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_bf16::Bf16Path::VecDot),
+        Path::TinyBlasF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
     }
 }

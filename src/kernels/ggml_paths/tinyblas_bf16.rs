@@ -31,6 +31,7 @@
 use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::reduce16;
+use super::tinyblas_f32::{tile_rows, FloatPath};
 use crate::quant::{bf16_to_f32, f32_to_bf16};
 
 /// Elements per tinyBLAS step (the bf16 lanes of a `__m512bh`).
@@ -115,44 +116,28 @@ fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], r1: f32, r2: f32) -> f3
     sum as f32
 }
 
-/// Which of the two reference paths a BF16 product takes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Bf16Path {
-    TinyBlas,
-    VecDot,
-}
-
-fn tile_scalar(path: Bf16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // tinyBLAS needs k % 32 == 0, else llamafile_sgemm declines
-    let sgemm = path == Bf16Path::TinyBlas && n % KN == 0;
-    for (t, o) in out.iter_mut().enumerate() {
-        let x = &a[t * s..t * s + 4 * n];
-        *o = if sgemm { sgemm_dot(n, w, x) } else { vec_dot(n, w, x) };
-    }
-}
-
 fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_scalar(Bf16Path::TinyBlas, n, w, a, s, out)
+    tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
 }
 fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_scalar(Bf16Path::VecDot, n, w, a, s, out)
+    tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
 }
 
 /// The scalar kernel for BF16 weights on `path`.
-pub fn scalar_tile(ty: GgmlType, path: Bf16Path) -> Option<TileFn> {
+pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
     match (ty, path) {
-        (GgmlType::BF16, Bf16Path::TinyBlas) => Some(scalar_tinyblas),
-        (GgmlType::BF16, Bf16Path::VecDot) => Some(scalar_vec_dot),
+        (GgmlType::BF16, FloatPath::TinyBlas) => Some(scalar_tinyblas),
+        (GgmlType::BF16, FloatPath::VecDot) => Some(scalar_vec_dot),
         _ => None,
     }
 }
 
 /// The AVX2 kernel for BF16 weights on `path`.
 #[cfg(target_arch = "x86_64")]
-pub fn avx2_tile(ty: GgmlType, path: Bf16Path) -> Option<TileFn> {
+pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
     match (ty, path) {
-        (GgmlType::BF16, Bf16Path::TinyBlas) => Some(avx2::tile_tinyblas),
-        (GgmlType::BF16, Bf16Path::VecDot) => Some(avx2::tile_vec_dot),
+        (GgmlType::BF16, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
+        (GgmlType::BF16, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
         _ => None,
     }
 }
@@ -169,7 +154,7 @@ mod avx2 {
     //! definition. The activations' even and odd elements come from
     //! `_mm256_shuffle_ps`, whose lane order (pairs 0,1,4,5,2,3,6,7) the
     //! weights take too; the accumulators are put back in order at the end.
-    use super::{sgemm_dot, vec_dot, vec_dot_tail, Bf16Path, KN};
+    use super::{sgemm_dot, vec_dot, vec_dot_tail, FloatPath, KN};
     use crate::kernels::vecf::avx2_reduce_lo_hi;
     use std::arch::x86_64::*;
 
@@ -295,8 +280,8 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn tile(path: Bf16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let sgemm = path == Bf16Path::TinyBlas && n % KN == 0;
+    unsafe fn tile(path: FloatPath, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let sgemm = path == FloatPath::TinyBlas && n % KN == 0;
         let mut t = 0;
         while t + 4 <= out.len() {
             group::<4>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 4]);
@@ -311,13 +296,13 @@ mod avx2 {
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        tile(Bf16Path::TinyBlas, n, w, a, s, out)
+        tile(FloatPath::TinyBlas, n, w, a, s, out)
     }
 
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        tile(Bf16Path::VecDot, n, w, a, s, out)
+        tile(FloatPath::VecDot, n, w, a, s, out)
     }
 }
 
@@ -349,8 +334,8 @@ mod tests {
         assert_eq!(sgemm_dot(64, &wb, &ab[..256]), 0.0);
         assert_eq!(vec_dot(64, &wb, &ab[256..]), 0.0);
         for set in available_sets() {
-            for path in [Bf16Path::TinyBlas, Bf16Path::VecDot] {
-                let f = (set.ggml)(GgmlType::BF16, if path == Bf16Path::TinyBlas {
+            for path in [FloatPath::TinyBlas, FloatPath::VecDot] {
+                let f = (set.ggml)(GgmlType::BF16, if path == FloatPath::TinyBlas {
                     super::super::Path::TinyBlasBf16
                 } else {
                     super::super::Path::VecDotBf16
@@ -378,7 +363,10 @@ mod tests {
             let mut r = [0f32; 16];
             // SAFETY: the arrays are 64 bytes each.
             let (wv, xv) = unsafe { (_mm512_loadu_si512(w.as_ptr().cast()), _mm512_loadu_si512(x.as_ptr().cast())) };
-            let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, std::mem::transmute(wv), std::mem::transmute(xv));
+            // SAFETY: both are 64 bytes of plain lanes.
+            let (wb, xb) = unsafe { (std::mem::transmute::<__m512i, __m512bh>(wv), std::mem::transmute::<__m512i, __m512bh>(xv)) };
+            // SAFETY: acc holds 16 floats.
+            let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, wb, xb);
             unsafe { _mm512_storeu_ps(r.as_mut_ptr(), v) };
             r
         }

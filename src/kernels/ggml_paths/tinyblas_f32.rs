@@ -90,44 +90,50 @@ fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], mut sum: f32) -> f32 {
     sum
 }
 
-/// Which of the two reference paths an F32 product takes.
+/// Which of the two reference paths a product of float weights takes (F32
+/// and BF16).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum F32Path {
+pub enum FloatPath {
     TinyBlas,
     VecDot,
 }
 
-fn tile_scalar(path: F32Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // tinyBLAS needs k % 16 == 0, else llamafile_sgemm declines
-    let sgemm = path == F32Path::TinyBlas && n % KN == 0;
+/// A dot of `n` elements: weight row bytes, activation row bytes (f32).
+pub(super) type DotFn = fn(n: usize, w: &[u8], x: &[u8]) -> f32;
+
+/// `out[t]` for the f32 activation rows `s` bytes apart in `a`: `sgemm` on
+/// the tinyBLAS path when `n % kn == 0` (else `llamafile_sgemm` declines),
+/// else `vec_dot`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let f = if path == FloatPath::TinyBlas && n % kn == 0 { sgemm } else { vec_dot };
     for (t, o) in out.iter_mut().enumerate() {
-        let x = &a[t * s..t * s + 4 * n];
-        *o = if sgemm { sgemm_dot(n, w, x) } else { vec_dot(n, w, x) };
+        *o = f(n, w, &a[t * s..t * s + 4 * n]);
     }
 }
 
 fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_scalar(F32Path::TinyBlas, n, w, a, s, out)
+    tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
 }
 fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_scalar(F32Path::VecDot, n, w, a, s, out)
+    tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
 }
 
 /// The scalar kernel for F32 weights on `path`.
-pub fn scalar_tile(ty: GgmlType, path: F32Path) -> Option<TileFn> {
+pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
     match (ty, path) {
-        (GgmlType::F32, F32Path::TinyBlas) => Some(scalar_tinyblas),
-        (GgmlType::F32, F32Path::VecDot) => Some(scalar_vec_dot),
+        (GgmlType::F32, FloatPath::TinyBlas) => Some(scalar_tinyblas),
+        (GgmlType::F32, FloatPath::VecDot) => Some(scalar_vec_dot),
         _ => None,
     }
 }
 
 /// The AVX2 kernel for F32 weights on `path`.
 #[cfg(target_arch = "x86_64")]
-pub fn avx2_tile(ty: GgmlType, path: F32Path) -> Option<TileFn> {
+pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
     match (ty, path) {
-        (GgmlType::F32, F32Path::TinyBlas) => Some(avx2::tile_tinyblas),
-        (GgmlType::F32, F32Path::VecDot) => Some(avx2::tile_vec_dot),
+        (GgmlType::F32, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
+        (GgmlType::F32, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
         _ => None,
     }
 }
