@@ -296,6 +296,7 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
             else
                 not_ok "embedding inputs: synthetic models' logits"
             fi
+            under_valgrind embd_logits "$OUT/synth-llama.gguf" "$PAR/tokens512.txt" "$OUT/embd-vg.bin" 5
         else
             not_ok "embd_logits build"
         fi

@@ -310,7 +310,6 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::kernels::dispatch::available_sets;
-    use crate::kernels::tests::Rng;
 
     fn f32_bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -353,6 +352,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn dp_pairs_equal_the_instruction() {
+        use crate::kernels::tests::Rng;
         if !(std::arch::is_x86_feature_detected!("avx512bf16") && std::arch::is_x86_feature_detected!("avx512f")) {
             eprintln!("no AVX512_BF16 here: nothing to compare with");
             return;
