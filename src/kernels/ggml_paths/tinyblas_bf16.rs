@@ -31,7 +31,7 @@
 use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::reduce16;
-use super::tinyblas_f32::{tile_rows, FloatPath};
+use super::tinyblas_f32::{float_tiles, tile_rows, FloatPath};
 use crate::quant::{bf16_to_f32, f32_to_bf16};
 
 /// Elements per tinyBLAS step (the bf16 lanes of a `__m512bh`).
@@ -116,31 +116,7 @@ fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], r1: f32, r2: f32) -> f3
     sum as f32
 }
 
-fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
-}
-fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
-}
-
-/// The scalar kernel for BF16 weights on `path`.
-pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
-    match (ty, path) {
-        (GgmlType::BF16, FloatPath::TinyBlas) => Some(scalar_tinyblas),
-        (GgmlType::BF16, FloatPath::VecDot) => Some(scalar_vec_dot),
-        _ => None,
-    }
-}
-
-/// The AVX2 kernel for BF16 weights on `path`.
-#[cfg(target_arch = "x86_64")]
-pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
-    match (ty, path) {
-        (GgmlType::BF16, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
-        (GgmlType::BF16, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
-        _ => None,
-    }
-}
+float_tiles!(BF16);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {

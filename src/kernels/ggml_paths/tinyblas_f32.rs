@@ -112,31 +112,41 @@ pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn
     }
 }
 
-fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
-}
-fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
-}
+/// The kernel lookups of a float type's module (`scalar_tile`,
+/// `avx2_tile`) for ggml type `$ty`: the module has `KN`, `sgemm_dot`,
+/// `vec_dot` and, on x86-64, `avx2::tile_tinyblas` / `avx2::tile_vec_dot`.
+macro_rules! float_tiles {
+    ($ty:ident) => {
+        fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
+        }
+        fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
+        }
 
-/// The scalar kernel for F32 weights on `path`.
-pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
-    match (ty, path) {
-        (GgmlType::F32, FloatPath::TinyBlas) => Some(scalar_tinyblas),
-        (GgmlType::F32, FloatPath::VecDot) => Some(scalar_vec_dot),
-        _ => None,
-    }
-}
+        /// The scalar kernel for these weights on `path`.
+        pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
+            match (ty, path) {
+                (GgmlType::$ty, FloatPath::TinyBlas) => Some(scalar_tinyblas),
+                (GgmlType::$ty, FloatPath::VecDot) => Some(scalar_vec_dot),
+                _ => None,
+            }
+        }
 
-/// The AVX2 kernel for F32 weights on `path`.
-#[cfg(target_arch = "x86_64")]
-pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
-    match (ty, path) {
-        (GgmlType::F32, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
-        (GgmlType::F32, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
-        _ => None,
-    }
+        /// The AVX2 kernel for these weights on `path`.
+        #[cfg(target_arch = "x86_64")]
+        pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
+            match (ty, path) {
+                (GgmlType::$ty, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
+                (GgmlType::$ty, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
+                _ => None,
+            }
+        }
+    };
 }
+pub(super) use float_tiles;
+
+float_tiles!(F32);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
