@@ -242,8 +242,8 @@ else
 fi
 
 # --- forward pass: teacher-forced logits of synthetic models (random F32
-# weights, 2 layers, a reference vocab cut to 512 tokens) against goldens made
-# with the reference library (scripts/make-parity-goldens.sh), and invariance
+# weights, 2 layers, a reference vocab cut to 512 tokens) bit-identical to
+# goldens made with the reference library (scripts/make-parity-goldens.sh), and invariance
 # (threads, ubatch size, decode chunking: bit-identical)
 VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
 if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gguf" ]; then
@@ -255,11 +255,14 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
             vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
             m=$OUT/synth-$arch.gguf
             "$ROOT/target/release/examples/synth_model" "$arch" "$VOCAB/ggml-vocab-$vocab.gguf" "$m" 11 512
+            # F32 weights run the emulation of llamafile's tinyBLAS<16> (and
+            # ggml_vec_dot_f32 for one row): the logits are the reference's bytes
             if "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/synth-$arch.bin" 512 2 2> "$OUT/logits-$arch.err" \
-                && "$OUT/compare_logits" "$PAR/synth-$arch.ref.bin" "$OUT/synth-$arch.bin" 99.5 1e-5 1e-3 > "$OUT/parity-$arch.txt"; then
-                ok "synthetic $arch logits match the reference ($(cat "$OUT/parity-$arch.txt"))"
+                && cmp -s "$PAR/synth-$arch.ref.bin" "$OUT/synth-$arch.bin"; then
+                ok "synthetic $arch logits bit-identical to the reference"
             else
-                not_ok "synthetic $arch logits match the reference"; cat "$OUT/parity-$arch.txt" "$OUT/logits-$arch.err" 2> /dev/null
+                not_ok "synthetic $arch logits bit-identical to the reference"
+                "$OUT/compare_logits" "$PAR/synth-$arch.ref.bin" "$OUT/synth-$arch.bin"; cat "$OUT/logits-$arch.err" 2> /dev/null
             fi
             inv_ok=1
             "$OUT/logits" "$m" "$PAR/tokens512.txt" "$OUT/inv-t1.bin" 512 1 2> /dev/null || inv_ok=0
@@ -272,6 +275,31 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
+        # embedding inputs (llama_batch.embd carrying the tokens' token_embd
+        # rows, parity/embd_logits.c): logits hash to the reference's
+        # (golden/parity/embd.sha256, make-parity-goldens.sh); for llama and
+        # qwen3 they are the token path's bytes too (gemma3 does not scale raw
+        # embeddings by sqrt(n_embd), as the reference)
+        if compile embd_logits "$ROOT/ffi-tests/parity/embd_logits.c"; then
+            e_ok=1
+            for arch in llama qwen3 gemma3; do
+                "$OUT/embd_logits" "$OUT/synth-$arch.gguf" "$PAR/tokens512.txt" "$OUT/embd-$arch.bin" 2> /dev/null || e_ok=0
+                got=$(sha256sum "$OUT/embd-$arch.bin" | cut -d' ' -f1)
+                want=$(awk -v l="synth-$arch" '$2 == l {print $1}' "$PAR/embd.sha256")
+                [ "$got" = "$want" ] || { e_ok=0; echo "     synth-$arch: sha256 $got, want $want"; }
+            done
+            for arch in llama qwen3; do
+                cmp -s "$OUT/embd-$arch.bin" "$OUT/synth-$arch.bin" || { e_ok=0; echo "     synth-$arch: embeddings path differs from the token path"; }
+            done
+            if [ $e_ok = 1 ]; then
+                ok "embedding inputs: synthetic llama/qwen3/gemma3 logits bit-identical to the reference (llama, qwen3: equal to the token path)"
+            else
+                not_ok "embedding inputs: synthetic models' logits"
+            fi
+            under_valgrind embd_logits "$OUT/synth-llama.gguf" "$PAR/tokens512.txt" "$OUT/embd-vg.bin" 5
+        else
+            not_ok "embd_logits build"
+        fi
         # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL"...:
         # every run's logits hash to the sha256 SHA_FILE lists for LABEL
         logits_hash_ok() {
@@ -307,6 +335,32 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
             else
                 not_ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference"
             fi
+        fi
+        # SmolLM2 requantized to BF16 by our llama_model_quantize (whose file
+        # must hash equal to the reference's): logits bit-identical to the
+        # reference's in one decode (llamafile's tinyBLAS<32> with vdpbf16ps),
+        # token by token (ggml_vec_dot_bf16) and in decodes of 7
+        if [ -f "$SMOL" ]; then
+            BF16_MODEL=$OUT/smollm2-bf16.gguf
+            if compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c" \
+                && "$OUT/quantize_tool" "$SMOL" "$BF16_MODEL" 32 requant > /dev/null 2>&1 \
+                && [ "$(sha256sum "$BF16_MODEL" | cut -d' ' -f1)" = "$(awk '$2 == "model" {print $1}' "$PAR/smollm2-bf16.sha256")" ]; then
+                if logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
+                    "512 2 128 one-decode" "512 1 128 one-decode" "512 2 1 token-by-token" "512 2 7 chunks-of-7"; then
+                    ok "SmolLM2 BF16 logits bit-identical to the reference (one decode, token by token, chunks of 7; 1/2 threads)"
+                else
+                    not_ok "SmolLM2 BF16 logits bit-identical to the reference"
+                fi
+                if [ -x "$OUT/embd_logits" ] && "$OUT/embd_logits" "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$OUT/embd-smollm2.bin" 7 2> /dev/null \
+                    && [ "$(sha256sum "$OUT/embd-smollm2.bin" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2-bf16-chunks-of-7" {print $1}' "$PAR/embd.sha256")" ]; then
+                    ok "embedding inputs: SmolLM2 BF16 logits (decodes of 7) bit-identical to the reference"
+                else
+                    not_ok "embedding inputs: SmolLM2 BF16 logits"
+                fi
+            else
+                not_ok "SmolLM2 BF16 model (our quantize, the reference's bytes)"
+            fi
+            rm -f "$BF16_MODEL"
         fi
         # Gemma 3 Q4_K_M, 128 teacher-forced tokens: logits bit-identical to
         # the reference's in one decode (repacked Q4_K gemm, tiled Q6_K) and

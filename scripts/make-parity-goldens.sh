@@ -42,4 +42,33 @@ ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/pari
 # on 3, k-quant vec_dot below 8 rows)
 ref_hashes "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ffi-tests/golden/parity/tokens-gemma3-128.txt \
     ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7"
+# SmolLM2 requantized to BF16 by the reference (llama_model_quantize with
+# allow_requantize; minfer's quantize writes the same bytes, which is how
+# run.sh makes it), 128 tokens: in one decode (llamafile's tinyBLAS<32> with
+# vdpbf16ps), token by token (ggml_vec_dot_bf16) and in decodes of 7
+BF16=$OUT/SmolLM2-135M-Instruct.BF16.gguf
+REF_PY=$(echo "$REF_LIB" | sed "s|/lib/python3[^/]*/.*||")/bin/python
+"$REF_PY" - "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$BF16" <<'PY' > /dev/null 2>&1
+import ctypes, sys, llama_cpp
+p = llama_cpp.llama_model_quantize_default_params()
+p.ftype = 32; p.allow_requantize = True  # LLAMA_FTYPE_MOSTLY_BF16
+sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))
+PY
+echo "$(sha256sum "$BF16" | cut -d' ' -f1)  model" > ffi-tests/golden/parity/smollm2-bf16.sha256
+ref_hashes "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt ffi-tests/golden/parity/smollm2-bf16.sha256.tmp \
+    "128 one-decode" "1 token-by-token" "7 chunks-of-7"
+cat ffi-tests/golden/parity/smollm2-bf16.sha256.tmp >> ffi-tests/golden/parity/smollm2-bf16.sha256
+rm ffi-tests/golden/parity/smollm2-bf16.sha256.tmp
+# Embedding inputs (ffi-tests/parity/embd_logits.c: batches of token_embd
+# rows instead of token ids): sha256 of the reference's logits for the
+# synthetic llama, qwen3 and gemma3 models (512 tokens in one decode) and
+# SmolLM2 BF16 (128 tokens in decodes of 7)
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
+: > ffi-tests/golden/parity/embd.sha256
+for arch in llama qwen3 gemma3; do
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
+    echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  synth-$arch" >> ffi-tests/golden/parity/embd.sha256
+done
+LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/embd.bin" 7 2> /dev/null
+echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >> ffi-tests/golden/parity/embd.sha256
 ls -l ffi-tests/golden/parity/

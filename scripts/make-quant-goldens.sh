@@ -21,4 +21,9 @@ gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_act_g
 gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_matmul_goldens" \
     "$ROOT/scripts/quant-goldens/make_matmul_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$LIB"
 "$ROOT/target/make_matmul_goldens" "$OUT" 2> /dev/null
+# The reference's mul_mat of F32 and BF16 weights (llamafile's tinyBLAS,
+# ggml_vec_dot_f32 / _bf16; see src/kernels/ggml_paths/tinyblas_*.rs).
+gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_float_matmul_goldens" \
+    "$ROOT/scripts/quant-goldens/make_float_matmul_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$LIB"
+"$ROOT/target/make_float_matmul_goldens" "$OUT" > /dev/null 2>&1
 du -ch "$OUT"/* | tail -n 1

@@ -93,6 +93,7 @@ pub fn forward(
     weights: &Weights,
     kv: &mut KvCache,
     tokens: &[Token],
+    inp_embd: &[f32],
     cells: &[usize],
     causal: bool,
     embd: &mut [f32],
@@ -109,16 +110,27 @@ pub fn forward(
     let eps = hp.f_norm_rms_eps;
     let neox = arch.rope_type() == 2;
 
-    // --- embeddings: x [nt][n_embd]
+    // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
+    // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
     let mut x = vec![0f32; nt * n_embd];
     let tok_embd = &weights.tok_embd;
     let row_bytes = bytes(model, tok_embd).len() / tok_embd.rows();
-    for (t, tok) in tokens.iter().enumerate() {
-        let id = tok.id.unwrap_or(0) as usize;
-        let row = &bytes(model, tok_embd)[id * row_bytes..(id + 1) * row_bytes];
-        crate::quant::dequantize_row(tok_embd.ty(), row, &mut x[t * n_embd..(t + 1) * n_embd])?;
+    let embd_input = tokens.iter().any(|t| t.id.is_none());
+    if embd_input && inp_embd.len() != nt * n_embd {
+        return Err(crate::Error::invalid(format!("embedding input has {} values, want {nt}x{n_embd}", inp_embd.len())));
     }
-    if arch == Arch::Gemma3 {
+    for (t, tok) in tokens.iter().enumerate() {
+        let xt = &mut x[t * n_embd..(t + 1) * n_embd];
+        match tok.id {
+            Some(id) => {
+                let row = &bytes(model, tok_embd)[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+                crate::quant::dequantize_row(tok_embd.ty(), row, xt)?;
+            }
+            None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
+        }
+    }
+    // (the reference scales token embeddings only: `ubatch.token ? sqrtf(n_embd) : 1.0f`)
+    if arch == Arch::Gemma3 && !embd_input {
         let s = (n_embd as f32).sqrt();
         x.iter_mut().for_each(|v| *v *= s);
     }

@@ -290,7 +290,16 @@ impl Context {
         let weights = self.model.weights.as_ref().expect("checked at creation");
         let n_ubatch = self.cparams.n_ubatch as usize;
         let mut out_row = 0;
-        for (chunk, cells) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)) {
+        if tokens.iter().any(|t| t.id.is_none()) && batch.embd.len() != tokens.len() * n_embd {
+            return Err(Error::invalid(format!(
+                "embedding batch has {} values, want {}x{n_embd}",
+                batch.embd.len(),
+                tokens.len()
+            )));
+        }
+        for (i, (chunk, cells)) in tokens.chunks(n_ubatch).zip(slots.chunks(n_ubatch)).enumerate() {
+            // [len][n_embd] input embeddings of this ubatch (none for token ids)
+            let inp_embd = batch.embd.get(i * n_ubatch * n_embd..(i * n_ubatch + chunk.len()) * n_embd).unwrap_or(&[]);
             for (t, &c) in chunk.iter().zip(cells) {
                 let cell = &mut self.kv.cells[c];
                 cell.pos = t.pos;
@@ -302,7 +311,7 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits, abort);
+            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, inp_embd, cells, self.causal, embd, logits, abort);
             if !matches!(step, Ok(ControlFlow::Continue(()))) {
                 // As the reference: the failed or aborted ubatch leaves the
                 // cache, the ubatches before it stay, and only their outputs

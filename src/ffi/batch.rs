@@ -81,18 +81,27 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
     if b.n_tokens <= 0 {
         return Err(Error::invalid(format!("n_tokens == {}", b.n_tokens)));
     }
-    if b.token.is_null() {
-        return Err(Error::invalid(if b.embd.is_null() {
-            "batch has neither token ids nor embeddings"
-        } else {
-            "embedding inputs are not implemented yet"
-        }));
+    if b.token.is_null() && b.embd.is_null() {
+        return Err(Error::invalid("batch has neither token ids nor embeddings"));
     }
     let n = b.n_tokens as usize;
     let n_seq_max = c.cparams.n_seq_max as usize;
     // SAFETY: the caller's arrays hold n_tokens entries each (llama.h's
-    // contract for llama_batch); NULL ones are not read.
-    let tokens = unsafe { std::slice::from_raw_parts(b.token, n) };
+    // contract for llama_batch); NULL ones are not read. Token ids win over
+    // embeddings when both are given, as in the reference.
+    let tokens = (!b.token.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.token, n) });
+    // embedding inputs: [n_tokens][n_embd] floats
+    let embd = match tokens {
+        Some(_) => Vec::new(),
+        None => {
+            let len = n
+                .checked_mul(c.model.hparams.n_embd as usize)
+                .ok_or_else(|| Error::invalid("embedding input size overflows"))?;
+            // SAFETY: an embedding batch holds n_tokens rows of n_embd floats
+            // (llama_batch_init(n_tokens, n_embd, ...)); embd is not NULL here.
+            unsafe { std::slice::from_raw_parts(b.embd, len) }.to_vec()
+        }
+    };
     let pos = (!b.pos.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.pos, n) });
     let n_seq_id = (!b.n_seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.n_seq_id, n) });
     let seq_id = (!b.seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.seq_id, n) });
@@ -100,7 +109,7 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
 
     // i64: a sequence may already hold position i32::MAX (seq_add saturates).
     let mut pos_next: Vec<i64> = (0..n_seq_max).map(|s| i64::from(c.kv.pos_max(s as i32)) + 1).collect();
-    let mut out = Batch { tokens: Vec::with_capacity(n), embd: Vec::new() };
+    let mut out = Batch { tokens: Vec::with_capacity(n), embd };
     for i in 0..n {
         let seqs: Vec<i32> = match (n_seq_id, seq_id) {
             (Some(ns), Some(ids)) => {
@@ -135,7 +144,7 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
             Some(l) => l[i] != 0,
             None => c.cparams.embeddings || i == n - 1,
         };
-        out.tokens.push(Token { id: Some(tokens[i]), pos: p, seqs, output });
+        out.tokens.push(Token { id: tokens.map(|t| t[i]), pos: p, seqs, output });
     }
     Ok(out)
 }

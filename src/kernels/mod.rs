@@ -27,7 +27,8 @@
 //!   they may depend on the matrix's row count and on `nt`: the kernel is the
 //!   emulation of the path the reference takes for that shape
 //!   (`ggml_paths`: repacked gemm/gemv, tiled k-quant matmul, k-quant
-//!   vec_dot), else the `ggml_vec_dot`-order kernel of the type.
+//!   vec_dot, llamafile's tinyBLAS and `ggml_vec_dot_f32`/`_bf16` for F32
+//!   and BF16 weights), else the `ggml_vec_dot`-order kernel of the type.
 //! - The kernel set (scalar, AVX2+FMA+F16C, NEON, NEON+dotprod) is chosen
 //!   once at run time ([`kernels`]); `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1`
 //!   force scalar. Every SIMD kernel has its scalar definition in

@@ -20,7 +20,15 @@
 //!   output at a time; so does IQ4_NL (not repacked) for one row
 //!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`.
 //!
-//! Every other case (the 32-block types not repacked, float weights) keeps
+//! - [`Path::TinyBlasF32`] / [`Path::VecDotF32`]: F32 weights; llamafile's
+//!   tinyBLAS<16> from 2 activation rows when `rows % 4 == 0` (and
+//!   `cols % 16 == 0`), else `ggml_vec_dot_f32`. See `tinyblas_f32.rs`.
+//! - [`Path::TinyBlasBf16`] / [`Path::VecDotBf16`]: BF16 weights, activations
+//!   rounded to bf16; llamafile's AVX512_BF16 tinyBLAS<32> (`vdpbf16ps`)
+//!   from 2 activation rows when `rows % 4 == 0` (and `cols % 32 == 0`),
+//!   else `ggml_vec_dot_bf16`. See `tinyblas_bf16.rs`.
+//!
+//! Every other case (the 32-block types not repacked, F16 weights) keeps
 //! the kernels of `x86_avx2.rs` / `scalar.rs`; the AVX2 ones follow
 //! `ggml_vec_dot` and, from 2 rows, llamafile's tinyBLAS (`llamafile_sgemm`,
 //! which the reference runs for Q8_0, Q4_0, Q5_0, IQ4_NL there).
@@ -42,6 +50,8 @@
 
 pub mod repack;
 pub mod tiled;
+pub mod tinyblas_bf16;
+pub mod tinyblas_f32;
 pub mod vec_dot_k;
 
 #[cfg(test)]
@@ -59,6 +69,15 @@ pub enum Path {
     Tiled,
     /// the type's `ggml_vec_dot_*_q8_K` (fewer than 8 activation rows)
     VecDot,
+    /// F32 weights: llamafile's tinyBLAS<16>
+    TinyBlasF32,
+    /// F32 weights: `ggml_vec_dot_f32`
+    VecDotF32,
+    /// BF16 weights: llamafile's tinyBLAS<32> with `vdpbf16ps`, on
+    /// bf16-rounded activations
+    TinyBlasBf16,
+    /// BF16 weights: `ggml_vec_dot_bf16` on bf16-rounded activations
+    VecDotBf16,
 }
 
 /// Activation rows from which the reference takes the tiled path
@@ -77,6 +96,9 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),
+        // the column conditions (k % 16, k % 32) are checked by the kernels
+        F32 => Some(if tinyblas_f32::runs(rows, nt, 0) { Path::TinyBlasF32 } else { Path::VecDotF32 }),
+        BF16 => Some(if tinyblas_bf16::runs(rows, nt, 0) { Path::TinyBlasBf16 } else { Path::VecDotBf16 }),
         Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
             Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
         }
@@ -98,6 +120,10 @@ pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::scalar_tile(ty),
         Path::Tiled => tiled::scalar_tile(ty),
         Path::VecDot => vec_dot_k::scalar_tile(ty),
+        Path::TinyBlasF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
     }
 }
 
@@ -108,5 +134,9 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::avx2_tile(ty),
         Path::Tiled => tiled::avx2_tile(ty),
         Path::VecDot => vec_dot_k::avx2_tile(ty),
+        Path::TinyBlasF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
     }
 }

@@ -1,0 +1,376 @@
+//! Emulation of the reference's products of BF16 matrices with f32 inputs.
+//! `ggml_compute_forward_mul_mat` converts the activations to bf16 first
+//! (BF16's `vec_dot_type` is BF16; `ggml_cpu_fp32_to_bf16` rounds to nearest
+//! even, NaN quieted: [`crate::quant::f32_to_bf16`]), then, on this
+//! `-march=native` build with AVX512_BF16, runs
+//!
+//! - llamafile's `tinyBLAS<32, __m512, __m512bh, ggml_bf16_t, ggml_bf16_t,
+//!   float>` when `llamafile_sgemm` takes the shape: `n ≥ 2` activation
+//!   rows, `k % 32 == 0`, `m % 4 == 0` output rows ([`runs`]). Each output
+//!   has one 16-lane accumulator; per step of 32 elements `madd` is
+//!   `_mm512_dpbf16_ps`, so lane `i` takes the pair `2i, 2i+1`; the result
+//!   is `_mm512_reduce_add_ps` ([`vecf::reduce16`]).
+//! - else `ggml_vec_dot_bf16` per output: two such accumulators over steps
+//!   of 64 (elements 0..32 of a step into `c1`, 32..64 into `c2`), each
+//!   reduced to f32 and added in f64 (`0 + c1 + c2`); the `n % 64` leftovers
+//!   are f32 products (exact for bf16, no flushing) added in f64 one by one;
+//!   the f64 sum is rounded to f32.
+//!
+//! `vdpbf16ps` per lane (Intel's pseudo-code, checked against this AMD
+//! EPYC's instruction on 4.8M random lanes): with denormal inputs read as
+//! zero (DAZ), `acc = fma(w[2i+1], x[2i+1], acc)`, then
+//! `acc = fma(w[2i], x[2i], acc)`, each rounded to nearest even with a
+//! denormal result flushed to a signed zero (FTZ, tininess after rounding),
+//! whatever MXCSR says ([`dp`]).
+//!
+//! The AVX2 versions lay each 32-element step out as its 16 even elements
+//! then its 16 odd ones (weights once per call, activations once per token,
+//! in a per-thread scratch), so that lane `i` of two 8-lane vectors is lane
+//! `i` of the reference's accumulator.
+
+use super::super::dispatch::TileFn;
+use crate::ggml_type::GgmlType;
+use crate::kernels::vecf::reduce16;
+use super::tinyblas_f32::{float_tiles, tile_rows, FloatPath};
+use crate::quant::{bf16_to_f32, f32_to_bf16};
+
+/// Elements per tinyBLAS step (the bf16 lanes of a `__m512bh`).
+pub const KN: usize = 32;
+
+/// Whether `llamafile_sgemm` runs tinyBLAS<32> (AVX512_BF16) for a BF16
+/// product of `m` output rows, `n` activation rows and `k` columns.
+pub fn runs(m: usize, n: usize, k: usize) -> bool {
+    n >= 2 && k % KN == 0 && m % 4 == 0
+}
+
+#[inline]
+fn bf16_at(b: &[u8], i: usize) -> f32 {
+    bf16_to_f32([b[2 * i], b[2 * i + 1]])
+}
+
+/// Activation element `i` (f32 bytes) as the reference's matmul reads it:
+/// rounded to bf16.
+#[inline]
+fn act_at(x: &[u8], i: usize) -> f32 {
+    let v = f32::from_le_bytes([x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]]);
+    bf16_to_f32(f32_to_bf16(v))
+}
+
+/// A denormal read as a zero of its sign (DAZ).
+#[inline]
+fn daz(v: f32) -> f32 {
+    if v.to_bits() & 0x7f80_0000 == 0 {
+        f32::from_bits(v.to_bits() & 0x8000_0000)
+    } else {
+        v
+    }
+}
+
+/// One product step of `vdpbf16ps`: `acc + w·x` fused, inputs DAZ, result
+/// FTZ (`acc` is never denormal: every value it holds went through here).
+#[inline]
+pub fn dp(acc: f32, w: f32, x: f32) -> f32 {
+    daz(daz(w).mul_add(daz(x), acc))
+}
+
+/// One `vdpbf16ps` lane: the odd element of the pair first.
+#[inline]
+fn dp_pair(acc: f32, w: &[u8], x: &[u8], e: usize) -> f32 {
+    dp(dp(acc, bf16_at(w, e + 1), act_at(x, e + 1)), bf16_at(w, e), act_at(x, e))
+}
+
+/// One tinyBLAS<32> output over `n` elements (`n % 32 == 0`): `w` bf16
+/// bytes, `x` f32 bytes.
+pub fn sgemm_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
+    let mut acc = [0f32; 16];
+    for l in (0..n).step_by(KN) {
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = dp_pair(*a, w, x, l + 2 * i);
+        }
+    }
+    reduce16(&acc)
+}
+
+/// `ggml_vec_dot_bf16` of `n` elements (see the module doc).
+pub fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
+    let np = n & !63;
+    let (mut c1, mut c2) = ([0f32; 16], [0f32; 16]);
+    for l in (0..np).step_by(64) {
+        for i in 0..16 {
+            c1[i] = dp_pair(c1[i], w, x, l + 2 * i);
+            c2[i] = dp_pair(c2[i], w, x, l + 32 + 2 * i);
+        }
+    }
+    vec_dot_tail(n, np, w, x, reduce16(&c1), reduce16(&c2))
+}
+
+/// The end of `ggml_vec_dot_bf16`: the two reduced accumulators and the
+/// leftovers from element `np` on, summed in f64.
+#[inline]
+fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], r1: f32, r2: f32) -> f32 {
+    let mut sum = 0f64 + f64::from(r1);
+    sum += f64::from(r2);
+    for k in np..n {
+        sum += f64::from(bf16_at(w, k) * act_at(x, k));
+    }
+    sum as f32
+}
+
+float_tiles!(BF16);
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! The lanes in registers, without the flushing: a product chain can
+    //! only meet a denormal (input or result) if some nonzero input has a
+    //! magnitude below 2^-56 — otherwise every product of two bf16 values is
+    //! a multiple of 2^-126, and so is every rounded sum, so nonzero ones
+    //! are normal. The kernel tracks that bound (and NaNs, which it does not
+    //! round as `f32_to_bf16`) over the weights and each token's
+    //! activations; an output that breaks it is recomputed by the scalar
+    //! definition. The activations' even and odd elements come from
+    //! `_mm256_shuffle_ps`, whose lane order (pairs 0,1,4,5,2,3,6,7) the
+    //! weights take too; the accumulators are put back in order at the end.
+    use super::{sgemm_dot, vec_dot, vec_dot_tail, FloatPath, KN};
+    use crate::kernels::vecf::avx2_reduce_lo_hi;
+    use std::arch::x86_64::*;
+
+    /// Bits of 2^-56, the smallest safe nonzero magnitude.
+    const SAFE_MIN: i32 = 71 << 23;
+    const SAFE_MIN_BF16: i16 = 71 << 7;
+
+    /// Swaps the middle 64-bit quarters: natural pair order ↔ the shuffle's
+    /// (the permutation is its own inverse).
+    #[target_feature(enable = "avx2")]
+    fn swap_mid(v: __m256) -> __m256 {
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
+    }
+
+    /// One 32-element step of weights at `p` (bf16): (even, odd) of pairs
+    /// 0..8 and of pairs 8..16, in the shuffle's lane order; `safe` keeps
+    /// the smallest nonzero magnitude − 1 and the largest (as u16).
+    #[target_feature(enable = "avx2")]
+    unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
+        let mut r = [_mm256_setzero_ps(); 4];
+        for h in 0..2 {
+            // SAFETY: the caller guarantees 64 bytes at p.
+            let words = _mm256_loadu_si256(p.add(32 * h) as *const __m256i);
+            let abs = _mm256_and_si256(words, _mm256_set1_epi16(0x7fff));
+            *mn = _mm256_min_epu16(*mn, _mm256_sub_epi16(abs, _mm256_set1_epi16(1)));
+            *mx = _mm256_max_epu16(*mx, abs);
+            let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
+            let odd = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
+            r[2 * h] = swap_mid(even);
+            r[2 * h + 1] = swap_mid(odd);
+        }
+        r
+    }
+
+    /// 8 activations at `p` rounded to bf16 (nearest even), tracking the
+    /// smallest nonzero magnitude − 1 and the largest (as u32).
+    #[target_feature(enable = "avx2")]
+    unsafe fn act8(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> __m256 {
+        // SAFETY: the caller guarantees 32 bytes at p.
+        let u = _mm256_loadu_si256(p as *const __m256i);
+        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
+        let r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+        let r = _mm256_and_si256(r, _mm256_set1_epi32(0xffff_0000u32 as i32));
+        let abs = _mm256_and_si256(r, _mm256_set1_epi32(0x7fff_ffff));
+        *mn = _mm256_min_epu32(*mn, _mm256_sub_epi32(abs, _mm256_set1_epi32(1)));
+        // a NaN input may round to anything: check the input
+        *mx = _mm256_max_epu32(*mx, _mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)));
+        _mm256_castsi256_ps(r)
+    }
+
+    /// One 32-element step of a token: activations at `x`, weights `w`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn step(w: &[__m256; 4], x: *const u8, lo: &mut __m256, hi: &mut __m256, mn: &mut __m256i, mx: &mut __m256i) {
+        // SAFETY: the caller guarantees 128 bytes at x.
+        let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
+        let (e0, o0) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
+        let (e1, o1) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
+        // vdpbf16ps: the odd product first
+        *lo = _mm256_fmadd_ps(w[0], e0, _mm256_fmadd_ps(w[1], o0, *lo));
+        *hi = _mm256_fmadd_ps(w[2], e1, _mm256_fmadd_ps(w[3], o1, *hi));
+    }
+
+    /// Whether every tracked value was 0 or in [2^-56, NaN) (u32 lanes).
+    #[target_feature(enable = "avx2")]
+    fn safe32(mn: __m256i, mx: __m256i) -> bool {
+        let lo_ok = _mm256_cmpeq_epi32(_mm256_max_epu32(mn, _mm256_set1_epi32(SAFE_MIN - 1)), mn);
+        let hi_ok = _mm256_cmpeq_epi32(_mm256_min_epu32(mx, _mm256_set1_epi32(0x7f80_0000)), mx);
+        _mm256_movemask_epi8(_mm256_and_si256(lo_ok, hi_ok)) == -1
+    }
+
+    /// The same for u16 lanes (bf16 weights).
+    #[target_feature(enable = "avx2")]
+    fn safe16(mn: __m256i, mx: __m256i) -> bool {
+        let lo_ok = _mm256_cmpeq_epi16(_mm256_max_epu16(mn, _mm256_set1_epi16(SAFE_MIN_BF16 - 1)), mn);
+        let hi_ok = _mm256_cmpeq_epi16(_mm256_min_epu16(mx, _mm256_set1_epi16(0x7f80)), mx);
+        _mm256_movemask_epi8(_mm256_and_si256(lo_ok, hi_ok)) == -1
+    }
+
+    /// Outputs for `T` tokens (activation rows `s` bytes apart at `a`):
+    /// tinyBLAS (`sgemm`) or vec_dot_bf16's two accumulators.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn group<const T: usize>(sgemm: bool, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nl = if sgemm { n } else { n & !63 };
+        let z = _mm256_setzero_ps();
+        // [token][accumulator c1/c2][lo/hi]
+        let mut acc = [[[z; 2]; 2]; T];
+        let ones = _mm256_set1_epi32(-1);
+        let (mut wmn, mut wmx) = (ones, _mm256_setzero_si256());
+        let mut amn = [ones; T];
+        let mut amx = [_mm256_setzero_si256(); T];
+        let mut l = 0;
+        while l < nl {
+            // SAFETY: l + 32 ≤ nl ≤ n values in the weight row and in each
+            // of the T activation rows.
+            let wv = weights(w.as_ptr().add(2 * l), &mut wmn, &mut wmx);
+            // tinyBLAS: one accumulator; vec_dot: c1 for the first 32 of 64
+            let c = usize::from(!sgemm && (l / KN) % 2 == 1);
+            for j in 0..T {
+                let [lo, hi] = &mut acc[j][c];
+                step(&wv, a.as_ptr().add(j * s + 4 * l), lo, hi, &mut amn[j], &mut amx[j]);
+            }
+            l += KN;
+        }
+        let w_ok = safe16(wmn, wmx);
+        for j in 0..T {
+            let x = &a[j * s..j * s + 4 * n];
+            out[j] = if !(w_ok && safe32(amn[j], amx[j])) {
+                // a denormal or a NaN may be on the way: the exact definition
+                if sgemm {
+                    sgemm_dot(n, w, x)
+                } else {
+                    vec_dot(n, w, x)
+                }
+            } else {
+                let r = |c: usize| avx2_reduce_lo_hi(swap_mid(acc[j][c][0]), swap_mid(acc[j][c][1]));
+                if sgemm {
+                    r(0)
+                } else {
+                    vec_dot_tail(n, nl, w, x, r(0), r(1))
+                }
+            };
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile(path: FloatPath, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let sgemm = path == FloatPath::TinyBlas && n % KN == 0;
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group::<4>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group::<1>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 1]);
+            t += 1;
+        }
+    }
+
+    /// # Safety
+    /// The `TileFn` contract (AVX2 and FMA present).
+    pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        tile(FloatPath::TinyBlas, n, w, a, s, out)
+    }
+
+    /// # Safety
+    /// The `TileFn` contract (AVX2 and FMA present).
+    pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        tile(FloatPath::VecDot, n, w, a, s, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::dispatch::available_sets;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+    fn bf16_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| f32_to_bf16(*x)).collect()
+    }
+
+    #[test]
+    fn products_below_the_normal_range_are_flushed_in_every_set() {
+        // pair 0's odd product 1e-20·1e-20 = 1e-40 is denormal: vdpbf16ps
+        // flushes it to 0 (an unflushed chain would end at ~1e-40)
+        let mut w = vec![0f32; 64];
+        let mut x = vec![0f32; 64];
+        (w[1], x[1]) = (1e-20, 1e-20);
+        // a second token: a denormal activation times 2^100 (DAZ reads 0)
+        let mut x2 = x.clone();
+        (w[3], x2[3]) = (2f32.powi(100), 1e-39);
+        let (wb, mut ab) = (bf16_bytes(&w), f32_bytes(&x));
+        ab.extend(f32_bytes(&x2));
+        assert_eq!(sgemm_dot(64, &wb, &ab[..256]), 0.0);
+        assert_eq!(vec_dot(64, &wb, &ab[256..]), 0.0);
+        for set in available_sets() {
+            for path in [FloatPath::TinyBlas, FloatPath::VecDot] {
+                let f = (set.ggml)(GgmlType::BF16, if path == FloatPath::TinyBlas {
+                    super::super::Path::TinyBlasBf16
+                } else {
+                    super::super::Path::VecDotBf16
+                })
+                .expect("kernel");
+                let mut out = [f32::NAN; 2];
+                // SAFETY: 64 values per row, two rows 256 bytes apart; the set runs on this CPU.
+                unsafe { f(64, &wb, &ab, 256, &mut out) };
+                assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
+            }
+        }
+    }
+
+    /// The emulation against this CPU's own `vdpbf16ps`, where it has one.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn dp_pairs_equal_the_instruction() {
+        use crate::kernels::tests::Rng;
+        if !(std::arch::is_x86_feature_detected!("avx512bf16") && std::arch::is_x86_feature_detected!("avx512f")) {
+            eprintln!("no AVX512_BF16 here: nothing to compare with");
+            return;
+        }
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn hw(acc: &[f32; 16], w: &[u16; 32], x: &[u16; 32]) -> [f32; 16] {
+            use std::arch::x86_64::*;
+            let mut r = [0f32; 16];
+            // SAFETY: the arrays are 64 bytes each.
+            let (wv, xv) = unsafe { (_mm512_loadu_si512(w.as_ptr().cast()), _mm512_loadu_si512(x.as_ptr().cast())) };
+            // SAFETY: both are 64 bytes of plain lanes.
+            let (wb, xb) = unsafe { (std::mem::transmute::<__m512i, __m512bh>(wv), std::mem::transmute::<__m512i, __m512bh>(xv)) };
+            // SAFETY: acc holds 16 floats.
+            let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, wb, xb);
+            unsafe { _mm512_storeu_ps(r.as_mut_ptr(), v) };
+            r
+        }
+        let mut rng = Rng::new(5);
+        for it in 0..20000 {
+            // exponents over the whole range every third round (denormals
+            // in and out), else near 1
+            let mut bits = |wide: bool| -> u16 {
+                let r = rng.next();
+                let e = if wide { (r >> 8) % 255 } else { 120 + (r >> 8) % 14 };
+                ((r & 0x8000) as u16) | ((e as u16) << 7) | ((r >> 20) as u16 & 0x7f)
+            };
+            let wide = it % 3 == 0;
+            let w: [u16; 32] = std::array::from_fn(|_| bits(wide));
+            let x: [u16; 32] = std::array::from_fn(|_| bits(wide));
+            let acc: [f32; 16] = std::array::from_fn(|i| if i % 4 == 0 { 0.0 } else { f32::from_bits(((bits(wide) as u32) << 16) | 0x1234) });
+            let acc = acc.map(daz);
+            // SAFETY: features checked above.
+            let got = unsafe { hw(&acc, &w, &x) };
+            for i in 0..16 {
+                let f = |b: u16| f32::from_bits((b as u32) << 16);
+                let want = dp(dp(acc[i], f(w[2 * i + 1]), f(x[2 * i + 1])), f(w[2 * i]), f(x[2 * i]));
+                assert!(
+                    got[i].to_bits() == want.to_bits() || (got[i].is_nan() && want.is_nan()),
+                    "lane {i}: {} vs {want}",
+                    got[i]
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Emulation of the reference's products of F32 matrices with f32 inputs
+//! (`ggml_compute_forward_mul_mat`, F32's `vec_dot_type` is F32, so the
+//! activations are used as they are). On this AVX-512 build it runs
+//!
+//! - llamafile's `tinyBLAS<16, __m512, __m512, float, float, float>`
+//!   (`llamafile/sgemm.cpp`) when `llamafile_sgemm` takes the shape: `n ≥ 2`
+//!   activation rows, `k % 16 == 0`, `m % 4 == 0` output rows ([`runs`]).
+//!   Every output element has its own 16-lane accumulator: lane `i` is the
+//!   fused multiply-add chain of elements `i, i+16, i+32, …` in order, and
+//!   the result is `hsum` = GCC's `_mm512_reduce_add_ps`
+//!   ([`vecf::reduce16`]). The tile shapes and the thread split only decide
+//!   who computes an element, not how.
+//! - else `ggml_vec_dot_f32` per output, whose AVX-512 code (as GCC 12
+//!   compiled it, `-march=native`) keeps 4 × 16 fused lanes over steps of
+//!   64, reduces them `(s0+s2)+(s1+s3)` then by `reduce16` into an f32, and
+//!   adds the `n % 64` leftovers in order: blocks of 16, then one of 8, as
+//!   a rounded product added to the sum (GCC vectorised the products), and
+//!   the last `n % 8` fused (`vfmadd231ss`).
+//!
+//! Weights and activations are read straight from their bytes (any
+//! alignment); the AVX2 versions give the scalar definitions' bits.
+
+use super::super::dispatch::TileFn;
+use crate::ggml_type::GgmlType;
+use crate::kernels::vecf::reduce16;
+
+/// Elements per tinyBLAS step (the f32 lanes of a `__m512`).
+pub const KN: usize = 16;
+
+/// Whether `llamafile_sgemm` runs tinyBLAS<16> for an F32 product of `m`
+/// output rows, `n` activation rows and `k` columns.
+pub fn runs(m: usize, n: usize, k: usize) -> bool {
+    n >= 2 && k % KN == 0 && m % 4 == 0
+}
+
+#[inline]
+fn f32_at(b: &[u8], i: usize) -> f32 {
+    f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+}
+
+/// One tinyBLAS<16> output: `w · x` over `n` elements (`n % 16 == 0`),
+/// `w` and `x` little-endian f32 bytes.
+pub fn sgemm_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
+    let mut acc = [0f32; KN];
+    for l in (0..n).step_by(KN) {
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = f32_at(w, l + i).mul_add(f32_at(x, l + i), *a);
+        }
+    }
+    reduce16(&acc)
+}
+
+/// `ggml_vec_dot_f32` of `n` elements (see the module doc).
+pub fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
+    let np = n & !63;
+    let mut acc = [[0f32; 16]; 4];
+    for l in (0..np).step_by(64) {
+        for (j, aj) in acc.iter_mut().enumerate() {
+            for (i, a) in aj.iter_mut().enumerate() {
+                *a = f32_at(w, l + 16 * j + i).mul_add(f32_at(x, l + 16 * j + i), *a);
+            }
+        }
+    }
+    let mut r = [0f32; 16];
+    for (i, ri) in r.iter_mut().enumerate() {
+        *ri = (acc[0][i] + acc[2][i]) + (acc[1][i] + acc[3][i]);
+    }
+    vec_dot_tail(n, np, w, x, reduce16(&r))
+}
+
+/// The leftovers of `ggml_vec_dot_f32` from element `np` on, added to `sum`.
+#[inline]
+fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], mut sum: f32) -> f32 {
+    let mut i = np;
+    while n - i >= 16 {
+        for k in i..i + 16 {
+            sum += f32_at(w, k) * f32_at(x, k);
+        }
+        i += 16;
+    }
+    if n - i >= 8 {
+        for k in i..i + 8 {
+            sum += f32_at(w, k) * f32_at(x, k);
+        }
+        i += 8;
+    }
+    for k in i..n {
+        sum = f32_at(w, k).mul_add(f32_at(x, k), sum);
+    }
+    sum
+}
+
+/// Which of the two reference paths a product of float weights takes (F32
+/// and BF16).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FloatPath {
+    TinyBlas,
+    VecDot,
+}
+
+/// A dot of `n` elements: weight row bytes, activation row bytes (f32).
+pub(super) type DotFn = fn(n: usize, w: &[u8], x: &[u8]) -> f32;
+
+/// `out[t]` for the f32 activation rows `s` bytes apart in `a`: `sgemm` on
+/// the tinyBLAS path when `n % kn == 0` (else `llamafile_sgemm` declines),
+/// else `vec_dot`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let f = if path == FloatPath::TinyBlas && n % kn == 0 { sgemm } else { vec_dot };
+    for (t, o) in out.iter_mut().enumerate() {
+        *o = f(n, w, &a[t * s..t * s + 4 * n]);
+    }
+}
+
+/// The kernel lookups of a float type's module (`scalar_tile`,
+/// `avx2_tile`) for ggml type `$ty`: the module has `KN`, `sgemm_dot`,
+/// `vec_dot` and, on x86-64, `avx2::tile_tinyblas` / `avx2::tile_vec_dot`.
+macro_rules! float_tiles {
+    ($ty:ident) => {
+        fn scalar_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            tile_rows(FloatPath::TinyBlas, KN, sgemm_dot, vec_dot, n, w, a, s, out)
+        }
+        fn scalar_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            tile_rows(FloatPath::VecDot, KN, sgemm_dot, vec_dot, n, w, a, s, out)
+        }
+
+        /// The scalar kernel for these weights on `path`.
+        pub fn scalar_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
+            match (ty, path) {
+                (GgmlType::$ty, FloatPath::TinyBlas) => Some(scalar_tinyblas),
+                (GgmlType::$ty, FloatPath::VecDot) => Some(scalar_vec_dot),
+                _ => None,
+            }
+        }
+
+        /// The AVX2 kernel for these weights on `path`.
+        #[cfg(target_arch = "x86_64")]
+        pub fn avx2_tile(ty: GgmlType, path: FloatPath) -> Option<TileFn> {
+            match (ty, path) {
+                (GgmlType::$ty, FloatPath::TinyBlas) => Some(avx2::tile_tinyblas),
+                (GgmlType::$ty, FloatPath::VecDot) => Some(avx2::tile_vec_dot),
+                _ => None,
+            }
+        }
+    };
+}
+pub(super) use float_tiles;
+
+float_tiles!(F32);
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{vec_dot_tail, KN};
+    use crate::kernels::vecf::avx2_reduce_lo_hi;
+    use std::arch::x86_64::*;
+
+    /// tinyBLAS outputs for `T` tokens at once (the weights loaded once per
+    /// step): lanes 0..8 of token j in `lo[j]`, 8..16 in `hi[j]`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn group_sgemm<const T: usize>(n: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+        let mut lo = [_mm256_setzero_ps(); T];
+        let mut hi = [_mm256_setzero_ps(); T];
+        let mut l = 0;
+        while l < n {
+            // SAFETY (whole loop): l + 16 ≤ n; the weight row holds n values
+            // and each of the T activation rows (s bytes apart) n values.
+            let wl = _mm256_loadu_ps(w.add(4 * l) as *const f32);
+            let wh = _mm256_loadu_ps(w.add(4 * l + 32) as *const f32);
+            for j in 0..T {
+                let x = a.add(j * s + 4 * l) as *const f32;
+                lo[j] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x), lo[j]);
+                hi[j] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x.add(8)), hi[j]);
+            }
+            l += KN;
+        }
+        for j in 0..T {
+            out[j] = avx2_reduce_lo_hi(lo[j], hi[j]);
+        }
+    }
+
+    /// `ggml_vec_dot_f32` of one row pair: 8 vectors of 8 lanes (lanes
+    /// 16j..16j+16 of the reference's 4 accumulators in `acc[2j]`,
+    /// `acc[2j+1]`).
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
+        let np = n & !63;
+        let mut acc = [_mm256_setzero_ps(); 8];
+        let (pw, px) = (w.as_ptr() as *const f32, x.as_ptr() as *const f32);
+        let mut l = 0;
+        while l < np {
+            for (r, v) in acc.iter_mut().enumerate() {
+                // SAFETY: l + 64 ≤ np ≤ n values in both rows.
+                *v = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(l + 8 * r)), _mm256_loadu_ps(px.add(l + 8 * r)), *v);
+            }
+            l += 64;
+        }
+        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+        vec_dot_tail(n, np, w, x, avx2_reduce_lo_hi(lo, hi))
+    }
+
+    /// # Safety
+    /// The `TileFn` contract (AVX2 and FMA present).
+    pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        if n % KN != 0 {
+            return tile_vec_dot(n, w, a, s, out);
+        }
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_sgemm::<4>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_sgemm::<1>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
+    }
+
+    /// # Safety
+    /// The `TileFn` contract (AVX2 and FMA present).
+    pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        for (t, o) in out.iter_mut().enumerate() {
+            *o = vec_dot(n, &w[..4 * n], &a[t * s..t * s + 4 * n]);
+        }
+    }
+}
