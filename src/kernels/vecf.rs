@@ -29,9 +29,10 @@
 /// tile functions below.
 pub const TILE: usize = 64;
 
+/// Whether the SIMD versions run (the AVX2 kernel set is in use).
 #[inline]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn use_avx2() -> bool {
+pub(crate) fn use_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::OnceLock;
@@ -86,7 +87,7 @@ fn scalef(j: f32, n: f32) -> f32 {
 /// Sum of 16 lanes as GCC's `_mm512_reduce_add_ps`: halves added, then
 /// quarters, then lanes (0+2)+(1+3).
 #[inline]
-fn reduce16(v: &[f32; 16]) -> f32 {
+pub(crate) fn reduce16(v: &[f32; 16]) -> f32 {
     let mut t3 = [0f32; 8];
     for i in 0..8 {
         t3[i] = v[8 + i] + v[i];
@@ -239,6 +240,16 @@ pub fn scale_f16(acc: &mut [f32], s: f32) {
     }
 }
 
+/// [`reduce16`] of lanes 0..8 in `lo` and 8..16 in `hi`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn avx2_reduce_lo_hi(lo: std::arch::x86_64::__m256, hi: std::arch::x86_64::__m256) -> f32 {
+    avx2::reduce_lo_hi(lo, hi)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::*;
@@ -301,7 +312,7 @@ mod avx2 {
 
     /// reduce16 of the 16 lanes (lo = 0..8, hi = 8..16).
     #[target_feature(enable = "avx2,fma")]
-    fn reduce_lo_hi(lo: __m256, hi: __m256) -> f32 {
+    pub(super) fn reduce_lo_hi(lo: __m256, hi: __m256) -> f32 {
         let t3 = _mm256_add_ps(hi, lo);
         let t6 = _mm_add_ps(_mm256_extractf128_ps::<1>(t3), _mm256_castps256_ps128(t3));
         let t7 = _mm_shuffle_ps::<0b01_00_11_10>(t6, t6); // lanes 2, 3, 0, 1

@@ -20,7 +20,12 @@
 //!   output at a time; so does IQ4_NL (not repacked) for one row
 //!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`.
 //!
-//! Every other case (the 32-block types not repacked, float weights) keeps
+//! - [`Path::TinyBlasF16`] / [`Path::VecDotF16`]: F16 weights, activations
+//!   rounded to f16; llamafile's tinyBLAS<16> from 2 activation rows when
+//!   `rows % 4 == 0` (and `cols % 16 == 0`), else `ggml_vec_dot_f16`. See
+//!   `tinyblas_f16.rs`.
+//!
+//! Every other case (the 32-block types not repacked, F32/BF16 weights) keeps
 //! the kernels of `x86_avx2.rs` / `scalar.rs`; the AVX2 ones follow
 //! `ggml_vec_dot` and, from 2 rows, llamafile's tinyBLAS (`llamafile_sgemm`,
 //! which the reference runs for Q8_0, Q4_0, Q5_0, IQ4_NL there).
@@ -42,6 +47,7 @@
 
 pub mod repack;
 pub mod tiled;
+pub mod tinyblas_f16;
 pub mod vec_dot_k;
 
 #[cfg(test)]
@@ -59,6 +65,10 @@ pub enum Path {
     Tiled,
     /// the type's `ggml_vec_dot_*_q8_K` (fewer than 8 activation rows)
     VecDot,
+    /// F16 weights: llamafile's tinyBLAS<16> on f16-rounded activations
+    TinyBlasF16,
+    /// F16 weights: `ggml_vec_dot_f16` on f16-rounded activations
+    VecDotF16,
 }
 
 /// Activation rows from which the reference takes the tiled path
@@ -77,6 +87,8 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),
+        // the column condition (cols % 16) is checked by the kernel
+        F16 => Some(if tinyblas_f16::runs(rows, nt, 0) { Path::TinyBlasF16 } else { Path::VecDotF16 }),
         Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
             Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
         }
@@ -98,6 +110,8 @@ pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::scalar_tile(ty),
         Path::Tiled => tiled::scalar_tile(ty),
         Path::VecDot => vec_dot_k::scalar_tile(ty),
+        Path::TinyBlasF16 => tinyblas_f16::tile_fn(ty, tinyblas_f16::F16Path::TinyBlas),
+        Path::VecDotF16 => tinyblas_f16::tile_fn(ty, tinyblas_f16::F16Path::VecDot),
     }
 }
 
@@ -108,5 +122,6 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::Repack => repack::avx2_tile(ty),
         Path::Tiled => tiled::avx2_tile(ty),
         Path::VecDot => vec_dot_k::avx2_tile(ty),
+        Path::TinyBlasF16 | Path::VecDotF16 => scalar_tile(ty, path),
     }
 }

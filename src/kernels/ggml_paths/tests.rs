@@ -33,6 +33,8 @@ fn goldens() -> Vec<(GgmlType, &'static [u8])> {
         g!(Q5_K, "matmul_q5_K.bin"),
         g!(Q6_K, "matmul_q6_K.bin"),
         g!(IQ4_XS, "matmul_iq4_xs.bin"),
+        g!(F16, "matmul_f16.bin"),
+        g!(F16, "matmul_f16_rows14.bin"),
     ]
 }
 
@@ -93,7 +95,11 @@ fn paths_follow_the_reference_rules() {
     assert_eq!(path(Q6_K, 576, 8), Some(Path::Tiled));
     assert_eq!(path(Q6_K, 576, 7), Some(Path::VecDot));
     assert_eq!(path(Q8_0, 576, 512), None);
-    assert_eq!(path(F16, 576, 512), None);
+    assert_eq!(path(F16, 576, 512), Some(Path::TinyBlasF16));
+    assert_eq!(path(F16, 576, 2), Some(Path::TinyBlasF16));
+    assert_eq!(path(F16, 576, 1), Some(Path::VecDotF16)); // llamafile_sgemm wants n >= 2
+    assert_eq!(path(F16, 578, 8), Some(Path::VecDotF16)); // and m % 4 == 0
+    assert_eq!(path(BF16, 576, 8), None);
 }
 
 /// Weight rows of `ty`: quantized data, then a row of arbitrary bytes with
@@ -102,7 +108,8 @@ fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8>
     let rb = ty.row_size(cols as u64).expect("row size") as usize;
     let mut w = vec![0u8; rows * rb];
     for (r, row) in w.chunks_exact_mut(rb).enumerate() {
-        if r % 3 == 2 {
+        // (F16: arbitrary bytes would be NaNs and infinities)
+        if r % 3 == 2 && ty != GgmlType::F16 {
             row.iter_mut().for_each(|b| *b = rng.next() as u8);
             for blk in row.chunks_exact_mut(ty.type_size()) {
                 for &off in crate::kernels::tests::scale_fields(ty) {
@@ -122,7 +129,7 @@ fn every_set_computes_the_scalar_emulations_bits() {
     let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
     let (rows, cols) = (24, 768);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL] {
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, F16] {
         let w = weight_rows(ty, rows, cols, &mut rng);
         let wm = Weights::new(&w, ty, rows, cols).expect("weights");
         for nt in [1, 3, 4, 5, 7, 8, 9, 13] {
