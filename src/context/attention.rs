@@ -1,5 +1,5 @@
 //! Attention over the KV cache with the reference's flash-attention
-//! numerics (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
+//! numerics (without flash attention: `attention_mha.rs`) (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
 //!
 //! The reference picks one of two paths per ubatch, and so do we:
 //! - **tiled** (a ubatch of ≥ 64 tokens, K/V in f16 or f32): per query row,
@@ -48,7 +48,7 @@ pub struct AttnShape {
 }
 
 /// A pointer the attention tasks write disjoint rows through.
-struct RowsPtr(*mut f32);
+pub(super) struct RowsPtr(pub(super) *mut f32);
 // SAFETY: every task writes only its own (token, head) row of the buffer,
 // and the buffer outlives the pool submission.
 unsafe impl Sync for RowsPtr {}
@@ -59,7 +59,7 @@ impl RowsPtr {
     /// # Safety
     /// The row must be in the buffer and written by this caller alone.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
+    pub(super) unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
         // SAFETY: the caller's contract above.
         unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
     }
@@ -92,23 +92,7 @@ pub fn attention(
     window: Option<i32>,
 ) -> Result<Vec<f32>> {
     let nt = tokens.len();
-    let n_cells = kv.n_cells();
-    // For each token, the cells it attends to, by ascending index.
-    let visible: Vec<Vec<usize>> = tokens
-        .iter()
-        .map(|tok| {
-            let seq = tok.seqs[0] as usize;
-            (0..n_cells)
-                .filter(|&c| {
-                    let cell = &kv.cells[c];
-                    !cell.is_empty()
-                        && cell.seqs.has(seq)
-                        && (!causal || cell.pos <= tok.pos)
-                        && window.map_or(true, |w| tok.pos - cell.pos < w)
-                })
-                .collect()
-        })
-        .collect();
+    let visible = visible_cells(kv, tokens, causal, window);
     let tiled = nt >= Q_TILE;
     let layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
     // The reference rounds q to the K type for the one-chunk dot.
@@ -132,6 +116,28 @@ pub fn attention(
     };
     pool.run(nt * sh.n_head, &task)?;
     Ok(attn)
+}
+
+/// For each token, the cells it attends to, by ascending index: cells of
+/// its sequence at a position ≤ its own (unless `causal` is off) and within
+/// `window` positions on sliding-window layers. The others are masked
+/// (-inf) in the reference.
+pub(super) fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+    tokens
+        .iter()
+        .map(|tok| {
+            let seq = tok.seqs[0] as usize;
+            (0..kv.n_cells())
+                .filter(|&c| {
+                    let cell = &kv.cells[c];
+                    !cell.is_empty()
+                        && cell.seqs.has(seq)
+                        && (!causal || cell.pos <= tok.pos)
+                        && window.map_or(true, |w| tok.pos - cell.pos < w)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// K/V of the cells in use, tile by tile ([`LayerKv`]).

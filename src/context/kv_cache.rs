@@ -183,6 +183,14 @@ impl KvCache {
         self.cells.len()
     }
 
+    /// The cells the reference's attention reads (`llama_kv_cache::get_n_kv`,
+    /// after the ubatch's cells are recorded): one past the last cell in use,
+    /// padded to 256, at least 256, at most the cache size.
+    pub fn n_kv(&self) -> usize {
+        let used_max_p1 = self.cells.iter().rposition(|c| !c.is_empty()).map_or(0, |i| i + 1);
+        self.n_cells().min(used_max_p1.div_ceil(256).max(1) * 256)
+    }
+
     /// Free cells for `n` tokens (lowest indices first), or None if full.
     pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
         let free: Vec<usize> = self.cells.iter().enumerate().filter(|(_, c)| c.is_empty()).map(|(i, _)| i).take(n).collect();

@@ -5,6 +5,7 @@
 //! model first; the model's memory goes with the last context.
 
 pub mod attention;
+pub mod attention_mha;
 pub mod batch;
 pub mod dump;
 pub mod forward;
@@ -185,6 +186,10 @@ pub struct Context {
     pub perf: Perf,
     /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
     pub pool: crate::kernels::ThreadPool,
+    /// Whether attention runs the flash-attention numerics
+    /// (`flash_attn_type` AUTO or ENABLED; the reference's AUTO enables it on
+    /// the CPU) or those of the plain KQ / softmax / KQV graph (DISABLED).
+    pub flash_attn: bool,
     /// Whether saved states carry V transposed, as the reference's cache
     /// does when flash attention is disabled (our rows are the same either way).
     pub v_trans: bool,
@@ -235,6 +240,7 @@ impl Context {
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
             pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            flash_attn: params.flash_attn_type != 0,
             v_trans: params.flash_attn_type == 0,
             swa_full: params.swa_full,
             device_states: Default::default(),
@@ -302,7 +308,18 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, cells, self.causal, embd, logits, abort);
+            let step = forward::forward(
+                &self.pool,
+                &self.model,
+                weights,
+                &mut self.kv,
+                chunk,
+                cells,
+                forward::AttnMode { causal: self.causal, flash: self.flash_attn },
+                embd,
+                logits,
+                abort,
+            );
             if !matches!(step, Ok(ControlFlow::Continue(()))) {
                 // As the reference: the failed or aborted ubatch leaves the
                 // cache, the ubatches before it stay, and only their outputs
