@@ -277,6 +277,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn n_kv_is_the_last_cell_in_use_padded_to_256() {
+        let mut kv = KvCache::new(768, vec![4], vec![4], KvType::F16, KvType::F16).expect("cache");
+        assert_eq!(kv.n_kv(), 256); // empty: at least 256
+        kv.cells[3].seqs.add(0);
+        assert_eq!(kv.n_kv(), 256);
+        kv.cells[256].seqs.add(1);
+        assert_eq!(kv.n_kv(), 512); // cell 256 in use: 257 padded
+        kv.cells[700].seqs.add(0);
+        assert_eq!(kv.n_kv(), 768); // capped at the cache size
+        let small = KvCache::new(100, vec![4], vec![4], KvType::F16, KvType::F16).expect("cache");
+        assert_eq!(small.n_kv(), 100);
+    }
+
+    #[test]
     fn cells_track_sequences_and_positions() {
         let mut kv = KvCache::new(8, vec![4], vec![4], KvType::F16, KvType::F16).unwrap();
         let slots = kv.find_slots(3).unwrap();

@@ -569,7 +569,7 @@ mod tests {
         let mut sum = 0f64;
         for g in want[..64].chunks_exact_mut(16) {
             g.iter_mut().for_each(|v| *v = expf(*v - max));
-            sum += f64::from(reduce16(g.try_into().unwrap()));
+            sum += f64::from(reduce16(&*<&mut [f32; 16]>::try_from(g).unwrap()));
         }
         for v in &mut want[64..] {
             *v = (*v - max).exp();
