@@ -272,17 +272,19 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
             fi
         done
-        # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL"...:
+        # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL [FLASH_ATTN]"...:
         # every run's logits hash to the sha256 SHA_FILE lists for LABEL
+        # (FLASH_ATTN: flash_attn_type, default -1 AUTO = flash attention on)
         logits_hash_ok() {
             local model=$1 tok=$2 shas=$3 all=1 run want got
             shift 3
             for run in "$@"; do
                 set -- $run
                 want=$(awk -v l="$4" '$2 == l {print $1}' "$shas")
-                "$OUT/logits" "$model" "$tok" "$OUT/hash-logits.bin" "$1" "$2" "$3" 2> /dev/null || all=0
+                "$OUT/logits" "$model" "$tok" "$OUT/hash-logits.bin" "$1" "$2" "$3" "${5:--1}" 2> /dev/null || all=0
                 got=$(sha256sum "$OUT/hash-logits.bin" | cut -d' ' -f1)
-                [ "$got" = "$want" ] || { all=0; echo "     n_ubatch $1, threads $2, chunks of $3: sha256 $got, want $want"; }
+                [ -n "$want" ] && [ "$got" = "$want" ] \
+                    || { all=0; echo "     n_ubatch $1, threads $2, chunks of $3, flash_attn_type ${5:--1}: sha256 $got, want $want"; }
             done
             [ $all = 1 ]
         }
@@ -298,6 +300,16 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
             else
                 not_ok "SmolLM2 Q4_1 logits bit-identical to the reference"
             fi
+            # without flash attention (flash_attn_type 0, llama-cpp-python's
+            # default): KQ / softmax / KQV by tinyBLAS from 2 tokens, by
+            # ggml_vec_dot_f16 for decodes of one token
+            if logits_hash_ok "$SMOL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-q4_1.sha256" \
+                "512 2 128 one-decode-nofa 0" "512 1 128 one-decode-nofa 0" "64 2 128 one-decode-nofa 0" \
+                "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+                ok "SmolLM2 Q4_1 logits bit-identical to the reference without flash attention (1/2 threads; n_ubatch 512/64; one-token decodes)"
+            else
+                not_ok "SmolLM2 Q4_1 logits bit-identical to the reference without flash attention"
+            fi
         fi
         # Gemma 3 Q4_K_M, 128 teacher-forced tokens: logits bit-identical to
         # the reference's in one decode (repacked Q4_K gemm, tiled Q6_K) and
@@ -309,6 +321,14 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 ok "Gemma 3 Q4_K_M logits bit-identical to the reference (one decode and chunks of 7; 1/2 threads)"
             else
                 not_ok "Gemma 3 Q4_K_M logits bit-identical to the reference"
+            fi
+            # without flash attention (sliding-window layers masked as the reference)
+            if logits_hash_ok "$GEMMA" "$PAR/tokens-gemma3-128.txt" "$PAR/gemma3-q4_k_m.sha256" \
+                "512 2 128 one-decode-nofa 0" "512 1 128 one-decode-nofa 0" "64 2 128 one-decode-nofa 0" \
+                "512 2 7 chunks-of-7-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+                ok "Gemma 3 Q4_K_M logits bit-identical to the reference without flash attention (1/2 threads; n_ubatch 512/64; chunks of 7 and 1)"
+            else
+                not_ok "Gemma 3 Q4_K_M logits bit-identical to the reference without flash attention"
             fi
         fi
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
@@ -677,6 +697,24 @@ elif MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/quantize-compare.sh" --check --
     ok "quantize/save outputs have the reference's sha256 ($(tail -n 1 "$OUT/quantize-check.txt"))"
 else
     not_ok "quantize/save outputs against golden/quantize/SHA256SUMS"; grep -v ' ok$' "$OUT/quantize-check.txt" | tail -n 20
+fi
+# SmolLM2 F16 (the requantization just made by our llama_model_quantize, used
+# only when its sha256 is the reference's): logits bit-identical to the
+# reference's (golden/parity/smollm2-f16.sha256): F16 weights by tinyBLAS
+# from 2 rows and ggml_vec_dot_f16 for one, with and without flash attention.
+# Full comparison with the reference: scripts/parity.sh SmolLM2-F16.
+F16_MODEL=$ROOT/target/quantize-compare/ours/smollm2.F16
+if [ -f "$F16_MODEL" ] && declare -F logits_hash_ok > /dev/null \
+    && [ "$(sha256sum "$F16_MODEL" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2.F16" {print $1}' "$ROOT/ffi-tests/golden/quantize/SHA256SUMS")" ]; then
+    if logits_hash_ok "$F16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-f16.sha256" \
+        "512 2 128 one-decode" "512 1 128 one-decode" "512 2 7 chunks-of-7" \
+        "512 2 128 one-decode-nofa 0" "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+        ok "SmolLM2 F16 logits bit-identical to the reference (flash attention on and off; 1/2 threads; n_ubatch 512/64; chunks of 7 and 1)"
+    else
+        not_ok "SmolLM2 F16 logits bit-identical to the reference"
+    fi
+else
+    echo "skip SmolLM2 F16 logits (no F16 requantization with the reference's sha256 in target/quantize-compare)"
 fi
 
 # --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's
