@@ -372,18 +372,11 @@ impl Context {
         for (i, t) in tokens.iter().enumerate() {
             rows.entry(t.seqs[0]).or_default().push(i);
         }
+        let rows_len = rows.len();
         for (seq, idx) in rows {
             let row = |i: usize| &self.embd[i * n_embd..(i + 1) * n_embd];
             let v = match self.pooling {
-                Pooling::Mean => {
-                    let mut acc = vec![0f32; n_embd];
-                    for &i in &idx {
-                        for (a, x) in acc.iter_mut().zip(row(i)) {
-                            *a += x;
-                        }
-                    }
-                    acc.iter().map(|a| a / idx.len() as f32).collect()
-                }
+                Pooling::Mean => mean_pool(&self.embd, n_embd, tokens.len(), &idx, rows_len),
                 Pooling::Cls => row(idx[0]).to_vec(),
                 Pooling::Last => row(idx[idx.len() - 1]).to_vec(),
                 Pooling::None => continue,
@@ -485,6 +478,34 @@ impl Context {
         }
         Ok(row)
     }
+}
+
+/// Mean pooling as the reference computes it (`build_pooling`):
+/// `ggml_mul_mat(cont(transpose(embd)), mean)`, where column `s` of `mean`
+/// holds `1.0f / n_s` at the rows of sequence `s`'s tokens and 0 elsewhere.
+/// That F32 product runs llamafile's tinyBLAS<16> (the lane order of
+/// `tinyblas_f16::dot`) with 2 or more sequences, `n_tokens % 16 == 0` and
+/// `n_embd % 4 == 0`, else `ggml_vec_dot_f32` per element. `embd` is
+/// [n_tokens][n_embd]; `idx` the rows of one sequence; `n_seqs` how many
+/// sequences the batch has. (The reference pools per ubatch: the same when
+/// the batch is one ubatch, as pooled embeddings usually are.)
+fn mean_pool(embd: &[f32], n_embd: usize, n_tokens: usize, idx: &[usize], n_seqs: usize) -> Vec<f32> {
+    use crate::kernels::ggml_paths::tinyblas_f16;
+    let mut w = vec![0f32; n_tokens]; // [n_tokens]: this sequence's column of `mean`
+    let div = 1.0f32 / idx.len() as f32;
+    idx.iter().for_each(|&i| w[i] = div);
+    let tiny = tinyblas_f16::runs(n_embd, n_seqs, n_tokens);
+    let mut col = vec![0f32; n_tokens]; // [n_tokens]: one dimension of every token
+    (0..n_embd)
+        .map(|d| {
+            col.iter_mut().enumerate().for_each(|(t, c)| *c = embd[t * n_embd + d]);
+            if tiny {
+                tinyblas_f16::dot(&col, &w)
+            } else {
+                crate::kernels::vecf::dot_f32(&col, &w)
+            }
+        })
+        .collect()
 }
 
 impl Drop for Context {

@@ -227,6 +227,28 @@ pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
     sum as f32
 }
 
+/// ggml_vec_dot_f32: the 64-lane tree of [`dot_f16`] over the first
+/// `n & !63` elements, as an f32, then each leftover product (rounded, not
+/// fused) added in f32.
+pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let np = n & !63;
+    #[cfg(target_arch = "x86_64")]
+    let tree = if use_avx2() {
+        // SAFETY: features checked; both slices hold np.
+        unsafe { avx2::dot64(&x[..np], &y[..np]) }
+    } else {
+        dot64_scalar(&x[..np], &y[..np])
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let tree = dot64_scalar(&x[..np], &y[..np]);
+    let mut sum = tree as f32; // exact: the tree's sum is an f32
+    for i in np..n {
+        sum += x[i] * y[i];
+    }
+    sum
+}
+
 fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
     let mut acc = [[0f32; 16]; 4];
     for (xs, ys) in x.chunks_exact(64).zip(y.chunks_exact(64)) {
@@ -589,6 +611,21 @@ mod tests {
             assert_eq!(a.to_bits(), reduce16(&h).to_bits());
             assert_eq!(g.map(f32::to_bits), h.map(f32::to_bits));
         }
+    }
+
+    #[test]
+    fn dot_f32_adds_its_leftovers_in_f32() {
+        // 64 lanes cancel to 0, then the tail: 1e8 + 1 + (-1e8) in f32 is 0
+        // (in f64, as dot_f16 sums its tail, it would be 1)
+        let mut x = vec![0f32; 67];
+        x[64] = 1e8;
+        x[65] = 1.0;
+        x[66] = -1e8;
+        let y = vec![1f32; 67];
+        assert_eq!(dot_f32(&x, &y), 0.0);
+        assert_eq!(dot_f16(&x, &y), 1.0);
+        let x: Vec<f32> = (0..200).map(|i| (i as f32 - 100.0) / 7.0).collect();
+        assert_eq!(dot_f32(&x[..128], &x[..128]), dot_f16(&x[..128], &x[..128]));
     }
 
     #[test]
