@@ -48,7 +48,7 @@ pub struct AttnShape {
 }
 
 /// A pointer the attention tasks write disjoint rows through.
-pub(super) struct RowsPtr(pub(super) *mut f32);
+struct RowsPtr(*mut f32);
 // SAFETY: every task writes only its own (token, head) row of the buffer,
 // and the buffer outlives the pool submission.
 unsafe impl Sync for RowsPtr {}
@@ -59,7 +59,7 @@ impl RowsPtr {
     /// # Safety
     /// The row must be in the buffer and written by this caller alone.
     #[allow(clippy::mut_from_ref)]
-    pub(super) unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
+    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
         // SAFETY: the caller's contract above.
         unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
     }
@@ -78,8 +78,9 @@ struct LayerKv {
 
 /// Attention of every (token, head) of the ubatch over the KV cells its
 /// sequence sees (position ≤ its own unless `causal` is off, and within
-/// `window` positions on sliding-window layers). `q` is [nt][n_head * hd_k];
-/// returns [nt][n_head * hd_v].
+/// `window` positions on sliding-window layers), with the flash-attention
+/// numerics or, with `flash` off, those of `attention_mha.rs`. `q` is
+/// [nt][n_head * hd_k]; returns [nt][n_head * hd_v].
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
@@ -90,31 +91,46 @@ pub fn attention(
     sh: AttnShape,
     causal: bool,
     window: Option<i32>,
+    flash: bool,
 ) -> Result<Vec<f32>> {
     let nt = tokens.len();
     let visible = visible_cells(kv, tokens, causal, window);
+    if !flash {
+        return super::attention_mha::attention(pool, kv, il, q, sh, &visible);
+    }
     let tiled = nt >= Q_TILE;
     let layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
     // The reference rounds q to the K type for the one-chunk dot.
     let k_f16 = kv.k[il].ty() == KvType::F16;
     let v_f16 = kv.v[il].ty() == KvType::F16;
 
-    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
-    let out = RowsPtr(attn.as_mut_ptr());
-    let group = sh.n_head / sh.n_head_kv;
-    let task = |i: usize| {
-        let (t, hq) = (i / sh.n_head, i % sh.n_head);
-        let g = hq / group;
+    per_row(pool, nt, sh, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
-        let row = unsafe { out.row(i, sh.hd_v) };
         if tiled {
             row_tiled(&layer, sh, g, qh, &visible[t], row);
         } else {
             row_one_chunk(&layer, sh, g, qh, &visible[t], k_f16, v_f16, row);
         }
-    };
-    pool.run(nt * sh.n_head, &task)?;
+    })
+}
+
+/// The attention output [nt][n_head * hd_v], each (token, query head) row
+/// `i` written by `f(i, token, kv head, row)` as one pool task (rows are
+/// independent, so the result does not depend on the thread count).
+pub(super) fn per_row(
+    pool: &ThreadPool,
+    nt: usize,
+    sh: AttnShape,
+    f: &(dyn Fn(usize, usize, usize, &mut [f32]) + Sync),
+) -> Result<Vec<f32>> {
+    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
+    let out = RowsPtr(attn.as_mut_ptr());
+    let group = sh.n_head / sh.n_head_kv;
+    pool.run(nt * sh.n_head, &|i: usize| {
+        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
+        let row = unsafe { out.row(i, sh.hd_v) };
+        f(i, i / sh.n_head, i % sh.n_head / group, row);
+    })?;
     Ok(attn)
 }
 
@@ -122,7 +138,7 @@ pub fn attention(
 /// its sequence at a position ≤ its own (unless `causal` is off) and within
 /// `window` positions on sliding-window layers. The others are masked
 /// (-inf) in the reference.
-pub(super) fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
     tokens
         .iter()
         .map(|tok| {

@@ -26,8 +26,7 @@
 //! the thread count; it depends on the ubatch size only as the reference's
 //! does (one token: vec_dot; more: tinyBLAS).
 
-use super::attention::{visible_cells, AttnShape, RowsPtr};
-use super::batch::Token;
+use super::attention::{per_row, AttnShape};
 use super::kv_cache::{KvCache, KvType};
 use crate::error::Result;
 use crate::kernels::ggml_paths::tinyblas_f16;
@@ -43,23 +42,20 @@ fn dot(tiny: bool, x: &[f32], y: &[f32]) -> f32 {
     }
 }
 
-/// The attention of every (token, head) of the ubatch, as
-/// [`super::attention::attention`] but without flash attention. `q` is
-/// [nt][n_head * hd_k]; returns [nt][n_head * hd_v].
-#[allow(clippy::too_many_arguments)]
+/// The attention of every (token, head) of the ubatch without flash
+/// attention (see [`super::attention::attention`]): `visible[t]` lists the
+/// cells token `t` sees, `q` is [nt][n_head * hd_k]; returns
+/// [nt][n_head * hd_v].
 pub fn attention(
     pool: &ThreadPool,
     kv: &KvCache,
     il: usize,
-    tokens: &[Token],
     q: &[f32],
     sh: AttnShape,
-    causal: bool,
-    window: Option<i32>,
+    visible: &[Vec<usize>],
 ) -> Result<Vec<f32>> {
-    let nt = tokens.len();
+    let nt = visible.len();
     let n_kv = kv.n_kv();
-    let visible = visible_cells(kv, tokens, causal, window);
     let k_f16 = kv.k[il].ty() == KvType::F16;
     let v_f16 = kv.v[il].ty() == KvType::F16;
     // which order each product runs: kq is [n_kv rows] x [hd_k], kqv [hd_v rows] x [n_kv]
@@ -83,12 +79,7 @@ pub fn attention(
     }
 
     let round = |x: f32, f16: bool| if f16 { vecf::round_f16(x) } else { x };
-    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
-    let out = RowsPtr(attn.as_mut_ptr());
-    let group = sh.n_head / sh.n_head_kv;
-    let task = |i: usize| {
-        let (t, hq) = (i / sh.n_head, i % sh.n_head);
-        let g = hq / group;
+    per_row(pool, nt, sh, &|i, t, g, row| {
         let qh: Vec<f32> = q[i * sh.hd_k..(i + 1) * sh.hd_k].iter().map(|&x| round(x, k_f16)).collect();
         // kq·scale + mask, [n_kv]
         let mut p = vec![f32::NEG_INFINITY; n_kv];
@@ -100,12 +91,8 @@ pub fn attention(
         let sum = vecf::soft_max(&mut p, max);
         let inv = (1.0 / sum) as f32;
         p.iter_mut().for_each(|x| *x = round(*x * inv, v_f16));
-        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
-        let row = unsafe { out.row(i, sh.hd_v) };
         for (d, o) in row.iter_mut().enumerate() {
             *o = dot(kqv_tiny, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);
         }
-    };
-    pool.run(nt * sh.n_head, &task)?;
-    Ok(attn)
+    })
 }

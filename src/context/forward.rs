@@ -6,7 +6,6 @@
 //! Buffers are [n_tokens][width] row-major f32.
 
 use super::attention::{attention, AttnShape};
-use super::attention_mha;
 use super::batch::Token;
 use super::dump;
 use super::kv_cache::KvCache;
@@ -200,11 +199,7 @@ pub fn forward(
 
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
-        let attn = if mode.flash {
-            attention(pool, kv, il, tokens, &q, shape, mode.causal, window)?
-        } else {
-            attention_mha::attention(pool, kv, il, tokens, &q, shape, mode.causal, window)?
-        }; // [nt][n_head * hd_v]
+        let attn = attention(pool, kv, il, tokens, &q, shape, mode.causal, window, mode.flash)?; // [nt][n_head * hd_v]
         dump::tensor("kqv_out", Some(il), &attn, n_head * hd_v);
         let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
         dump::tensor("attn_out", Some(il), &o, n_embd);
