@@ -42,6 +42,16 @@ fn dot(tiny: bool, x: &[f32], y: &[f32]) -> f32 {
     }
 }
 
+/// The rest of `ggml_compute_forward_soft_max_f32` on a row that already
+/// holds `kq·scale + mask`: the max, `vecf::soft_max`, then every value
+/// times `(float)(1.0 / sum)`.
+fn soft_max_scaled(p: &mut [f32]) {
+    let max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    let sum = vecf::soft_max(p, max);
+    let inv = (1.0 / sum) as f32;
+    p.iter_mut().for_each(|x| *x *= inv);
+}
+
 /// The attention of every (token, head) of the ubatch without flash
 /// attention (see [`super::attention::attention`]): `visible[t]` lists the
 /// cells token `t` sees, `q` is [nt][n_head * hd_k]; returns
@@ -87,12 +97,36 @@ pub fn attention(
             let kc = &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
             p[c] = dot(kq_tiny, kc, &qh) * sh.kq_scale + 0.0;
         }
-        let max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-        let sum = vecf::soft_max(&mut p, max);
-        let inv = (1.0 / sum) as f32;
-        p.iter_mut().for_each(|x| *x = round(*x * inv, v_f16));
+        soft_max_scaled(&mut p);
+        p.iter_mut().for_each(|x| *x = round(*x, v_f16));
         for (d, o) in row.iter_mut().enumerate() {
             *o = dot(kqv_tiny, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference's `ggml_soft_max_ext` (scale 0.125, an F32 mask of 0 and
+    /// -inf, rows of 300) on its CPU backend: tests/goldens/quant/soft_max.bin,
+    /// made by scripts/make-quant-goldens.sh (make_softmax_golden.c).
+    #[test]
+    fn softmax_equals_the_reference_soft_max_ext() {
+        let g = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goldens/quant/soft_max.bin"));
+        let f = |i: usize| f32::from_le_bytes([g[4 * i], g[4 * i + 1], g[4 * i + 2], g[4 * i + 3]]);
+        let (rows, cols) = (f(0).to_bits() as usize, f(1).to_bits() as usize);
+        let scale = f(2);
+        let n = rows * cols;
+        assert_eq!(g.len(), 12 + 12 * n, "golden size");
+        for r in 0..rows {
+            let mut p: Vec<f32> = (0..cols).map(|c| f(3 + r * cols + c) * scale + f(3 + n + r * cols + c)).collect();
+            soft_max_scaled(&mut p);
+            for (c, v) in p.iter().enumerate() {
+                let want = f(3 + 2 * n + r * cols + c);
+                assert_eq!(v.to_bits(), want.to_bits(), "row {r} col {c}: {v} vs {want}");
+            }
+        }
+    }
 }
