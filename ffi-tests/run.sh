@@ -300,17 +300,19 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
         else
             not_ok "embd_logits build"
         fi
-        # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL"...:
+        # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL [FLASH_ATTN]"...:
         # every run's logits hash to the sha256 SHA_FILE lists for LABEL
+        # (FLASH_ATTN: flash_attn_type, default -1 AUTO = flash attention on)
         logits_hash_ok() {
             local model=$1 tok=$2 shas=$3 all=1 run want got
             shift 3
             for run in "$@"; do
                 set -- $run
                 want=$(awk -v l="$4" '$2 == l {print $1}' "$shas")
-                "$OUT/logits" "$model" "$tok" "$OUT/hash-logits.bin" "$1" "$2" "$3" 2> /dev/null || all=0
+                "$OUT/logits" "$model" "$tok" "$OUT/hash-logits.bin" "$1" "$2" "$3" "${5:--1}" 2> /dev/null || all=0
                 got=$(sha256sum "$OUT/hash-logits.bin" | cut -d' ' -f1)
-                [ "$got" = "$want" ] || { all=0; echo "     n_ubatch $1, threads $2, chunks of $3: sha256 $got, want $want"; }
+                [ -n "$want" ] && [ "$got" = "$want" ] \
+                    || { all=0; echo "     n_ubatch $1, threads $2, chunks of $3, flash_attn_type ${5:--1}: sha256 $got, want $want"; }
             done
             [ $all = 1 ]
         }
@@ -334,6 +336,16 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference (both attention paths)"
             else
                 not_ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference"
+            fi
+            # without flash attention (flash_attn_type 0, llama-cpp-python's
+            # default): KQ / softmax / KQV by tinyBLAS from 2 tokens, by
+            # ggml_vec_dot_f16 for decodes of one token
+            if logits_hash_ok "$SMOL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-q4_1.sha256" \
+                "512 2 128 one-decode-nofa 0" "512 1 128 one-decode-nofa 0" "64 2 128 one-decode-nofa 0" \
+                "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+                ok "SmolLM2 Q4_1 logits bit-identical to the reference without flash attention (1/2 threads; n_ubatch 512/64; one-token decodes)"
+            else
+                not_ok "SmolLM2 Q4_1 logits bit-identical to the reference without flash attention"
             fi
         fi
         # SmolLM2 requantized to BF16 by our llama_model_quantize (whose file
@@ -372,6 +384,14 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 ok "Gemma 3 Q4_K_M logits bit-identical to the reference (one decode and chunks of 7; 1/2 threads)"
             else
                 not_ok "Gemma 3 Q4_K_M logits bit-identical to the reference"
+            fi
+            # without flash attention (sliding-window layers masked as the reference)
+            if logits_hash_ok "$GEMMA" "$PAR/tokens-gemma3-128.txt" "$PAR/gemma3-q4_k_m.sha256" \
+                "512 2 128 one-decode-nofa 0" "512 1 128 one-decode-nofa 0" "64 2 128 one-decode-nofa 0" \
+                "512 2 7 chunks-of-7-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+                ok "Gemma 3 Q4_K_M logits bit-identical to the reference without flash attention (1/2 threads; n_ubatch 512/64; chunks of 7 and 1)"
+            else
+                not_ok "Gemma 3 Q4_K_M logits bit-identical to the reference without flash attention"
             fi
         fi
         if compile test_decode "$ROOT/ffi-tests/test_decode.c"; then
@@ -741,6 +761,24 @@ elif MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/scripts/quantize-compare.sh" --check --
 else
     not_ok "quantize/save outputs against golden/quantize/SHA256SUMS"; grep -v ' ok$' "$OUT/quantize-check.txt" | tail -n 20
 fi
+# SmolLM2 F16 (the requantization just made by our llama_model_quantize, used
+# only when its sha256 is the reference's): logits bit-identical to the
+# reference's (golden/parity/smollm2-f16.sha256): F16 weights by tinyBLAS
+# from 2 rows and ggml_vec_dot_f16 for one, with and without flash attention.
+# Full comparison with the reference: scripts/parity.sh SmolLM2-F16.
+F16_MODEL=$ROOT/target/quantize-compare/ours/smollm2.F16
+if [ -f "$F16_MODEL" ] && declare -F logits_hash_ok > /dev/null \
+    && [ "$(sha256sum "$F16_MODEL" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2.F16" {print $1}' "$ROOT/ffi-tests/golden/quantize/SHA256SUMS")" ]; then
+    if logits_hash_ok "$F16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-f16.sha256" \
+        "512 2 128 one-decode" "512 1 128 one-decode" "512 2 7 chunks-of-7" \
+        "512 2 128 one-decode-nofa 0" "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
+        ok "SmolLM2 F16 logits bit-identical to the reference (flash attention on and off; 1/2 threads; n_ubatch 512/64; chunks of 7 and 1)"
+    else
+        not_ok "SmolLM2 F16 logits bit-identical to the reference"
+    fi
+else
+    echo "skip SmolLM2 F16 logits (no F16 requantization with the reference's sha256 in target/quantize-compare)"
+fi
 
 # --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's
 # src/llama-ext.h that its own programs call, on our C API; what it returns on
@@ -780,12 +818,14 @@ elif MINFER_LIB_DIR=$LIB_DIR bash "$ROOT/ffi-tests/python/run.sh" > "$OUT/llama_
     else
         not_ok "llama-cpp-python behaviour (${line#*: })"; grep -E '^FAIL ' "$OUT/llama_cpp_python.out" || true
     fi
-    # Reported, not required yet (issue 5): llama-cpp-python defaults to
-    # flash_attn=False, whose non-flash attention minfer does not reproduce
-    # yet, and gemma3's K-quant matmul is not in the reference's order yet.
+    # outputs that follow the logits (text, log-probabilities, embeddings; flash
+    # attention off, llama-cpp-python's default, and on): identical to the reference's
     line=$(grep -E "^llama_cpp_python_vs_reference: [0-9]+ passed, [0-9]+ failed$" "$OUT/llama_cpp_python.out")
-    echo "info llama-cpp-python outputs equal to the reference's: ${line#*: }"
-    grep -E '^FAIL ' "$OUT/llama_cpp_python.out" | sed 's/^FAIL /info differs: /' || true
+    if [ -n "$line" ] && [ "$(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')" = 0 ]; then
+        ok "llama-cpp-python outputs identical to the reference's (${line#*: })"
+    else
+        not_ok "llama-cpp-python outputs identical to the reference's (${line#*: })"; grep -E '^FAIL ' "$OUT/llama_cpp_python.out" || true
+    fi
 else
     not_ok "llama-cpp-python test did not run"; tail -n 30 "$OUT/llama_cpp_python.err" "$OUT/llama_cpp_python.out"
 fi

@@ -21,27 +21,31 @@ for arch in llama qwen2 qwen3 gemma3; do
     LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
         "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
 done
-# ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL"...: sha256 of the
-# reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a time
+# ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL [FLASH_ATTN]"...: sha256 of
+# the reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a
+# time, with flash_attn_type FLASH_ATTN (default -1: AUTO, on for the CPU)
 ref_hashes() {
     local model=$1 tok=$2 out=$3 run
     shift 3
     : > "$out"
     for run in "$@"; do
         set -- $run
-        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" 512 2 "$1" 2> /dev/null
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" 512 2 "$1" "${3:--1}" 2> /dev/null
         echo "$(sha256sum "$OUT/ref-hash.bin" | cut -d' ' -f1)  $2" >> "$out"
     done
 }
 # SmolLM2 Q4_1, 128 tokens: in one decode (tiled flash attention) and in
-# decodes of 32 (one-chunk attention)
+# decodes of 32 (one-chunk attention); without flash attention (flash_attn_type
+# 0) in one decode (tinyBLAS KQ/KQV) and in decodes of 1 (ggml_vec_dot_f16)
 ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
-    ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32"
+    ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32" \
+    "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
 # Gemma 3 270M Q4_K_M (Q4_K repacked gemm/gemv, Q6_K tiled/vec_dot, Q5_0,
 # Q8_0), 128 tokens: in one decode and in decodes of 7 (gemm on 4 rows + gemv
 # on 3, k-quant vec_dot below 8 rows)
 ref_hashes "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ffi-tests/golden/parity/tokens-gemma3-128.txt \
-    ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7"
+    ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7" \
+    "128 one-decode-nofa 0" "7 chunks-of-7-nofa 0" "1 chunks-of-1-nofa 0"
 # SmolLM2 requantized to BF16 by the reference (llama_model_quantize with
 # allow_requantize; minfer's quantize writes the same bytes, which is how
 # run.sh makes it), 128 tokens: in one decode (llamafile's tinyBLAS<32> with
@@ -71,4 +75,10 @@ for arch in llama qwen3 gemma3; do
 done
 LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/embd.bin" 7 2> /dev/null
 echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >> ffi-tests/golden/parity/embd.sha256
+# SmolLM2 requantized to F16 by the reference (scripts/parity.sh caches it;
+# ffi-tests/run.sh uses the byte-identical file our llama_model_quantize makes
+# in scripts/quantize-compare.sh): F16 weights by tinyBLAS / ggml_vec_dot_f16
+ref_hashes "$CACHE/requant/SmolLM2-135M-Instruct.F16.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
+    ffi-tests/golden/parity/smollm2-f16.sha256 "128 one-decode" "7 chunks-of-7" \
+    "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
 ls -l ffi-tests/golden/parity/

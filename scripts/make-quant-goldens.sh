@@ -26,4 +26,8 @@ gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_matmu
 gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_float_matmul_goldens" \
     "$ROOT/scripts/quant-goldens/make_float_matmul_goldens.c" -L"$LIB" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$LIB"
 "$ROOT/target/make_float_matmul_goldens" "$OUT" > /dev/null 2>&1
+# The reference's ggml_soft_max_ext (attention without flash attention).
+gcc -O1 -std=c11 -Wall -Werror -I"$SRC/ggml/include" -o "$ROOT/target/make_softmax_golden" \
+    "$ROOT/scripts/quant-goldens/make_softmax_golden.c" -L"$LIB" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$LIB"
+"$ROOT/target/make_softmax_golden" "$OUT" 2> /dev/null
 du -ch "$OUT"/* | tail -n 1

@@ -11,6 +11,9 @@
 # Needs the reference library: scripts/install-reference-lib.sh.
 #
 # usage: scripts/parity.sh [MODEL_NAME ...]   (default: all)
+#   FLASH_ATTN=0 scripts/parity.sh ...   without flash attention (flash_attn_type
+#                                        DISABLED, llama-cpp-python's default;
+#                                        default -1: AUTO, on for the CPU)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -19,6 +22,7 @@ REF_LIB=$(bash scripts/install-reference-lib.sh --print-lib-dir)
 REF_PY=$(echo "$REF_LIB" | sed "s|/lib/python3[^/]*/.*||")/bin/python
 OUT=target/parity && mkdir -p "$OUT" "$CACHE/requant"
 N_TOK=${N_TOK:-512}
+FLASH_ATTN=${FLASH_ATTN:--1}
 
 cargo build --release --quiet
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -Ltarget/release -lllama
@@ -59,8 +63,8 @@ done
 
 run() { # NAME MODEL TOKENS
     local name=$1 model=$2 toks=$3
-    LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$toks" "$OUT/$name.ref.bin" 512 2 2> /dev/null
-    LD_LIBRARY_PATH=$ROOT/target/release "$OUT/logits" "$model" "$toks" "$OUT/$name.ours.bin" 512 2
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$toks" "$OUT/$name.ref.bin" 512 2 0 "$FLASH_ATTN" 2> /dev/null
+    LD_LIBRARY_PATH=$ROOT/target/release "$OUT/logits" "$model" "$toks" "$OUT/$name.ours.bin" 512 2 0 "$FLASH_ATTN"
     printf '%-22s %s\n' "$name" "$("$OUT/compare_logits" "$OUT/$name.ref.bin" "$OUT/$name.ours.bin" 99.5 1e-5 1e-3 | tr '\n' ' ')"
 }
 want=("$@")

@@ -2,10 +2,11 @@
 // writes the logits of every position. Compiled once against llama.h, it
 // runs on minfer or on the reference library (pick with LD_LIBRARY_PATH).
 //
-// usage: logits MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK]
+// usage: logits MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK] [FLASH_ATTN]
 //   TOKENS.txt: token ids separated by white space.
 //   OUT.bin: int32 n_tokens, int32 n_vocab, then n_tokens*n_vocab float32.
-//   N_CHUNK: tokens per llama_decode call (default: all at once).
+//   N_CHUNK: tokens per llama_decode call (default or 0: all at once).
+//   FLASH_ATTN: flash_attn_type, -1 AUTO (the default), 0 DISABLED, 1 ENABLED.
 //   LOGITS_KV_F32=1 in the environment: an f32 K/V cache (default f16).
 #include "llama.h"
 
@@ -19,7 +20,7 @@ static void quiet(enum ggml_log_level level, const char * text, void * ud) {
 
 int main(int argc, char ** argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf TOKENS.txt OUT.bin [N_UBATCH] [N_THREADS] [N_CHUNK] [FLASH_ATTN]\n", argv[0]);
         return 2;
     }
     int n_ubatch = argc > 4 ? atoi(argv[4]) : 512;
@@ -37,7 +38,7 @@ int main(int argc, char ** argv) {
         toks[n++] = id;
     }
     fclose(tf);
-    int n_chunk = argc > 6 ? atoi(argv[6]) : n;
+    int n_chunk = argc > 6 && atoi(argv[6]) > 0 ? atoi(argv[6]) : n;
 
     struct llama_model * model = llama_model_load_from_file(argv[1], llama_model_default_params());
     if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
@@ -54,6 +55,7 @@ int main(int argc, char ** argv) {
         cp.type_k = GGML_TYPE_F32;
         cp.type_v = GGML_TYPE_F32;
     }
+    if (argc > 7) cp.flash_attn_type = (enum llama_flash_attn_type) atoi(argv[7]);
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }
 

@@ -13,6 +13,9 @@
 // CPU buffer (ggml_compute_forward_mul_mat_tiled for >= 8 rows, the type's
 // vec_dot below 8). One thread (the results do not depend on the count).
 //
+// F16 (llamafile's tinyBLAS from 2 rows when rows % 4 == 0, ggml_vec_dot_f16
+// otherwise) gets a 16-row matrix and a 14-row one.
+//
 // Output DIR/matmul_<type>.bin (and matmul_<type>_rows12.bin), little endian:
 //   u32 rows, u32 cols, u32 n_cases, u32 repacked,
 //   weights (rows * row_size bytes),
@@ -103,7 +106,7 @@ int main(int argc, char ** argv) {
     if (!rep) { fprintf(stderr, "no CPU_REPACK buffer type\n"); return 1; }
 
     const enum ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
-                                    GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL};
+                                    GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL, GGML_TYPE_F16};
     // weights: row r is input.f32 from offset 37*r (wrapping), so rows differ
     static float wsrc[MAX_ROWS * COLS];
     for (int r = 0; r < MAX_ROWS; r++) {
@@ -111,7 +114,8 @@ int main(int argc, char ** argv) {
     }
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         const enum ggml_type t = types[i];
-        for (int rows = MAX_ROWS; rows >= 12; rows -= 4) {
+        const int step = t == GGML_TYPE_F16 ? 2 : 4;
+        for (int rows = MAX_ROWS; rows >= 12; rows -= step) {
             const size_t wbytes = ggml_row_size(t, COLS) * rows;
             void * w = malloc(wbytes);
             ggml_quantize_chunk(t, wsrc, w, 0, rows, COLS, NULL);
@@ -119,6 +123,7 @@ int main(int argc, char ** argv) {
             static float y[MAX_NT * MAX_ROWS];
             int repacked = mul_mat(be, rep, t, rows, w, in, 1, y);
             if (rows != MAX_ROWS && repacked) { free(w); continue; }
+            if (t == GGML_TYPE_F16 && rows != MAX_ROWS && rows != 14) { free(w); continue; }
             ggml_backend_buffer_type_t buft = repacked ? rep : ggml_backend_cpu_buffer_type();
             if (rows == MAX_ROWS) {
                 snprintf(path, sizeof(path), "%s/matmul_%s.bin", argv[1], ggml_type_name(t));
@@ -141,7 +146,9 @@ int main(int argc, char ** argv) {
             printf("%s rows %d: %s\n", ggml_type_name(t), rows, repacked ? "repacked" : "plain");
             free(w);
             // the 12-row matrix only for the types the backend repacks at 16 rows
-            if (!repacked) break;
+            // (F16: the 14-row one)
+            if (!repacked && t != GGML_TYPE_F16) break;
+            if (t == GGML_TYPE_F16 && rows == 14) break;
         }
     }
     ggml_backend_free(be);

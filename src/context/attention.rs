@@ -1,5 +1,5 @@
 //! Attention over the KV cache with the reference's flash-attention
-//! numerics (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
+//! numerics (without flash attention: `attention_mha.rs`) (ggml-cpu ops.cpp, `ggml_compute_forward_flash_attn_ext_f16`).
 //!
 //! The reference picks one of two paths per ubatch, and so do we:
 //! - **tiled** (a ubatch of ≥ 64 tokens): per query row,
@@ -14,7 +14,8 @@
 //!   f16, `ggml_vec_dot_f16`, and the V accumulator kept in f16 (rounded
 //!   after every update).
 //!
-//! An f32 K/V cache is rounded to f16 first, as the reference casts it.
+//! An f32 K/V cache is rounded to f16 first, as the reference casts it
+//! (without flash attention it is used as f32: `attention_mha.rs`).
 //!
 //! Deviation: for a single-token ubatch over ≥ 512 cells the reference
 //! splits the cells into one chunk per thread and merges the partial
@@ -80,8 +81,9 @@ struct LayerKv {
 
 /// Attention of every (token, head) of the ubatch over the KV cells its
 /// sequence sees (position ≤ its own unless `causal` is off, and within
-/// `window` positions on sliding-window layers). `q` is [nt][n_head * hd_k];
-/// returns [nt][n_head * hd_v].
+/// `window` positions on sliding-window layers), with the flash-attention
+/// numerics or, with `flash` off, those of `attention_mha.rs`. `q` is
+/// [nt][n_head * hd_k]; returns [nt][n_head * hd_v].
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
@@ -92,25 +94,13 @@ pub fn attention(
     sh: AttnShape,
     causal: bool,
     window: Option<i32>,
+    flash: bool,
 ) -> Result<Vec<f32>> {
     let nt = tokens.len();
-    let n_cells = kv.n_cells();
-    // For each token, the cells it attends to, by ascending index.
-    let visible: Vec<Vec<usize>> = tokens
-        .iter()
-        .map(|tok| {
-            let seq = tok.seqs[0] as usize;
-            (0..n_cells)
-                .filter(|&c| {
-                    let cell = &kv.cells[c];
-                    !cell.is_empty()
-                        && cell.seqs.has(seq)
-                        && (!causal || cell.pos <= tok.pos)
-                        && window.map_or(true, |w| tok.pos - cell.pos < w)
-                })
-                .collect()
-        })
-        .collect();
+    let visible = visible_cells(kv, tokens, causal, window);
+    if !flash {
+        return super::attention_mha::attention(pool, kv, il, q, sh, &visible);
+    }
     let tiled = nt >= Q_TILE;
     let mut layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
     // The reference casts an f32 K/V cache to f16 before flash attention
@@ -123,23 +113,56 @@ pub fn attention(
         layer.v.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
     }
 
-    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
-    let out = RowsPtr(attn.as_mut_ptr());
-    let group = sh.n_head / sh.n_head_kv;
-    let task = |i: usize| {
-        let (t, hq) = (i / sh.n_head, i % sh.n_head);
-        let g = hq / group;
+    per_row(pool, nt, sh, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
-        let row = unsafe { out.row(i, sh.hd_v) };
         if tiled {
             row_tiled(&layer, sh, g, qh, &visible[t], row);
         } else {
             row_one_chunk(&layer, sh, g, qh, &visible[t], row);
         }
-    };
-    pool.run(nt * sh.n_head, &task)?;
+    })
+}
+
+/// The attention output [nt][n_head * hd_v], each (token, query head) row
+/// `i` written by `f(i, token, kv head, row)` as one pool task (rows are
+/// independent, so the result does not depend on the thread count).
+pub(super) fn per_row(
+    pool: &ThreadPool,
+    nt: usize,
+    sh: AttnShape,
+    f: &(dyn Fn(usize, usize, usize, &mut [f32]) + Sync),
+) -> Result<Vec<f32>> {
+    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
+    let out = RowsPtr(attn.as_mut_ptr());
+    let group = sh.n_head / sh.n_head_kv;
+    pool.run(nt * sh.n_head, &|i: usize| {
+        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
+        let row = unsafe { out.row(i, sh.hd_v) };
+        f(i, i / sh.n_head, i % sh.n_head / group, row);
+    })?;
     Ok(attn)
+}
+
+/// For each token, the cells it attends to, by ascending index: cells of
+/// its sequence at a position ≤ its own (unless `causal` is off) and within
+/// `window` positions on sliding-window layers. The others are masked
+/// (-inf) in the reference.
+fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+    tokens
+        .iter()
+        .map(|tok| {
+            let seq = tok.seqs[0] as usize;
+            (0..kv.n_cells())
+                .filter(|&c| {
+                    let cell = &kv.cells[c];
+                    !cell.is_empty()
+                        && cell.seqs.has(seq)
+                        && (!causal || cell.pos <= tok.pos)
+                        && window.map_or(true, |w| tok.pos - cell.pos < w)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// K/V of the cells in use, tile by tile ([`LayerKv`]).

@@ -77,12 +77,21 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     Ok(())
 }
 
+/// How the ubatch attends: `causal` false lets a token see every cell of
+/// its sequence (later positions included); `flash` picks the reference's
+/// flash-attention numerics (`attention.rs`) or those of its plain
+/// KQ / softmax / KQV graph (`attention_mha.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct AttnMode {
+    pub causal: bool,
+    pub flash: bool,
+}
+
 /// Runs one ubatch. `cells[i]` is the KV cell assigned to `tokens[i]` (its
 /// position and sequences are already recorded there). For the tokens
 /// flagged for output, in order, writes the final normed hidden state to
 /// `embd` ([n_out][n_embd]) and, unless `logits` is empty, the logits
-/// ([n_out][n_vocab]). With `causal` false a token attends to every cell of
-/// its sequence, later positions included.
+/// ([n_out][n_vocab]).
 ///
 /// `abort` is asked before each layer (the reference asks between graph
 /// nodes); `Break` means it said stop and the outputs are incomplete.
@@ -95,7 +104,7 @@ pub fn forward(
     tokens: &[Token],
     inp_embd: &[f32],
     cells: &[usize],
-    causal: bool,
+    mode: AttnMode,
     embd: &mut [f32],
     logits: &mut [f32],
     abort: &mut dyn FnMut() -> bool,
@@ -202,7 +211,7 @@ pub fn forward(
 
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
-        let attn = attention(pool, kv, il, tokens, &q, shape, causal, window)?; // [nt][n_head * hd_v]
+        let attn = attention(pool, kv, il, tokens, &q, shape, mode.causal, window, mode.flash)?; // [nt][n_head * hd_v]
         dump::tensor("kqv_out", Some(il), &attn, n_head * hd_v);
         let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
         dump::tensor("attn_out", Some(il), &o, n_embd);

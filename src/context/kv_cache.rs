@@ -183,6 +183,14 @@ impl KvCache {
         self.cells.len()
     }
 
+    /// The cells the reference's attention reads (`llama_kv_cache::get_n_kv`,
+    /// after the ubatch's cells are recorded): one past the last cell in use,
+    /// padded to 256, at least 256, at most the cache size.
+    pub fn n_kv(&self) -> usize {
+        let used_max_p1 = self.cells.iter().rposition(|c| !c.is_empty()).map_or(0, |i| i + 1);
+        self.n_cells().min(used_max_p1.div_ceil(256).max(1) * 256)
+    }
+
     /// Free cells for `n` tokens (lowest indices first), or None if full.
     pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
         let free: Vec<usize> = self.cells.iter().enumerate().filter(|(_, c)| c.is_empty()).map(|(i, _)| i).take(n).collect();
@@ -267,6 +275,20 @@ impl KvCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn n_kv_is_the_last_cell_in_use_padded_to_256() {
+        let mut kv = KvCache::new(768, vec![4], vec![4], KvType::F16, KvType::F16).expect("cache");
+        assert_eq!(kv.n_kv(), 256); // empty: at least 256
+        kv.cells[3].seqs.add(0);
+        assert_eq!(kv.n_kv(), 256);
+        kv.cells[256].seqs.add(1);
+        assert_eq!(kv.n_kv(), 512); // cell 256 in use: 257 padded
+        kv.cells[700].seqs.add(0);
+        assert_eq!(kv.n_kv(), 768); // capped at the cache size
+        let small = KvCache::new(100, vec![4], vec![4], KvType::F16, KvType::F16).expect("cache");
+        assert_eq!(small.n_kv(), 100);
+    }
 
     #[test]
     fn cells_track_sequences_and_positions() {

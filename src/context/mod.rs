@@ -5,6 +5,7 @@
 //! model first; the model's memory goes with the last context.
 
 pub mod attention;
+pub mod attention_mha;
 pub mod batch;
 pub mod dump;
 pub mod forward;
@@ -185,6 +186,10 @@ pub struct Context {
     pub perf: Perf,
     /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
     pub pool: crate::kernels::ThreadPool,
+    /// Whether attention runs the flash-attention numerics
+    /// (`flash_attn_type` AUTO or ENABLED; the reference's AUTO enables it on
+    /// the CPU) or those of the plain KQ / softmax / KQV graph (DISABLED).
+    pub flash_attn: bool,
     /// Whether saved states carry V transposed, as the reference's cache
     /// does when flash attention is disabled (our rows are the same either way).
     pub v_trans: bool,
@@ -235,6 +240,7 @@ impl Context {
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
             pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            flash_attn: params.flash_attn_type != 0,
             v_trans: params.flash_attn_type == 0,
             swa_full: params.swa_full,
             device_states: Default::default(),
@@ -311,7 +317,19 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            let step = forward::forward(&self.pool, &self.model, weights, &mut self.kv, chunk, inp_embd, cells, self.causal, embd, logits, abort);
+            let step = forward::forward(
+                &self.pool,
+                &self.model,
+                weights,
+                &mut self.kv,
+                chunk,
+                inp_embd,
+                cells,
+                forward::AttnMode { causal: self.causal, flash: self.flash_attn },
+                embd,
+                logits,
+                abort,
+            );
             if !matches!(step, Ok(ControlFlow::Continue(()))) {
                 // As the reference: the failed or aborted ubatch leaves the
                 // cache, the ubatches before it stay, and only their outputs
@@ -364,18 +382,11 @@ impl Context {
         for (i, t) in tokens.iter().enumerate() {
             rows.entry(t.seqs[0]).or_default().push(i);
         }
+        let rows_len = rows.len();
         for (seq, idx) in rows {
             let row = |i: usize| &self.embd[i * n_embd..(i + 1) * n_embd];
             let v = match self.pooling {
-                Pooling::Mean => {
-                    let mut acc = vec![0f32; n_embd];
-                    for &i in &idx {
-                        for (a, x) in acc.iter_mut().zip(row(i)) {
-                            *a += x;
-                        }
-                    }
-                    acc.iter().map(|a| a / idx.len() as f32).collect()
-                }
+                Pooling::Mean => mean_pool(&self.embd, n_embd, tokens.len(), &idx, rows_len),
                 Pooling::Cls => row(idx[0]).to_vec(),
                 Pooling::Last => row(idx[idx.len() - 1]).to_vec(),
                 Pooling::None => continue,
@@ -478,6 +489,34 @@ impl Context {
         }
         Ok(row)
     }
+}
+
+/// Mean pooling as the reference computes it (`build_pooling`):
+/// `ggml_mul_mat(cont(transpose(embd)), mean)`, where column `s` of `mean`
+/// holds `1.0f / n_s` at the rows of sequence `s`'s tokens and 0 elsewhere.
+/// That F32 product runs llamafile's tinyBLAS<16> (the lane order of
+/// `tinyblas_f16::dot`) with 2 or more sequences, `n_tokens % 16 == 0` and
+/// `n_embd % 4 == 0`, else `ggml_vec_dot_f32` per element. `embd` is
+/// [n_tokens][n_embd]; `idx` the rows of one sequence; `n_seqs` how many
+/// sequences the batch has. (The reference pools per ubatch: the same when
+/// the batch is one ubatch, as pooled embeddings usually are.)
+fn mean_pool(embd: &[f32], n_embd: usize, n_tokens: usize, idx: &[usize], n_seqs: usize) -> Vec<f32> {
+    use crate::kernels::ggml_paths::tinyblas_f16;
+    let mut w = vec![0f32; n_tokens]; // [n_tokens]: this sequence's column of `mean`
+    let div = 1.0f32 / idx.len() as f32;
+    idx.iter().for_each(|&i| w[i] = div);
+    let tiny = tinyblas_f16::runs(n_embd, n_seqs, n_tokens);
+    let mut col = vec![0f32; n_tokens]; // [n_tokens]: one dimension of every token
+    (0..n_embd)
+        .map(|d| {
+            col.iter_mut().enumerate().for_each(|(t, c)| *c = embd[t * n_embd + d]);
+            if tiny {
+                tinyblas_f16::dot(&col, &w)
+            } else {
+                crate::kernels::vecf::dot_f32(&col, &w)
+            }
+        })
+        .collect()
 }
 
 impl Drop for Context {

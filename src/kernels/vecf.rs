@@ -117,6 +117,34 @@ pub fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
     sum
 }
 
+/// ggml_vec_soft_max_f32 over a whole row: `row[i] = expf(row[i] - max)`,
+/// returning their sum: per group of 16 lanes ([`expf`], the lanes reduced
+/// as `_mm512_reduce_add_ps`, added to an f64 sum), then a tail by libm
+/// `expf` added one by one in f64.
+pub fn soft_max(row: &mut [f32], max: f32) -> f64 {
+    let body = row.len() / 16 * 16;
+    let mut sum = 0f64;
+    for group in row[..body].chunks_exact_mut(16) {
+        sum += f64::from(soft_max16(group.try_into().expect("16 lanes"), max));
+    }
+    for v in &mut row[body..] {
+        *v = (*v - max).exp();
+        sum += f64::from(*v);
+    }
+    sum
+}
+
+/// One group of 16 lanes of [`soft_max`]: the exps, and their reduce16.
+fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: use_avx2() checked AVX2, FMA and F16C on this CPU.
+        return unsafe { avx2::soft_max16(g, max) };
+    }
+    g.iter_mut().for_each(|v| *v = expf(*v - max));
+    reduce16(g)
+}
+
 /// ggml_vec_swiglu_f32: `out[i] = silu(g[i]) * u[i]` with silu(x) =
 /// x / (1 + e^-x), e^ by [`expf`] over groups of 16 and by libm for a tail.
 pub fn swiglu(g: &[f32], u: &[f32], out: &mut [f32]) {
@@ -197,6 +225,28 @@ pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
         sum += f64::from(x[i] * y[i]);
     }
     sum as f32
+}
+
+/// ggml_vec_dot_f32: the 64-lane tree of [`dot_f16`] over the first
+/// `n & !63` elements, as an f32, then each leftover product (rounded, not
+/// fused) added in f32.
+pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let np = n & !63;
+    #[cfg(target_arch = "x86_64")]
+    let tree = if use_avx2() {
+        // SAFETY: features checked; both slices hold np.
+        unsafe { avx2::dot64(&x[..np], &y[..np]) }
+    } else {
+        dot64_scalar(&x[..np], &y[..np])
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let tree = dot64_scalar(&x[..np], &y[..np]);
+    let mut sum = tree as f32; // exact: the tree's sum is an f32
+    for i in np..n {
+        sum += x[i] * y[i];
+    }
+    sum
 }
 
 fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
@@ -308,6 +358,19 @@ mod avx2 {
             sum += f64::from(reduce_lo_hi(lo, hi));
         }
         sum
+    }
+
+    /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
+        let m = _mm256_set1_ps(max);
+        let p = g.as_mut_ptr();
+        // SAFETY: the group has 16 lanes.
+        let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
+        let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
+        _mm256_storeu_ps(p, lo);
+        _mm256_storeu_ps(p.add(8), hi);
+        reduce_lo_hi(lo, hi)
     }
 
     /// reduce16 of the 16 lanes (lo = 0..8, hi = 8..16).
@@ -517,6 +580,52 @@ mod tests {
             *a = round_f16(b.mul_add(0.37, *a));
         }
         assert_eq!(m1, m2);
+    }
+
+    #[test]
+    fn soft_max_groups_of_16_then_a_libm_tail() {
+        let mut row: Vec<f32> = (0..70).map(|i| ((i * 37 % 23) as f32 - 11.0) / 3.0).collect();
+        row[5] = f32::NEG_INFINITY; // a masked cell: exp 0
+        let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let mut want = row.clone();
+        let mut sum = 0f64;
+        for g in want[..64].chunks_exact_mut(16) {
+            g.iter_mut().for_each(|v| *v = expf(*v - max));
+            sum += f64::from(reduce16(&*<&mut [f32; 16]>::try_from(g).unwrap()));
+        }
+        for v in &mut want[64..] {
+            *v = (*v - max).exp();
+            sum += f64::from(*v);
+        }
+        let got = soft_max(&mut row, max);
+        assert_eq!(got.to_bits(), sum.to_bits());
+        assert_eq!(row[5], 0.0);
+        assert!(row.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+        #[cfg(target_arch = "x86_64")]
+        if use_avx2() {
+            let mut g: [f32; 16] = std::array::from_fn(|i| i as f32 * 0.7 - 9.0);
+            let mut h = g;
+            // SAFETY: use_avx2() checked the features.
+            let a = unsafe { avx2::soft_max16(&mut g, 1.5) };
+            h.iter_mut().for_each(|v| *v = expf(*v - 1.5));
+            assert_eq!(a.to_bits(), reduce16(&h).to_bits());
+            assert_eq!(g.map(f32::to_bits), h.map(f32::to_bits));
+        }
+    }
+
+    #[test]
+    fn dot_f32_adds_its_leftovers_in_f32() {
+        // 64 lanes cancel to 0, then the tail: 1e8 + 1 + (-1e8) in f32 is 0
+        // (in f64, as dot_f16 sums its tail, it would be 1)
+        let mut x = vec![0f32; 67];
+        x[64] = 1e8;
+        x[65] = 1.0;
+        x[66] = -1e8;
+        let y = vec![1f32; 67];
+        assert_eq!(dot_f32(&x, &y), 0.0);
+        assert_eq!(dot_f16(&x, &y), 1.0);
+        let x: Vec<f32> = (0..200).map(|i| (i as f32 - 100.0) / 7.0).collect();
+        assert_eq!(dot_f32(&x[..128], &x[..128]), dot_f16(&x[..128], &x[..128]));
     }
 
     #[test]

@@ -27,8 +27,12 @@
 //!   rounded to bf16; llamafile's AVX512_BF16 tinyBLAS<32> (`vdpbf16ps`)
 //!   from 2 activation rows when `rows % 4 == 0` (and `cols % 32 == 0`),
 //!   else `ggml_vec_dot_bf16`. See `tinyblas_bf16.rs`.
+//! - [`Path::TinyBlasF16`] / [`Path::VecDotF16`]: F16 weights, activations
+//!   rounded to f16; llamafile's tinyBLAS<16> from 2 activation rows when
+//!   `rows % 4 == 0` (and `cols % 16 == 0`), else `ggml_vec_dot_f16`. See
+//!   `tinyblas_f16.rs`.
 //!
-//! Every other case (the 32-block types not repacked, F16 weights) keeps
+//! Every other case (the 32-block types not repacked) keeps
 //! the kernels of `x86_avx2.rs` / `scalar.rs`; the AVX2 ones follow
 //! `ggml_vec_dot` and, from 2 rows, llamafile's tinyBLAS (`llamafile_sgemm`,
 //! which the reference runs for Q8_0, Q4_0, Q5_0, IQ4_NL there).
@@ -52,6 +56,7 @@ pub mod repack;
 pub mod tiled;
 pub mod tinyblas_bf16;
 pub mod tinyblas_f32;
+pub mod tinyblas_f16;
 pub mod vec_dot_k;
 
 #[cfg(test)]
@@ -78,6 +83,10 @@ pub enum Path {
     TinyBlasBf16,
     /// BF16 weights: `ggml_vec_dot_bf16` on bf16-rounded activations
     VecDotBf16,
+    /// F16 weights: llamafile's tinyBLAS<16> on f16-rounded activations
+    TinyBlasF16,
+    /// F16 weights: `ggml_vec_dot_f16` on f16-rounded activations
+    VecDotF16,
 }
 
 /// Activation rows from which the reference takes the tiled path
@@ -99,6 +108,8 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
         // the column conditions (k % 16, k % 32) are checked by the kernels
         F32 => Some(if tinyblas_f32::runs(rows, nt, 0) { Path::TinyBlasF32 } else { Path::VecDotF32 }),
         BF16 => Some(if tinyblas_bf16::runs(rows, nt, 0) { Path::TinyBlasBf16 } else { Path::VecDotBf16 }),
+        // the column condition (cols % 16) is checked by the kernel
+        F16 => Some(if tinyblas_f16::runs(rows, nt, 0) { Path::TinyBlasF16 } else { Path::VecDotF16 }),
         Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
             Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
         }
@@ -124,6 +135,8 @@ pub fn scalar_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::VecDotF32 => tinyblas_f32::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
         Path::TinyBlasBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
         Path::VecDotBf16 => tinyblas_bf16::scalar_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasF16 => tinyblas_f16::tile_fn(ty, tinyblas_f16::F16Path::TinyBlas),
+        Path::VecDotF16 => tinyblas_f16::tile_fn(ty, tinyblas_f16::F16Path::VecDot),
     }
 }
 
@@ -138,5 +151,6 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::VecDotF32 => tinyblas_f32::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
         Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
         Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
+        Path::TinyBlasF16 | Path::VecDotF16 => scalar_tile(ty, path),
     }
 }

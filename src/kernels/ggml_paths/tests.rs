@@ -43,6 +43,8 @@ fn goldens() -> Vec<(GgmlType, &'static [u8])> {
         g!(BF16, "matmul_bf16_r16_c160.bin"),
         g!(BF16, "matmul_bf16_r16_c144.bin"),
         g!(BF16, "matmul_bf16_r16_c131.bin"),
+        g!(F16, "matmul_f16.bin"),
+        g!(F16, "matmul_f16_rows14.bin"),
     ]
 }
 
@@ -103,13 +105,16 @@ fn paths_follow_the_reference_rules() {
     assert_eq!(path(Q6_K, 576, 8), Some(Path::Tiled));
     assert_eq!(path(Q6_K, 576, 7), Some(Path::VecDot));
     assert_eq!(path(Q8_0, 576, 512), None);
-    assert_eq!(path(F16, 576, 512), None);
     assert_eq!(path(F32, 576, 512), Some(Path::TinyBlasF32));
     assert_eq!(path(F32, 576, 1), Some(Path::VecDotF32)); // llamafile_sgemm wants n >= 2
     assert_eq!(path(F32, 578, 8), Some(Path::VecDotF32)); // and m % 4 == 0
     assert_eq!(path(BF16, 49152, 2), Some(Path::TinyBlasBf16));
     assert_eq!(path(BF16, 576, 1), Some(Path::VecDotBf16));
     assert_eq!(path(BF16, 570, 9), Some(Path::VecDotBf16));
+    assert_eq!(path(F16, 576, 512), Some(Path::TinyBlasF16));
+    assert_eq!(path(F16, 576, 2), Some(Path::TinyBlasF16));
+    assert_eq!(path(F16, 576, 1), Some(Path::VecDotF16)); // llamafile_sgemm wants n >= 2
+    assert_eq!(path(F16, 578, 8), Some(Path::VecDotF16)); // and m % 4 == 0
 }
 
 /// Weight rows of `ty`: quantized data, then a row of arbitrary bytes with
@@ -118,9 +123,10 @@ fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8>
     let rb = ty.row_size(cols as u64).expect("row size") as usize;
     let mut w = vec![0u8; rows * rb];
     for (r, row) in w.chunks_exact_mut(rb).enumerate() {
-        // (float types: arbitrary bytes are NaNs, whose payloads the scalar
-        // and SIMD code need not agree on; their tests cover special values)
-        if r % 3 == 2 && !matches!(ty, GgmlType::F32 | GgmlType::BF16) {
+        // (float types: arbitrary bytes are NaNs and infinities, whose
+        // payloads the scalar and SIMD code need not agree on; their tests
+        // cover special values)
+        if r % 3 == 2 && !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
             row.iter_mut().for_each(|b| *b = rng.next() as u8);
             for blk in row.chunks_exact_mut(ty.type_size()) {
                 for &off in crate::kernels::tests::scale_fields(ty) {
@@ -140,7 +146,7 @@ fn every_set_computes_the_scalar_emulations_bits() {
     let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
     let (rows, cols) = (24, 768);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, F32, BF16] {
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, F32, F16, BF16] {
         let w = weight_rows(ty, rows, cols, &mut rng);
         let wm = Weights::new(&w, ty, rows, cols).expect("weights");
         for nt in [1, 3, 4, 5, 7, 8, 9, 13] {
