@@ -5,11 +5,15 @@
 // can be measured side by side.
 //
 // usage: bench MODEL.gguf [N_THREADS] [N_PP] [N_TG] [REPS]
-// prints: pp<N> t/s and tg<N> t/s (median of REPS runs, default 3)
+// prints: pp<N> t/s and tg<N> t/s (median of REPS runs, default 3), the
+// model load time (llama_model_load_from_file) and the process's peak RSS.
+// The context holds max(N_PP, N_TG) tokens (the cache is cleared between the
+// tests), so with the defaults the peak RSS is that of a 512-token context.
 #include "llama.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 static void quiet(enum ggml_log_level level, const char * text, void * ud) {
     (void) level; (void) text; (void) ud;
@@ -31,12 +35,14 @@ int main(int argc, char ** argv) {
     const int reps = argc > 5 ? atoi(argv[5]) : 3;
     llama_log_set(quiet, NULL);
     llama_backend_init();
+    const int64_t t_load0 = llama_time_us();
     struct llama_model * model = llama_model_load_from_file(argv[1], llama_model_default_params());
+    const int64_t t_load1 = llama_time_us();
     if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = (uint32_t) (n_pp + n_tg + 16);
+    cp.n_ctx = (uint32_t) (n_pp > n_tg ? n_pp : n_tg);
     cp.n_batch = (uint32_t) n_pp;
     cp.n_ubatch = (uint32_t) n_pp;
     cp.n_threads = n_threads;
@@ -77,7 +83,10 @@ int main(int argc, char ** argv) {
     }
     qsort(pp, (size_t) reps, sizeof(double), cmp_double);
     qsort(tg, (size_t) reps, sizeof(double), cmp_double);
-    printf("pp%d %.2f t/s  tg%d %.2f t/s  (threads %d, median of %d)\n", n_pp, pp[reps / 2], n_tg, tg[reps / 2], n_threads, reps);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("pp%d %.2f t/s  tg%d %.2f t/s  (threads %d, median of %d)  load %.2f ms  maxrss %ld kB\n", n_pp, pp[reps / 2],
+           n_tg, tg[reps / 2], n_threads, reps, (t_load1 - t_load0) / 1e3, ru.ru_maxrss);
     llama_batch_free(batch);
     llama_free(ctx);
     llama_model_free(model);

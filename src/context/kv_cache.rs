@@ -217,10 +217,13 @@ impl KvCache {
         }
     }
 
-    /// Reads element range [at, at + out.len()) of `rows` as f32.
+    /// Reads element range [at, at + out.len()) of `rows` as f32 (f16 → f32
+    /// is exact; the slice conversion uses F16C where the CPU has it).
     pub fn read(rows: &KvRows, at: usize, out: &mut [f32]) {
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = rows.get(at + i);
+        use half::slice::HalfFloatSliceExt;
+        match rows {
+            KvRows::F16(v) => v[at..at + out.len()].convert_to_f32_slice(out),
+            KvRows::F32(v) => out.copy_from_slice(&v[at..at + out.len()]),
         }
     }
 

@@ -85,7 +85,7 @@ pub type QuantFn = unsafe fn(x: &[f32], out: &mut [u8]);
 
 /// The kernels of one instruction set.
 pub struct KernelSet {
-    /// "scalar", "avx2", "neon", "neon-dotprod"
+    /// "scalar", "avx2", "avx2-vnni", "neon", "neon-dotprod"
     pub name: &'static str,
     /// minfer's dot kernels (the 32-block ones follow `ggml_vec_dot`)
     pub(crate) tile: fn(GgmlType) -> Option<TileFn>,
@@ -249,6 +249,10 @@ pub fn available_sets() -> Vec<&'static KernelSet> {
     if super::x86_avx2::cpu_ok() {
         sets.push(&super::x86_avx2::SET);
     }
+    #[cfg(target_arch = "x86_64")]
+    if super::x86_avx2::cpu_ok_vnni() {
+        sets.push(&super::x86_avx2::SET_VNNI);
+    }
     #[cfg(target_arch = "aarch64")]
     {
         if super::aarch64_neon::cpu_ok() {
@@ -262,7 +266,8 @@ pub fn available_sets() -> Vec<&'static KernelSet> {
 }
 
 /// The kernel set used by the matmul: the best this CPU runs, chosen once
-/// (`MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force scalar).
+/// (`MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force scalar; `MINFER_NO_VNNI=1`
+/// keeps the plain AVX2 set on a CPU with AVX-512 VNNI).
 pub fn kernels() -> &'static KernelSet {
     static CHOSEN: OnceLock<&'static KernelSet> = OnceLock::new();
     CHOSEN.get_or_init(|| {
@@ -271,6 +276,9 @@ pub fn kernels() -> &'static KernelSet {
             || (cfg!(target_arch = "aarch64") && env_set("MINFER_NO_NEON"));
         if forced_scalar {
             sets[0]
+        } else if env_set("MINFER_NO_VNNI") {
+            // A/B runs: the plain AVX2 set (the same results)
+            sets.iter().rev().find(|s| s.name != "avx2-vnni").copied().unwrap_or(sets[0])
         } else {
             sets[sets.len() - 1]
         }

@@ -286,16 +286,46 @@ pub fn matmul_quantized_with(
         let Some(job) = find(i) else { return };
         let nt = job.a.nt;
         let rows = job.w.rows;
-        let mut out = vec![0f32; nt]; // [nt]: one row's results for every token
-        for o in r0..r1 {
-            // SAFETY: the shapes were checked by `check_dot_shapes` above and
-            // the kernel set matches this CPU.
-            unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, job.a.row_bytes, &mut out) };
-            for (t, v) in out.iter().enumerate() {
-                // SAFETY: y is [nt][rows] (checked above); row o belongs to
-                // this task alone, so no other task writes y[t][o].
-                unsafe { *job.y.get().add(t * rows + o) = *v };
+        let stride = job.a.row_bytes;
+        let tb = token_block(job.w.ty, stride, nt);
+        let n_rows = r1 - r0;
+        let mut tile = vec![0f32; n_rows * tb]; // [n_rows][tb]: this task's rows for one token block
+        let mut t0 = 0;
+        while t0 < nt {
+            let t1 = (t0 + tb).min(nt);
+            let len = t1 - t0;
+            for o in r0..r1 {
+                let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
+                // SAFETY: the shapes were checked by `check_dot_shapes` above
+                // and the kernel set matches this CPU; activation rows t0..t1
+                // lie within the checked ones.
+                unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
             }
+            for t in t0..t1 {
+                // SAFETY: y is [nt][rows] (checked above); rows r0..r1 belong
+                // to this task alone, so no other task writes y[t][r0..r1].
+                let dst = unsafe { std::slice::from_raw_parts_mut(job.y.get().add(t * rows + r0), n_rows) };
+                for (k, d) in dst.iter_mut().enumerate() {
+                    *d = tile[k * tb + (t - t0)];
+                }
+            }
+            t0 = t1;
         }
     })
+}
+
+/// Activation rows per pass over a task's weight rows, so that a block of
+/// quantized activations stays in cache while every row of the task reads it.
+/// A multiple of 8, the widest token group of any quantized kernel: blocks
+/// start at multiples of 8, so the last block holds the same tail (nt % 8,
+/// and the repacked paths' gemv rows nt % 4) as one pass over all `nt`, and
+/// every token runs the same kernel code either way (the kernel itself was
+/// chosen from the whole `nt`). Float weights keep one pass.
+fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize) -> usize {
+    if matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) || nt <= 64 {
+        return nt.max(1);
+    }
+    const BLOCK_BYTES: usize = 64 * 1024;
+    let tb = (BLOCK_BYTES / act_row_bytes.max(1)) / 8 * 8;
+    tb.clamp(16, 256)
 }

@@ -478,3 +478,36 @@ fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
     }
 }
 
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn vnni_set_equals_avx2_set_bit_for_bit() {
+    // The VNNI kernels compute the same exact integer sums and the same f32
+    // operations per token as the AVX2 ones (the reference's vec_dot and
+    // tinyBLAS order), in groups of 8 tokens: every output must have the
+    // same bits, for token counts around the group sizes.
+    let sets = available_sets();
+    let (Some(avx2), Some(vnni)) =
+        (sets.iter().find(|s| s.name == "avx2"), sets.iter().find(|s| s.name == "avx2-vnni"))
+    else {
+        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+        return;
+    };
+    let pool = ThreadPool::new(2).expect("pool");
+    let mut rng = Rng::new(77);
+    let (rows, cols) = (12, 512);
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL] {
+        let mut w = vec![0u8; rows * ty.row_size(cols as u64).expect("size") as usize];
+        quant::quantize_row(ty, &rng.data(rows * cols), &mut w).expect("quantize");
+        let wv = Weights::new(&w, ty, rows, cols).expect("weights");
+        for nt in [1, 3, 7, 8, 9, 16, 21, 100] {
+            let x = rng.data(nt * cols);
+            let (mut ya, mut yv) = (vec![0f32; nt * rows], vec![0f32; nt * rows]);
+            matmul_with(avx2, &pool, &wv, &x, nt, &mut ya).expect("matmul");
+            matmul_with(vnni, &pool, &wv, &x, nt, &mut yv).expect("matmul");
+            for (i, (a, b)) in ya.iter().zip(&yv).enumerate() {
+                assert_eq!(a.to_bits(), b.to_bits(), "{ty} nt={nt} y[{}][{}]: {a} vs {b}", i / rows, i % rows);
+            }
+        }
+    }
+}

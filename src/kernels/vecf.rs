@@ -37,7 +37,7 @@ pub(crate) fn use_avx2() -> bool {
     {
         use std::sync::OnceLock;
         static ON: OnceLock<bool> = OnceLock::new();
-        *ON.get_or_init(|| super::kernels().name == "avx2")
+        *ON.get_or_init(|| super::kernels().name.starts_with("avx2"))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

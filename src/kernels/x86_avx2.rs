@@ -46,6 +46,35 @@ pub(crate) static SET: KernelSet = KernelSet {
     quant_q8_k,
 };
 
+/// Whether this CPU also runs the VNNI variants (`SET_VNNI`).
+pub fn cpu_ok_vnni() -> bool {
+    cpu_ok() && is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl")
+}
+
+/// The AVX2 set with the 32-block × Q8_0 kernels on AVX-512 VNNI
+/// (256-bit `vpdpbusd`): the same bits as `SET` (see `group_q8_0_vnni`).
+pub(crate) static SET_VNNI: KernelSet = KernelSet {
+    name: "avx2-vnni",
+    tile: tile_vnni,
+    ggml: super::ggml_paths::avx2_tile,
+    quant_q8_0,
+    quant_q8_1,
+    quant_q8_k,
+};
+
+fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q4_0 => tile_q8_0_family_vnni::<WQ4_0>,
+        Q5_0 => tile_q8_0_family_vnni::<WQ5_0>,
+        Q8_0 => tile_q8_0_family_vnni::<WQ8_0>,
+        IQ4_NL => tile_q8_0_family_vnni::<WIq4Nl>,
+        // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 took
+        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512
+        _ => return tile(ty),
+    })
+}
+
 fn tile(ty: GgmlType) -> Option<TileFn> {
     use GgmlType::*;
     Some(match ty {
@@ -317,6 +346,49 @@ unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, ou
     }
     while t < out.len() {
         group_q8_1::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+        t += 1;
+    }
+}
+
+// --- the same 32-block groups on AVX-512 VNNI
+//
+// `vpdpbusd` sums 4 adjacent u8·i8 products into each i32 lane: exactly what
+// `maddubs` then `madd(·, 1)` give when the i16 pair sums cannot saturate
+// (|w| <= 128 after the sign trick, |a| <= 127: a pair is at most 32512). So every integer is the same, and per token the f32
+// operations (scale = dw·da, fmadd into an 8-lane accumulator, `hsum_ps`)
+// are those of `group_q8_0` in the same order: the same bits.
+// One unpacked weight block serves 8 tokens (the VNNI form needs no i16
+// constant, which leaves registers for 8 accumulators).
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); T];
+    for b in 0..nb {
+        let (q, dw) = U::load(w.add(b * U::BYTES));
+        let qa = _mm256_sign_epi8(q, q);
+        for j in 0..T {
+            let ab = a.add(j * s + b * 34);
+            let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qa, _mm256_sign_epi8(loadu(ab.add(2)), q));
+            let scale = _mm256_set1_ps(dw * f16_at(ab));
+            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+        }
+    }
+    for j in 0..T {
+        out[j] = hsum_ps(acc[j]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK;
+    let mut t = 0;
+    while t + 8 <= out.len() {
+        group_q8_0_vnni::<U, 8>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
+        t += 8;
+    }
+    while t < out.len() {
+        group_q8_0_vnni::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
         t += 1;
     }
 }

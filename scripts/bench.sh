@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Speed of minfer against the reference library, side by side through the
+# same C client (examples-c/bench.c, compiled once against include/llama.h;
+# LD_LIBRARY_PATH picks the library). Like llama-bench: pp512 = one
+# llama_decode of 512 tokens, tg128 = 128 decodes of one token, in tokens/s.
+#
+# For every (model, threads) the two libraries run alternately, one process
+# each (A B A B …): one warm-up pair (discarded), then PAIRS pairs. Printed:
+# the median t/s of each library and the median of the per-pair ratios
+# ours/reference, for every (model, test, threads); then, per model, the
+# median model load time and the median peak RSS (the process's, with a
+# 512-token context) of each library, from the runs at the highest thread count.
+#
+# A benchmark, not a test: the machine's load moves the absolute numbers, the
+# alternation keeps the ratio fair. Not part of scripts/test.sh.
+#
+# usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below)
+# env:   PAIRS (5)  THREADS ("1 2")  N_PP (512)  N_TG (128)  REPS (1, runs
+#        per process after its own warm-up run)  MINFER_LIB_DIR (target/release)
+#        OUT (target/bench: raw results, one line per run)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
+OURS=${MINFER_LIB_DIR:-$ROOT/target/release}
+REF=$(bash "$ROOT/scripts/install-reference-lib.sh" --print-lib-dir)
+PAIRS=${PAIRS:-5}
+THREADS=${THREADS:-1 2}
+N_PP=${N_PP:-512}
+N_TG=${N_TG:-128}
+REPS=${REPS:-1}
+OUT=${OUT:-$ROOT/target/bench}
+mkdir -p "$OUT"
+
+if [ $# -gt 0 ]; then
+    MODELS=("$@")
+else
+    MODELS=("$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$CACHE/models/gemma-3-270m-q4_k_m.gguf")
+    for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
+        MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
+    done
+fi
+[ -f "$OURS/libllama.so" ] || { echo "no $OURS/libllama.so: cargo build --release first" >&2; exit 1; }
+[ -f "$REF/libllama.so" ] || { echo "no reference library in $REF (scripts/install-reference-lib.sh)" >&2; exit 1; }
+
+gcc -O2 -std=c11 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples-c/bench.c" -o "$OUT/bench" -L"$OURS" -lllama
+
+# run LIB_DIR MODEL THREADS: one bench process; prints "pp tg load_ms rss_kB"
+run() {
+    local line
+    line=$(LD_LIBRARY_PATH=$1 "$OUT/bench" "$2" "$3" "$N_PP" "$N_TG" "$REPS") || return 1
+    # pp512 X t/s  tg128 Y t/s  (threads N, median of R)  load L ms  maxrss M kB
+    echo "$line" | awk '{print $2, $5, $(NF-4), $(NF-1)}'
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+RAW=$OUT/raw.txt
+: > "$RAW"
+printf '%-28s %-6s %3s %10s %10s %7s\n' model test thr "ours t/s" "ref t/s" ratio
+for model in "${MODELS[@]}"; do
+    [ -f "$model" ] || { echo "skip $model (missing)" >&2; continue; }
+    name=$(basename "$model" .gguf); name=${name#SmolLM2-135M-Instruct.}
+    for t in $THREADS; do
+        run "$OURS" "$model" "$t" > /dev/null && run "$REF" "$model" "$t" > /dev/null  # warm-up pair
+        for ((i = 0; i < PAIRS; i++)); do
+            a=$(run "$OURS" "$model" "$t"); b=$(run "$REF" "$model" "$t")
+            echo "$name $t $i $a $b" >> "$RAW"
+        done
+        # raw: name threads pair  pp tg load rss (ours)  pp tg load rss (ref)
+        for col in pp tg; do
+            c=4; [ $col = tg ] && c=5
+            o=$(awk -v n="$name" -v t="$t" -v c=$c '$1 == n && $2 == t {print $c}' "$RAW" | median)
+            r=$(awk -v n="$name" -v t="$t" -v c=$((c + 4)) '$1 == n && $2 == t {print $c}' "$RAW" | median)
+            q=$(awk -v n="$name" -v t="$t" -v c=$c '$1 == n && $2 == t {print $c / $(c + 4)}' "$RAW" | median)
+            label=$col$N_PP; [ $col = tg ] && label=$col$N_TG
+            printf '%-28s %-6s %3s %10.1f %10.1f %7.2f\n' "$name" "$label" "$t" "$o" "$r" "$q"
+        done
+    done
+done
+
+# load time and peak RSS: medians over the runs at the last thread count
+t_last=${THREADS##* }
+echo
+printf '%-28s %12s %12s %12s %12s\n' model "ours load ms" "ref load ms" "ours RSS MB" "ref RSS MB"
+for name in $(awk '{print $1}' "$RAW" | uniq); do
+    col() { awk -v n="$name" -v t="$t_last" -v c="$1" '$1 == n && $2 == t {print $c}' "$RAW" | median; }
+    echo "$name $(col 6) $(col 10) $(col 7) $(col 11)" |
+        awk '{printf "%-28s %12.1f %12.1f %12.1f %12.1f\n", $1, $2, $3, $4 / 1024, $5 / 1024}'
+done
+echo "raw results: $RAW"
