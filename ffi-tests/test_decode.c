@@ -347,6 +347,68 @@ int main(int argc, char ** argv) {
         llama_free(xc);
     }
 
+    // --- embedding inputs through the extended batch: the same logits as
+    // llama_decode of a llama_batch carrying the same rows in embd
+    {
+        const int ne = llama_model_n_embd(g_model);
+        float * rows = malloc(sizeof(float) * (size_t) (6 * ne));
+        uint32_t x = 7;
+        for (int i = 0; i < 6 * ne; i++) {
+            x = x * 1664525u + 1013904223u;
+            rows[i] = (float) ((x >> 8) & 0xffff) / 65536.0f - 0.5f;
+        }
+        struct llama_context * ec = new_ctx(256, 1);
+        struct llama_batch eb = llama_batch_init(6, ne, 1);
+        eb.n_tokens = 6;
+        memcpy(eb.embd, rows, sizeof(float) * (size_t) (6 * ne));
+        for (int i = 0; i < 6; i++) {
+            eb.pos[i] = i;
+            eb.n_seq_id[i] = 1;
+            eb.seq_id[i][0] = 0;
+            eb.logits[i] = i == 5;
+        }
+        CHECK(llama_decode(ec, eb) == 0, "decode of embeddings: %s", g_log);
+        float * want = malloc(sizeof(float) * (size_t) g_vocab);
+        const float * got = llama_get_logits_ith(ec, 5);
+        if (got) memcpy(want, got, sizeof(float) * (size_t) g_vocab);
+        llama_batch_free(eb);
+        llama_free(ec);
+
+        struct llama_context * xc = new_ctx(256, 1);
+        struct llama_batch_ext * xb = llama_batch_ext_init(xc);
+        for (int i = 0; i < 6; i++) {
+            struct llama_embd e = { rows + i * ne, 1, (size_t) ne };
+            int idx = llama_batch_ext_add_embd(xb, 0, e);
+            CHECK(idx == i, "add_embd index %d: %s", idx, g_log);
+            llama_pos p = i;
+            CHECK(llama_batch_ext_set_pos(xb, idx, &p), "set_pos (embd)");
+            CHECK(llama_batch_ext_set_output_logits(xb, idx, i == 5), "set_output (embd)");
+        }
+        CHECK(llama_process(xc, LLAMA_PROCESS_TYPE_DECODE, xb) == 0, "llama_process of embeddings: %s", g_log);
+        got = llama_get_logits_ith(xc, 5);
+        CHECK(got && memcmp(got, want, sizeof(float) * (size_t) g_vocab) == 0, "ext embeddings: the same logits as llama_batch.embd");
+        // refused: a row of the wrong size (the token stays added, as in the
+        // reference), NULL data, a second embedding for a token, a bad index
+        struct llama_embd wrong = { rows, 1, (size_t) ne - 1 };
+        CHECK(llama_batch_ext_add_embd(xb, 0, wrong) == -2 && strstr(g_log, "size mismatch"), "wrong size: -2 (%s)", g_log);
+        struct llama_embd null_data = { NULL, 1, (size_t) ne };
+        struct llama_embd ok_row = { rows, 1, (size_t) ne };
+        CHECK(!llama_batch_ext_set_embd_token(xb, 6, null_data), "NULL data: false");
+        CHECK(!llama_batch_ext_set_embd_token(xb, 0, ok_row) && strstr(g_log, "already set"), "second embedding: false");
+        CHECK(!llama_batch_ext_set_embd_token(xb, 99, ok_row) && !llama_batch_ext_set_embd_token(xb, -1, ok_row), "bad index: false");
+        CHECK(!llama_batch_ext_set_embd_state(xb, 0, ok_row), "state embedding: false (as the reference)");
+        // token 6 has neither: the batch is refused and the cache is unchanged
+        llama_pos p6 = 6;
+        llama_batch_ext_set_pos(xb, 6, &p6);
+        llama_pos before = llama_memory_seq_pos_max(llama_get_memory(xc), 0);
+        CHECK(llama_process(xc, LLAMA_PROCESS_TYPE_DECODE, xb) < 0 && strstr(g_log, "no embedding"), "a token without embedding: refused (%s)", g_log);
+        CHECK(llama_memory_seq_pos_max(llama_get_memory(xc), 0) == before, "refused batch leaves the cache");
+        llama_batch_ext_free(xb);
+        llama_free(xc);
+        free(want);
+        free(rows);
+    }
+
     // --- perf counters and encode
     struct llama_context_params pp = llama_context_default_params();
     pp.no_perf = false;

@@ -13,6 +13,8 @@ use std::ptr;
 /// until llama_batch_ext_set_pos.
 struct ExtToken {
     id: Option<llama_token>,
+    /// Offset of the token's embedding row in `BatchExt::embd`, once set.
+    embd_off: Option<usize>,
     pos: llama_pos,
     seqs: Vec<llama_seq_id>,
     output: bool,
@@ -23,7 +25,13 @@ struct BatchExt {
     n_tokens_max: usize,
     n_seq_max: i32,
     n_vocab: i32,
+    /// The model's input embedding width (n_embd).
+    n_embd_inp: usize,
     tokens: Vec<ExtToken>,
+    /// Embedding rows of the tokens that carry one, [k][n_embd] (the
+    /// reference fixes the row size at the first one: `n_embd`).
+    embd: Vec<f32>,
+    n_embd: usize,
 }
 
 impl BatchExt {
@@ -41,8 +49,42 @@ impl BatchExt {
                 return -2;
             }
         }
-        self.tokens.push(ExtToken { id, pos: -1, seqs: vec![seq_id], output: false });
+        self.tokens.push(ExtToken { id, embd_off: None, pos: -1, seqs: vec![seq_id], output: false });
         (self.tokens.len() - 1) as i32
+    }
+
+    /// The reference's `set_token_embd`: token `idx` gets a copy of
+    /// `n_rows * n_embd` floats, which must be the model's input width (the
+    /// first one fixes it for the batch); false for a bad index, NULL data, a
+    /// size mismatch or an embedding already set.
+    fn set_embd(&mut self, idx: i32, e: &llama_embd) -> Result<bool> {
+        let Some(i) = usize::try_from(idx).ok().filter(|&i| i < self.tokens.len()) else {
+            return Ok(false);
+        };
+        if e.data.is_null() {
+            return Ok(false);
+        }
+        let n_total = e.n_rows.checked_mul(e.n_embd).unwrap_or(usize::MAX);
+        let want = if self.n_embd == 0 { self.n_embd_inp } else { self.n_embd };
+        if n_total != want {
+            log_error!(
+                "llama_batch_ext_set_embd_token: embedding size mismatch, got {} rows x {} = {n_total}, expected {want}",
+                e.n_rows,
+                e.n_embd
+            );
+            return Ok(false);
+        }
+        if self.tokens[i].embd_off.is_some() {
+            log_error!("llama_batch_ext_set_embd_token: embedding for token {idx} is already set");
+            return Ok(false);
+        }
+        // SAFETY: the caller passes n_rows * n_embd readable floats at data
+        // (llama_embd's contract); the count was checked above.
+        let row = unsafe { std::slice::from_raw_parts(e.data, n_total) };
+        self.n_embd = n_total;
+        self.tokens[i].embd_off = Some(self.embd.len());
+        self.embd.extend_from_slice(row);
+        Ok(true)
     }
 }
 
@@ -253,7 +295,10 @@ pub extern "C" fn llama_batch_ext_init(ctx: *mut llama_context) -> *mut llama_ba
             n_tokens_max: c.cparams.n_batch as usize,
             n_seq_max: c.cparams.n_seq_max as i32,
             n_vocab: c.model.hparams.n_vocab as i32,
+            n_embd_inp: c.model.hparams.n_embd as usize,
             tokens: Vec::new(),
+            embd: Vec::new(),
+            n_embd: 0,
         };
         Ok(Box::into_raw(Box::new(b)).cast::<llama_batch_ext>())
     })
@@ -274,7 +319,10 @@ pub extern "C" fn llama_batch_ext_free(batch: *mut llama_batch_ext) {
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_clear(batch: *mut llama_batch_ext) {
     guard("llama_batch_ext_clear", (), || {
-        ext_mut(batch)?.tokens.clear();
+        let b = ext_mut(batch)?;
+        b.tokens.clear();
+        b.embd.clear();
+        b.n_embd = 0;
         Ok(())
     })
 }
@@ -292,9 +340,10 @@ pub extern "C" fn llama_batch_ext_add_token(batch: *mut llama_batch_ext, seq_id:
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_add_embd(batch: *mut llama_batch_ext, seq_id: llama_seq_id, embd: llama_embd) -> i32 {
     guard("llama_batch_ext_add_embd", -2, || {
-        ext_mut(batch)?;
-        let _ = (seq_id, embd);
-        Err(Error::invalid("embedding inputs are not implemented yet"))
+        let b = ext_mut(batch)?;
+        let idx = b.add(seq_id, None);
+        // as the reference: a token whose embedding is refused stays added
+        Ok(if idx < 0 { idx } else if b.set_embd(idx, &embd)? { idx } else { -2 })
     })
 }
 
@@ -317,11 +366,7 @@ pub extern "C" fn llama_batch_ext_add_seq(batch: *mut llama_batch_ext, idx: i32,
 
 #[no_mangle]
 pub extern "C" fn llama_batch_ext_set_embd_token(batch: *mut llama_batch_ext, idx: i32, embd: llama_embd) -> bool {
-    guard("llama_batch_ext_set_embd_token", false, || {
-        ext_mut(batch)?;
-        let _ = (idx, embd);
-        Err(Error::invalid("embedding inputs are not implemented yet"))
-    })
+    guard("llama_batch_ext_set_embd_token", false, || ext_mut(batch)?.set_embd(idx, &embd))
 }
 
 #[no_mangle]
@@ -372,12 +417,25 @@ pub extern "C" fn llama_process(ctx: *mut llama_context, r#type: enum_llama_proc
         if r#type.0 != llama_process_type::LLAMA_PROCESS_TYPE_DECODE as c_int {
             return Err(Error::invalid(format!("unknown process type {}", r#type.0)));
         }
+        // A batch of token ids, or of embedding rows (each token's row
+        // replaces the token embedding; an id set beside it is not read).
+        let with_embd = b.tokens.iter().any(|t| t.embd_off.is_some());
         let mut input = Batch { tokens: Vec::with_capacity(b.tokens.len()), embd: Vec::new() };
         for (i, t) in b.tokens.iter().enumerate() {
-            let Some(id) = t.id else {
-                return Err(Error::invalid(format!("token {i} has no id (embedding inputs are not implemented yet)")));
+            let id = match (with_embd, t.embd_off, t.id) {
+                (true, Some(off), _) => {
+                    input.embd.extend_from_slice(&b.embd[off..off + b.n_embd]);
+                    None
+                }
+                (true, None, _) => {
+                    return Err(Error::invalid(format!(
+                        "token {i} has no embedding (a batch carries token ids or embeddings, not both)"
+                    )))
+                }
+                (false, _, Some(id)) => Some(id),
+                (false, _, None) => return Err(Error::invalid(format!("token {i} has neither an id nor an embedding"))),
             };
-            input.tokens.push(Token { id: Some(id), pos: t.pos, seqs: t.seqs.clone(), output: t.output });
+            input.tokens.push(Token { id, pos: t.pos, seqs: t.seqs.clone(), output: t.output });
         }
         let mut abort = c.abort.take();
         let status = c.decode(&input, &mut || abort.as_mut().is_some_and(|f| f()));
