@@ -228,8 +228,9 @@ pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
 }
 
 /// ggml_vec_dot_f32: the 64-lane tree of [`dot_f16`] over the first
-/// `n & !63` elements, as an f32, then each leftover product (rounded, not
-/// fused) added in f32.
+/// `n & !63` elements, as an f32, then the leftovers added in order in f32
+/// as GCC compiled them: those in whole groups of 8 as rounded products
+/// (vectorised), the last `n % 8` fused (see `ggml_paths/tinyblas_f32.rs`).
 pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let np = n & !63;
@@ -243,8 +244,12 @@ pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     #[cfg(not(target_arch = "x86_64"))]
     let tree = dot64_scalar(&x[..np], &y[..np]);
     let mut sum = tree as f32; // exact: the tree's sum is an f32
-    for i in np..n {
+    let fused = np + (n - np) / 8 * 8;
+    for i in np..fused {
         sum += x[i] * y[i];
+    }
+    for i in fused..n {
+        sum = x[i].mul_add(y[i], sum);
     }
     sum
 }
@@ -611,6 +616,26 @@ mod tests {
             assert_eq!(a.to_bits(), reduce16(&h).to_bits());
             assert_eq!(g.map(f32::to_bits), h.map(f32::to_bits));
         }
+    }
+
+    #[test]
+    fn dot_f32_fuses_only_the_last_leftovers() {
+        // a = -(1 + 2^-11), b·b = 1 + 2^-11 + 2^-24: fused, a + b·b = 2^-24;
+        // with b·b rounded first (to 1 + 2^-11) it is 0
+        let a = -(1.0 + 2f32.powi(-11));
+        let b = 1.0 + 2f32.powi(-12);
+        // n = 2: both among the last n % 8, fused
+        assert_eq!(dot_f32(&[a, b], &[1.0, b]), 2f32.powi(-24));
+        // n = 8: a whole group of 8, rounded products
+        let mut x = vec![0f32; 8];
+        let mut y = vec![0f32; 8];
+        (x[0], y[0], x[1], y[1]) = (a, 1.0, b, b);
+        assert_eq!(dot_f32(&x, &y), 0.0);
+        // n = 66: the two after the 64-lane tree are fused again
+        let mut x = vec![0f32; 66];
+        let mut y = vec![0f32; 66];
+        (x[64], y[64], x[65], y[65]) = (a, 1.0, b, b);
+        assert_eq!(dot_f32(&x, &y), 2f32.powi(-24));
     }
 
     #[test]
