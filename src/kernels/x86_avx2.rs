@@ -425,7 +425,8 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // integer lane sums computed without the sign trick: the activation is
 // offset to unsigned (a + 128, shared by both rows) and each 4-byte lane
 // starts from −128·Σq, so a lane holds Σ a·q exactly as before (no
-// saturation in `vpdpbusd`). Each activation load and scale serves 2 rows;
+// saturation in `vpdpbusd`). Each activation load serves 2 rows, and the
+// activation scales are converted to f32 once per call for all its rows;
 // dw·da is one `vmulps` of two broadcasts (the same rounding as the scalar
 // product). 16 accumulators fit the 32 AVX-512 vector registers.
 
@@ -437,6 +438,7 @@ unsafe fn rows_group_vnni<U: W32, const R: usize, const T: usize>(
     ws: usize,
     a: *const u8,
     s: usize,
+    da: *const f32,
     out: *mut f32,
     os: usize,
 ) {
@@ -456,7 +458,8 @@ unsafe fn rows_group_vnni<U: W32, const R: usize, const T: usize>(
         for j in 0..T {
             let ab = a.add(j * s + b * 34);
             let au = _mm256_xor_si256(loadu(ab.add(2)), offset);
-            let da = _mm256_set1_ps(f16_at(ab));
+            // the token's f16 scale, converted once per call (exact)
+            let da = _mm256_set1_ps(*da.add(j * nb + b));
             for r in 0..R {
                 let p = _mm256_dpbusd_epi32(bias[r], au, q[r]);
                 let scale = _mm256_mul_ps(dw[r], da);
@@ -486,6 +489,14 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
 ) {
     assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
     let nb = n / QK;
+    let n8 = nt - nt % 8;
+    // [n8][nb] the activation block scales as f32, shared by all rows
+    let mut da = vec![0f32; n8 * nb];
+    for t in 0..n8 {
+        for b in 0..nb {
+            da[t * nb + b] = f16_at(a.as_ptr().add(t * s + b * 34));
+        }
+    }
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
@@ -494,10 +505,11 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
         let mut t = 0;
         while t + 8 <= nt {
             let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+            let dp = da.as_ptr().add(t * nb);
             if pair {
-                rows_group_vnni::<U, 2, 8>(nb, wp, ws, ap, s, o, os);
+                rows_group_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, o, os);
             } else {
-                rows_group_vnni::<U, 1, 8>(nb, wp, ws, ap, s, o, os);
+                rows_group_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, o, os);
             }
             t += 8;
         }
