@@ -76,6 +76,33 @@ impl ActType {
 /// has the features of the set the kernel belongs to.
 pub type TileFn = unsafe fn(n: usize, w: &[u8], a: &[u8], a_stride: usize, out: &mut [f32]);
 
+/// `out[r * out_stride + t] = W_r · act[t]` for `r < n_rows`, `t < nt`: a
+/// block of weight rows (row `r` starts at byte `r * w_stride` of `w`)
+/// against `nt` tokens (as [`TileFn`]), so that each activation load serves
+/// several rows. Every output has the bits the set's [`TileFn`] for the same
+/// type gives it (only the integer work is shared).
+///
+/// # Safety
+/// As [`TileFn`] for each row (with `nt` for `out.len()`), `n_rows >= 1`,
+/// `w.len() >= (n_rows - 1) * w_stride + row_size(n)`, and the kernel
+/// asserts `out.len() >= (n_rows - 1) * out_stride + nt`.
+pub type RowsFn = unsafe fn(
+    n: usize,
+    w: &[u8],
+    w_stride: usize,
+    n_rows: usize,
+    a: &[u8],
+    a_stride: usize,
+    nt: usize,
+    out: &mut [f32],
+    out_stride: usize,
+);
+
+/// For sets without row-block kernels.
+pub(crate) fn no_rows(_: GgmlType) -> Option<RowsFn> {
+    None
+}
+
 /// Quantizes `x` (a multiple of the block size) into `out`
 /// (`act.row_bytes(x.len())` bytes).
 ///
@@ -91,6 +118,8 @@ pub struct KernelSet {
     pub(crate) tile: fn(GgmlType) -> Option<TileFn>,
     /// the emulations of the reference's other matmul paths (`ggml_paths`)
     pub(crate) ggml: fn(GgmlType, Path) -> Option<TileFn>,
+    /// row-block versions of some `tile` kernels (same bits per output)
+    pub(crate) rows: fn(GgmlType) -> Option<RowsFn>,
     pub(crate) quant_q8_0: QuantFn,
     pub(crate) quant_q8_1: QuantFn,
     pub(crate) quant_q8_k: QuantFn,
@@ -117,6 +146,17 @@ impl KernelSet {
             return Ok(f);
         }
         self.tile_fn(ty)
+    }
+
+    /// A row-block kernel giving the bits of `matmul_fn(ty, rows, nt)`, where
+    /// the set has one: only where that is the plain tile kernel.
+    /// Not below 8 tokens: there the weight stream bounds the product, and
+    /// two rows read at once ran decodes slower than one row after another.
+    pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
+        if nt < 8 || path(ty, rows, nt).and_then(|p| (self.ggml)(ty, p)).is_some() {
+            return None;
+        }
+        (self.rows)(ty)
     }
 
     /// Checked matmul kernel of a `rows`-row matrix for `out.len()`

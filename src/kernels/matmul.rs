@@ -255,6 +255,7 @@ pub fn matmul_quantized_with(
         w: Weights<'a>,
         a: &'a Activations,
         f: super::dispatch::TileFn,
+        rows_f: Option<super::dispatch::RowsFn>,
         y: SyncPtr<f32>,
     }
     let mut jobs = Vec::with_capacity(ws.len());
@@ -271,6 +272,7 @@ pub fn matmul_quantized_with(
         }
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
         let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
+        let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
         let step = rows_per_task(w.rows, a.nt, pool.n_threads());
         let mut r = 0;
         while r < w.rows {
@@ -278,7 +280,7 @@ pub fn matmul_quantized_with(
             tasks.push((i, r, r1));
             r = r1;
         }
-        jobs.push((i, Job { w: *w, a, f, y: SyncPtr(y.as_mut_ptr()) }));
+        jobs.push((i, Job { w: *w, a, f, rows_f, y: SyncPtr(y.as_mut_ptr()) }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -294,12 +296,32 @@ pub fn matmul_quantized_with(
         while t0 < nt {
             let t1 = (t0 + tb).min(nt);
             let len = t1 - t0;
-            for o in r0..r1 {
-                let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
-                // SAFETY: the shapes were checked by `check_dot_shapes` above
-                // and the kernel set matches this CPU; activation rows t0..t1
-                // lie within the checked ones.
-                unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+            if let Some(rows_f) = job.rows_f {
+                let rb = job.w.row_bytes;
+                // SAFETY: as below, for each of the rows r0..r1 (contiguous,
+                // `rb` apart, within `data` by `Weights::new`); `tile` holds
+                // n_rows rows of `tb >= len` outputs.
+                unsafe {
+                    rows_f(
+                        job.w.cols,
+                        &job.w.data[r0 * rb..r1 * rb],
+                        rb,
+                        n_rows,
+                        &job.a.data[t0 * stride..],
+                        stride,
+                        len,
+                        &mut tile,
+                        tb,
+                    )
+                };
+            } else {
+                for o in r0..r1 {
+                    let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
+                    // SAFETY: the shapes were checked by `check_dot_shapes`
+                    // above and the kernel set matches this CPU; activation
+                    // rows t0..t1 lie within the checked ones.
+                    unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+                }
             }
             for t in t0..t1 {
                 // SAFETY: y is [nt][rows] (checked above); rows r0..r1 belong

@@ -28,6 +28,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     name: "scalar",
     tile,
     ggml: super::ggml_paths::scalar_tile,
+    rows: super::dispatch::no_rows,
     quant_q8_0: quant_q8_0,
     quant_q8_1: quant_q8_1,
     quant_q8_k: quant_q8_k,

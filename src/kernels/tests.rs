@@ -300,7 +300,7 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
                 let act = ActType::for_weight(ty).expect("paired");
                 let a: Vec<u8> = (0..nt).flat_map(|t| quantize_acts(set, act, &x[t * cols..(t + 1) * cols])).collect();
                 let stride = act.row_bytes(cols);
-                for o in [0, 33, rows - 1] {
+                for o in [0, 1, 32, 33, rows - 2, rows - 1] {
                     let wr = &w.data[o * w.row_bytes()..(o + 1) * w.row_bytes()];
                     let mut want = vec![0f32; nt];
                     set.matmul_tile(ty, rows, cols, wr, &a, stride, &mut want).expect("tile");

@@ -26,7 +26,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dispatch::{KernelSet, TileFn};
+use super::dispatch::{no_rows, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -41,6 +41,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     name: "avx2",
     tile,
     ggml: super::ggml_paths::avx2_tile,
+    rows: no_rows,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
@@ -57,6 +58,7 @@ pub(crate) static SET_VNNI: KernelSet = KernelSet {
     name: "avx2-vnni",
     tile: tile_vnni,
     ggml: super::ggml_paths::avx2_tile,
+    rows: rows_vnni,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
@@ -72,6 +74,17 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
         // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 took
         // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512
         _ => return tile(ty),
+    })
+}
+
+fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q4_0 => rows_q8_0_family_vnni::<WQ4_0>,
+        Q5_0 => rows_q8_0_family_vnni::<WQ5_0>,
+        Q8_0 => rows_q8_0_family_vnni::<WQ8_0>,
+        IQ4_NL => rows_q8_0_family_vnni::<WIq4Nl>,
+        _ => return None,
     })
 }
 
@@ -184,6 +197,18 @@ unsafe fn bits32(p: *const u8) -> __m256i {
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
     let bit_mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
     _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit_mask), _mm256_set1_epi64x(-1))
+}
+
+/// Σ over pairs of `w·a` for the values of a `WK` block (the i16 pair sums
+/// of `dot_pairs_signed`, one instruction fewer for the unsigned types).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn dot_pairs_k<U: WK>(w: __m256i, a: __m256i) -> __m256i {
+    if U::UNSIGNED_Q {
+        _mm256_maddubs_epi16(w, a)
+    } else {
+        dot_pairs_signed(w, a)
+    }
 }
 
 /// Σ over pairs of `w·a` for signed `w` (|w| <= 127) and `a` (|a| <= 127),
@@ -393,6 +418,115 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
     }
 }
 
+// --- 2 weight rows × 8 tokens on AVX-512 VNNI
+//
+// The same per-output float operations as `group_q8_0_vnni` (scale = dw·da
+// rounded to f32, fmadd into an 8-lane accumulator, `hsum_ps`), with the
+// integer lane sums computed without the sign trick: the activation is
+// offset to unsigned (a + 128, shared by both rows) and each 4-byte lane
+// starts from −128·Σq, so a lane holds Σ a·q exactly as before (no
+// saturation in `vpdpbusd`). Each activation load serves 2 rows, and the
+// activation scales are converted to f32 once per call for all its rows;
+// dw·da is one `vmulps` of two broadcasts (the same rounding as the scalar
+// product). 16 accumulators fit the 32 AVX-512 vector registers.
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn rows_group_vnni<U: W32, const R: usize, const T: usize>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    a: *const u8,
+    s: usize,
+    da: *const f32,
+    out: *mut f32,
+    os: usize,
+) {
+    let zero = _mm256_setzero_si256();
+    let offset = _mm256_set1_epi8(-128i8); // 0x80: a ^ 0x80 == a + 128 as u8
+    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    for b in 0..nb {
+        let mut q = [zero; R];
+        let mut bias = [zero; R];
+        let mut dw = [_mm256_setzero_ps(); R];
+        for r in 0..R {
+            let (qr, d) = U::load(w.add(r * ws + b * U::BYTES));
+            q[r] = qr;
+            bias[r] = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, qr));
+            dw[r] = _mm256_set1_ps(d);
+        }
+        for j in 0..T {
+            let ab = a.add(j * s + b * 34);
+            let au = _mm256_xor_si256(loadu(ab.add(2)), offset);
+            // the token's f16 scale, converted once per call (exact)
+            let da = _mm256_set1_ps(*da.add(j * nb + b));
+            for r in 0..R {
+                let p = _mm256_dpbusd_epi32(bias[r], au, q[r]);
+                let scale = _mm256_mul_ps(dw[r], da);
+                acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+            }
+        }
+    }
+    for r in 0..R {
+        for j in 0..T {
+            *out.add(r * os + j) = hsum_ps(acc[r][j]);
+        }
+    }
+}
+
+/// `RowsFn` for the 32-block × Q8_0 types: pairs of rows, tokens by 8 then 1.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+unsafe fn rows_q8_0_family_vnni<U: W32>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    let nb = n / QK;
+    let n8 = nt - nt % 8;
+    // [n8][nb] the activation block scales as f32, shared by all rows
+    let mut da = vec![0f32; n8 * nb];
+    for t in 0..n8 {
+        for b in 0..nb {
+            da[t * nb + b] = f16_at(a.as_ptr().add(t * s + b * 34));
+        }
+    }
+    let mut r = 0;
+    while r < n_rows {
+        let wp = w.as_ptr().add(r * ws);
+        let op = out.as_mut_ptr().add(r * os);
+        let pair = n_rows - r >= 2;
+        let mut t = 0;
+        while t + 8 <= nt {
+            let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+            let dp = da.as_ptr().add(t * nb);
+            if pair {
+                rows_group_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, o, os);
+            } else {
+                rows_group_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, o, os);
+            }
+            t += 8;
+        }
+        // tail tokens: one row at a time, streaming each row once (two rows
+        // interleaved ran decodes ~1.5x slower: the output head is bound by
+        // the weight stream)
+        let rows_here = if pair { 2 } else { 1 };
+        for rr in 0..rows_here {
+            let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
+            for t in t..nt {
+                group_q8_0_vnni::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+            }
+        }
+        r += rows_here;
+    }
+}
+
 // --- super-blocks × Q8_K
 
 /// A super-block unpacked into registers: 8 chunks of 32 signed values, the
@@ -409,6 +543,9 @@ pub(crate) struct KRegs {
 
 pub(crate) trait WK {
     const BYTES: usize;
+    /// The values are unsigned (the types with a minimum: at most 31), so
+    /// `maddubs(q, a)` gives their pair sums directly, without saturating.
+    const UNSIGNED_Q: bool = false;
     /// Unpacks the super-block at `p`.
     unsafe fn unpack(p: *const u8) -> KRegs;
 }
@@ -454,6 +591,7 @@ unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
 
 pub(crate) struct WQ2K;
 impl WK for WQ2K {
+    const UNSIGNED_Q: bool = true;
     const BYTES: usize = 84;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
@@ -524,6 +662,7 @@ impl WK for WQ3K {
 
 pub(crate) struct WQ4K;
 impl WK for WQ4K {
+    const UNSIGNED_Q: bool = true;
     const BYTES: usize = 144;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
@@ -549,6 +688,7 @@ impl WK for WQ4K {
 
 pub(crate) struct WQ5K;
 impl WK for WQ5K {
+    const UNSIGNED_Q: bool = true;
     const BYTES: usize = 176;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]

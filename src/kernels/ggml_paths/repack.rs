@@ -142,7 +142,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{
-        dot_pairs_signed, f16_at, f16_at_x8, hsum_epi32, hsum_epi32_x8, loadu, pairs_to_i32, q8k_d, q8k_d_x8, W32, WK,
+        dot_pairs_k, dot_pairs_signed, f16_at, f16_at_x8, hsum_epi32, hsum_epi32_x8, loadu, pairs_to_i32, q8k_d, q8k_d_x8, W32, WK,
     };
     use super::gemm_rows;
     use crate::quant::{QK, QK_K};
@@ -227,7 +227,7 @@ mod avx2 {
             for c0 in (0..8).step_by(P) {
                 let mut sub = _mm256_setzero_si256();
                 for c in c0..c0 + P {
-                    let p = dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c)));
+                    let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(4 + 32 * c)));
                     sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
                 }
                 acc = (hsum_epi32(sub) as f32).mul_add(dd, acc);
@@ -259,7 +259,7 @@ mod avx2 {
                 let sub: [__m256i; 8] = std::array::from_fn(|j| {
                     let mut sub = _mm256_setzero_si256();
                     for c in c0..c0 + P {
-                        let p = dot_pairs_signed(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
+                        let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
                         sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
                     }
                     sub
