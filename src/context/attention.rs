@@ -68,8 +68,10 @@ impl RowsPtr {
     }
 }
 
-/// The K/V rows of one layer as f32, laid out for the path in use.
-struct LayerKv {
+/// The K/V rows of one layer as f32, laid out for the path in use (kept
+/// across layers and ubatches in the context's workspace).
+#[derive(Debug, Default)]
+pub struct LayerKv {
     /// Tiled path: per (tile, kv head), K transposed [hd_k][TILE] and V
     /// [TILE][hd_v]; columns of cells not in use are zero.
     /// One chunk: per cell, K [kw] and V [vw] (only cells in use are read).
@@ -83,7 +85,8 @@ struct LayerKv {
 /// sequence sees (position ≤ its own unless `causal` is off, and within
 /// `window` positions on sliding-window layers), with the flash-attention
 /// numerics or, with `flash` off, those of `attention_mha.rs`. `q` is
-/// [nt][n_head * hd_k]; returns [nt][n_head * hd_v].
+/// [nt][n_head * hd_k]; `out` becomes [nt][n_head * hd_v]. `layer` is
+/// scratch space.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
@@ -95,14 +98,20 @@ pub fn attention(
     causal: bool,
     window: Option<i32>,
     flash: bool,
-) -> Result<Vec<f32>> {
+    layer: &mut LayerKv,
+    out: &mut Vec<f32>,
+) -> Result<()> {
     let nt = tokens.len();
     let visible = visible_cells(kv, tokens, causal, window);
     if !flash {
-        return super::attention_mha::attention(pool, kv, il, q, sh, &visible);
+        return super::attention_mha::attention(pool, kv, il, q, sh, &visible, out);
     }
     let tiled = nt >= Q_TILE;
-    let mut layer = if tiled { gather_tiles(kv, il, sh) } else { gather_cells(kv, il, sh) };
+    if tiled {
+        gather_tiles(kv, il, sh, layer)
+    } else {
+        gather_cells(kv, il, sh, layer)
+    }
     // The reference casts an f32 K/V cache to f16 before flash attention
     // (llama-graph.cpp build_attn_mha), so f32 caches take the f16 path with
     // their values rounded.
@@ -113,34 +122,35 @@ pub fn attention(
         layer.v.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
     }
 
-    per_row(pool, nt, sh, &|i, t, g, row| {
+    let layer = &*layer;
+    per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
         if tiled {
-            row_tiled(&layer, sh, g, qh, &visible[t], row);
+            row_tiled(layer, sh, g, qh, &visible[t], row);
         } else {
-            row_one_chunk(&layer, sh, g, qh, &visible[t], row);
+            row_one_chunk(layer, sh, g, qh, &visible[t], row);
         }
     })
 }
 
-/// The attention output [nt][n_head * hd_v], each (token, query head) row
-/// `i` written by `f(i, token, kv head, row)` as one pool task (rows are
-/// independent, so the result does not depend on the thread count).
+/// The attention output `attn` [nt][n_head * hd_v], each (token, query
+/// head) row `i` written whole by `f(i, token, kv head, row)` as one pool
+/// task (rows are independent, so the result does not depend on the thread
+/// count).
 pub(super) fn per_row(
     pool: &ThreadPool,
     nt: usize,
     sh: AttnShape,
+    attn: &mut Vec<f32>,
     f: &(dyn Fn(usize, usize, usize, &mut [f32]) + Sync),
-) -> Result<Vec<f32>> {
-    let mut attn = vec![0f32; nt * sh.n_head * sh.hd_v];
-    let out = RowsPtr(attn.as_mut_ptr());
+) -> Result<()> {
+    let out = RowsPtr(super::workspace::sized(attn, nt * sh.n_head * sh.hd_v).as_mut_ptr());
     let group = sh.n_head / sh.n_head_kv;
     pool.run(nt * sh.n_head, &|i: usize| {
         // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
         let row = unsafe { out.row(i, sh.hd_v) };
         f(i, i / sh.n_head, i % sh.n_head / group, row);
-    })?;
-    Ok(attn)
+    })
 }
 
 /// For each token, the cells it attends to, by ascending index: cells of
@@ -165,10 +175,12 @@ fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i3
         .collect()
 }
 
-/// K/V of the cells in use, tile by tile ([`LayerKv`]).
-fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
+/// K/V of the cells in use, tile by tile ([`LayerKv`]), into `layer`.
+fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     let n_tiles = kv.n_cells().div_ceil(TILE);
-    let mut tile_slot = vec![usize::MAX; n_tiles];
+    let LayerKv { k, v, tile_slot } = layer;
+    tile_slot.clear();
+    tile_slot.resize(n_tiles, usize::MAX);
     let mut n_slots = 0;
     for (t, slot) in tile_slot.iter_mut().enumerate() {
         if (t * TILE..((t + 1) * TILE).min(kv.n_cells())).any(|c| !kv.cells[c].is_empty()) {
@@ -178,8 +190,8 @@ fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
     }
     let k_tile = sh.hd_k * TILE; // one kv head's [hd_k][TILE]
     let v_tile = TILE * sh.hd_v; // one kv head's [TILE][hd_v]
-    let mut k = vec![0f32; n_slots * sh.n_head_kv * k_tile];
-    let mut v = vec![0f32; n_slots * sh.n_head_kv * v_tile];
+    let k = super::workspace::sized(k, n_slots * sh.n_head_kv * k_tile);
+    let v = super::workspace::sized(v, n_slots * sh.n_head_kv * v_tile);
     let mut krow = vec![0f32; sh.kw];
     let mut vrow = vec![0f32; sh.vw];
     for (t, &slot) in tile_slot.iter().enumerate() {
@@ -189,10 +201,14 @@ fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
         for tk in 0..TILE {
             let c = t * TILE + tk;
             if c >= kv.n_cells() || kv.cells[c].is_empty() {
-                continue;
+                // a cell not in use has zero K and V (its score is masked,
+                // and its V is added times 0)
+                krow.fill(0.0);
+                vrow.fill(0.0);
+            } else {
+                KvCache::read(&kv.k[il], c * sh.kw, &mut krow);
+                KvCache::read(&kv.v[il], c * sh.vw, &mut vrow);
             }
-            KvCache::read(&kv.k[il], c * sh.kw, &mut krow);
-            KvCache::read(&kv.v[il], c * sh.vw, &mut vrow);
             for g in 0..sh.n_head_kv {
                 let kt = &mut k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
                 for d in 0..sh.hd_k {
@@ -203,19 +219,19 @@ fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
             }
         }
     }
-    LayerKv { k, v, tile_slot }
 }
 
-/// K/V rows of the cells in use, by cell index ([`LayerKv`]).
-fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape) -> LayerKv {
+/// K/V rows of the cells in use, by cell index ([`LayerKv`]), into `layer`
+/// (rows of cells not in use keep old values: they are never read).
+fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     let n = kv.n_cells();
-    let mut k = vec![0f32; n * sh.kw]; // [n_cells][kw]
-    let mut v = vec![0f32; n * sh.vw]; // [n_cells][vw]
+    let k = super::workspace::sized(&mut layer.k, n * sh.kw); // [n_cells][kw]
+    let v = super::workspace::sized(&mut layer.v, n * sh.vw); // [n_cells][vw]
     for c in (0..n).filter(|&c| !kv.cells[c].is_empty()) {
         KvCache::read(&kv.k[il], c * sh.kw, &mut k[c * sh.kw..(c + 1) * sh.kw]);
         KvCache::read(&kv.v[il], c * sh.vw, &mut v[c * sh.vw..(c + 1) * sh.vw]);
     }
-    LayerKv { k, v, tile_slot: Vec::new() }
+    layer.tile_slot.clear();
 }
 
 /// The tiled path for one (token, head) row.

@@ -54,7 +54,7 @@ fn soft_max_scaled(p: &mut [f32]) {
 
 /// The attention of every (token, head) of the ubatch without flash
 /// attention (see [`super::attention::attention`]): `visible[t]` lists the
-/// cells token `t` sees, `q` is [nt][n_head * hd_k]; returns
+/// cells token `t` sees, `q` is [nt][n_head * hd_k]; `out` becomes
 /// [nt][n_head * hd_v].
 pub fn attention(
     pool: &ThreadPool,
@@ -63,7 +63,8 @@ pub fn attention(
     q: &[f32],
     sh: AttnShape,
     visible: &[Vec<usize>],
-) -> Result<Vec<f32>> {
+    out: &mut Vec<f32>,
+) -> Result<()> {
     let nt = visible.len();
     let n_kv = kv.n_kv();
     let k_f16 = kv.k[il].ty() == KvType::F16;
@@ -89,7 +90,7 @@ pub fn attention(
     }
 
     let round = |x: f32, f16: bool| if f16 { vecf::round_f16(x) } else { x };
-    per_row(pool, nt, sh, &|i, t, g, row| {
+    per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh: Vec<f32> = q[i * sh.hd_k..(i + 1) * sh.hd_k].iter().map(|&x| round(x, k_f16)).collect();
         // kq·scale + mask, [n_kv]
         let mut p = vec![f32::NEG_INFINITY; n_kv];

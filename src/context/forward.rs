@@ -10,8 +10,9 @@ use super::batch::Token;
 use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
+use super::workspace::{sized, Workspace};
 use crate::error::Result;
-use crate::kernels::{self, ThreadPool};
+use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::Arch;
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
@@ -34,35 +35,43 @@ fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
     kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())
 }
 
-/// The rows `rows` of `x` ([n][width]), in that order.
-fn select_rows(x: &[f32], width: usize, rows: &[usize]) -> Vec<f32> {
-    let mut out = Vec::with_capacity(rows.len() * width);
-    for &t in rows {
-        out.extend_from_slice(&x[t * width..(t + 1) * width]);
+/// Keeps only the rows `rows` (ascending) of `buf` ([n][width]), in place.
+fn keep_rows(buf: &mut Vec<f32>, width: usize, rows: &[usize]) {
+    for (i, &t) in rows.iter().enumerate() {
+        // t >= i: each row moves down (or stays) over rows already copied
+        buf.copy_within(t * width..(t + 1) * width, i * width);
     }
-    out
+    buf.truncate(rows.len() * width);
 }
 
-/// y = W·x for each of the `nt` rows of x ([nt][cols] → [nt][rows]).
-fn linear(pool: &ThreadPool, model: &Model, w: &Weight, x: &[f32], nt: usize) -> Result<Vec<f32>> {
-    let mut y = vec![0f32; nt * w.rows()];
-    kernels::matmul(pool, &kw(model, w)?, x, nt, &mut y)?;
-    Ok(y)
-}
-
-/// Projections that read the same input, quantized once (q/k/v, gate/up).
-fn linear_siblings<const N: usize>(
+/// Projections that read the same input, quantized once into `acts` (q/k/v,
+/// gate/up; one matrix for the others): `ys[i]` becomes W_i·x for each of
+/// the `nt` rows of x ([nt][cols] → [nt][rows_i]).
+fn linear<const N: usize>(
     pool: &ThreadPool,
     model: &Model,
+    acts: &mut Vec<Activations>,
     ws: [&Weight; N],
     x: &[f32],
     nt: usize,
-) -> Result<[Vec<f32>; N]> {
-    let mut ys: [Vec<f32>; N] = std::array::from_fn(|i| vec![0f32; nt * ws[i].rows()]);
+    ys: [&mut Vec<f32>; N],
+) -> Result<()> {
     let kws = ws.iter().map(|w| kw(model, w)).collect::<Result<Vec<_>>>()?;
-    let mut outs: Vec<&mut [f32]> = ys.iter_mut().map(|y| y.as_mut_slice()).collect();
-    kernels::matmul_siblings(pool, &kws, x, nt, &mut outs)?;
-    Ok(ys)
+    let mut outs: Vec<&mut [f32]> = ys.into_iter().zip(&ws).map(|(y, w)| sized(y, nt * w.rows())).collect();
+    kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &kws, x, nt, &mut outs)
+}
+
+/// y = W·x into `y` ([nt][rows], sized by the caller).
+fn linear_into(
+    pool: &ThreadPool,
+    model: &Model,
+    acts: &mut Vec<Activations>,
+    w: &Weight,
+    x: &[f32],
+    nt: usize,
+    y: &mut [f32],
+) -> Result<()> {
+    kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &[kw(model, w)?], x, nt, &mut [y])
 }
 
 fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
@@ -95,12 +104,14 @@ pub struct AttnMode {
 ///
 /// `abort` is asked before each layer (the reference asks between graph
 /// nodes); `Break` means it said stop and the outputs are incomplete.
+/// `ws` holds the intermediates (kept by the context across calls).
 #[allow(clippy::too_many_arguments)]
 pub fn forward(
     pool: &ThreadPool,
     model: &Model,
     weights: &Weights,
     kv: &mut KvCache,
+    ws: &mut Workspace,
     tokens: &[Token],
     inp_embd: &[f32],
     cells: &[usize],
@@ -118,10 +129,11 @@ pub fn forward(
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
     let neox = arch.rope_type() == 2;
+    let Workspace { x, h, q, k, v, attn, o, gate, up, act, d, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
-    let mut x = vec![0f32; nt * n_embd];
+    sized(x, nt * n_embd);
     let tok_embd = &weights.tok_embd;
     let row_bytes = bytes(model, tok_embd).len() / tok_embd.rows();
     let embd_input = tokens.iter().any(|t| t.id.is_none());
@@ -167,19 +179,19 @@ pub fn forward(
             if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
 
         // --- attention
-        let mut h = x.clone();
-        ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.attn_norm)?, eps);
-        dump::tensor("attn_norm", Some(il), &h, n_embd);
+        h.clone_from(x);
+        ops::rms_norm_mul(h, n_embd, &vector(model, &lw.attn_norm)?, eps);
+        dump::tensor("attn_norm", Some(il), h, n_embd);
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
-        let [mut q, mut k, mut v] = linear_siblings(pool, model, [&lw.wq, &lw.wk, &lw.wv], &h, nt)?;
-        add_bias(model, &mut q, lw.bq.as_ref())?;
-        add_bias(model, &mut k, lw.bk.as_ref())?;
-        add_bias(model, &mut v, lw.bv.as_ref())?;
+        linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], h, nt, [&mut *q, &mut *k, &mut *v])?;
+        add_bias(model, q, lw.bq.as_ref())?;
+        add_bias(model, k, lw.bk.as_ref())?;
+        add_bias(model, v, lw.bv.as_ref())?;
         if let Some(w) = &lw.q_norm {
-            ops::rms_norm_mul(&mut q, hd_k, &vector(model, w)?, eps);
+            ops::rms_norm_mul(q, hd_k, &vector(model, w)?, eps);
         }
         if let Some(w) = &lw.k_norm {
-            ops::rms_norm_mul(&mut k, hd_k, &vector(model, w)?, eps);
+            ops::rms_norm_mul(k, hd_k, &vector(model, w)?, eps);
         }
         for (t, tok) in tokens.iter().enumerate() {
             for head in q[t * n_head * hd_k..(t + 1) * n_head * hd_k].chunks_exact_mut(hd_k) {
@@ -190,9 +202,9 @@ pub fn forward(
             }
         }
         if dump::enabled() {
-            dump::tensor("Qcur", Some(il), &q, hd_k);
-            dump::tensor("Kcur", Some(il), &k, hd_k);
-            dump::tensor("Vcur", Some(il), &v, hd_v);
+            dump::tensor("Qcur", Some(il), q, hd_k);
+            dump::tensor("Kcur", Some(il), k, hd_k);
+            dump::tensor("Vcur", Some(il), v, hd_v);
         }
         let kq_scale = if hp.f_attention_scale != 0.0 {
             // gemma3 scales q itself and attends with scale 1
@@ -211,72 +223,73 @@ pub fn forward(
 
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
-        let attn = attention(pool, kv, il, tokens, &q, shape, mode.causal, window, mode.flash)?; // [nt][n_head * hd_v]
-        dump::tensor("kqv_out", Some(il), &attn, n_head * hd_v);
-        let mut o = linear(pool, model, &lw.wo, &attn, nt)?; // [nt][n_embd]
-        dump::tensor("attn_out", Some(il), &o, n_embd);
+        // attn: [nt][n_head * hd_v]
+        attention(pool, kv, il, tokens, q, shape, mode.causal, window, mode.flash, layer, attn)?;
+        dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
+        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *o])?; // [nt][n_embd]
+        dump::tensor("attn_out", Some(il), o, n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
                 return Ok(ControlFlow::Continue(()));
             }
-            x = select_rows(&x, n_embd, &out_rows);
-            o = select_rows(&o, n_embd, &out_rows);
+            keep_rows(x, n_embd, &out_rows);
+            keep_rows(o, n_embd, &out_rows);
             nr = out_rows.len();
         }
         if let Some(w) = &lw.attn_post_norm {
-            ops::rms_norm_mul(&mut o, n_embd, &vector(model, w)?, eps);
+            ops::rms_norm_mul(o, n_embd, &vector(model, w)?, eps);
         }
-        for (xi, oi) in x.iter_mut().zip(&o) {
+        for (xi, oi) in x.iter_mut().zip(o.iter()) {
             *xi += oi;
         }
 
         // --- feed-forward
-        let mut h = x.clone();
-        dump::tensor("ffn_inp", Some(il), &x, n_embd);
-        ops::rms_norm_mul(&mut h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
-        dump::tensor("ffn_norm", Some(il), &h, n_embd);
-        let [gate, up] = linear_siblings(pool, model, [&lw.ffn_gate, &lw.ffn_up], &h, nr)?;
+        h.clone_from(x);
+        dump::tensor("ffn_inp", Some(il), x, n_embd);
+        ops::rms_norm_mul(h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
+        dump::tensor("ffn_norm", Some(il), h, n_embd);
+        linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], h, nr, [&mut *gate, &mut *up])?;
         if dump::enabled() {
-            dump::tensor("ffn_gate", Some(il), &gate, gate.len() / nr);
-            dump::tensor("ffn_up", Some(il), &up, up.len() / nr);
+            dump::tensor("ffn_gate", Some(il), gate, gate.len() / nr);
+            dump::tensor("ffn_up", Some(il), up, up.len() / nr);
         }
-        let act: Vec<f32> = if arch == Arch::Gemma3 {
-            let mut act = vec![0f32; gate.len()];
-            ops::geglu(&gate, &up, &mut act);
-            act
+        // act: [nr][n_ff]
+        sized(act, gate.len());
+        if arch == Arch::Gemma3 {
+            ops::geglu(gate, up, act);
         } else {
-            // [nr][n_ff], row by row as ggml_vec_swiglu_f32 runs
+            // row by row as ggml_vec_swiglu_f32 runs
             let n_ff = gate.len() / nr;
-            let mut act = vec![0f32; gate.len()];
             for ((a, g), u) in act.chunks_exact_mut(n_ff).zip(gate.chunks_exact(n_ff)).zip(up.chunks_exact(n_ff)) {
                 kernels::vecf::swiglu(g, u, a);
             }
-            act
-        };
-        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), &act, act.len() / nr);
-        let mut d = linear(pool, model, &lw.ffn_down, &act, nr)?;
-        dump::tensor("ffn_out", Some(il), &d, n_embd);
-        if let Some(w) = &lw.ffn_post_norm {
-            ops::rms_norm_mul(&mut d, n_embd, &vector(model, w)?, eps);
         }
-        for (xi, di) in x.iter_mut().zip(&d) {
+        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
+        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *d])?;
+        dump::tensor("ffn_out", Some(il), d, n_embd);
+        if let Some(w) = &lw.ffn_post_norm {
+            ops::rms_norm_mul(d, n_embd, &vector(model, w)?, eps);
+        }
+        for (xi, di) in x.iter_mut().zip(d.iter()) {
             *xi += di;
         }
-        dump::tensor("l_out", Some(il), &x, n_embd);
+        dump::tensor("l_out", Some(il), x, n_embd);
     }
 
     // --- output head for the tokens that want logits (x holds their rows)
     if out_rows.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    let mut h = if nr == nt { select_rows(&x, n_embd, &out_rows) } else { x };
-    ops::rms_norm_mul(&mut h, n_embd, &vector(model, &weights.output_norm)?, eps);
-    embd.copy_from_slice(&h);
-    dump::tensor("result_norm", None, &h, n_embd);
+    if nr == nt {
+        keep_rows(x, n_embd, &out_rows);
+    }
+    ops::rms_norm_mul(x, n_embd, &vector(model, &weights.output_norm)?, eps);
+    embd.copy_from_slice(x);
+    dump::tensor("result_norm", None, x, n_embd);
     if logits.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    kernels::matmul(pool, &kw(model, &weights.output)?, &h, out_rows.len(), logits)?;
+    linear_into(pool, model, acts, &weights.output, x, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;
     if cap != 0.0 {
         logits.iter_mut().for_each(|l| *l = (*l / cap).tanh() * cap);

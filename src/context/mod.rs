@@ -12,6 +12,7 @@ pub mod forward;
 pub mod kv_cache;
 pub mod ops;
 pub mod state;
+pub mod workspace;
 
 use crate::error::{Error, Result};
 use crate::model::{Model, MAX_SEQ};
@@ -199,6 +200,8 @@ pub struct Context {
     /// LLAMA_STATE_SEQ_FLAGS_ON_DEVICE, by sequence (the reference keeps them
     /// in device buffers; the caller's buffer gets only the metadata).
     pub device_states: std::collections::HashMap<i32, Vec<u8>>,
+    /// The forward pass's buffers, kept across decodes.
+    pub workspace: workspace::Workspace,
 }
 
 impl Context {
@@ -244,6 +247,7 @@ impl Context {
             v_trans: params.flash_attn_type == 0,
             swa_full: params.swa_full,
             device_states: Default::default(),
+            workspace: Default::default(),
             cparams,
         })
     }
@@ -322,6 +326,7 @@ impl Context {
                 &self.model,
                 weights,
                 &mut self.kv,
+                &mut self.workspace,
                 chunk,
                 inp_embd,
                 cells,

@@ -202,6 +202,22 @@ pub fn matmul_siblings_with(
     nt: usize,
     ys: &mut [&mut [f32]],
 ) -> Result<()> {
+    matmul_siblings_reusing(ks, pool, &mut Vec::new(), ws, x, nt, ys)
+}
+
+/// [`matmul_siblings_with`] quantizing into `acts`, buffers kept by the
+/// caller across calls (one per activation format; the forward pass keeps
+/// them for the context's life, so a decode does not allocate and fault in
+/// fresh pages for every matmul).
+pub fn matmul_siblings_reusing(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    acts: &mut Vec<Activations>,
+    ws: &[Weights],
+    x: &[f32],
+    nt: usize,
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
     let Some(first) = ws.first() else { return Ok(()) };
     let cols = first.cols;
     if ws.len() != ys.len() {
@@ -223,17 +239,20 @@ pub fn matmul_siblings_with(
         }
         ks.tile_fn(w.ty)?;
     }
-    // --- quantize the input once per activation format
-    let mut acts: Vec<Activations> = Vec::new();
+    // --- quantize the input once per activation format: acts[i] for the
+    // i-th distinct format of `ws` (earlier contents are overwritten)
+    let mut formats: Vec<ActType> = Vec::new();
     for w in ws {
         let act = w.act_type();
-        if !acts.iter().any(|a| a.act == act) {
-            let mut a = Activations::new();
-            a.quantize(ks, pool, act, x, nt, cols)?;
-            acts.push(a);
+        if !formats.contains(&act) {
+            if acts.len() <= formats.len() {
+                acts.push(Activations::new());
+            }
+            acts[formats.len()].quantize(ks, pool, act, x, nt, cols)?;
+            formats.push(act);
         }
     }
-    let act_of = |w: &Weights| acts.iter().position(|a| a.act == w.act_type()).unwrap_or(0);
+    let act_of = |w: &Weights| formats.iter().position(|&a| a == w.act_type()).unwrap_or(0);
     let refs: Vec<&Activations> = ws.iter().map(|w| &acts[act_of(w)]).collect();
     matmul_quantized_with(ks, pool, ws, &refs, ys)
 }
