@@ -50,24 +50,6 @@ pub struct AttnShape {
     pub kq_scale: f32,
 }
 
-/// A pointer the attention tasks write disjoint rows through.
-struct RowsPtr(*mut f32);
-// SAFETY: every task writes only its own (token, head) row of the buffer,
-// and the buffer outlives the pool submission.
-unsafe impl Sync for RowsPtr {}
-
-impl RowsPtr {
-    /// Row `i` of `len` elements.
-    ///
-    /// # Safety
-    /// The row must be in the buffer and written by this caller alone.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn row(&self, i: usize, len: usize) -> &mut [f32] {
-        // SAFETY: the caller's contract above.
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(i * len), len) }
-    }
-}
-
 /// The K/V rows of one layer as f32, laid out for the path in use (kept
 /// across layers and ubatches in the context's workspace).
 #[derive(Debug, Default)]
@@ -144,13 +126,9 @@ pub(super) fn per_row(
     attn: &mut Vec<f32>,
     f: &(dyn Fn(usize, usize, usize, &mut [f32]) + Sync),
 ) -> Result<()> {
-    let out = RowsPtr(super::workspace::sized(attn, nt * sh.n_head * sh.hd_v).as_mut_ptr());
     let group = sh.n_head / sh.n_head_kv;
-    pool.run(nt * sh.n_head, &|i: usize| {
-        // SAFETY: row i of `attn` belongs to this task alone (see RowsPtr).
-        let row = unsafe { out.row(i, sh.hd_v) };
-        f(i, i / sh.n_head, i % sh.n_head / group, row);
-    })
+    let out = super::workspace::sized(attn, nt * sh.n_head * sh.hd_v);
+    pool.run_rows(out, sh.hd_v, 1, &|i, row| f(i, i / sh.n_head, i % sh.n_head / group, row))
 }
 
 /// For each token, the cells it attends to, by ascending index: cells of

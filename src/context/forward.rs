@@ -74,6 +74,37 @@ fn linear_into(
     kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &[kw(model, w)?], x, nt, &mut [y])
 }
 
+/// `h = rms_norm(x) * w` ([n][width] each), rows in parallel.
+fn norm_into(pool: &ThreadPool, x: &[f32], h: &mut Vec<f32>, width: usize, w: &[f32], eps: f32) -> Result<()> {
+    let h = sized(h, x.len());
+    pool.run_rows(h, width, pool.light_rows_per_task(x.len() / width), &|i, row| {
+        row.copy_from_slice(&x[i * width..(i + 1) * width]);
+        ops::rms_norm_mul(row, width, w, eps);
+    })
+}
+
+/// `x += post_norm(y)` ([n][width] each; `y` normed in place by `post_norm`
+/// if there is one: gemma3), rows in parallel.
+fn add_residual(
+    pool: &ThreadPool,
+    x: &mut [f32],
+    y: &mut [f32],
+    width: usize,
+    post_norm: Option<Vec<f32>>,
+    eps: f32,
+) -> Result<()> {
+    let per_task = pool.light_rows_per_task(x.len() / width);
+    if let Some(w) = post_norm {
+        pool.run_rows(y, width, per_task, &|_, row| ops::rms_norm_mul(row, width, &w, eps))?;
+    }
+    let y = &*y;
+    pool.run_rows(x, width, per_task, &|i, row| {
+        for (xi, yi) in row.iter_mut().zip(&y[i * width..(i + 1) * width]) {
+            *xi += yi;
+        }
+    })
+}
+
 fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     if let Some(b) = b {
         let b = vector(model, b)?;
@@ -179,27 +210,26 @@ pub fn forward(
             if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
 
         // --- attention
-        h.clone_from(x);
-        ops::rms_norm_mul(h, n_embd, &vector(model, &lw.attn_norm)?, eps);
+        norm_into(pool, x, h, n_embd, &vector(model, &lw.attn_norm)?, eps)?;
         dump::tensor("attn_norm", Some(il), h, n_embd);
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
         linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], h, nt, [&mut *q, &mut *k, &mut *v])?;
         add_bias(model, q, lw.bq.as_ref())?;
         add_bias(model, k, lw.bk.as_ref())?;
         add_bias(model, v, lw.bv.as_ref())?;
-        if let Some(w) = &lw.q_norm {
-            ops::rms_norm_mul(q, hd_k, &vector(model, w)?, eps);
-        }
-        if let Some(w) = &lw.k_norm {
-            ops::rms_norm_mul(k, hd_k, &vector(model, w)?, eps);
-        }
-        for (t, tok) in tokens.iter().enumerate() {
-            for head in q[t * n_head * hd_k..(t + 1) * n_head * hd_k].chunks_exact_mut(hd_k) {
-                ops::rope(head, tok.pos, n_rot, freq_base, freq_scale, rope_factors.as_deref(), neox);
-            }
-            for head in k[t * n_head_kv * hd_k..(t + 1) * n_head_kv * hd_k].chunks_exact_mut(hd_k) {
-                ops::rope(head, tok.pos, n_rot, freq_base, freq_scale, rope_factors.as_deref(), neox);
-            }
+        // per token: the heads' norms (qwen3, gemma3), then rope
+        for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
+            let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
+            let width = buf.len() / nt;
+            pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|t, heads| {
+                if let Some(w) = &norm {
+                    ops::rms_norm_mul(heads, hd_k, w, eps);
+                }
+                let angles = ops::rope_angles(tokens[t].pos, n_rot, freq_base, freq_scale, rope_factors.as_deref());
+                for head in heads.chunks_exact_mut(hd_k) {
+                    ops::rope_by(head, &angles, neox);
+                }
+            })?;
         }
         if dump::enabled() {
             dump::tensor("Qcur", Some(il), q, hd_k);
@@ -236,43 +266,32 @@ pub fn forward(
             keep_rows(o, n_embd, &out_rows);
             nr = out_rows.len();
         }
-        if let Some(w) = &lw.attn_post_norm {
-            ops::rms_norm_mul(o, n_embd, &vector(model, w)?, eps);
-        }
-        for (xi, oi) in x.iter_mut().zip(o.iter()) {
-            *xi += oi;
-        }
+        add_residual(pool, x, o, n_embd, lw.attn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
 
         // --- feed-forward
-        h.clone_from(x);
         dump::tensor("ffn_inp", Some(il), x, n_embd);
-        ops::rms_norm_mul(h, n_embd, &vector(model, &lw.ffn_norm)?, eps);
+        norm_into(pool, x, h, n_embd, &vector(model, &lw.ffn_norm)?, eps)?;
         dump::tensor("ffn_norm", Some(il), h, n_embd);
         linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], h, nr, [&mut *gate, &mut *up])?;
         if dump::enabled() {
             dump::tensor("ffn_gate", Some(il), gate, gate.len() / nr);
             dump::tensor("ffn_up", Some(il), up, up.len() / nr);
         }
-        // act: [nr][n_ff]
-        sized(act, gate.len());
-        if arch == Arch::Gemma3 {
-            ops::geglu(gate, up, act);
-        } else {
-            // row by row as ggml_vec_swiglu_f32 runs
-            let n_ff = gate.len() / nr;
-            for ((a, g), u) in act.chunks_exact_mut(n_ff).zip(gate.chunks_exact(n_ff)).zip(up.chunks_exact(n_ff)) {
+        // act: [nr][n_ff], row by row (as ggml_vec_swiglu_f32 runs)
+        let n_ff = gate.len() / nr;
+        let (gate, up) = (&*gate, &*up);
+        pool.run_rows(sized(act, gate.len()), n_ff, pool.light_rows_per_task(nr), &|i, a| {
+            let (g, u) = (&gate[i * n_ff..(i + 1) * n_ff], &up[i * n_ff..(i + 1) * n_ff]);
+            if arch == Arch::Gemma3 {
+                ops::geglu(g, u, a);
+            } else {
                 kernels::vecf::swiglu(g, u, a);
             }
-        }
+        })?;
         dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
         linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *d])?;
         dump::tensor("ffn_out", Some(il), d, n_embd);
-        if let Some(w) = &lw.ffn_post_norm {
-            ops::rms_norm_mul(d, n_embd, &vector(model, w)?, eps);
-        }
-        for (xi, di) in x.iter_mut().zip(d.iter()) {
-            *xi += di;
-        }
+        add_residual(pool, x, d, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
         dump::tensor("l_out", Some(il), x, n_embd);
     }
 

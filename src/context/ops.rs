@@ -58,26 +58,42 @@ fn gelu_f32(x: f32) -> f32 {
     0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * inner).tanh())
 }
 
-/// Rotary embedding of one head vector `v` ([head_dim]) at position `pos`,
-/// over its first `n_rot` elements: NORM rotates adjacent pairs, NEOX pairs
-/// i and i + n_rot/2. The angles follow ggml_rope_cache_init: theta starts at
-/// `pos` and is multiplied by base^(-2/n_rot) per pair, all in f32.
-pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f32, factors: Option<&[f32]>, neox: bool) {
+/// The rotary angles of one position: `(sin, cos)` of each of the `n_rot/2`
+/// pairs, as ggml_rope_cache_init computes them: theta starts at `pos` and
+/// is multiplied by base^(-2/n_rot) per pair, all in f32. Shared by every
+/// head of the position (as the reference's cache is).
+pub fn rope_angles(pos: i32, n_rot: usize, freq_base: f32, freq_scale: f32, factors: Option<&[f32]>) -> Vec<(f32, f32)> {
     let theta_scale = freq_base.powf(-2.0 / n_rot as f32);
     let mut theta = pos as f32;
-    let half = n_rot / 2;
-    for i in 0..half {
-        let ff = factors.map_or(1.0, |f| f[i]);
-        let t = freq_scale * (theta / ff);
-        let (sin, cos) = (t.sin(), t.cos());
+    (0..n_rot / 2)
+        .map(|i| {
+            let ff = factors.map_or(1.0, |f| f[i]);
+            let t = freq_scale * (theta / ff);
+            theta *= theta_scale;
+            (t.sin(), t.cos())
+        })
+        .collect()
+}
+
+/// Rotary embedding of one head vector `v` ([head_dim]) by `angles` (from
+/// [`rope_angles`]), over its first `n_rot = 2 * angles.len()` elements: NORM
+/// rotates adjacent pairs, NEOX pairs i and i + n_rot/2.
+pub fn rope_by(v: &mut [f32], angles: &[(f32, f32)], neox: bool) {
+    let half = angles.len();
+    for (i, &(sin, cos)) in angles.iter().enumerate() {
         let (a, b) = if neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
         let (x0, x1) = (v[a], v[b]);
         // As the reference's build computes them (GCC contracts the first
         // product of each line into a fused multiply-add).
         v[a] = x0.mul_add(cos, -(x1 * sin));
         v[b] = x0.mul_add(sin, x1 * cos);
-        theta *= theta_scale;
     }
+}
+
+/// Rotary embedding of one head vector at position `pos` ([`rope_angles`]
+/// then [`rope_by`]).
+pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f32, factors: Option<&[f32]>, neox: bool) {
+    rope_by(v, &rope_angles(pos, n_rot, freq_base, freq_scale, factors), neox);
 }
 
 #[cfg(test)]

@@ -160,6 +160,51 @@ impl ThreadPool {
     }
 }
 
+/// A pointer to rows of one buffer that pool tasks write disjointly.
+struct RowsPtr(*mut f32);
+// SAFETY: each task of `run_rows` touches only its own rows, and the buffer
+// outlives the submission.
+unsafe impl Sync for RowsPtr {}
+
+impl ThreadPool {
+    /// Runs `f(i, row)` for every `width`-long row `i` of `buf` (rows
+    /// `rows_per_task` at a time per task). Rows are independent, so the
+    /// result does not depend on the thread count. Fails as [`run`](Self::run).
+    pub fn run_rows(
+        &self,
+        buf: &mut [f32],
+        width: usize,
+        rows_per_task: usize,
+        f: &(dyn Fn(usize, &mut [f32]) + Sync),
+    ) -> Result<()> {
+        if width == 0 {
+            return Ok(());
+        }
+        let n = buf.len() / width;
+        let step = rows_per_task.max(1);
+        let ptr = RowsPtr(buf.as_mut_ptr());
+        let ptr = &ptr;
+        self.run(n.div_ceil(step), &|task| {
+            for i in task * step..((task + 1) * step).min(n) {
+                // SAFETY: row i (< n, so within `buf`) belongs to this task
+                // alone; `buf` is borrowed mutably for the whole submission.
+                let row = unsafe { std::slice::from_raw_parts_mut(ptr.0.add(i * width), width) };
+                f(i, row);
+            }
+        })
+    }
+
+    /// Rows per task for `n` rows of light work: a few tasks per thread,
+    /// every row in one task when there is one thread.
+    pub fn light_rows_per_task(&self, n: usize) -> usize {
+        if self.n_threads <= 1 {
+            n.max(1)
+        } else {
+            n.div_ceil(4 * self.n_threads).max(1)
+        }
+    }
+}
+
 fn worker_loop(sh: &Shared) {
     // Epoch 0 is the state at spawn time: a submission may bump the epoch
     // before this thread first runs, and it must still take part.

@@ -424,6 +424,29 @@ fn pool_reports_a_panicking_task_and_stays_usable() {
     assert_eq!(ThreadPool::new(0).expect("pool").n_threads(), 1);
 }
 
+#[test]
+fn pool_run_rows_hands_every_row_to_one_call() {
+    for threads in 1..=3 {
+        let pool = ThreadPool::new(threads).expect("pool");
+        for (n, width, per_task) in [(0, 4, 1), (1, 4, 1), (7, 3, 1), (7, 3, 2), (64, 5, 3), (9, 2, 100)] {
+            // each row gets its index and its call count (1 = exactly once)
+            let mut buf = vec![0f32; n * width];
+            pool.run_rows(&mut buf, width, per_task, &|i, row| {
+                assert_eq!(row.len(), width);
+                row[0] = i as f32;
+                row[1] += 1.0;
+            })
+            .expect("run_rows");
+            for (i, row) in buf.chunks_exact(width).enumerate() {
+                assert_eq!((row[0], row[1]), (i as f32, 1.0), "{threads} threads, {n}x{width} by {per_task}: row {i}");
+            }
+        }
+        assert!(pool.light_rows_per_task(512) >= 1 && pool.light_rows_per_task(0) == 1);
+        // a width of zero has no rows
+        pool.run_rows(&mut [], 0, 1, &|_, _| panic!("no row")).expect("empty");
+    }
+}
+
 /// Byte offsets of the f16 scale fields of each block type.
 pub(crate) fn scale_fields(ty: GgmlType) -> &'static [usize] {
     use GgmlType::*;
