@@ -9,16 +9,12 @@
 //
 // usage: embd_logits MODEL.gguf TOKENS.txt OUT.bin [N_CHUNK]
 #include "llama.h"
+#include "teacher.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void quiet(enum ggml_log_level level, const char * text, void * ud) {
-    (void) ud;
-    if (level >= GGML_LOG_LEVEL_WARN && level != GGML_LOG_LEVEL_CONT) fputs(text, stderr);
-}
 
 static void die(const char * what) {
     fprintf(stderr, "embd_logits: %s\n", what);
@@ -106,24 +102,34 @@ static float * token_embd(const char * path, int64_t * rows, int64_t * cols) {
     return e;
 }
 
+// The token ids and the token_embd rows they select.
+struct embd_inputs {
+    const llama_token * toks;
+    const float * embd; // [rows][n_embd]
+    int64_t rows, n_embd;
+};
+
+// Position pos's input: the token_embd row of its token.
+static int fill_embd(struct llama_batch * batch, int i, int pos, void * ud) {
+    const struct embd_inputs * in = ud;
+    int t = in->toks[pos];
+    if (t < 0 || t >= in->rows) { fprintf(stderr, "token id %d out of range\n", t); return 1; }
+    memcpy(batch->embd + (size_t) i * (size_t) in->n_embd, in->embd + (size_t) t * (size_t) in->n_embd,
+           sizeof(float) * (size_t) in->n_embd);
+    return 0;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s MODEL.gguf TOKENS.txt OUT.bin [N_CHUNK]\n", argv[0]);
         return 2;
     }
-    llama_log_set(quiet, NULL);
+    llama_log_set(teacher_quiet, NULL);
     llama_backend_init();
 
-    FILE * tf = fopen(argv[2], "r");
-    if (!tf) die("cannot open the tokens");
-    int cap = 1024, n = 0;
-    llama_token * toks = malloc(sizeof(llama_token) * (size_t) cap);
-    int id;
-    while (fscanf(tf, "%d", &id) == 1) {
-        if (n == cap) { cap *= 2; toks = realloc(toks, sizeof(llama_token) * (size_t) cap); }
-        toks[n++] = id;
-    }
-    fclose(tf);
+    int n = 0;
+    llama_token * toks = teacher_read_tokens(argv[2], &n);
+    if (!toks) die("cannot open the tokens");
     int n_chunk = argc > 4 ? atoi(argv[4]) : n;
 
     int64_t rows, n_embd;
@@ -142,32 +148,9 @@ int main(int argc, char ** argv) {
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) die("cannot create a context");
 
-    FILE * out = fopen(argv[3], "wb");
-    if (!out) die("cannot write the output");
-    fwrite(&n, sizeof(int), 1, out);
-    fwrite(&n_vocab, sizeof(int), 1, out);
     struct llama_batch batch = llama_batch_init(n_chunk, (int32_t) n_embd, 1);
-    for (int start = 0; start < n; start += n_chunk) {
-        int m = n - start < n_chunk ? n - start : n_chunk;
-        batch.n_tokens = m;
-        for (int i = 0; i < m; i++) {
-            int t = toks[start + i];
-            if (t < 0 || t >= rows) die("token id out of range");
-            memcpy(batch.embd + (size_t) i * (size_t) n_embd, embd + (size_t) t * (size_t) n_embd, sizeof(float) * (size_t) n_embd);
-            batch.pos[i] = start + i;
-            batch.n_seq_id[i] = 1;
-            batch.seq_id[i][0] = 0;
-            batch.logits[i] = 1;
-        }
-        int rc = llama_decode(ctx, batch);
-        if (rc != 0) { fprintf(stderr, "llama_decode returned %d\n", rc); return 1; }
-        for (int i = 0; i < m; i++) {
-            const float * l = llama_get_logits_ith(ctx, i);
-            if (!l) { fprintf(stderr, "no logits for %d\n", start + i); return 1; }
-            fwrite(l, sizeof(float), (size_t) n_vocab, out);
-        }
-    }
-    fclose(out);
+    struct embd_inputs in = {toks, embd, rows, n_embd};
+    if (teacher_decode(ctx, batch, n, n_chunk, n_vocab, argv[3], fill_embd, &in) != 0) return 1;
     llama_batch_free(batch);
     llama_free(ctx);
     llama_model_free(model);

@@ -9,13 +9,15 @@
 //   FLASH_ATTN: flash_attn_type, -1 AUTO (the default), 0 DISABLED, 1 ENABLED.
 //   LOGITS_KV_F32=1 in the environment: an f32 K/V cache (default f16).
 #include "llama.h"
+#include "teacher.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-static void quiet(enum ggml_log_level level, const char * text, void * ud) {
-    (void) ud;
-    if (level >= GGML_LOG_LEVEL_WARN && level != GGML_LOG_LEVEL_CONT) fputs(text, stderr);
+// Position pos's input: its token id.
+static int fill_token(struct llama_batch * batch, int i, int pos, void * ud) {
+    batch->token[i] = ((const llama_token *) ud)[pos];
+    return 0;
 }
 
 int main(int argc, char ** argv) {
@@ -25,19 +27,12 @@ int main(int argc, char ** argv) {
     }
     int n_ubatch = argc > 4 ? atoi(argv[4]) : 512;
     int n_threads = argc > 5 ? atoi(argv[5]) : 2;
-    llama_log_set(quiet, NULL);
+    llama_log_set(teacher_quiet, NULL);
     llama_backend_init();
 
-    FILE * tf = fopen(argv[2], "r");
-    if (!tf) { fprintf(stderr, "cannot open %s\n", argv[2]); return 1; }
-    int cap = 1024, n = 0;
-    llama_token * toks = malloc(sizeof(llama_token) * (size_t) cap);
-    int id;
-    while (fscanf(tf, "%d", &id) == 1) {
-        if (n == cap) { cap *= 2; toks = realloc(toks, sizeof(llama_token) * (size_t) cap); }
-        toks[n++] = id;
-    }
-    fclose(tf);
+    int n = 0;
+    llama_token * toks = teacher_read_tokens(argv[2], &n);
+    if (!toks) { fprintf(stderr, "cannot open %s\n", argv[2]); return 1; }
     int n_chunk = argc > 6 && atoi(argv[6]) > 0 ? atoi(argv[6]) : n;
 
     struct llama_model * model = llama_model_load_from_file(argv[1], llama_model_default_params());
@@ -59,29 +54,8 @@ int main(int argc, char ** argv) {
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }
 
-    FILE * out = fopen(argv[3], "wb");
-    fwrite(&n, sizeof(int), 1, out);
-    fwrite(&n_vocab, sizeof(int), 1, out);
     struct llama_batch batch = llama_batch_init(n_chunk, 0, 1);
-    for (int start = 0; start < n; start += n_chunk) {
-        int m = n - start < n_chunk ? n - start : n_chunk;
-        batch.n_tokens = m;
-        for (int i = 0; i < m; i++) {
-            batch.token[i] = toks[start + i];
-            batch.pos[i] = start + i;
-            batch.n_seq_id[i] = 1;
-            batch.seq_id[i][0] = 0;
-            batch.logits[i] = 1;
-        }
-        int rc = llama_decode(ctx, batch);
-        if (rc != 0) { fprintf(stderr, "llama_decode returned %d\n", rc); return 1; }
-        for (int i = 0; i < m; i++) {
-            const float * l = llama_get_logits_ith(ctx, i);
-            if (!l) { fprintf(stderr, "no logits for %d\n", start + i); return 1; }
-            fwrite(l, sizeof(float), (size_t) n_vocab, out);
-        }
-    }
-    fclose(out);
+    if (teacher_decode(ctx, batch, n, n_chunk, n_vocab, argv[3], fill_token, toks) != 0) return 1;
     llama_batch_free(batch);
     llama_free(ctx);
     llama_model_free(model);

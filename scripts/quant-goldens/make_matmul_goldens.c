@@ -23,20 +23,12 @@
 // Built and run by scripts/make-quant-goldens.sh.
 //
 // usage: make_matmul_goldens DIR   (reads DIR/input.f32)
-#include "ggml.h"
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
+#include "mul_mat.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_ROWS = 16, COLS = 512, MAX_NT = 12 };
 static const int NTS[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
-
-static void put_u32(FILE * f, uint32_t v) { fwrite(&v, 4, 1, f); }
 
 // The extra buffer type named CPU_REPACK, or NULL.
 static ggml_backend_buffer_type_t repack_buft(void) {
@@ -72,18 +64,7 @@ static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml
     }
     ggml_backend_tensor_set(W, wbytes, 0, ggml_nbytes(W));
 
-    struct ggml_init_params gp = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), NULL, true};
-    struct ggml_context * gctx = ggml_init(gp);
-    struct ggml_tensor * X = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, COLS, nt);
-    struct ggml_tensor * Y = ggml_mul_mat(gctx, W, X);
-    struct ggml_cgraph * gf = ggml_new_graph(gctx);
-    ggml_build_forward_expand(gf, Y);
-    ggml_backend_buffer_t gbuf = ggml_backend_alloc_ctx_tensors(gctx, be);
-    ggml_backend_tensor_set(X, x, 0, ggml_nbytes(X));
-    if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) { fprintf(stderr, "compute failed\n"); exit(1); }
-    ggml_backend_tensor_get(Y, y, 0, ggml_nbytes(Y));
-    ggml_backend_buffer_free(gbuf);
-    ggml_free(gctx);
+    graph_mul_mat(be, W, COLS, x, nt, y);
     ggml_backend_buffer_free(wbuf);
     ggml_free(wctx);
     return repacked;
@@ -132,11 +113,7 @@ int main(int argc, char ** argv) {
             }
             FILE * o = fopen(path, "wb");
             const int n_cases = sizeof(NTS) / sizeof(NTS[0]);
-            put_u32(o, (uint32_t) rows);
-            put_u32(o, COLS);
-            put_u32(o, (uint32_t) n_cases);
-            put_u32(o, (uint32_t) repacked);
-            fwrite(w, 1, wbytes, o);
+            put_header(o, rows, COLS, n_cases, repacked, w, wbytes);
             for (int k = 0; k < n_cases; k++) {
                 mul_mat(be, buft, t, rows, w, in, NTS[k], y);
                 put_u32(o, (uint32_t) NTS[k]);

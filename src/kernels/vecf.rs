@@ -243,13 +243,22 @@ pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let tree = dot64_scalar(&x[..np], &y[..np]);
-    let mut sum = tree as f32; // exact: the tree's sum is an f32
+    // exact: the tree's sum is an f32
+    dot_f32_tail(np, n, tree as f32, |i| x[i], |i| y[i])
+}
+
+/// The leftovers of ggml_vec_dot_f32, elements `np..n` (past its SIMD
+/// loop), added to `sum` in order as GCC compiled them: the products of
+/// whole groups of 8 rounded (vectorised), the last `(n - np) % 8` fused.
+/// `x(i)`, `y(i)` read element i.
+#[inline]
+pub(crate) fn dot_f32_tail(np: usize, n: usize, mut sum: f32, x: impl Fn(usize) -> f32, y: impl Fn(usize) -> f32) -> f32 {
     let fused = np + (n - np) / 8 * 8;
     for i in np..fused {
-        sum += x[i] * y[i];
+        sum += x(i) * y(i);
     }
     for i in fused..n {
-        sum = x[i].mul_add(y[i], sum);
+        sum = x(i).mul_add(y(i), sum);
     }
     sum
 }

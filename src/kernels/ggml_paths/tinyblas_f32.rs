@@ -68,26 +68,12 @@ pub fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
     vec_dot_tail(n, np, w, x, reduce16(&r))
 }
 
-/// The leftovers of `ggml_vec_dot_f32` from element `np` on, added to `sum`.
+/// The leftovers of `ggml_vec_dot_f32` from element `np` on, added to `sum`
+/// (its loops of 16, then 8 rounded products, then the fused rest: the order
+/// of [`crate::kernels::vecf::dot_f32_tail`]).
 #[inline]
-fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], mut sum: f32) -> f32 {
-    let mut i = np;
-    while n - i >= 16 {
-        for k in i..i + 16 {
-            sum += f32_at(w, k) * f32_at(x, k);
-        }
-        i += 16;
-    }
-    if n - i >= 8 {
-        for k in i..i + 8 {
-            sum += f32_at(w, k) * f32_at(x, k);
-        }
-        i += 8;
-    }
-    for k in i..n {
-        sum = f32_at(w, k).mul_add(f32_at(x, k), sum);
-    }
-    sum
+fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], sum: f32) -> f32 {
+    crate::kernels::vecf::dot_f32_tail(np, n, sum, |k| f32_at(w, k), |k| f32_at(x, k))
 }
 
 /// Which of the two reference paths a product of float weights takes (F32
