@@ -18,8 +18,12 @@ use crate::{Error, Result};
 /// The activation format a weight type's dot kernel reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ActType {
-    /// plain little-endian f32 (F32, F16, BF16 weights)
+    /// plain little-endian f32 (F32, BF16 weights)
     F32,
+    /// little-endian f32 rounded to the nearest f16 (F16 weights: the
+    /// reference converts the activations to f16, `ggml_cpu_fp32_to_fp16`,
+    /// once per product; held as f32 so the kernels read them as they are)
+    F16Rounded,
     /// Q4_0, Q5_0, Q8_0, IQ4_NL weights
     Q8_0,
     /// Q4_1, Q5_1 weights (the block sum folds in their minimum)
@@ -34,7 +38,8 @@ impl ActType {
     pub fn for_weight(w: GgmlType) -> Option<ActType> {
         use GgmlType::*;
         Some(match w {
-            F32 | F16 | BF16 => ActType::F32,
+            F32 | BF16 => ActType::F32,
+            F16 => ActType::F16Rounded,
             Q4_0 | Q5_0 | Q8_0 | IQ4_NL => ActType::Q8_0,
             Q4_1 | Q5_1 => ActType::Q8_1,
             Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => ActType::Q8K,
@@ -45,7 +50,7 @@ impl ActType {
     /// Elements per block.
     pub fn block_size(self) -> usize {
         match self {
-            ActType::F32 => 1,
+            ActType::F32 | ActType::F16Rounded => 1,
             ActType::Q8_0 | ActType::Q8_1 => QK,
             ActType::Q8K => QK_K,
         }
@@ -55,7 +60,7 @@ impl ActType {
     /// block size).
     pub fn row_bytes(self, n: usize) -> usize {
         match self {
-            ActType::F32 => 4 * n,
+            ActType::F32 | ActType::F16Rounded => 4 * n,
             ActType::Q8_0 => n / QK * 34,
             ActType::Q8_1 => n / QK * 36,
             ActType::Q8K => n / QK_K * 292,
@@ -231,6 +236,10 @@ impl KernelSet {
         let f = match act {
             ActType::F32 => {
                 crate::quant::float::quantize_row_f32(x, out);
+                return Ok(());
+            }
+            ActType::F16Rounded => {
+                super::ggml_paths::tinyblas_f16::round_act_row(x, out);
                 return Ok(());
             }
             ActType::Q8_0 => self.quant_q8_0,
