@@ -546,8 +546,18 @@ pub(crate) trait WK {
     /// The values are unsigned (the types with a minimum: at most 31), so
     /// `maddubs(q, a)` gives their pair sums directly, without saturating.
     const UNSIGNED_Q: bool = false;
+    /// A constant the format subtracts from every stored value (Q6_K: 32),
+    /// or 0. With one, [`unpack_biased`](WK::unpack_biased) gives the stored
+    /// values (unsigned, at most 63) for `maddubs`, and a dot subtracts
+    /// `OFFSET · Σ_g scale_g · bsum_g` from its integer sum.
+    const OFFSET: i32 = 0;
     /// Unpacks the super-block at `p`.
     unsafe fn unpack(p: *const u8) -> KRegs;
+    /// For types with an `OFFSET`: [`unpack`](WK::unpack) without the
+    /// offset, the 16 group scales (i16) in `mins` (`has_min` stays false).
+    unsafe fn unpack_biased(p: *const u8) -> KRegs {
+        Self::unpack(p)
+    }
 }
 
 /// Scale vectors from 16 group scales.
@@ -722,12 +732,21 @@ impl WK for WQ5K {
 pub(crate) struct WQ6K;
 impl WK for WQ6K {
     const BYTES: usize = 210;
+    const OFFSET: i32 = 32;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
+        let mut k = Self::unpack_biased(p);
+        let b32 = _mm256_set1_epi8(32);
+        k.q = k.q.map(|q| _mm256_sub_epi8(q, b32));
+        k.mins = _mm256_setzero_si256();
+        k
+    }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack_biased(p: *const u8) -> KRegs {
         let m4 = _mm256_set1_epi8(0x0F);
         let m30 = _mm256_set1_epi8(0x30);
-        let b32 = _mm256_set1_epi8(32);
         let mut q = [_mm256_setzero_si256(); 8];
         for h in 0..2 {
             let ql0 = loadu(p.add(64 * h));
@@ -737,19 +756,17 @@ impl WK for WQ6K {
             let h1 = _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30);
             let h2 = _mm256_and_si256(qh, m30);
             let h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30);
-            q[4 * h] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql0, m4), h0), b32);
-            q[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql1, m4), h1), b32);
-            q[4 * h + 2] =
-                _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2), b32);
-            q[4 * h + 3] =
-                _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3), b32);
+            q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), h0);
+            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), h1);
+            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
+            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
         }
         let raw: [u8; 16] = std::ptr::read_unaligned(p.add(192) as *const [u8; 16]);
         let sc = raw.map(|v| v as i8 as i16);
         KRegs {
             q,
             sc: scale_vectors(&sc),
-            mins: _mm256_setzero_si256(),
+            mins: _mm256_loadu_si256(sc.as_ptr() as *const __m256i),
             has_min: false,
             d: f16_at(p.add(208)),
             dmin: 0.0,

@@ -74,9 +74,7 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::super::x86_avx2::{
-        dot_pairs_signed, hsum_epi32_x8, loadu, q8k_d_x8, tile_q8_k_family, WK,
-    };
+    use super::super::super::x86_avx2::{dot_pairs_k, hsum_epi32_x8, loadu, q8k_d_x8, tile_q8_k_family, WK};
     use super::TiledFold;
     use crate::quant::QK_K;
 
@@ -86,20 +84,34 @@ mod avx2 {
     unsafe fn eight<U: WK>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
         let mut acc = _mm256_setzero_ps();
         for b in 0..nb {
-            let k = U::unpack(w.add(b * U::BYTES));
+            // Q6_K: the stored (unsigned) values, their offset taken out
+            // through the activation block sums (exact integers either way)
+            let k = if U::OFFSET != 0 { U::unpack_biased(w.add(b * U::BYTES)) } else { U::unpack(w.add(b * U::BYTES)) };
             let ab = a.add(b * 292);
-            let v: [__m256i; 8] = std::array::from_fn(|j| {
+            // (loops, not array::from_fn: a closure does not inherit the
+            // target features, so its intrinsics would not be inlined)
+            let mut v = [_mm256_setzero_si256(); 8];
+            for (j, vj) in v.iter_mut().enumerate() {
                 let mut isum = _mm256_setzero_si256();
                 for c in 0..8 {
-                    let p = dot_pairs_signed(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
+                    let aq = loadu(ab.add(j * s + 4 + 32 * c));
+                    let p = if U::OFFSET != 0 { _mm256_maddubs_epi16(k.q[c], aq) } else { dot_pairs_k::<U>(k.q[c], aq) };
                     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
                 }
-                isum
-            });
+                if U::OFFSET != 0 {
+                    // Σ_g scale_g · bsum_g (k.mins holds the scales here)
+                    let sb = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
+                    isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(sb, _mm256_set1_epi32(U::OFFSET)));
+                }
+                *vj = isum;
+            }
             let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&v));
             let mut r = _mm256_mul_ps(isum, _mm256_set1_ps(k.d));
             if k.has_min {
-                let m: [__m256i; 8] = std::array::from_fn(|j| _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260))));
+                let mut m = [_mm256_setzero_si256(); 8];
+                for (j, mj) in m.iter_mut().enumerate() {
+                    *mj = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
+                }
                 let imin = _mm256_cvtepi32_ps(hsum_epi32_x8(&m));
                 r = _mm256_fnmadd_ps(_mm256_set1_ps(k.dmin), imin, r);
             }
