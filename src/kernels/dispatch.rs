@@ -103,6 +103,11 @@ pub(crate) fn no_rows(_: GgmlType) -> Option<RowsFn> {
     None
 }
 
+/// For sets without row-block kernels of the `ggml_paths` emulations.
+pub(crate) fn no_ggml_rows(_: GgmlType, _: Path) -> Option<RowsFn> {
+    None
+}
+
 /// Quantizes `x` (a multiple of the block size) into `out`
 /// (`act.row_bytes(x.len())` bytes).
 ///
@@ -120,6 +125,8 @@ pub struct KernelSet {
     pub(crate) ggml: fn(GgmlType, Path) -> Option<TileFn>,
     /// row-block versions of some `tile` kernels (same bits per output)
     pub(crate) rows: fn(GgmlType) -> Option<RowsFn>,
+    /// row-block versions of some `ggml` emulations (same bits per output)
+    pub(crate) ggml_rows: fn(GgmlType, Path) -> Option<RowsFn>,
     pub(crate) quant_q8_0: QuantFn,
     pub(crate) quant_q8_1: QuantFn,
     pub(crate) quant_q8_k: QuantFn,
@@ -149,14 +156,18 @@ impl KernelSet {
     }
 
     /// A row-block kernel giving the bits of `matmul_fn(ty, rows, nt)`, where
-    /// the set has one: only where that is the plain tile kernel.
+    /// the set has one: a `ggml_rows` kernel where the reference's path is
+    /// emulated, else a `rows` kernel for the plain tile kernel.
     /// Not below 8 tokens: there the weight stream bounds the product, and
     /// two rows read at once ran decodes slower than one row after another.
     pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
-        if nt < 8 || path(ty, rows, nt).and_then(|p| (self.ggml)(ty, p)).is_some() {
+        if nt < 8 {
             return None;
         }
-        (self.rows)(ty)
+        match path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some()) {
+            Some(p) => (self.ggml_rows)(ty, p),
+            None => (self.rows)(ty),
+        }
     }
 
     /// Checked matmul kernel of a `rows`-row matrix for `out.len()`

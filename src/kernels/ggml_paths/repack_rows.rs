@@ -1,0 +1,355 @@
+//! Row-block kernels ([`RowsFn`]) for the repacked path (`repack.rs`) on
+//! AVX-512 VNNI (256-bit vectors): 8 weight rows per step, as the
+//! reference's own `ggml_gemm_*_8x8` interleave them.
+//!
+//! Per group of 8 rows, each weight block is unpacked once per call into an
+//! interleaved scratch tile: for every 32-element chunk and every 4-element
+//! group of it, one vector holds those 4 quants (as u8) of each of the 8
+//! rows, one 32-bit lane per row. For every token, `vpdpbusd` of such a
+//! vector with the broadcast of the token's 4 activation bytes then adds the
+//! 8 rows' products into the 8 lanes: the rows' integer block sums, with no
+//! horizontal sums. The float operations per output are exactly those of
+//! `repack.rs` in its order (lanes = rows):
+//!
+//! - Q4_0, IQ4_NL, per 32-block: `acc = fma((float)isum, dw·da, acc)`, the
+//!   product `dw·da` one `vmulps` of the rows' scales and the token's.
+//!   The weights are signed: the tile holds `w + 128` (u8) and each sum
+//!   starts from `−128·Σa` of the activation block (exact integers).
+//! - Q4_K, gemm tokens (the first `nt − nt % 4`), per 64-element piece, and
+//!   gemv tokens per super-block: `acc = fma(isum, d·da, acc)`,
+//!   `accm = fma(imin, dmin·da, accm)`, result `acc − accm`; `isum` is
+//!   Σ scale·Σq·a (`vpmulld` of the chunk sums by the rows' 6-bit scales),
+//!   `imin` Σ min·bsum (`vpdpwssd` of the rows' minimums, twice per lane as
+//!   i16, by the activation's two 16-group sums of the chunk).
+//!
+//! Leftover rows (fewer than 8) run the per-row AVX2 emulation.
+
+use std::arch::x86_64::*;
+
+use super::super::dispatch::{RowsFn, TileFn};
+use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, WIq4Nl, WQ4_0, WQ4K, W32, WK};
+use super::repack::{avx2_tile, gemm_rows};
+use crate::ggml_type::GgmlType;
+use crate::quant::{QK, QK_K};
+
+/// The row-block kernel of the repacked path for `ty`, if there is one.
+pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q4_0 => rows_b32::<WQ4_0>,
+        IQ4_NL => rows_b32::<WIq4Nl>,
+        Q4_K => rows_q4_k,
+        _ => return None,
+    })
+}
+
+/// A repacked 32-block type (for its per-row fallback).
+trait Repacked: W32 {
+    const TYPE: GgmlType;
+}
+impl Repacked for WQ4_0 {
+    const TYPE: GgmlType = GgmlType::Q4_0;
+}
+impl Repacked for WIq4Nl {
+    const TYPE: GgmlType = GgmlType::IQ4_NL;
+}
+
+/// Tokens per step of the gemm loop: one tile load serves them all. A
+/// divisor of 4, so that the gemm tokens (`gemm_rows`) are whole steps.
+const T: usize = 4;
+
+/// Transposes 8 vectors of 8 dwords: lane `r` of `out[g]` is dword `g` of
+/// `v[r]`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn transpose8(v: &[__m256i; 8]) -> [__m256i; 8] {
+    // per 128-bit half: pairs of rows, then quads of rows
+    let t: [__m256i; 8] = std::array::from_fn(|i| {
+        let (a, b) = (v[2 * (i / 2) % 8], v[2 * (i / 2) % 8 + 1]);
+        if i % 2 == 0 {
+            _mm256_unpacklo_epi32(a, b)
+        } else {
+            _mm256_unpackhi_epi32(a, b)
+        }
+    });
+    // t[0] = r0 r1 dwords (0, 1 | 4, 5), t[1] = (2, 3 | 6, 7); t[2], t[3]: rows 2, 3 ...
+    let u: [__m256i; 8] = std::array::from_fn(|i| {
+        let base = 4 * (i / 4); // rows 0-3 from t[0..4], rows 4-7 from t[4..8]
+        let k = i % 4; // column within the half: 0, 1, 2, 3 (and 4-7 in the high half)
+        let (a, b) = (t[base + k / 2], t[base + 2 + k / 2]);
+        if k % 2 == 0 {
+            _mm256_unpacklo_epi64(a, b)
+        } else {
+            _mm256_unpackhi_epi64(a, b)
+        }
+    });
+    // u[k] (k < 4): rows 0-3 of columns k | k + 4; u[4 + k]: rows 4-7
+    std::array::from_fn(|g| {
+        let k = g % 4;
+        if g < 4 {
+            _mm256_permute2x128_si256(u[k], u[4 + k], 0x20)
+        } else {
+            _mm256_permute2x128_si256(u[k], u[4 + k], 0x31)
+        }
+    })
+}
+
+/// Writes the 8 lanes of `v` (lane `r` = row `r`) to `out[r * os]`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn store_rows(v: __m256, out: *mut f32, os: usize) {
+    let mut l = [0f32; 8];
+    _mm256_storeu_ps(l.as_mut_ptr(), v);
+    for (r, x) in l.iter().enumerate() {
+        *out.add(r * os) = *x;
+    }
+}
+
+/// The 4 activation bytes at `p`, broadcast to every lane.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn bcast4(p: *const u8) -> __m256i {
+    _mm256_set1_epi32(std::ptr::read_unaligned(p as *const i32))
+}
+
+/// The per-row fallback of a row-block kernel: rows `[r0, n_rows)` one at a
+/// time with the AVX2 emulation `f`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn leftover_rows(
+    f: TileFn,
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    r0: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    for r in r0..n_rows {
+        f(n, &w[r * ws..], a, s, &mut out[r * os..r * os + nt]);
+    }
+}
+
+// --- 32-blocks (Q4_0, IQ4_NL) × Q8_0
+
+/// `RowsFn` for the repacked 32-block types.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_b32<U: Repacked>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    let nb = n / QK;
+    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+    // [nt][nb] per activation block: its f16 scale as f32 and −128·Σa
+    let mut da = vec![0f32; nt * nb];
+    let mut bias = vec![0i32; nt * nb];
+    for t in 0..nt {
+        for b in 0..nb {
+            let ab = ap.add(t * s + b * 34);
+            da[t * nb + b] = f16_at(ab);
+            let sum: i32 = (0..QK).map(|i| *ab.add(2 + i) as i8 as i32).sum();
+            bias[t * nb + b] = -128 * sum;
+        }
+    }
+    // [nb][8 groups] lane r: the group's 4 quants + 128 of row r; [nb] the rows' scales
+    let mut tile = vec![_mm256_setzero_si256(); nb * 8];
+    let mut dw = vec![_mm256_setzero_ps(); nb];
+    let flip = _mm256_set1_epi8(-128i8); // w ^ 0x80 == w + 128 as u8
+    let mut r0 = 0;
+    while r0 + 8 <= n_rows {
+        for b in 0..nb {
+            let mut q = [_mm256_setzero_si256(); 8];
+            let mut d = [0f32; 8];
+            for r in 0..8 {
+                let (qr, dr) = U::load(wp.add((r0 + r) * ws + b * U::BYTES));
+                q[r] = _mm256_xor_si256(qr, flip);
+                d[r] = dr;
+            }
+            tile[b * 8..b * 8 + 8].copy_from_slice(&transpose8(&q));
+            dw[b] = _mm256_loadu_ps(d.as_ptr());
+        }
+        let o = op.add(r0 * os);
+        let mut t = 0;
+        while t + T <= nt {
+            b32_tokens::<T>(nb, &tile, &dw, ap.add(t * s), s, &da[t * nb..], &bias[t * nb..], o.add(t), os);
+            t += T;
+        }
+        while t < nt {
+            b32_tokens::<1>(nb, &tile, &dw, ap.add(t * s), s, &da[t * nb..], &bias[t * nb..], o.add(t), os);
+            t += 1;
+        }
+        r0 += 8;
+    }
+    if r0 < n_rows {
+        let f = avx2_tile(U::TYPE).expect("repacked type");
+        leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
+    }
+}
+
+/// `TT` tokens against one tile of 8 rows (32-block types).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn b32_tokens<const TT: usize>(
+    nb: usize,
+    tile: &[__m256i],
+    dw: &[__m256],
+    a: *const u8,
+    s: usize,
+    da: &[f32],
+    bias: &[i32],
+    out: *mut f32,
+    os: usize,
+) {
+    let mut acc = [_mm256_setzero_ps(); TT];
+    for b in 0..nb {
+        let mut isum: [__m256i; TT] = std::array::from_fn(|j| _mm256_set1_epi32(bias[j * nb + b]));
+        for g in 0..8 {
+            let wq = tile[b * 8 + g];
+            for (j, v) in isum.iter_mut().enumerate() {
+                *v = _mm256_dpbusd_epi32(*v, wq, bcast4(a.add(j * s + b * 34 + 2 + 4 * g)));
+            }
+        }
+        for j in 0..TT {
+            let scale = _mm256_mul_ps(dw[b], _mm256_set1_ps(da[j * nb + b]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), scale, acc[j]);
+        }
+    }
+    for (j, v) in acc.iter().enumerate() {
+        store_rows(*v, out.add(j), os);
+    }
+}
+
+// --- Q4_K × Q8_K
+
+/// One super-block of 8 rows, interleaved: per 32-chunk `c` and 4-group `g`,
+/// `q[c][g]` lane r = the 4 nibbles of row r; `sc[c]` the rows' chunk scales
+/// (i32), `mn[c]` their chunk minimums (i16, twice per lane), `d`, `dmin`
+/// the rows' super-scales.
+#[derive(Clone, Copy)]
+struct KTile {
+    q: [[__m256i; 8]; 8],
+    sc: [__m256i; 8],
+    mn: [__m256i; 8],
+    d: __m256,
+    dmin: __m256,
+}
+
+/// `RowsFn` for Q4_K.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q4_k(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    let nb = n / QK_K;
+    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+    let n4 = gemm_rows(nt);
+    let zero = _mm256_setzero_si256();
+    let empty = KTile { q: [[zero; 8]; 8], sc: [zero; 8], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
+    let mut tiles = vec![empty; nb]; // [nb]
+    let mut r0 = 0;
+    while r0 + 8 <= n_rows {
+        for (b, kt) in tiles.iter_mut().enumerate() {
+            let mut q = [[zero; 8]; 8]; // [chunk][row]
+            let (mut sc, mut mn) = ([zero; 8], [zero; 8]); // [row]
+            let (mut d, mut dmin) = ([0f32; 8], [0f32; 8]);
+            for r in 0..8 {
+                let p = wp.add((r0 + r) * ws + b * WQ4K::BYTES);
+                let k = WQ4K::unpack(p);
+                for c in 0..8 {
+                    q[c][r] = k.q[c];
+                }
+                let (s6, _) = k4_scales(p.add(4));
+                sc[r] = _mm256_cvtepi16_epi32(_mm_loadu_si128(s6.as_ptr() as *const __m128i));
+                // the 16 group minimums: dword c = (min_c, min_c)
+                mn[r] = k.mins;
+                d[r] = k.d;
+                dmin[r] = k.dmin;
+            }
+            for c in 0..8 {
+                kt.q[c] = transpose8(&q[c]);
+            }
+            kt.sc = transpose8(&sc);
+            kt.mn = transpose8(&mn);
+            kt.d = _mm256_loadu_ps(d.as_ptr());
+            kt.dmin = _mm256_loadu_ps(dmin.as_ptr());
+        }
+        let o = op.add(r0 * os);
+        let mut t = 0;
+        while t < n4 {
+            // gemm: pieces of 2 chunks (64 elements)
+            k_tokens::<T, 2>(&tiles, ap.add(t * s), s, o.add(t), os);
+            t += T;
+        }
+        while t < nt {
+            // gemv: one piece per super-block
+            k_tokens::<1, 8>(&tiles, ap.add(t * s), s, o.add(t), os);
+            t += 1;
+        }
+        r0 += 8;
+    }
+    if r0 < n_rows {
+        let f = avx2_tile(GgmlType::Q4_K).expect("repacked type");
+        leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
+    }
+}
+
+/// `TT` tokens against the tiles of 8 rows (Q4_K), folding pieces of `P`
+/// 32-chunks.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn k_tokens<const TT: usize, const P: usize>(tiles: &[KTile], a: *const u8, s: usize, out: *mut f32, os: usize) {
+    let zero = _mm256_setzero_si256();
+    let mut acc = [_mm256_setzero_ps(); TT];
+    let mut accm = [_mm256_setzero_ps(); TT];
+    for (b, kt) in tiles.iter().enumerate() {
+        let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 292));
+        let da: [__m256; TT] = std::array::from_fn(|j| _mm256_set1_ps(q8k_d(ab[j])));
+        for c0 in (0..8).step_by(P) {
+            let mut isum = [zero; TT];
+            let mut imin = [zero; TT];
+            for c in c0..c0 + P {
+                let mut chunk = [zero; TT];
+                for g in 0..8 {
+                    let wq = kt.q[c][g];
+                    for (j, v) in chunk.iter_mut().enumerate() {
+                        *v = _mm256_dpbusd_epi32(*v, wq, bcast4(ab[j].add(4 + 32 * c + 4 * g)));
+                    }
+                }
+                for j in 0..TT {
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[j], kt.sc[c]));
+                    // the chunk's two 16-group sums (i16 each)
+                    imin[j] = _mm256_dpwssd_epi32(imin[j], kt.mn[c], bcast4(ab[j].add(260 + 4 * c)));
+                }
+            }
+            for j in 0..TT {
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(kt.d, da[j]), acc[j]);
+                accm[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(kt.dmin, da[j]), accm[j]);
+            }
+        }
+    }
+    for j in 0..TT {
+        store_rows(_mm256_sub_ps(acc[j], accm[j]), out.add(j), os);
+    }
+}
