@@ -15,19 +15,20 @@
 //!   product `dw·da` one `vmulps` of the rows' scales and the token's.
 //!   The weights are signed: the tile holds `w + 128` (u8) and each sum
 //!   starts from `−128·Σa` of the activation block (exact integers).
-//! - Q4_K, gemm tokens (the first `nt − nt % 4`), per 64-element piece, and
-//!   gemv tokens per super-block: `acc = fma(isum, d·da, acc)`,
-//!   `accm = fma(imin, dmin·da, accm)`, result `acc − accm`; `isum` is
-//!   Σ scale·Σq·a (`vpmulld` of the chunk sums by the rows' 6-bit scales),
-//!   `imin` Σ min·bsum (`vpdpwssd` of the rows' minimums, twice per lane as
-//!   i16, by the activation's two 16-group sums of the chunk).
+//! - Q4_K, Q2_K: gemm tokens (the first `nt − nt % 4`) per piece (Q4_K: 64
+//!   elements, Q2_K: 128), gemv tokens per super-block:
+//!   `acc = fma(isum, d·da, acc)`, `accm = fma(imin, dmin·da, accm)`, result
+//!   `acc − accm`; `isum` is Σ scale·Σq·a (`vpmulld` of the 32-chunk sums,
+//!   or for Q2_K the 16-group sums, by the rows' scales), `imin` Σ min·bsum
+//!   (`vpdpwssd` of the rows' two group minimums of a chunk, i16 pairs, by
+//!   the activation's two 16-group sums of the chunk).
 //!
 //! Leftover rows (fewer than 8) run the per-row AVX2 emulation.
 
 use std::arch::x86_64::*;
 
 use super::super::dispatch::{RowsFn, TileFn};
-use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, WIq4Nl, WQ4_0, WQ4K, W32, WK};
+use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, KRegs, WIq4Nl, WQ2K, WQ4_0, WQ4K, W32, WK};
 use super::repack::{avx2_tile, gemm_rows};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
@@ -38,7 +39,8 @@ pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
     Some(match ty {
         Q4_0 => rows_b32::<WQ4_0>,
         IQ4_NL => rows_b32::<WIq4Nl>,
-        Q4_K => rows_q4_k,
+        Q4_K => rows_kmin::<WQ4K>,
+        Q2_K => rows_kmin::<WQ2K>,
         _ => return None,
     })
 }
@@ -232,25 +234,60 @@ unsafe fn b32_tokens<const TT: usize>(
     }
 }
 
-// --- Q4_K × Q8_K
+// --- Q4_K, Q2_K × Q8_K
+
+/// A repacked k-quant with a minimum.
+trait RepackedK: WK {
+    const TYPE: GgmlType;
+    /// 32-chunks per piece the gemm folds (Q4_K: 64 elements, Q2_K: 128)
+    const GEMM_P: usize;
+    /// the scale changes every 16 elements (Q2_K), not every 32 (Q4_K)
+    const PER16: bool;
+    /// The super-block at `p`: its registers and its 16 group scales.
+    unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]);
+}
+
+impl RepackedK for WQ4K {
+    const TYPE: GgmlType = GgmlType::Q4_K;
+    const GEMM_P: usize = 2;
+    const PER16: bool = false;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
+        let (s6, _) = k4_scales(p.add(4));
+        (WQ4K::unpack(p), std::array::from_fn(|g| s6[g / 2]))
+    }
+}
+
+impl RepackedK for WQ2K {
+    const TYPE: GgmlType = GgmlType::Q2_K;
+    const GEMM_P: usize = 4;
+    const PER16: bool = true;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
+        let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
+        (WQ2K::unpack(p), std::array::from_fn(|g| (raw[g] & 0xF) as i16))
+    }
+}
 
 /// One super-block of 8 rows, interleaved: per 32-chunk `c` and 4-group `g`,
-/// `q[c][g]` lane r = the 4 nibbles of row r; `sc[c]` the rows' chunk scales
-/// (i32), `mn[c]` their chunk minimums (i16, twice per lane), `d`, `dmin`
-/// the rows' super-scales.
+/// `q[c][g]` lane r = the 4 quants of row r; `sc[g]` the rows' 16-group
+/// scales (i32), `mn[c]` the minimums of the chunk's two groups (two i16 per
+/// lane), `d`, `dmin` the rows' super-scales.
 #[derive(Clone, Copy)]
 struct KTile {
     q: [[__m256i; 8]; 8],
-    sc: [__m256i; 8],
+    sc: [__m256i; 16],
     mn: [__m256i; 8],
     d: __m256,
     dmin: __m256,
 }
 
-/// `RowsFn` for Q4_K.
+/// `RowsFn` for the repacked k-quants.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_q4_k(
+unsafe fn rows_kmin<U: RepackedK>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -266,23 +303,23 @@ unsafe fn rows_q4_k(
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     let n4 = gemm_rows(nt);
     let zero = _mm256_setzero_si256();
-    let empty = KTile { q: [[zero; 8]; 8], sc: [zero; 8], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
+    let empty = KTile { q: [[zero; 8]; 8], sc: [zero; 16], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
     let mut tiles = vec![empty; nb]; // [nb]
     let mut r0 = 0;
     while r0 + 8 <= n_rows {
         for (b, kt) in tiles.iter_mut().enumerate() {
             let mut q = [[zero; 8]; 8]; // [chunk][row]
-            let (mut sc, mut mn) = ([zero; 8], [zero; 8]); // [row]
+            let (mut sc, mut mn) = ([[zero; 8]; 2], [zero; 8]); // [half][row], [row]
             let (mut d, mut dmin) = ([0f32; 8], [0f32; 8]);
             for r in 0..8 {
-                let p = wp.add((r0 + r) * ws + b * WQ4K::BYTES);
-                let k = WQ4K::unpack(p);
+                let (k, s16) = U::load(wp.add((r0 + r) * ws + b * U::BYTES));
                 for c in 0..8 {
                     q[c][r] = k.q[c];
                 }
-                let (s6, _) = k4_scales(p.add(4));
-                sc[r] = _mm256_cvtepi16_epi32(_mm_loadu_si128(s6.as_ptr() as *const __m128i));
-                // the 16 group minimums: dword c = (min_c, min_c)
+                for (h, v) in sc.iter_mut().enumerate() {
+                    v[r] = _mm256_cvtepi16_epi32(_mm_loadu_si128(s16.as_ptr().add(8 * h) as *const __m128i));
+                }
+                // the 16 group minimums: dword c = (min_2c, min_2c+1)
                 mn[r] = k.mins;
                 d[r] = k.d;
                 dmin[r] = k.dmin;
@@ -290,7 +327,8 @@ unsafe fn rows_q4_k(
             for c in 0..8 {
                 kt.q[c] = transpose8(&q[c]);
             }
-            kt.sc = transpose8(&sc);
+            kt.sc[..8].copy_from_slice(&transpose8(&sc[0]));
+            kt.sc[8..].copy_from_slice(&transpose8(&sc[1]));
             kt.mn = transpose8(&mn);
             kt.d = _mm256_loadu_ps(d.as_ptr());
             kt.dmin = _mm256_loadu_ps(dmin.as_ptr());
@@ -298,28 +336,42 @@ unsafe fn rows_q4_k(
         let o = op.add(r0 * os);
         let mut t = 0;
         while t < n4 {
-            // gemm: pieces of 2 chunks (64 elements)
-            k_tokens::<T, 2>(&tiles, ap.add(t * s), s, o.add(t), os);
+            // gemm: pieces of GEMM_P chunks
+            if U::GEMM_P == 2 {
+                k_tokens::<T, 2, false>(&tiles, ap.add(t * s), s, o.add(t), os);
+            } else {
+                k_tokens::<T, 4, true>(&tiles, ap.add(t * s), s, o.add(t), os);
+            }
             t += T;
         }
         while t < nt {
             // gemv: one piece per super-block
-            k_tokens::<1, 8>(&tiles, ap.add(t * s), s, o.add(t), os);
+            if U::PER16 {
+                k_tokens::<1, 8, true>(&tiles, ap.add(t * s), s, o.add(t), os);
+            } else {
+                k_tokens::<1, 8, false>(&tiles, ap.add(t * s), s, o.add(t), os);
+            }
             t += 1;
         }
         r0 += 8;
     }
     if r0 < n_rows {
-        let f = avx2_tile(GgmlType::Q4_K).expect("repacked type");
+        let f = avx2_tile(U::TYPE).expect("repacked type");
         leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
     }
 }
 
-/// `TT` tokens against the tiles of 8 rows (Q4_K), folding pieces of `P`
-/// 32-chunks.
+/// `TT` tokens against the tiles of 8 rows, folding pieces of `P` 32-chunks;
+/// `PER16`: a scale per 16-group (else per chunk).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
-unsafe fn k_tokens<const TT: usize, const P: usize>(tiles: &[KTile], a: *const u8, s: usize, out: *mut f32, os: usize) {
+unsafe fn k_tokens<const TT: usize, const P: usize, const PER16: bool>(
+    tiles: &[KTile],
+    a: *const u8,
+    s: usize,
+    out: *mut f32,
+    os: usize,
+) {
     let zero = _mm256_setzero_si256();
     let mut acc = [_mm256_setzero_ps(); TT];
     let mut accm = [_mm256_setzero_ps(); TT];
@@ -330,16 +382,21 @@ unsafe fn k_tokens<const TT: usize, const P: usize>(tiles: &[KTile], a: *const u
             let mut isum = [zero; TT];
             let mut imin = [zero; TT];
             for c in c0..c0 + P {
-                let mut chunk = [zero; TT];
+                // [half][token]: Σ q·a of the chunk's 16-groups (both, unless PER16)
+                let mut chunk = [[zero; TT]; 2];
                 for g in 0..8 {
                     let wq = kt.q[c][g];
-                    for (j, v) in chunk.iter_mut().enumerate() {
+                    let h = if PER16 { g / 4 } else { 0 };
+                    for (j, v) in chunk[h].iter_mut().enumerate() {
                         *v = _mm256_dpbusd_epi32(*v, wq, bcast4(ab[j].add(4 + 32 * c + 4 * g)));
                     }
                 }
                 for j in 0..TT {
-                    isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[j], kt.sc[c]));
-                    // the chunk's two 16-group sums (i16 each)
+                    isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[0][j], kt.sc[2 * c]));
+                    if PER16 {
+                        isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[1][j], kt.sc[2 * c + 1]));
+                    }
+                    // Σ min·bsum of the chunk's two 16-groups (i16 pairs)
                     imin[j] = _mm256_dpwssd_epi32(imin[j], kt.mn[c], bcast4(ab[j].add(260 + 4 * c)));
                 }
             }

@@ -180,7 +180,7 @@ fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
     }
     let mut rng = Rng::new(5);
     let cols = 768;
-    for ty in [Q4_0, IQ4_NL, Q4_K] {
+    for ty in [Q4_0, IQ4_NL, Q4_K, Q2_K] {
         let rows_f = super::vnni_rows(ty, Path::Repack).expect("row-block kernel");
         let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
