@@ -98,6 +98,11 @@ pub type RowsFn = unsafe fn(
     out_stride: usize,
 );
 
+/// The output check every [`RowsFn`] makes (its contract's last clause).
+pub(crate) fn assert_rows_out(n_rows: usize, nt: usize, out_len: usize, out_stride: usize) {
+    assert!(n_rows >= 1 && nt >= 1 && out_len >= (n_rows - 1) * out_stride + nt, "rows kernel: output too short");
+}
+
 /// For sets without row-block kernels.
 pub(crate) fn no_rows(_: GgmlType) -> Option<RowsFn> {
     None

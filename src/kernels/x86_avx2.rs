@@ -26,7 +26,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dispatch::{no_ggml_rows, no_rows, KernelSet, RowsFn, TileFn};
+use super::dispatch::{assert_rows_out, no_ggml_rows, no_rows, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -489,7 +489,7 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    assert_rows_out(n_rows, nt, out.len(), os);
     let nb = n / QK;
     let n8 = nt - nt % 8;
     // [n8][nb] the activation block scales as f32, shared by all rows

@@ -30,8 +30,8 @@
 
 use std::arch::x86_64::*;
 
-use super::super::dispatch::{RowsFn, TileFn};
-use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, KRegs, WIq4Nl, WQ2K, WQ4_0, WQ4K, W32, WK};
+use super::super::dispatch::{assert_rows_out, RowsFn, TileFn};
+use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, KRegs, WIq4Nl, W32, WK, WQ2K, WQ4K, WQ4_0};
 use super::repack::{avx2_tile, gemm_rows};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
@@ -154,7 +154,7 @@ unsafe fn rows_b32<U: Repacked>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    assert_rows_out(n_rows, nt, out.len(), os);
     let nb = n / QK;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     // [nt][nb] per activation block: its f16 scale as f32 and −128·Σa
@@ -339,12 +339,18 @@ unsafe fn rows_kmin<U: RepackedK>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    assert_rows_out(n_rows, nt, out.len(), os);
     let nb = n / QK_K;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     let n4 = gemm_rows(nt);
     let zero = _mm256_setzero_si256();
-    let empty = KTile { q: [[zero; 8]; 8], sc: [zero; 16], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
+    let empty = KTile {
+        q: [[zero; 8]; 8],
+        sc: [zero; 16],
+        mn: [zero; 8],
+        d: _mm256_setzero_ps(),
+        dmin: _mm256_setzero_ps(),
+    };
     let mut tiles = vec![empty; nb]; // [nb]
     let mut r0 = 0;
     while r0 + 8 <= n_rows {
