@@ -29,7 +29,7 @@
 use std::arch::aarch64::*;
 
 use super::ggml_paths::{self, tiled::TiledFold, Path};
-use super::dispatch::{no_rows, KernelSet, TileFn};
+use super::dispatch::{no_ggml_rows, no_rows, KernelSet, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -46,10 +46,10 @@ pub fn cpu_ok_dotprod() -> bool {
 }
 
 pub(crate) static SET: KernelSet =
-    KernelSet { name: "neon", tile, ggml, rows: no_rows, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon", tile, ggml, rows: no_rows, ggml_rows: no_ggml_rows, quant_q8_0, quant_q8_1, quant_q8_k };
 
 pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, rows: no_rows, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, rows: no_rows, ggml_rows: no_ggml_rows, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 

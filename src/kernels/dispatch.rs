@@ -103,8 +103,18 @@ pub type RowsFn = unsafe fn(
     out_stride: usize,
 );
 
+/// The output check every [`RowsFn`] makes (its contract's last clause).
+pub(crate) fn assert_rows_out(n_rows: usize, nt: usize, out_len: usize, out_stride: usize) {
+    assert!(n_rows >= 1 && nt >= 1 && out_len >= (n_rows - 1) * out_stride + nt, "rows kernel: output too short");
+}
+
 /// For sets without row-block kernels.
 pub(crate) fn no_rows(_: GgmlType) -> Option<RowsFn> {
+    None
+}
+
+/// For sets without row-block kernels of the `ggml_paths` emulations.
+pub(crate) fn no_ggml_rows(_: GgmlType, _: Path) -> Option<RowsFn> {
     None
 }
 
@@ -125,6 +135,8 @@ pub struct KernelSet {
     pub(crate) ggml: fn(GgmlType, Path) -> Option<TileFn>,
     /// row-block versions of some `tile` kernels (same bits per output)
     pub(crate) rows: fn(GgmlType) -> Option<RowsFn>,
+    /// row-block versions of some `ggml` emulations (same bits per output)
+    pub(crate) ggml_rows: fn(GgmlType, Path) -> Option<RowsFn>,
     pub(crate) quant_q8_0: QuantFn,
     pub(crate) quant_q8_1: QuantFn,
     pub(crate) quant_q8_k: QuantFn,
@@ -154,14 +166,18 @@ impl KernelSet {
     }
 
     /// A row-block kernel giving the bits of `matmul_fn(ty, rows, nt)`, where
-    /// the set has one: only where that is the plain tile kernel.
+    /// the set has one: a `ggml_rows` kernel where the reference's path is
+    /// emulated, else a `rows` kernel for the plain tile kernel.
     /// Not below 8 tokens: there the weight stream bounds the product, and
     /// two rows read at once ran decodes slower than one row after another.
     pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
-        if nt < 8 || path(ty, rows, nt).and_then(|p| (self.ggml)(ty, p)).is_some() {
+        if nt < 8 {
             return None;
         }
-        (self.rows)(ty)
+        match path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some()) {
+            Some(p) => (self.ggml_rows)(ty, p),
+            None => (self.rows)(ty),
+        }
     }
 
     /// Checked matmul kernel of a `rows`-row matrix for `out.len()`

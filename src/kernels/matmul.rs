@@ -292,7 +292,12 @@ pub fn matmul_quantized_with(
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
         let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
-        let step = rows_per_task(w.rows, a.nt, pool.n_threads());
+        let mut step = rows_per_task(w.rows, a.nt, pool.n_threads());
+        if rows_f.is_some() {
+            // row-block kernels step over groups of rows (up to 8): whole
+            // groups per task (the outputs' bits do not depend on it)
+            step = step.next_multiple_of(8);
+        }
         let mut r = 0;
         while r < w.rows {
             let r1 = (r + step).min(w.rows);

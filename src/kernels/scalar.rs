@@ -29,6 +29,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     tile,
     ggml: super::ggml_paths::scalar_tile,
     rows: super::dispatch::no_rows,
+    ggml_rows: super::dispatch::no_ggml_rows,
     quant_q8_0: quant_q8_0,
     quant_q8_1: quant_q8_1,
     quant_q8_k: quant_q8_k,

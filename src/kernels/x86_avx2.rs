@@ -26,7 +26,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dispatch::{no_rows, KernelSet, RowsFn, TileFn};
+use super::dispatch::{assert_rows_out, no_ggml_rows, no_rows, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -42,6 +42,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     tile,
     ggml: super::ggml_paths::avx2_tile,
     rows: no_rows,
+    ggml_rows: no_ggml_rows,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
@@ -59,6 +60,7 @@ pub(crate) static SET_VNNI: KernelSet = KernelSet {
     tile: tile_vnni,
     ggml: super::ggml_paths::avx2_tile,
     rows: rows_vnni,
+    ggml_rows: super::ggml_paths::vnni_rows,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
@@ -487,7 +489,7 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    assert_rows_out(n_rows, nt, out.len(), os);
     let nb = n / QK;
     let n8 = nt - nt % 8;
     // [n8][nb] the activation block scales as f32, shared by all rows
@@ -586,7 +588,7 @@ unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
 /// minimum twice).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
+pub(crate) unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
     let packed: [u8; 12] = std::ptr::read_unaligned(p as *const [u8; 12]);
     let mut sc = [0i16; 8];
     let mut mins = [0i16; 16];

@@ -53,6 +53,8 @@
 //! the per-row quantizers serve for all paths.
 
 pub mod repack;
+#[cfg(target_arch = "x86_64")]
+pub mod repack_rows;
 pub mod tiled;
 pub mod tinyblas_bf16;
 pub mod tinyblas_f32;
@@ -62,7 +64,7 @@ pub mod vec_dot_k;
 #[cfg(test)]
 mod tests;
 
-use super::dispatch::TileFn;
+use super::dispatch::{RowsFn, TileFn};
 use crate::ggml_type::GgmlType;
 
 /// Which of the reference's matmul paths a product runs.
@@ -152,5 +154,15 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
         Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
         Path::TinyBlasF16 | Path::VecDotF16 => scalar_tile(ty, path),
+    }
+}
+
+/// The row-block kernel (AVX-512 VNNI) of `path` for `ty`, if there is one:
+/// 8 rows per step on the repacked path.
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
+    match path {
+        Path::Repack => repack_rows::vnni_rows(ty),
+        _ => None,
     }
 }

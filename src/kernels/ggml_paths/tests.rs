@@ -163,3 +163,61 @@ fn every_set_computes_the_scalar_emulations_bits() {
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
+    // The 8-rows-per-step kernels (AVX-512 VNNI) against the scalar
+    // emulation of the repacked path, output by output: row counts around
+    // the group of 8 (leftover rows), token counts around the gemm step and
+    // the gemm/gemv split, odd weight/activation/output strides and
+    // unaligned addresses.
+    use crate::kernels::dispatch::ActType;
+    use GgmlType::*;
+    if !crate::kernels::x86_avx2::cpu_ok_vnni() {
+        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+        return;
+    }
+    let mut rng = Rng::new(5);
+    let cols = 768;
+    for ty in [Q4_0, IQ4_NL, Q4_K, Q2_K] {
+        let rows_f = super::vnni_rows(ty, Path::Repack).expect("row-block kernel");
+        let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
+        let act = ActType::for_weight(ty).expect("act");
+        let rb = ty.row_size(cols as u64).expect("row size") as usize;
+        let ws = rb + 3;
+        let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
+        let w0 = weight_rows(ty, 17, cols, &mut rng);
+        // rows `ws` bytes apart from an odd address
+        let mut w = vec![0u8; 1 + 17 * ws];
+        for r in 0..17 {
+            w[1 + r * ws..1 + r * ws + rb].copy_from_slice(&w0[r * rb..(r + 1) * rb]);
+        }
+        let nts: Vec<usize> = (1..=40).chain([259]).collect();
+        let max_nt = 259;
+        let mut a = vec![0u8; 1 + max_nt * s];
+        for t in 0..max_nt {
+            let x = rng.data(cols);
+            scalar::SET.quantize_act(act, &x, &mut a[1 + t * s..1 + t * s + arow]).expect("quantize");
+        }
+        for n_rows in 1..=17 {
+            for &nt in &nts {
+                let os = nt + 1;
+                let mut y = vec![f32::NAN; n_rows * os];
+                // SAFETY: the CPU has AVX-512 VNNI (checked above); rows
+                // and tokens lie within `w` and `a`, `y` holds n_rows
+                // rows of `os >= nt` outputs.
+                unsafe { rows_f(cols, &w[1..], ws, n_rows, &a[1..], s, nt, &mut y, os) };
+                for r in 0..n_rows {
+                    let mut want = vec![0f32; nt];
+                    // SAFETY: as above, one row (the scalar code has no CPU needs).
+                    unsafe { one(cols, &w[1 + r * ws..], &a[1..], s, &mut want) };
+                    for t in 0..nt {
+                        let got = y[r * os + t];
+                        assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                    }
+                }
+            }
+        }
+    }
+}
