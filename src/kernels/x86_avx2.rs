@@ -84,6 +84,8 @@ fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
         Q5_0 => rows_q8_0_family_vnni::<WQ5_0>,
         Q8_0 => rows_q8_0_family_vnni::<WQ8_0>,
         IQ4_NL => rows_q8_0_family_vnni::<WIq4Nl>,
+        Q4_1 => rows_q8_1_family_vnni::<WQ4_1>,
+        Q5_1 => rows_q8_1_family_vnni::<WQ5_1>,
         _ => return None,
     })
 }
@@ -521,6 +523,132 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
             let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
             for t in t..nt {
                 group_q8_0_vnni::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+            }
+        }
+        r += rows_here;
+    }
+}
+
+// --- Q4_1/Q5_1 × Q8_1: R weight rows × T tokens on AVX-512 VNNI
+//
+// The same per-output float operations as `group_q8_1` in the same order:
+// per block, scale = dw·da rounded to f32, fmadd into an 8-lane
+// accumulator, acc_min += mw·sa (a multiply, then an add); finally
+// `hsum_ps(acc) + acc_min`. The integer lane sums are exact either way:
+// the weight values are unsigned (at most 31), so `vpdpbusd` takes them as
+// its u8 operand and the activations as its i8 one, with no sign trick.
+// Each unpacked weight block serves T tokens, each activation load R rows.
+// The activation scales `d` and sums `s` of the call are converted to f32
+// once, laid out token-minor, so that the T scales of a row (dw·da for T
+// tokens: one `vmulps`) and its T `acc_min` updates (one `vmulps` and one
+// `vaddps`) are vector operations whose lanes each do the scalar one.
+
+/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
+/// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
+/// 8-lane loads at any token stay inside).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut d = vec![0f32; nb * ntp];
+    let mut m = vec![0f32; nb * ntp];
+    for t in 0..nt {
+        for b in 0..nb {
+            let ab = a.add(t * s + b * 36);
+            d[b * ntp + t] = f16_at(ab);
+            m[b * ntp + t] = f16_at(ab.add(2));
+        }
+    }
+    (d, m)
+}
+
+/// R rows (`ws` bytes apart) × T tokens (`s` bytes apart from `a`), whose
+/// f32 scales and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
+/// `out[r * os + j]`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    a: *const u8,
+    s: usize,
+    da: *const f32,
+    sa: *const f32,
+    ntp: usize,
+    out: *mut f32,
+    os: usize,
+) {
+    let zero = _mm256_setzero_si256();
+    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    let mut acc_min = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let dav = _mm256_loadu_ps(da.add(b * ntp));
+        let sav = _mm256_loadu_ps(sa.add(b * ntp));
+        let mut q = [zero; R];
+        // [R][8] dw·da per row and token, read back by broadcasts
+        let mut sc = [[0f32; 8]; R];
+        for r in 0..R {
+            let (qr, dw, mw) = U::load(w.add(r * ws + b * U::BYTES));
+            q[r] = qr;
+            _mm256_storeu_ps(sc[r].as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(dw), dav));
+            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(_mm256_set1_ps(mw), sav));
+        }
+        for j in 0..T {
+            let av = loadu(a.add(j * s + b * 36 + 4));
+            for r in 0..R {
+                let p = _mm256_dpbusd_epi32(zero, q[r], av);
+                acc[r][j] = _mm256_fmadd_ps(_mm256_set1_ps(sc[r][j]), _mm256_cvtepi32_ps(p), acc[r][j]);
+            }
+        }
+    }
+    for r in 0..R {
+        let mut m = [0f32; 8];
+        _mm256_storeu_ps(m.as_mut_ptr(), acc_min[r]);
+        for j in 0..T {
+            *out.add(r * os + j) = hsum_ps(acc[r][j]) + m[j];
+        }
+    }
+}
+
+/// `RowsFn` for Q4_1/Q5_1: blocks of rows × 8 tokens, tail tokens one row
+/// at a time (`group_q8_1`).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+unsafe fn rows_q8_1_family_vnni<U: W32Min>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    let nb = n / QK;
+    let n8 = nt - nt % 8;
+    let ntp = n8 + 8;
+    let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+    let mut r = 0;
+    while r < n_rows {
+        let wp = w.as_ptr().add(r * ws);
+        let op = out.as_mut_ptr().add(r * os);
+        let rows_here = if n_rows - r >= 2 { 2 } else { 1 };
+        let mut t = 0;
+        while t + 8 <= nt {
+            let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+            let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
+            if rows_here == 2 {
+                rows_group_q8_1_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, sp, ntp, o, os);
+            } else {
+                rows_group_q8_1_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, sp, ntp, o, os);
+            }
+            t += 8;
+        }
+        for rr in 0..rows_here {
+            let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
+            for t in t..nt {
+                group_q8_1::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
             }
         }
         r += rows_here;
