@@ -320,6 +320,12 @@ trait W32Min {
     const BYTES: usize;
     /// The 32 values as u8, the scale and the minimum.
     unsafe fn load(p: *const u8) -> (__m256i, f32, f32);
+    /// The scale and the minimum alone.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn scales(p: *const u8) -> (f32, f32) {
+        (f16_at(p), f16_at(p.add(2)))
+    }
 }
 
 struct WQ4_1;
@@ -563,7 +569,7 @@ unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usi
 
 /// R rows (`ws` bytes apart) × T tokens (`s` bytes apart from `a`), whose
 /// f32 scales and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
-/// `out[r * os + j]`.
+/// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
@@ -575,29 +581,37 @@ unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
     da: *const f32,
     sa: *const f32,
     ntp: usize,
+    sc: *mut f32,
     out: *mut f32,
     os: usize,
 ) {
-    let zero = _mm256_setzero_si256();
-    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    // --- the float side first: dw·da per (block, row, token) into `sc`
+    // ([nb][R][8], read back by broadcasts that fold into the fmadds), and
+    // the minimum terms, whole
     let mut acc_min = [_mm256_setzero_ps(); R];
     for b in 0..nb {
         let dav = _mm256_loadu_ps(da.add(b * ntp));
         let sav = _mm256_loadu_ps(sa.add(b * ntp));
-        let mut q = [zero; R];
-        // [R][8] dw·da per row and token, read back by broadcasts
-        let mut sc = [[0f32; 8]; R];
         for r in 0..R {
-            let (qr, dw, mw) = U::load(w.add(r * ws + b * U::BYTES));
-            q[r] = qr;
-            _mm256_storeu_ps(sc[r].as_mut_ptr(), _mm256_mul_ps(_mm256_set1_ps(dw), dav));
+            let (dw, mw) = U::scales(w.add(r * ws + b * U::BYTES));
+            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(_mm256_set1_ps(dw), dav));
             acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(_mm256_set1_ps(mw), sav));
+        }
+    }
+    // --- the integer sums, each scaled into its token's accumulator
+    let zero = _mm256_setzero_si256();
+    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    for b in 0..nb {
+        let mut q = [zero; R];
+        for r in 0..R {
+            q[r] = U::load(w.add(r * ws + b * U::BYTES)).0;
         }
         for j in 0..T {
             let av = loadu(a.add(j * s + b * 36 + 4));
             for r in 0..R {
                 let p = _mm256_dpbusd_epi32(zero, q[r], av);
-                acc[r][j] = _mm256_fmadd_ps(_mm256_set1_ps(sc[r][j]), _mm256_cvtepi32_ps(p), acc[r][j]);
+                let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + j));
+                acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
             }
         }
     }
@@ -629,6 +643,7 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
     let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+    let mut sc = vec![0f32; nb * 2 * 8]; // [nb][rows][8] scratch of the groups
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
@@ -639,9 +654,9 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             if rows_here == 2 {
-                rows_group_q8_1_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, sp, ntp, o, os);
+                rows_group_q8_1_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, sp, ntp, sc.as_mut_ptr(), o, os);
             } else {
-                rows_group_q8_1_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, sp, ntp, o, os);
+                rows_group_q8_1_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, sp, ntp, sc.as_mut_ptr(), o, os);
             }
             t += 8;
         }
