@@ -126,6 +126,26 @@ pub(crate) unsafe fn hsum_ps(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
+/// `hsum_ps` of 8 vectors at once: lane j = `hsum_ps(v[j])`, bit for bit
+/// (the same additions in the same pairing: halves, then lanes 2 apart,
+/// then neighbours).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn hsum_ps_x8(v: &[__m256; 8]) -> __m256 {
+    // [lo(v[2k]) + hi(v[2k]) | lo(v[2k+1]) + hi(v[2k+1])]
+    let h: [__m256; 4] = std::array::from_fn(|k| {
+        let (x, y) = (v[2 * k], v[2 * k + 1]);
+        _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31))
+    });
+    // per 128-bit half, [s0 + s2, s1 + s3] of two vectors: halves
+    // (v0, v1 | v2, v3 ...) -> [v0 | v1] low/high with v2, v3 beside them
+    let p01 = _mm256_add_ps(_mm256_shuffle_ps(h[0], h[1], 0b01_00_01_00), _mm256_shuffle_ps(h[0], h[1], 0b11_10_11_10));
+    let p23 = _mm256_add_ps(_mm256_shuffle_ps(h[2], h[3], 0b01_00_01_00), _mm256_shuffle_ps(h[2], h[3], 0b11_10_11_10));
+    // neighbours: low half [v0, v2, v4, v6], high half [v1, v3, v5, v7]
+    let r = _mm256_hadd_ps(p01, p23);
+    _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn hsum_epi32(v: __m256i) -> i32 {
@@ -320,12 +340,6 @@ trait W32Min {
     const BYTES: usize;
     /// The 32 values as u8, the scale and the minimum.
     unsafe fn load(p: *const u8) -> (__m256i, f32, f32);
-    /// The scale and the minimum alone.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    unsafe fn scales(p: *const u8) -> (f32, f32) {
-        (f16_at(p), f16_at(p.add(2)))
-    }
 }
 
 struct WQ4_1;
@@ -535,7 +549,7 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     }
 }
 
-// --- Q4_1/Q5_1 × Q8_1: R weight rows × T tokens on AVX-512 VNNI
+// --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens on AVX-512 VNNI
 //
 // The same per-output float operations as `group_q8_1` in the same order:
 // per block, scale = dw·da rounded to f32, fmadd into an 8-lane
@@ -543,11 +557,15 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
 // `hsum_ps(acc) + acc_min`. The integer lane sums are exact either way:
 // the weight values are unsigned (at most 31), so `vpdpbusd` takes them as
 // its u8 operand and the activations as its i8 one, with no sign trick.
-// Each unpacked weight block serves T tokens, each activation load R rows.
-// The activation scales `d` and sums `s` of the call are converted to f32
-// once, laid out token-minor, so that the T scales of a row (dw·da for T
-// tokens: one `vmulps`) and its T `acc_min` updates (one `vmulps` and one
-// `vaddps`) are vector operations whose lanes each do the scalar one.
+//
+// Per call, each block of R rows is unpacked once (values as bytes, scales
+// and minimums as f32) and reused by every group of 8 tokens; each
+// activation load serves the R rows. The activation scales `d` and sums
+// `s` of the call are converted to f32 once, token-minor, so that for a
+// row and block the 8 tokens' dw·da (one `vmulps`) and their `acc_min`
+// updates (one `vmulps`, one `vaddps`) are vector operations whose lanes
+// each do the scalar one. The dw·da go through a small buffer so that the
+// main loop reads them as broadcasts folded into its fmadds.
 
 /// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
 /// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
@@ -567,15 +585,35 @@ unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usi
     (d, m)
 }
 
-/// R rows (`ws` bytes apart) × T tokens (`s` bytes apart from `a`), whose
-/// f32 scales and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
+/// R weight rows unpacked for the row-block kernel.
+struct UnpackedRows {
+    q: Vec<__m256i>, // [nb][R] the values as u8
+    dw: Vec<f32>,    // [nb][R] block scales
+    mw: Vec<f32>,    // [nb][R] block minimums
+}
+
+/// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
+    for b in 0..nb {
+        for r in 0..rows {
+            let (q, dw, mw) = U::load(w.add(r * ws + b * U::BYTES));
+            u.q[b * rows + r] = q;
+            u.dw[b * rows + r] = dw;
+            u.mw[b * rows + r] = mw;
+        }
+    }
+}
+
+/// R unpacked rows × 8 tokens (`s` bytes apart from `a`), whose f32 scales
+/// and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
 /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
-unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
+unsafe fn rows_group_q8_1_vnni<const R: usize>(
     nb: usize,
-    w: *const u8,
-    ws: usize,
+    u: &UnpackedRows,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -586,27 +624,24 @@ unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
     os: usize,
 ) {
     // --- the float side first: dw·da per (block, row, token) into `sc`
-    // ([nb][R][8], read back by broadcasts that fold into the fmadds), and
-    // the minimum terms, whole
+    // ([nb][R][8]) and the minimum terms, whole
     let mut acc_min = [_mm256_setzero_ps(); R];
     for b in 0..nb {
         let dav = _mm256_loadu_ps(da.add(b * ntp));
         let sav = _mm256_loadu_ps(sa.add(b * ntp));
         for r in 0..R {
-            let (dw, mw) = U::scales(w.add(r * ws + b * U::BYTES));
-            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(_mm256_set1_ps(dw), dav));
-            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(_mm256_set1_ps(mw), sav));
+            let dw = _mm256_set1_ps(u.dw[b * R + r]);
+            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
+            let mw = _mm256_set1_ps(u.mw[b * R + r]);
+            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
         }
     }
     // --- the integer sums, each scaled into its token's accumulator
     let zero = _mm256_setzero_si256();
-    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    let mut acc = [[_mm256_setzero_ps(); 8]; R];
     for b in 0..nb {
-        let mut q = [zero; R];
-        for r in 0..R {
-            q[r] = U::load(w.add(r * ws + b * U::BYTES)).0;
-        }
-        for j in 0..T {
+        let q: [__m256i; R] = std::array::from_fn(|r| u.q[b * R + r]);
+        for j in 0..8 {
             let av = loadu(a.add(j * s + b * 36 + 4));
             for r in 0..R {
                 let p = _mm256_dpbusd_epi32(zero, q[r], av);
@@ -616,11 +651,9 @@ unsafe fn rows_group_q8_1_vnni<U: W32Min, const R: usize, const T: usize>(
         }
     }
     for r in 0..R {
-        let mut m = [0f32; 8];
-        _mm256_storeu_ps(m.as_mut_ptr(), acc_min[r]);
-        for j in 0..T {
-            *out.add(r * os + j) = hsum_ps(acc[r][j]) + m[j];
-        }
+        // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
+        let v = _mm256_add_ps(hsum_ps_x8(&acc[r]), acc_min[r]);
+        _mm256_storeu_ps(out.add(r * os), v);
     }
 }
 
@@ -639,24 +672,33 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     os: usize,
 ) {
     assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    const R: usize = 2;
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
     let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
-    let mut sc = vec![0f32; nb * 2 * 8]; // [nb][rows][8] scratch of the groups
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let mut u = UnpackedRows {
+        q: vec![_mm256_setzero_si256(); nb * R],
+        dw: vec![0f32; nb * R],
+        mw: vec![0f32; nb * R],
+    };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
-        let rows_here = if n_rows - r >= 2 { 2 } else { 1 };
+        let rows_here = (n_rows - r).min(R);
+        if n8 > 0 {
+            unpack_rows::<U>(nb, wp, ws, rows_here, &mut u);
+        }
         let mut t = 0;
         while t + 8 <= nt {
             let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
-            if rows_here == 2 {
-                rows_group_q8_1_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, sp, ntp, sc.as_mut_ptr(), o, os);
-            } else {
-                rows_group_q8_1_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, sp, ntp, sc.as_mut_ptr(), o, os);
+            let scp = sc.as_mut_ptr();
+            match rows_here {
+                2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
             }
             t += 8;
         }
