@@ -625,14 +625,16 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
 ) {
     // --- the float side first: dw·da per (block, row, token) into `sc`
     // ([nb][R][8]) and the minimum terms, whole
+    assert!(u.q.len() >= nb * R && u.dw.len() >= nb * R && u.mw.len() >= nb * R);
+    let (uq, udw, umw) = (u.q.as_ptr(), u.dw.as_ptr(), u.mw.as_ptr());
     let mut acc_min = [_mm256_setzero_ps(); R];
     for b in 0..nb {
         let dav = _mm256_loadu_ps(da.add(b * ntp));
         let sav = _mm256_loadu_ps(sa.add(b * ntp));
         for r in 0..R {
-            let dw = _mm256_set1_ps(u.dw[b * R + r]);
+            let dw = _mm256_set1_ps(*udw.add(b * R + r));
             _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
-            let mw = _mm256_set1_ps(u.mw[b * R + r]);
+            let mw = _mm256_set1_ps(*umw.add(b * R + r));
             acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
         }
     }
@@ -640,7 +642,7 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
     let zero = _mm256_setzero_si256();
     let mut acc = [[_mm256_setzero_ps(); 8]; R];
     for b in 0..nb {
-        let q: [__m256i; R] = std::array::from_fn(|r| u.q[b * R + r]);
+        let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
         for j in 0..8 {
             let av = loadu(a.add(j * s + b * 36 + 4));
             for r in 0..R {
@@ -657,6 +659,8 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
     }
 }
 
+const ROWS_Q8_1: usize = 3;
+
 /// `RowsFn` for Q4_1/Q5_1: blocks of rows × 8 tokens, tail tokens one row
 /// at a time (`group_q8_1`).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
@@ -672,7 +676,7 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     os: usize,
 ) {
     assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
-    const R: usize = 2;
+    const R: usize = ROWS_Q8_1;
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
@@ -697,6 +701,8 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
+                4 => rows_group_q8_1_vnni::<4>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
                 2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
                 _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
             }
