@@ -584,3 +584,38 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn hsum_ps_x8_equals_eight_hsum_ps_bit_for_bit() {
+    // The row-block kernels sum 8 accumulators at once; each lane must be
+    // `hsum_ps` of its vector: the same additions in the same pairing, so
+    // also for values where the order shows (cancellation, ±0, ±inf, NaN).
+    use super::x86_avx2::{cpu_ok, hsum_ps, hsum_ps_x8};
+    use std::arch::x86_64::*;
+    if !cpu_ok() {
+        eprintln!("no AVX2 on this CPU: skipped");
+        return;
+    }
+    let mut rng = Rng::new(5);
+    let special = [0.0f32, -0.0, 1e30, -1e30, 1.0, -1.0, 3e-39, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    for round in 0..2000 {
+        let vals: Vec<f32> = (0..64)
+            .map(|_| match rng.next() % 8 {
+                0 if round % 2 == 0 => special[(rng.next() % special.len() as u64) as usize],
+                1 => rng.uni() * 1e8,
+                _ => rng.uni(),
+            })
+            .collect();
+        // SAFETY: AVX2/FMA/F16C checked above; `vals` holds 64 floats.
+        let (got, want) = unsafe {
+            let v: [__m256; 8] = std::array::from_fn(|j| _mm256_loadu_ps(vals.as_ptr().add(8 * j)));
+            let mut got = [0f32; 8];
+            _mm256_storeu_ps(got.as_mut_ptr(), hsum_ps_x8(&v));
+            (got, v.map(|x| hsum_ps(x)))
+        };
+        for j in 0..8 {
+            assert_eq!(got[j].to_bits(), want[j].to_bits(), "round {round} lane {j}: {} vs {}", got[j], want[j]);
+        }
+    }
+}
