@@ -343,6 +343,16 @@ pub fn matmul_quantized_with(
 /// other thread touches them; `tile.len() >= (n_rows - 1) * tb + len`.
 unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *mut f32, rows: usize) {
     assert!(n_rows == 0 || tile.len() >= (n_rows - 1) * tb + len, "scatter_tile: tile too short");
+    if len < 8 {
+        // decodes and small batches: one contiguous output row per token
+        for t in 0..len {
+            let dst = std::slice::from_raw_parts_mut(y.add(t * rows), n_rows);
+            for (k, d) in dst.iter_mut().enumerate() {
+                *d = tile[k * tb + t];
+            }
+        }
+        return;
+    }
     let mut c = 0;
     while c < len {
         let w = (len - c).min(8);
