@@ -72,7 +72,8 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
         Q8_0 => tile_q8_0_family_vnni::<WQ8_0>,
         IQ4_NL => tile_q8_0_family_vnni::<WIq4Nl>,
         // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 took
-        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512
+        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512;
+        // from 8 tokens the matmul runs `rows_q8_1_family_vnni` instead
         _ => return tile(ty),
     })
 }
@@ -659,10 +660,8 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
     }
 }
 
-const ROWS_Q8_1: usize = 3;
-
-/// `RowsFn` for Q4_1/Q5_1: blocks of rows × 8 tokens, tail tokens one row
-/// at a time (`group_q8_1`).
+/// `RowsFn` for Q4_1/Q5_1: blocks of 3 rows × 8 tokens, tail tokens one
+/// row at a time (`group_q8_1`).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     n: usize,
@@ -676,7 +675,9 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     os: usize,
 ) {
     assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
-    const R: usize = ROWS_Q8_1;
+    // 24 accumulators; 2 rows ran SmolLM2 prefills ~10 % slower, 4 rows
+    // (32 accumulators, spilled) about as slow as 2
+    const R: usize = 3;
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
@@ -701,7 +702,6 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
-                4 => rows_group_q8_1_vnni::<4>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
                 3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
                 2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
                 _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
