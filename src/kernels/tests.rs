@@ -534,3 +534,111 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
         }
     }
 }
+
+#[test]
+fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
+    // Every set's `RowsFn` (n_rows weight rows × nt tokens at once) must give
+    // each output the bits of the set's tile kernel for that row, and of the
+    // AVX2 set's (which follows the reference's vec_dot), for row counts
+    // around the row blocks, token counts around the token groups and odd
+    // strides and addresses; within 1e-6 of Σ|w·a| of the scalar set.
+    let sets = available_sets();
+    let avx2 = sets.iter().find(|s| s.name == "avx2");
+    let mut rng = Rng::new(91);
+    let n = 288; // 9 blocks of 32
+    let nts: Vec<usize> = (1..=40).chain([256 + 3]).collect();
+    let (max_rows, max_nt) = (9, 259);
+    for set in &sets {
+        for ty in [GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL] {
+            let Some(rows_f) = (set.rows)(ty) else { continue };
+            let act = ActType::for_weight(ty).expect("paired");
+            let row = ty.row_size(n as u64).expect("size") as usize;
+            let ws = row + 3; // weight rows not packed
+            let mut w = vec![0u8; (max_rows - 1) * ws + row];
+            let mut wf = Vec::new();
+            for r in 0..max_rows {
+                let q = quantize(ty, &rng.data(n));
+                wf.push(dequantize(ty, &q, n));
+                w[r * ws..r * ws + row].copy_from_slice(&q);
+            }
+            let arow = act.row_bytes(n);
+            let s = arow + 5;
+            let mut a = vec![0u8; (max_nt - 1) * s + arow];
+            let mut af = Vec::new();
+            for t in 0..max_nt {
+                let q = quantize_acts(&scalar::SET, act, &rng.data(n));
+                af.push(dequantize(act_as_ggml(act), &q, n));
+                a[t * s..t * s + arow].copy_from_slice(&q);
+            }
+            let (wbuf, woff) = misaligned(&w);
+            let (abuf, aoff) = misaligned(&a);
+            for n_rows in 1..=max_rows {
+                for &nt in &nts {
+                    let os = nt + 3;
+                    let mut out = vec![f32::NAN; (n_rows - 1) * os + nt];
+                    let wr = &wbuf[woff..woff + (n_rows - 1) * ws + row];
+                    let ar = &abuf[aoff..aoff + (nt - 1) * s + arow];
+                    // SAFETY: n is a multiple of 32, the buffers hold n_rows
+                    // rows `ws` apart and nt activation rows `s` apart, `out`
+                    // n_rows rows `os` apart, and the set runs on this CPU.
+                    unsafe { rows_f(n, wr, ws, n_rows, ar, s, nt, &mut out, os) };
+                    for r in 0..n_rows {
+                        let wrow = &w[r * ws..r * ws + row];
+                        let mut want = vec![0f32; nt];
+                        set.dot_tile(ty, n, wrow, ar, s, &mut want).expect("valid");
+                        let mut want_avx2 = want.clone();
+                        if let Some(avx2) = avx2 {
+                            avx2.dot_tile(ty, n, wrow, ar, s, &mut want_avx2).expect("valid");
+                        }
+                        let mut want_scalar = vec![0f32; nt];
+                        scalar::SET.dot_tile(ty, n, wrow, ar, s, &mut want_scalar).expect("valid");
+                        for t in 0..nt {
+                            let got = out[r * os + t];
+                            let ctx = format!("{} {ty} rows={n_rows} nt={nt} r={r} t={t}", set.name);
+                            assert_eq!(got.to_bits(), want[t].to_bits(), "{ctx}: {got} vs tile {}", want[t]);
+                            assert_eq!(got.to_bits(), want_avx2[t].to_bits(), "{ctx}: {got} vs avx2 {}", want_avx2[t]);
+                            let scale = abs_dot(&wf[r], &af[t]).max(f64::MIN_POSITIVE);
+                            let err = (got as f64 - want_scalar[t] as f64).abs();
+                            assert!(err <= 1e-6 * scale, "{ctx}: {got} vs scalar {}", want_scalar[t]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn hsum_ps_x8_equals_eight_hsum_ps_bit_for_bit() {
+    // The row-block kernels sum 8 accumulators at once; each lane must be
+    // `hsum_ps` of its vector: the same additions in the same pairing, so
+    // also for values where the order shows (cancellation, ±0, ±inf, NaN).
+    use super::x86_avx2::{cpu_ok, hsum_ps, hsum_ps_x8};
+    use std::arch::x86_64::*;
+    if !cpu_ok() {
+        eprintln!("no AVX2 on this CPU: skipped");
+        return;
+    }
+    let mut rng = Rng::new(5);
+    let special = [0.0f32, -0.0, 1e30, -1e30, 1.0, -1.0, 3e-39, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    for round in 0..2000 {
+        let vals: Vec<f32> = (0..64)
+            .map(|_| match rng.next() % 8 {
+                0 if round % 2 == 0 => special[(rng.next() % special.len() as u64) as usize],
+                1 => rng.uni() * 1e8,
+                _ => rng.uni(),
+            })
+            .collect();
+        // SAFETY: AVX2/FMA/F16C checked above; `vals` holds 64 floats.
+        let (got, want) = unsafe {
+            let v: [__m256; 8] = std::array::from_fn(|j| _mm256_loadu_ps(vals.as_ptr().add(8 * j)));
+            let mut got = [0f32; 8];
+            _mm256_storeu_ps(got.as_mut_ptr(), hsum_ps_x8(&v));
+            (got, v.map(|x| hsum_ps(x)))
+        };
+        for j in 0..8 {
+            assert_eq!(got[j].to_bits(), want[j].to_bits(), "round {round} lane {j}: {} vs {}", got[j], want[j]);
+        }
+    }
+}

@@ -74,7 +74,8 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
         Q8_0 => tile_q8_0_family_vnni::<WQ8_0>,
         IQ4_NL => tile_q8_0_family_vnni::<WIq4Nl>,
         // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 took
-        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512
+        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512;
+        // from 8 tokens the matmul runs `rows_q8_1_family_vnni` instead
         _ => return tile(ty),
     })
 }
@@ -86,6 +87,8 @@ fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
         Q5_0 => rows_q8_0_family_vnni::<WQ5_0>,
         Q8_0 => rows_q8_0_family_vnni::<WQ8_0>,
         IQ4_NL => rows_q8_0_family_vnni::<WIq4Nl>,
+        Q4_1 => rows_q8_1_family_vnni::<WQ4_1>,
+        Q5_1 => rows_q8_1_family_vnni::<WQ5_1>,
         _ => return None,
     })
 }
@@ -124,6 +127,26 @@ pub(crate) unsafe fn hsum_ps(v: __m256) -> f32 {
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
     _mm_cvtss_f32(s)
+}
+
+/// `hsum_ps` of 8 vectors at once: lane j = `hsum_ps(v[j])`, bit for bit
+/// (the same additions in the same pairing: halves, then lanes 2 apart,
+/// then neighbours).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn hsum_ps_x8(v: &[__m256; 8]) -> __m256 {
+    // [lo(v[2k]) + hi(v[2k]) | lo(v[2k+1]) + hi(v[2k+1])]
+    let h: [__m256; 4] = std::array::from_fn(|k| {
+        let (x, y) = (v[2 * k], v[2 * k + 1]);
+        _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31))
+    });
+    // per 128-bit half, [s0 + s2, s1 + s3] of two vectors: halves
+    // (v0, v1 | v2, v3 ...) -> [v0 | v1] low/high with v2, v3 beside them
+    let p01 = _mm256_add_ps(_mm256_shuffle_ps(h[0], h[1], 0b01_00_01_00), _mm256_shuffle_ps(h[0], h[1], 0b11_10_11_10));
+    let p23 = _mm256_add_ps(_mm256_shuffle_ps(h[2], h[3], 0b01_00_01_00), _mm256_shuffle_ps(h[2], h[3], 0b11_10_11_10));
+    // neighbours: low half [v0, v2, v4, v6], high half [v1, v3, v5, v7]
+    let r = _mm256_hadd_ps(p01, p23);
+    _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -523,6 +546,174 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
             let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
             for t in t..nt {
                 group_q8_0_vnni::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+            }
+        }
+        r += rows_here;
+    }
+}
+
+// --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens on AVX-512 VNNI
+//
+// The same per-output float operations as `group_q8_1` in the same order:
+// per block, scale = dw·da rounded to f32, fmadd into an 8-lane
+// accumulator, acc_min += mw·sa (a multiply, then an add); finally
+// `hsum_ps(acc) + acc_min`. The integer lane sums are exact either way:
+// the weight values are unsigned (at most 31), so `vpdpbusd` takes them as
+// its u8 operand and the activations as its i8 one, with no sign trick.
+//
+// Per call, each block of R rows is unpacked once (values as bytes, scales
+// and minimums as f32) and reused by every group of 8 tokens; each
+// activation load serves the R rows. The activation scales `d` and sums
+// `s` of the call are converted to f32 once, token-minor, so that for a
+// row and block the 8 tokens' dw·da (one `vmulps`) and their `acc_min`
+// updates (one `vmulps`, one `vaddps`) are vector operations whose lanes
+// each do the scalar one. The dw·da go through a small buffer so that the
+// main loop reads them as broadcasts folded into its fmadds.
+
+/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
+/// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
+/// 8-lane loads at any token stay inside).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut d = vec![0f32; nb * ntp];
+    let mut m = vec![0f32; nb * ntp];
+    for t in 0..nt {
+        for b in 0..nb {
+            let ab = a.add(t * s + b * 36);
+            d[b * ntp + t] = f16_at(ab);
+            m[b * ntp + t] = f16_at(ab.add(2));
+        }
+    }
+    (d, m)
+}
+
+/// R weight rows unpacked for the row-block kernel.
+struct UnpackedRows {
+    q: Vec<__m256i>, // [nb][R] the values as u8
+    dw: Vec<f32>,    // [nb][R] block scales
+    mw: Vec<f32>,    // [nb][R] block minimums
+}
+
+/// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
+    for b in 0..nb {
+        for r in 0..rows {
+            let (q, dw, mw) = U::load(w.add(r * ws + b * U::BYTES));
+            u.q[b * rows + r] = q;
+            u.dw[b * rows + r] = dw;
+            u.mw[b * rows + r] = mw;
+        }
+    }
+}
+
+/// R unpacked rows × 8 tokens (`s` bytes apart from `a`), whose f32 scales
+/// and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
+/// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn rows_group_q8_1_vnni<const R: usize>(
+    nb: usize,
+    u: &UnpackedRows,
+    a: *const u8,
+    s: usize,
+    da: *const f32,
+    sa: *const f32,
+    ntp: usize,
+    sc: *mut f32,
+    out: *mut f32,
+    os: usize,
+) {
+    // --- the float side first: dw·da per (block, row, token) into `sc`
+    // ([nb][R][8]) and the minimum terms, whole
+    assert!(u.q.len() >= nb * R && u.dw.len() >= nb * R && u.mw.len() >= nb * R);
+    let (uq, udw, umw) = (u.q.as_ptr(), u.dw.as_ptr(), u.mw.as_ptr());
+    let mut acc_min = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let dav = _mm256_loadu_ps(da.add(b * ntp));
+        let sav = _mm256_loadu_ps(sa.add(b * ntp));
+        for r in 0..R {
+            let dw = _mm256_set1_ps(*udw.add(b * R + r));
+            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
+            let mw = _mm256_set1_ps(*umw.add(b * R + r));
+            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
+        }
+    }
+    // --- the integer sums, each scaled into its token's accumulator
+    let zero = _mm256_setzero_si256();
+    let mut acc = [[_mm256_setzero_ps(); 8]; R];
+    for b in 0..nb {
+        let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
+        for j in 0..8 {
+            let av = loadu(a.add(j * s + b * 36 + 4));
+            for r in 0..R {
+                let p = _mm256_dpbusd_epi32(zero, q[r], av);
+                let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + j));
+                acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+            }
+        }
+    }
+    for r in 0..R {
+        // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
+        let v = _mm256_add_ps(hsum_ps_x8(&acc[r]), acc_min[r]);
+        _mm256_storeu_ps(out.add(r * os), v);
+    }
+}
+
+/// `RowsFn` for Q4_1/Q5_1: blocks of 3 rows × 8 tokens, tail tokens one
+/// row at a time (`group_q8_1`).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+unsafe fn rows_q8_1_family_vnni<U: W32Min>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    // 24 accumulators; 2 rows ran SmolLM2 prefills ~10 % slower, 4 rows
+    // (32 accumulators, spilled) about as slow as 2
+    const R: usize = 3;
+    let nb = n / QK;
+    let n8 = nt - nt % 8;
+    let ntp = n8 + 8;
+    let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let mut u = UnpackedRows {
+        q: vec![_mm256_setzero_si256(); nb * R],
+        dw: vec![0f32; nb * R],
+        mw: vec![0f32; nb * R],
+    };
+    let mut r = 0;
+    while r < n_rows {
+        let wp = w.as_ptr().add(r * ws);
+        let op = out.as_mut_ptr().add(r * os);
+        let rows_here = (n_rows - r).min(R);
+        if n8 > 0 {
+            unpack_rows::<U>(nb, wp, ws, rows_here, &mut u);
+        }
+        let mut t = 0;
+        while t + 8 <= nt {
+            let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+            let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
+            let scp = sc.as_mut_ptr();
+            match rows_here {
+                3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+            }
+            t += 8;
+        }
+        for rr in 0..rows_here {
+            let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
+            for t in t..nt {
+                group_q8_1::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
             }
         }
         r += rows_here;
