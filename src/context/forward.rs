@@ -160,7 +160,7 @@ pub fn forward(
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
     let neox = arch.rope_type() == 2;
-    let Workspace { x, h, q, k, v, attn, o, gate, up, act, d, layer, acts } = ws;
+    let Workspace { x, h, q, k, v, attn, o, gate, up, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -277,21 +277,24 @@ pub fn forward(
             dump::tensor("ffn_gate", Some(il), gate, gate.len() / nr);
             dump::tensor("ffn_up", Some(il), up, up.len() / nr);
         }
-        // act: [nr][n_ff], row by row (as ggml_vec_swiglu_f32 runs)
+        // the activation in place of the gate: [nr][n_ff], row by row (as
+        // ggml_vec_swiglu_f32 runs)
         let n_ff = gate.len() / nr;
-        let (gate, up) = (&*gate, &*up);
-        pool.run_rows(sized(act, gate.len()), n_ff, pool.light_rows_per_task(nr), &|i, a| {
-            let (g, u) = (&gate[i * n_ff..(i + 1) * n_ff], &up[i * n_ff..(i + 1) * n_ff]);
+        let up = &*up;
+        pool.run_rows(gate, n_ff, pool.light_rows_per_task(nr), &|i, g| {
+            let u = &up[i * n_ff..(i + 1) * n_ff];
             if arch == Arch::Gemma3 {
-                ops::geglu(g, u, a);
+                ops::geglu(g, u);
             } else {
-                kernels::vecf::swiglu(g, u, a);
+                kernels::vecf::swiglu(g, u);
             }
         })?;
+        let act = &*gate;
         dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
-        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *d])?;
-        dump::tensor("ffn_out", Some(il), d, n_embd);
-        add_residual(pool, x, d, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
+        // the FFN output [nr][n_embd] in `o` (the attention's is consumed)
+        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *o])?;
+        dump::tensor("ffn_out", Some(il), o, n_embd);
+        add_residual(pool, x, o, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
         dump::tensor("l_out", Some(il), x, n_embd);
     }
 

@@ -18,10 +18,12 @@ pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
 
 /// ggml_vec_geglu_f32 as the reference builds it (GGML_GELU_FP16): GELU
 /// read from a table of f16 values indexed by the f16 of `g` (0 at or below
-/// -10, the identity at or above 10), times `u`.
-pub fn geglu(g: &[f32], u: &[f32], out: &mut [f32]) {
+/// -10, the identity at or above 10), times `u`; in place: `g[i]` becomes
+/// `gelu(g[i])·u[i]`.
+pub fn geglu(g: &mut [f32], u: &[f32]) {
     let table = gelu_table();
-    for ((o, &x), &v) in out.iter_mut().zip(g).zip(u) {
+    for (o, &v) in g.iter_mut().zip(u) {
+        let x = *o;
         *o = if x <= -10.0 {
             0.0
         } else if x >= 10.0 {

@@ -24,14 +24,11 @@ pub struct Workspace {
     pub v: Vec<f32>,
     /// [nt][n_head * hd_v] the attention output
     pub attn: Vec<f32>,
-    /// [nt][n_embd] the attention projection
+    /// [nt][n_embd] the attention projection, then the FFN output
     pub o: Vec<f32>,
-    /// [nr][n_ff] gate, up and their activation
+    /// [nr][n_ff] gate (then the activation, in place) and up
     pub gate: Vec<f32>,
     pub up: Vec<f32>,
-    pub act: Vec<f32>,
-    /// [nr][n_embd] the FFN output
-    pub d: Vec<f32>,
     /// one layer's K and V as f32, as the flash attention reads them
     pub layer: LayerKv,
     /// the matmuls' quantized inputs, one per activation format

@@ -145,28 +145,30 @@ fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
     reduce16(g)
 }
 
-/// ggml_vec_swiglu_f32: `out[i] = silu(g[i]) * u[i]` with silu(x) =
-/// x / (1 + e^-x), e^ by [`expf`] over groups of 16 and by libm for a tail.
-pub fn swiglu(g: &[f32], u: &[f32], out: &mut [f32]) {
-    let n = out.len().min(g.len()).min(u.len());
+/// ggml_vec_swiglu_f32 in place: `g[i]` becomes `silu(g[i]) * u[i]` with
+/// silu(x) = x / (1 + e^-x), e^ by [`expf`] over groups of 16 and by libm
+/// for a tail.
+pub fn swiglu(g: &mut [f32], u: &[f32]) {
+    let n = g.len().min(u.len());
     let body = n / 16 * 16;
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: use_avx2() checked the features; the slices hold `body`.
-        unsafe { avx2::swiglu(&g[..body], &u[..body], &mut out[..body]) };
+        unsafe { avx2::swiglu(&mut g[..body], &u[..body]) };
     } else {
-        swiglu_scalar(&g[..body], &u[..body], &mut out[..body]);
+        swiglu_scalar(&mut g[..body], &u[..body]);
     }
     #[cfg(not(target_arch = "x86_64"))]
-    swiglu_scalar(&g[..body], &u[..body], &mut out[..body]);
+    swiglu_scalar(&mut g[..body], &u[..body]);
     for i in body..n {
         let x = g[i];
-        out[i] = x / (1.0 + (-x).exp()) * u[i];
+        g[i] = x / (1.0 + (-x).exp()) * u[i];
     }
 }
 
-fn swiglu_scalar(g: &[f32], u: &[f32], out: &mut [f32]) {
-    for ((o, &x), &v) in out.iter_mut().zip(g).zip(u) {
+fn swiglu_scalar(g: &mut [f32], u: &[f32]) {
+    for (o, &v) in g.iter_mut().zip(u) {
+        let x = *o;
         *o = x / (1.0 + expf(-x)) * v;
     }
 }
@@ -398,18 +400,19 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn swiglu(g: &[f32], u: &[f32], out: &mut [f32]) {
+    pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
         let one = _mm256_set1_ps(1.0);
+        let n = g.len().min(u.len());
         let mut i = 0;
-        while i + 8 <= out.len() {
-            // SAFETY: i + 8 ≤ len of all three slices.
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ len of both slices.
             let x = _mm256_loadu_ps(g.as_ptr().add(i));
             let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
             let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
-            _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
+            _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
             i += 8;
         }
-        swiglu_scalar(&g[i..], &u[i..], &mut out[i..]);
+        swiglu_scalar(&mut g[i..n], &u[i..n]);
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -541,9 +544,9 @@ mod tests {
         let g: Vec<f32> = xs.iter().map(|x| x / 10.0).collect();
         let u: Vec<f32> = xs.iter().rev().map(|x| x / 7.0).collect();
         let n = g.len() / 16 * 16;
-        let (mut a, mut b) = (vec![0f32; n], vec![0f32; n]);
-        swiglu(&g[..n], &u[..n], &mut a);
-        swiglu_scalar(&g[..n], &u[..n], &mut b);
+        let (mut a, mut b) = (g[..n].to_vec(), g[..n].to_vec());
+        swiglu(&mut a, &u[..n]);
+        swiglu_scalar(&mut b, &u[..n]);
         assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 
         let q: Vec<f32> = (0..128).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
