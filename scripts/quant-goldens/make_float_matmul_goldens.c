@@ -42,12 +42,8 @@ static void mul_mat(ggml_backend_t be, enum ggml_type t, int rows, int cols, con
 int main(int argc, char ** argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s DIR\n", argv[0]); return 2; }
     char path[4096];
-    snprintf(path, sizeof(path), "%s/input.f32", argv[1]);
-    FILE * f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "cannot read %s\n", path); return 1; }
     static float in[N_IN];
-    if (fread(in, sizeof(float), N_IN, f) != N_IN) { fprintf(stderr, "short input\n"); return 1; }
-    fclose(f);
+    read_input(argv[1], in, N_IN);
 
     ggml_cpu_init();
     ggml_backend_t be = ggml_backend_cpu_init();

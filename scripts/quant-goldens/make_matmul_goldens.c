@@ -73,12 +73,8 @@ static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml
 int main(int argc, char ** argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s DIR\n", argv[0]); return 2; }
     char path[4096];
-    snprintf(path, sizeof(path), "%s/input.f32", argv[1]);
-    FILE * f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "cannot read %s\n", path); return 1; }
     static float in[MAX_NT * COLS];
-    if (fread(in, sizeof(float), MAX_NT * COLS, f) != MAX_NT * COLS) { fprintf(stderr, "short input\n"); return 1; }
-    fclose(f);
+    read_input(argv[1], in, MAX_NT * COLS);
 
     ggml_cpu_init();
     ggml_backend_t be = ggml_backend_cpu_init();

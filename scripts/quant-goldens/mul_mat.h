@@ -15,6 +15,16 @@
 
 static void put_u32(FILE * f, uint32_t v) { fwrite(&v, 4, 1, f); }
 
+// The first n floats of DIR/input.f32 into in; exits on failure.
+static void read_input(const char * dir, float * in, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/input.f32", dir);
+    FILE * f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "cannot read %s\n", path); exit(1); }
+    if (fread(in, sizeof(float), n, f) != n) { fprintf(stderr, "short input\n"); exit(1); }
+    fclose(f);
+}
+
 // y [nt][rows] = W x, x [nt][cols] f32, W's data already set in its buffer.
 static void graph_mul_mat(ggml_backend_t be, struct ggml_tensor * W, int cols, const float * x, int nt, float * y) {
     struct ggml_init_params gp = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), NULL, true};

@@ -676,7 +676,7 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert!(n_rows >= 1 && nt >= 1 && out.len() >= (n_rows - 1) * os + nt, "rows kernel: output too short");
+    assert_rows_out(n_rows, nt, out.len(), os);
     // 24 accumulators; 2 rows ran SmolLM2 prefills ~10 % slower, 4 rows
     // (32 accumulators, spilled) about as slow as 2
     const R: usize = 3;
