@@ -443,63 +443,102 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
     }
 }
 
-// --- 2 weight rows × 8 tokens on AVX-512 VNNI
+// --- R weight rows × 8 tokens on AVX-512 VNNI
 //
 // The same per-output float operations as `group_q8_0_vnni` (scale = dw·da
 // rounded to f32, fmadd into an 8-lane accumulator, `hsum_ps`), with the
 // integer lane sums computed without the sign trick: the activation is
-// offset to unsigned (a + 128, shared by both rows) and each 4-byte lane
+// offset to unsigned (a + 128, shared by all rows) and each 4-byte lane
 // starts from −128·Σq, so a lane holds Σ a·q exactly as before (no
-// saturation in `vpdpbusd`). Each activation load serves 2 rows, and the
-// activation scales are converted to f32 once per call for all its rows;
-// dw·da is one `vmulps` of two broadcasts (the same rounding as the scalar
-// product). 16 accumulators fit the 32 AVX-512 vector registers.
+// saturation in `vpdpbusd`). Each activation load serves R rows.
+//
+// Per call, each block of R rows is unpacked once (values, the −128·Σq
+// lanes, scales as f32) and reused by every group of 8 tokens; the
+// activation scales are converted to f32 once, token-minor. For a group
+// and a block, the R×8 products dw·da are R `vmulps` (each lane the scalar
+// product's rounding) written to a small buffer, so that the main loop
+// reads them as broadcasts folded into its fmadds: per output and block it
+// runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
 
+/// R rows of 32-blocks unpacked for the row-block kernel, `[nb][R]` each.
+struct UnpackedQ0 {
+    q: Vec<__m256i>,    // the values as i8
+    bias: Vec<__m256i>, // −128·Σq per 4-byte lane (the u8 offset's correction)
+    dw: Vec<f32>,       // block scales
+}
+
+/// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
-unsafe fn rows_group_vnni<U: W32, const R: usize, const T: usize>(
+unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0) {
+    assert!(u.q.len() >= nb * rows && u.bias.len() >= nb * rows && u.dw.len() >= nb * rows);
+    let zero = _mm256_setzero_si256();
+    let offset = _mm256_set1_epi8(-128i8);
+    for b in 0..nb {
+        for r in 0..rows {
+            let (q, d) = U::load(w.add(r * ws + b * U::BYTES));
+            u.q[b * rows + r] = q;
+            u.bias[b * rows + r] = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, q));
+            u.dw[b * rows + r] = d;
+        }
+    }
+}
+
+/// R unpacked rows × 8 tokens (`s` bytes apart from `a`) whose f32 scales
+/// are at `da[b * 8 + j]`; output `out[r * os + j]`. `sc` is scratch for
+/// `nb * R * 8` floats.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_group_vnni<const R: usize>(
     nb: usize,
-    w: *const u8,
-    ws: usize,
+    u: &UnpackedQ0,
     a: *const u8,
     s: usize,
     da: *const f32,
+    sc: *mut f32,
     out: *mut f32,
     os: usize,
 ) {
-    let zero = _mm256_setzero_si256();
-    let offset = _mm256_set1_epi8(-128i8); // 0x80: a ^ 0x80 == a + 128 as u8
-    let mut acc = [[_mm256_setzero_ps(); T]; R];
+    assert!(u.q.len() >= nb * R && u.bias.len() >= nb * R && u.dw.len() >= nb * R);
+    let (uq, ub, udw) = (u.q.as_ptr(), u.bias.as_ptr(), u.dw.as_ptr());
+    // --- the float side first: dw·da per (block, row, token) into `sc`
+    // ([nb][R][8])
     for b in 0..nb {
-        let mut q = [zero; R];
-        let mut bias = [zero; R];
-        let mut dw = [_mm256_setzero_ps(); R];
+        let dav = _mm256_loadu_ps(da.add(b * 8));
         for r in 0..R {
-            let (qr, d) = U::load(w.add(r * ws + b * U::BYTES));
-            q[r] = qr;
-            bias[r] = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, qr));
-            dw[r] = _mm256_set1_ps(d);
+            let dw = _mm256_set1_ps(*udw.add(b * R + r));
+            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
         }
-        for j in 0..T {
-            let ab = a.add(j * s + b * 34);
-            let au = _mm256_xor_si256(loadu(ab.add(2)), offset);
-            // the token's f16 scale, converted once per call (exact)
-            let da = _mm256_set1_ps(*da.add(j * nb + b));
+    }
+    // --- the integer sums, each scaled into its token's accumulator
+    let offset = _mm256_set1_epi8(-128i8); // 0x80: a ^ 0x80 == a + 128 as u8
+    let mut acc = [[_mm256_setzero_ps(); 8]; R];
+    for b in 0..nb {
+        let mut q = [_mm256_setzero_si256(); R];
+        let mut bias = [_mm256_setzero_si256(); R];
+        for r in 0..R {
+            q[r] = *uq.add(b * R + r);
+            bias[r] = *ub.add(b * R + r);
+        }
+        for j in 0..8 {
+            let au = _mm256_xor_si256(loadu(a.add(j * s + b * 34 + 2)), offset);
             for r in 0..R {
                 let p = _mm256_dpbusd_epi32(bias[r], au, q[r]);
-                let scale = _mm256_mul_ps(dw[r], da);
+                let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + j));
                 acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
             }
         }
     }
     for r in 0..R {
-        for j in 0..T {
+        for j in 0..8 {
             *out.add(r * os + j) = hsum_ps(acc[r][j]);
         }
     }
 }
 
-/// `RowsFn` for the 32-block × Q8_0 types: pairs of rows, tokens by 8 then 1.
+/// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` rows × 8 tokens,
+/// tail tokens one row at a time.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn rows_q8_0_family_vnni<U: W32>(
     n: usize,
@@ -513,35 +552,49 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
+    // 24 accumulators; on SmolLM2 Q8_0 pp512 2 rows took ~2 % more CPU
+    // time, 4 rows (32 accumulators, spilled) ~8 % more
+    const R: usize = 3;
     let nb = n / QK;
     let n8 = nt - nt % 8;
-    // [n8][nb] the activation block scales as f32, shared by all rows
+    // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
+    // group of 8), shared by all rows
     let mut da = vec![0f32; n8 * nb];
     for t in 0..n8 {
         for b in 0..nb {
-            da[t * nb + b] = f16_at(a.as_ptr().add(t * s + b * 34));
+            da[((t / 8) * nb + b) * 8 + t % 8] = f16_at(a.as_ptr().add(t * s + b * 34));
         }
     }
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let mut u = UnpackedQ0 {
+        q: vec![_mm256_setzero_si256(); nb * R],
+        bias: vec![_mm256_setzero_si256(); nb * R],
+        dw: vec![0f32; nb * R],
+    };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
-        let pair = n_rows - r >= 2;
+        let rows_here = (n_rows - r).min(R);
+        if n8 > 0 {
+            unpack_rows_q0::<U>(nb, wp, ws, rows_here, &mut u);
+        }
         let mut t = 0;
         while t + 8 <= nt {
             let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
-            let dp = da.as_ptr().add(t * nb);
-            if pair {
-                rows_group_vnni::<U, 2, 8>(nb, wp, ws, ap, s, dp, o, os);
-            } else {
-                rows_group_vnni::<U, 1, 8>(nb, wp, ws, ap, s, dp, o, os);
+            let dp = da.as_ptr().add((t / 8) * nb * 8);
+            let scp = sc.as_mut_ptr();
+            match rows_here {
+                4 => rows_group_vnni::<4>(nb, &u, ap, s, dp, scp, o, os),
+                3 => rows_group_vnni::<3>(nb, &u, ap, s, dp, scp, o, os),
+                2 => rows_group_vnni::<2>(nb, &u, ap, s, dp, scp, o, os),
+                _ => rows_group_vnni::<1>(nb, &u, ap, s, dp, scp, o, os),
             }
             t += 8;
         }
         // tail tokens: one row at a time, streaming each row once (two rows
         // interleaved ran decodes ~1.5x slower: the output head is bound by
         // the weight stream)
-        let rows_here = if pair { 2 } else { 1 };
         for rr in 0..rows_here {
             let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
             for t in t..nt {
