@@ -56,6 +56,8 @@ pub mod repack;
 #[cfg(target_arch = "x86_64")]
 pub mod repack_rows;
 pub mod tiled;
+#[cfg(target_arch = "x86_64")]
+pub mod tiled_vnni;
 pub mod tinyblas_bf16;
 pub mod tinyblas_f32;
 pub mod tinyblas_f16;
@@ -158,11 +160,12 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
 }
 
 /// The row-block kernel (AVX-512 VNNI) of `path` for `ty`, if there is one:
-/// 8 rows per step on the repacked path.
+/// 8 rows per step on the repacked path, 8 rows × 16 tokens on the tiled one.
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
     match path {
         Path::Repack => repack_rows::vnni_rows(ty),
+        Path::Tiled => tiled_vnni::vnni_rows(ty),
         _ => None,
     }
 }

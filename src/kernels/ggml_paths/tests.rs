@@ -172,17 +172,30 @@ fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
     // the group of 8 (leftover rows), token counts around the gemm step and
     // the gemm/gemv split, odd weight/activation/output strides and
     // unaligned addresses.
-    use crate::kernels::dispatch::ActType;
     use GgmlType::*;
+    row_block_kernels_give_the_scalar_bits(Path::Repack, &[Q4_0, IQ4_NL, Q4_K, Q2_K], 768);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn tiled_row_block_kernels_compute_the_scalar_emulations_bits() {
+    // The 8 rows × 16 tokens kernels (AVX-512 VNNI) of the tiled path, as
+    // above: leftover rows and tokens (16-token groups), 3 super-blocks.
+    use GgmlType::*;
+    row_block_kernels_give_the_scalar_bits(Path::Tiled, &[Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS], 768);
+}
+
+#[cfg(target_arch = "x86_64")]
+fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: usize) {
+    use crate::kernels::dispatch::ActType;
     if !crate::kernels::x86_avx2::cpu_ok_vnni() {
         eprintln!("no AVX-512 VNNI on this CPU: skipped");
         return;
     }
     let mut rng = Rng::new(5);
-    let cols = 768;
-    for ty in [Q4_0, IQ4_NL, Q4_K, Q2_K] {
-        let rows_f = super::vnni_rows(ty, Path::Repack).expect("row-block kernel");
-        let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
+    for &ty in types {
+        let rows_f = super::vnni_rows(ty, path).expect("row-block kernel");
+        let one = super::scalar_tile(ty, path).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
         let rb = ty.row_size(cols as u64).expect("row size") as usize;
         let ws = rb + 3;
@@ -214,7 +227,7 @@ fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
                     unsafe { one(cols, &w[1 + r * ws..], &a[1..], s, &mut want) };
                     for t in 0..nt {
                         let got = y[r * os + t];
-                        assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                        assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} {path:?} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
                     }
                 }
             }
