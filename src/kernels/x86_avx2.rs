@@ -489,7 +489,7 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
 /// `nb * R * 8` floats.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
 unsafe fn rows_group_vnni<const R: usize>(
     nb: usize,
     u: &UnpackedQ0,
@@ -540,6 +540,7 @@ unsafe fn rows_group_vnni<const R: usize>(
 /// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` rows × 8 tokens,
 /// tail tokens one row at a time.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn rows_q8_0_family_vnni<U: W32>(
     n: usize,
     w: &[u8],

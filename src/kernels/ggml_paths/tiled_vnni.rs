@@ -171,6 +171,7 @@ impl RowBlock {
 /// super-blocks: `out[r]` lane `l` = output of row r, token l.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
+#[allow(clippy::needless_range_loop)] // register arrays by row
 unsafe fn block<const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles, g: usize, out: &mut [__m512; RB]) {
     let nsb = at.nsb;
     assert!(at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * 16 && at.d.len() >= (g + 1) * nsb);
