@@ -315,7 +315,10 @@ pub fn matmul_quantized_with(
         // the tiles, where this set has a kernel over them (any token count)
         let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads());
-        if rows_f.is_some() || tiled_f.is_some() {
+        if tiled_f.is_some() {
+            // the tiles come in strips of 16 rows
+            step = step.next_multiple_of(super::ggml_paths::repack_tiles::STRIP_ROWS);
+        } else if rows_f.is_some() {
             // row-block kernels step over groups of rows (up to 8): whole
             // groups per task (the outputs' bits do not depend on it)
             step = step.next_multiple_of(8);
@@ -343,15 +346,17 @@ pub fn matmul_quantized_with(
             let t1 = (t0 + tb).min(nt);
             let len = t1 - t0;
             if let Some((tiled_f, tiles)) = job.tiled_f {
-                let gb = super::ggml_paths::repack_tiles::group_bytes(job.w.cols);
-                // SAFETY: rows r0..r1 are whole 8-row groups (r0 and the
-                // step are multiples of 8, `rows` is: `tiled_fn`) whose
-                // tiles `with_tiles` checked; activations and `tile` as
-                // below; the kernel asserts the lengths.
+                use super::ggml_paths::repack_tiles::rows_offset;
+                let (c, o0, o1) = (job.w.cols, rows_offset(job.w.cols, r0), rows_offset(job.w.cols, r1));
+                // SAFETY: rows r0..r1 are whole strips of 16 rows but for
+                // the matrix's last 8 (r0 and the step are multiples of 16,
+                // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
+                // checked; activations and `tile` as below; the kernel
+                // asserts the lengths.
                 unsafe {
                     tiled_f(
-                        job.w.cols,
-                        &tiles[r0 / 8 * gb..r1 / 8 * gb],
+                        c,
+                        &tiles[o0..o1],
                         n_rows,
                         &job.a.data[t0 * stride..],
                         stride,

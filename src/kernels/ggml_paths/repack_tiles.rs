@@ -3,19 +3,22 @@
 //! AVX-512 VNNI kernel over them for every token count ([`TiledFn`]).
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
-//! (`nb = cols / 32` blocks per row): `rows / 8` groups of 8 rows, each
-//! [`group_bytes`] long (a multiple of 64), holding
+//! (`nb = cols / 32` blocks per row), in the order the kernel reads it (one
+//! linear stream, which the hardware prefetchers follow; separate streams
+//! per 8-row group ran at a third of the memory bandwidth): strips of 16
+//! rows (two 8-row groups; the last strip 8 rows when `rows % 16 == 8`),
+//! each `[nb]` blocks of
 //!
-//! - `qs`: `[nb][4][8 rows][4 bytes]` (`nb · 128` bytes): vector `k` of
-//!   block `b` holds, in the 32-bit lane of row `r`, bytes `4k .. 4k + 4` of
-//!   that row's block `b` quants; its low nibbles are elements `4k .. 4k + 4`,
-//!   its high nibbles elements `16 + 4k .. 16 + 4k + 4` (the file's nibble
-//!   order);
-//! - `d`: `[nb][8 rows]` the blocks' f16 scales (`nb · 16` bytes);
+//! - `qs`: `[R groups][4][8 rows][4 bytes]` (`R · 128` bytes): vector `k`
+//!   of group `h` holds, in the 32-bit lane of its row `r`, bytes
+//!   `4k .. 4k + 4` of that row's block quants; the low nibbles are elements
+//!   `4k .. 4k + 4`, the high nibbles elements `16 + 4k .. 16 + 4k + 4` (the
+//!   file's nibble order);
+//! - `d`: `[R groups][8 rows]` the blocks' f16 scales (`R · 16` bytes).
 //!
-//! then padding. The tiles are as large as the file's blocks (144 bytes per
-//! 8-row block), and a row read back from them equals the file's row
-//! ([`read_row`]).
+//! The tiles are exactly as large as the file's blocks (144 bytes per 8-row
+//! block), rows `r0..` (`r0 % 16 == 0`) start at byte [`rows_offset`], and a
+//! row read back from them equals the file's row ([`read_row`]).
 //!
 //! The kernel puts 8 rows in the 8 lanes: per block, `vpdpbusd` of the
 //! nibbles (as u8; IQ4_NL through its table + 128) with the broadcast of 4
@@ -34,51 +37,60 @@ const BLOCK_BYTES: usize = 18;
 /// Rows per group (the lanes of one vector).
 pub const GROUP_ROWS: usize = 8;
 
-/// Bytes of one 8-row group of `cols`-element rows (64-byte multiple).
-pub fn group_bytes(cols: usize) -> usize {
-    (cols / QK * (8 * BLOCK_BYTES)).next_multiple_of(64)
+/// Rows per strip (two groups).
+pub const STRIP_ROWS: usize = 16;
+
+/// Bytes of one block of one 8-row group in the tiles.
+const GROUP_BLOCK: usize = GROUP_ROWS * BLOCK_BYTES;
+
+/// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
+/// `cols` columns.
+pub fn rows_offset(cols: usize, r0: usize) -> usize {
+    r0 / GROUP_ROWS * (cols / QK) * GROUP_BLOCK
 }
 
 /// Bytes of the tiles of a `rows`×`cols` matrix of type `ty`, or `None` if
 /// the matrix has no tiled layout (other types, rows not a multiple of 8).
 pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
     let ok = matches!(ty, GgmlType::Q4_0 | GgmlType::IQ4_NL) && rows % GROUP_ROWS == 0 && cols % QK == 0 && cols > 0;
-    ok.then(|| rows / GROUP_ROWS * group_bytes(cols))
+    ok.then(|| rows_offset(cols, rows))
+}
+
+/// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`,
+/// vectors 32 bytes apart; its f16 scale).
+fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize) {
+    let s0 = r / STRIP_ROWS * STRIP_ROWS;
+    let groups = (rows - s0).min(STRIP_ROWS) / GROUP_ROWS; // R of this strip
+    let (h, lane) = (r % STRIP_ROWS / GROUP_ROWS, r % GROUP_ROWS);
+    let blk = rows_offset(cols, s0) + b * groups * GROUP_BLOCK;
+    (blk + h * 128 + lane * 4, blk + groups * 128 + h * 16 + lane * 2)
 }
 
 /// Interleaves `src` (the file's `rows` rows, row-major) into `dst`
 /// (`tiles_bytes` long). Panics on other sizes.
 pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
     let need = tiles_bytes(ty, rows, cols).expect("a tiled type and shape");
-    let nb = cols / QK;
-    let rb = nb * BLOCK_BYTES;
+    let rb = cols / QK * BLOCK_BYTES;
     assert!(src.len() >= rows * rb && dst.len() >= need, "repack_tiles::build: buffer sizes");
-    let gs = group_bytes(cols);
-    for (g, tile) in dst[..need].chunks_exact_mut(gs).enumerate() {
-        let (qs, rest) = tile.split_at_mut(nb * 128);
-        for r in 0..GROUP_ROWS {
-            let row = &src[(g * GROUP_ROWS + r) * rb..][..rb];
-            for (b, blk) in row.chunks_exact(BLOCK_BYTES).enumerate() {
-                rest[(b * GROUP_ROWS + r) * 2..][..2].copy_from_slice(&blk[..2]);
-                for k in 0..4 {
-                    qs[b * 128 + k * 32 + r * 4..][..4].copy_from_slice(&blk[2 + 4 * k..][..4]);
-                }
+    for r in 0..rows {
+        for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
+            let (q, d) = block_at(rows, cols, r, b);
+            dst[d..d + 2].copy_from_slice(&blk[..2]);
+            for k in 0..4 {
+                dst[q + 32 * k..q + 32 * k + 4].copy_from_slice(&blk[2 + 4 * k..6 + 4 * k]);
             }
         }
-        rest[nb * 16..].fill(0);
     }
 }
 
-/// Row `r` of a matrix read back from its tiles into `out` (the file's
-/// `cols / 32 · 18` bytes).
-pub fn read_row(cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
-    let nb = cols / QK;
-    let tile = &tiles[r / GROUP_ROWS * group_bytes(cols)..][..group_bytes(cols)];
-    let lane = r % GROUP_ROWS;
-    for (b, blk) in out[..nb * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
-        blk[..2].copy_from_slice(&tile[nb * 128 + (b * GROUP_ROWS + lane) * 2..][..2]);
+/// Row `r` of a `rows`-row matrix read back from its tiles into `out` (the
+/// file's `cols / 32 · 18` bytes).
+pub fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
+    for (b, blk) in out[..cols / QK * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
+        let (q, d) = block_at(rows, cols, r, b);
+        blk[..2].copy_from_slice(&tiles[d..d + 2]);
         for k in 0..4 {
-            blk[2 + 4 * k..][..4].copy_from_slice(&tile[b * 128 + k * 32 + lane * 4..][..4]);
+            blk[2 + 4 * k..6 + 4 * k].copy_from_slice(&tiles[q + 32 * k..q + 32 * k + 4]);
         }
     }
 }
@@ -99,7 +111,7 @@ mod vnni {
 
     use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{f16_at, hsum_epi32, loadu};
-    use super::{group_bytes, GROUP_ROWS};
+    use super::{rows_offset, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
     use crate::quant::{iq4::KVALUES_IQ4NL, QK};
 
     /// Activation blocks per call whose sums live on the stack.
@@ -120,9 +132,7 @@ mod vnni {
     ) {
         assert_rows_out(n_rows, nt, out.len(), os);
         let nb = n / QK;
-        let gs = group_bytes(n);
-        let groups = n_rows / GROUP_ROWS;
-        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= groups * gs, "tiled kernel: tiles too short");
+        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset(n, n_rows), "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
         let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
         // [nt][nb] −off·Σa of each activation block (the nibbles' offset)
@@ -145,36 +155,37 @@ mod vnni {
             }
         }
         let bp = bias.as_ptr();
-        // two groups per step (one activation broadcast serves 16 rows), then one
-        let mut g = 0;
-        while g < groups {
-            let two = g + 2 <= groups;
-            let (gp, o) = (tp.add(g * gs), op.add(g * GROUP_ROWS * os));
+        // a strip of two groups per step (one activation broadcast serves 16
+        // rows); the last strip may hold one
+        let mut r0 = 0;
+        while r0 < n_rows {
+            let two = r0 + STRIP_ROWS <= n_rows;
+            let (gp, o) = (tp.add(rows_offset(n, r0)), op.add(r0 * os));
             let mut t = 0;
             while t + 4 <= nt {
                 let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 if two {
-                    step::<IQ, 4, 2>(nb, gp, gs, at, s, bt, ot, os);
+                    step::<IQ, 4, 2>(nb, gp, at, s, bt, ot, os);
                 } else {
-                    step::<IQ, 4, 1>(nb, gp, gs, at, s, bt, ot, os);
+                    step::<IQ, 4, 1>(nb, gp, at, s, bt, ot, os);
                 }
                 t += 4;
             }
             while t < nt {
                 let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 if two {
-                    step::<IQ, 1, 2>(nb, gp, gs, at, s, bt, ot, os);
+                    step::<IQ, 1, 2>(nb, gp, at, s, bt, ot, os);
                 } else {
-                    step::<IQ, 1, 1>(nb, gp, gs, at, s, bt, ot, os);
+                    step::<IQ, 1, 1>(nb, gp, at, s, bt, ot, os);
                 }
                 t += 1;
             }
-            g += if two { 2 } else { 1 };
+            r0 += if two { STRIP_ROWS } else { GROUP_ROWS };
         }
     }
 
-    /// `TT` tokens against `R` groups of 8 rows (`gs` bytes apart from `gp`):
-    /// row `8h + r` is lane `r` of group `h`. `bias` is `[TT][nb]`. With one
+    /// `TT` tokens against the strip of `R` groups of 8 rows at `gp`: row
+    /// `8h + r` is lane `r` of group `h`. `bias` is `[TT][nb]`. With one
     /// token, the low and high nibbles sum in two chains (shorter latency).
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
     #[inline]
@@ -182,7 +193,6 @@ mod vnni {
     unsafe fn step<const IQ: bool, const TT: usize, const R: usize>(
         nb: usize,
         gp: *const u8,
-        gs: usize,
         a: *const u8,
         s: usize,
         bias: *const i32,
@@ -200,6 +210,7 @@ mod vnni {
         let zero = _mm256_setzero_si256();
         let mut acc = [[_mm256_setzero_ps(); TT]; R];
         for b in 0..nb {
+            let bp = gp.add(b * R * GROUP_BLOCK); // [R][128] quants, [R][16] scales
             let mut lo = [[zero; TT]; R];
             let mut hi = [[zero; TT]; R];
             for j in 0..TT {
@@ -216,7 +227,7 @@ mod vnni {
                 let mut wl = [zero; R];
                 let mut wh = [zero; R];
                 for h in 0..R {
-                    let v = loadu(gp.add(h * gs + b * 128 + k * 32));
+                    let v = loadu(bp.add(h * 128 + k * 32));
                     wl[h] = _mm256_and_si256(v, mask);
                     wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
                     if IQ {
@@ -240,7 +251,7 @@ mod vnni {
             for j in 0..TT {
                 let daj = _mm256_set1_ps(f16_at(a.add(j * s + b * 34)));
                 for h in 0..R {
-                    let dw = _mm256_cvtph_ps(_mm_loadu_si128(gp.add(h * gs + nb * 128 + b * 16) as *const __m128i));
+                    let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
                     let isum = if TT == 1 { _mm256_add_epi32(lo[h][j], hi[h][j]) } else { lo[h][j] };
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
                 }

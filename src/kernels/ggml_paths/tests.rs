@@ -230,14 +230,14 @@ fn repack_tiles_read_back_the_files_rows() {
     assert_eq!(tiles_bytes(Q4_0, 12, 64), None, "rows not a multiple of 8");
     assert_eq!(tiles_bytes(Q8_0, 16, 64), None, "not a repacked 32-block type");
     for ty in [Q4_0, IQ4_NL] {
-        for (rows, cols) in [(8, 32), (24, 96), (16, 576)] {
+        for (rows, cols) in [(8, 32), (24, 96), (16, 576), (40, 64)] {
             let w = weight_rows(ty, rows, cols, &mut rng);
             let mut tiles = vec![0xAAu8; tiles_bytes(ty, rows, cols).expect("tiled")];
             build(ty, rows, cols, &w, &mut tiles);
             let rb = w.len() / rows;
             let mut row = vec![0u8; rb];
             for r in 0..rows {
-                read_row(cols, &tiles, r, &mut row);
+                read_row(rows, cols, &tiles, r, &mut row);
                 assert_eq!(row, &w[r * rb..(r + 1) * rb], "{ty} {rows}x{cols} row {r}");
             }
         }
