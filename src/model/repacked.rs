@@ -87,9 +87,15 @@ impl Repacked {
         }
         // Transparent huge pages where the system gives them on request: a
         // decode streams every tile once per token, and with 4 KiB pages
-        // nearly every page costs a TLB miss. Advice only: failure is fine.
-        // SAFETY: the range is the mapping just made.
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        // nearly every page costs a TLB miss (SmolLM2 Q4_0 tg128: 16 % more
+        // CPU time without). Their cost is at load, where the kernel may
+        // compact memory to find 2 MiB pages (`MINFER_NO_THP=1` skips
+        // them). Advice only: failure is fine.
+        let no_thp = std::env::var_os("MINFER_NO_THP").is_some_and(|v| !v.is_empty() && v != "0");
+        if !no_thp {
+            // SAFETY: the range is the mapping just made.
+            unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        }
         let me = Repacked { ptr: ptr as *mut u8, len, ranges };
         for (w, start, bytes) in plan {
             let src = files[w.file].tensor_data(&w.info);
