@@ -30,9 +30,13 @@ fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
     Ok(out)
 }
 
-/// A weight as the kernels take it.
+/// A weight as the kernels take it, with its load-time tiles if it has them.
 fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
-    kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())
+    let kw = kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())?;
+    match model.repacked.tiles(w) {
+        Some(t) => kw.with_tiles(t),
+        None => Ok(kw),
+    }
 }
 
 /// Keeps only the rows `rows` (ascending) of `buf` ([n][width]), in place.

@@ -386,6 +386,33 @@ impl GgufFile {
         range.and_then(|r| self.bytes().get(r)).unwrap_or(&[])
     }
 
+    /// Drops the resident pages wholly inside tensor `t`'s data from this
+    /// process (`madvise(MADV_DONTNEED)`), for data that was copied into
+    /// another layout at load. The mapping is read-only and private, so its
+    /// pages are clean file pages: a later read faults the same bytes back
+    /// in from the file, and every slice of the data stays valid. Nothing
+    /// for owned bytes. Returns the bytes released.
+    pub fn release_pages(&self, t: &TensorInfo) -> usize {
+        let Storage::Mapped { .. } = &self.storage else { return 0 };
+        let data = self.tensor_data(t);
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        let start = (data.as_ptr() as usize).next_multiple_of(page);
+        let end = (data.as_ptr() as usize + data.len()) / page * page;
+        if end <= start {
+            return 0;
+        }
+        // SAFETY: [start, end) lies inside this file's read-only private
+        // mapping (within `data`); MADV_DONTNEED on it only drops clean page
+        // cache pages, which refault unchanged (see above).
+        let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        if rc == 0 {
+            end - start
+        } else {
+            0
+        }
+    }
+
     /// Offset of tensor `t`'s data in the underlying file (base included).
     pub fn tensor_file_offset(&self, t: &TensorInfo) -> Option<u64> {
         self.base()

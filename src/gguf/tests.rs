@@ -1151,3 +1151,29 @@ fn write_fuzz_seeds() {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
 }
+
+#[test]
+fn released_tensor_pages_read_back_the_same_bytes() {
+    // A repacked matrix's file pages are dropped after the load copied them
+    // (`release_pages`); whatever reads the tensor later (saving the model,
+    // a tied embedding) must still see the file's bytes.
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
+    let bytes = w.to_bytes().expect("gguf");
+    let path = std::env::temp_dir().join(format!("minfer-release-{}.gguf", std::process::id()));
+    std::fs::write(&path, &bytes).expect("write");
+    let f = GgufFile::open(&path).expect("open");
+    let _ = std::fs::remove_file(&path);
+    let t = f.find_tensor("t").expect("tensor");
+    assert_eq!(f.tensor_data(&t), &data[..]);
+    let released = f.release_pages(&t);
+    // the whole pages inside 200 000 bytes: at least 200 000 - 2 pages
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    assert!(released >= data.len() - 2 * page && released <= data.len(), "released {released} bytes");
+    assert_eq!(f.tensor_data(&t), &data[..], "the bytes fault back in unchanged");
+    // owned bytes: nothing to release
+    let owned = GgufFile::from_bytes(bytes).expect("parse");
+    assert_eq!(owned.release_pages(&owned.find_tensor("t").expect("tensor")), 0);
+}

@@ -103,6 +103,25 @@ pub type RowsFn = unsafe fn(
     out_stride: usize,
 );
 
+/// `out[r * out_stride + t] = W_r · act[t]` for `r < n_rows`, `t < nt`, the
+/// weights read from their tiles (`ggml_paths::repack_tiles`, built at model
+/// load) starting at row 0 of `tiles`: the bits of the set's [`TileFn`] of
+/// the reference's path for that matrix (the repacked path).
+///
+/// # Safety
+/// As [`RowsFn`], with `n_rows` a multiple of 8 and `tiles` holding those
+/// rows' groups (the kernel asserts the lengths).
+pub type TiledFn = unsafe fn(
+    n: usize,
+    tiles: &[u8],
+    n_rows: usize,
+    a: &[u8],
+    a_stride: usize,
+    nt: usize,
+    out: &mut [f32],
+    out_stride: usize,
+);
+
 /// The output check every [`RowsFn`] makes (its contract's last clause).
 pub(crate) fn assert_rows_out(n_rows: usize, nt: usize, out_len: usize, out_stride: usize) {
     assert!(n_rows >= 1 && nt >= 1 && out_len >= (n_rows - 1) * out_stride + nt, "rows kernel: output too short");
@@ -110,6 +129,11 @@ pub(crate) fn assert_rows_out(n_rows: usize, nt: usize, out_len: usize, out_stri
 
 /// For sets without row-block kernels.
 pub(crate) fn no_rows(_: GgmlType) -> Option<RowsFn> {
+    None
+}
+
+/// For sets without kernels over load-time tiles.
+pub(crate) fn no_tiled(_: GgmlType) -> Option<TiledFn> {
     None
 }
 
@@ -137,6 +161,8 @@ pub struct KernelSet {
     pub(crate) rows: fn(GgmlType) -> Option<RowsFn>,
     /// row-block versions of some `ggml` emulations (same bits per output)
     pub(crate) ggml_rows: fn(GgmlType, Path) -> Option<RowsFn>,
+    /// kernels over weights interleaved at load (`repack_tiles`)
+    pub(crate) tiled: fn(GgmlType) -> Option<TiledFn>,
     pub(crate) quant_q8_0: QuantFn,
     pub(crate) quant_q8_1: QuantFn,
     pub(crate) quant_q8_k: QuantFn,
@@ -151,6 +177,15 @@ impl KernelSet {
     /// The tile kernel for `ty` (callers uphold its safety contract).
     pub(crate) fn tile_fn(&self, ty: GgmlType) -> Result<TileFn> {
         (self.tile)(ty).ok_or_else(|| Error::invalid(format!("no dot kernel for weight type {ty}")))
+    }
+
+    /// The kernel over load-time tiles for a `rows`×`cols` matrix of type
+    /// `ty`, where this set has one and the reference repacks the matrix
+    /// (the model builds tiles only for such matrices).
+    pub fn tiled_fn(&self, ty: GgmlType, rows: usize, cols: usize) -> Option<TiledFn> {
+        super::ggml_paths::repack_tiles::tiles_bytes(ty, rows, cols)?;
+        (path(ty, rows, 1) == Some(Path::Repack)).then_some(())?;
+        (self.tiled)(ty)
     }
 
     /// The kernel the matmul runs for a `rows`-row matrix of type `ty` and

@@ -18,7 +18,9 @@ use crate::{Error, Result};
 
 /// A weight matrix viewed in place (e.g. in a GGUF mapping): `rows` rows of
 /// `cols` elements of type `ty`, each row `ty.row_size(cols)` bytes, rows
-/// contiguous. No alignment is assumed.
+/// contiguous. No alignment is assumed. Optionally also the same rows
+/// interleaved at load (`ggml_paths::repack_tiles`), which the kernel sets
+/// that have a kernel over them read instead of `data`.
 #[derive(Clone, Copy, Debug)]
 pub struct Weights<'a> {
     pub data: &'a [u8],
@@ -26,6 +28,7 @@ pub struct Weights<'a> {
     pub rows: usize,
     pub cols: usize,
     row_bytes: usize,
+    tiles: Option<&'a [u8]>,
 }
 
 impl<'a> Weights<'a> {
@@ -50,7 +53,23 @@ impl<'a> Weights<'a> {
                 data.len()
             )));
         }
-        Ok(Weights { data, ty, rows, cols, row_bytes })
+        Ok(Weights { data, ty, rows, cols, row_bytes, tiles: None })
+    }
+
+    /// The same matrix with its load-time tiles (`repack_tiles::build` of
+    /// `data`); fails if they have the wrong size for the shape.
+    pub fn with_tiles(self, tiles: &'a [u8]) -> Result<Weights<'a>> {
+        let want = super::ggml_paths::repack_tiles::tiles_bytes(self.ty, self.rows, self.cols);
+        if want != Some(tiles.len()) {
+            return Err(Error::invalid(format!(
+                "matmul: {} tile bytes for {}x{} {}, want {want:?}",
+                tiles.len(),
+                self.rows,
+                self.cols,
+                self.ty
+            )));
+        }
+        Ok(Weights { tiles: Some(tiles), ..self })
     }
 
     /// Bytes per row.
@@ -276,6 +295,7 @@ pub fn matmul_quantized_with(
         a: &'a Activations,
         f: super::dispatch::TileFn,
         rows_f: Option<super::dispatch::RowsFn>,
+        tiled_f: Option<(super::dispatch::TiledFn, &'a [u8])>,
         y: SyncPtr<f32>,
     }
     let mut jobs = Vec::with_capacity(ws.len());
@@ -293,14 +313,19 @@ pub fn matmul_quantized_with(
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
         let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
+        // the tiles, where this set has a kernel over them (any token count)
+        let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads());
-        if rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
+        if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
             // 2 tasks per thread (SmolLM2 Q6_K, 2 threads: tasks of 40 rows
             // spent ~40 % of the kernel's time transposing)
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
-        if rows_f.is_some() {
+        if tiled_f.is_some() {
+            // the tiles come in strips of 16 rows
+            step = step.next_multiple_of(super::ggml_paths::repack_tiles::STRIP_ROWS);
+        } else if rows_f.is_some() {
             // row-block kernels step over groups of rows (up to 8): whole
             // groups per task (the outputs' bits do not depend on it)
             step = step.next_multiple_of(8);
@@ -311,7 +336,7 @@ pub fn matmul_quantized_with(
             tasks.push((i, r, r1));
             r = r1;
         }
-        jobs.push((i, Job { w: *w, a, f, rows_f, y: SyncPtr(y.as_mut_ptr()) }));
+        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()) }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -328,7 +353,27 @@ pub fn matmul_quantized_with(
         while t0 < nt {
             let t1 = (t0 + tb).min(nt);
             let len = t1 - t0;
-            if let Some(rows_f) = job.rows_f {
+            if let Some((tiled_f, tiles)) = job.tiled_f {
+                use super::ggml_paths::repack_tiles::rows_offset;
+                let (c, o0, o1) = (job.w.cols, rows_offset(job.w.cols, r0), rows_offset(job.w.cols, r1));
+                // SAFETY: rows r0..r1 are whole strips of 16 rows but for
+                // the matrix's last 8 (r0 and the step are multiples of 16,
+                // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
+                // checked; activations and `tile` as below; the kernel
+                // asserts the lengths.
+                unsafe {
+                    tiled_f(
+                        c,
+                        &tiles[o0..o1],
+                        n_rows,
+                        &job.a.data[t0 * stride..],
+                        stride,
+                        len,
+                        &mut tile,
+                        tb,
+                    )
+                };
+            } else if let Some(rows_f) = job.rows_f {
                 let rb = job.w.row_bytes;
                 // SAFETY: as below, for each of the rows r0..r1 (contiguous,
                 // `rb` apart, within `data` by `Weights::new`); `tile` holds

@@ -6,6 +6,7 @@ pub mod ftype;
 pub mod hparams;
 pub mod metadata;
 pub mod quantize;
+pub mod repacked;
 pub mod save;
 pub mod split;
 pub mod vocab_info;
@@ -61,6 +62,8 @@ pub struct Model {
     pub vocab_only: bool,
     /// The bound weights (None with vocab_only).
     pub weights: Option<Weights>,
+    /// The matrices interleaved at load for the kernel set in use.
+    pub repacked: repacked::Repacked,
     /// The caller's kv overrides (saving reads hyperparameters through them).
     pub overrides: Overrides,
 }
@@ -153,6 +156,11 @@ impl Model {
             _ => None,
         };
 
+        let repacked = match &weights {
+            Some(w) => repacked::Repacked::build(crate::kernels::kernels(), &files, w)?,
+            None => repacked::Repacked::none(),
+        };
+
         // Tensor data is mapped, not read; the progress callback still sees
         // the load advance tensor by tensor, and may cancel it.
         if !params.vocab_only {
@@ -186,6 +194,7 @@ impl Model {
             n_bytes,
             vocab_only: params.vocab_only,
             weights,
+            repacked,
             overrides: params.overrides,
         })
     }

@@ -53,6 +53,7 @@
 //! the per-row quantizers serve for all paths.
 
 pub mod repack;
+pub mod repack_tiles;
 #[cfg(target_arch = "x86_64")]
 pub mod repack_rows;
 pub mod tiled;

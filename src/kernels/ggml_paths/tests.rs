@@ -234,3 +234,100 @@ fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: 
         }
     }
 }
+
+#[test]
+fn repack_tiles_read_back_the_files_rows() {
+    use super::repack_tiles::{build, read_row, tiles_bytes};
+    use GgmlType::*;
+    let mut rng = Rng::new(11);
+    assert_eq!(tiles_bytes(Q4_0, 12, 64), None, "rows not a multiple of 8");
+    assert_eq!(tiles_bytes(Q8_0, 16, 64), None, "not a repacked 32-block type");
+    for ty in [Q4_0, IQ4_NL] {
+        for (rows, cols) in [(8, 32), (24, 96), (16, 576), (40, 64)] {
+            let w = weight_rows(ty, rows, cols, &mut rng);
+            let mut tiles = vec![0xAAu8; tiles_bytes(ty, rows, cols).expect("tiled")];
+            build(ty, rows, cols, &w, &mut tiles);
+            let rb = w.len() / rows;
+            let mut row = vec![0u8; rb];
+            for r in 0..rows {
+                read_row(rows, cols, &tiles, r, &mut row);
+                assert_eq!(row, &w[r * rb..(r + 1) * rb], "{ty} {rows}x{cols} row {r}");
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
+    // The kernel over load-time tiles against the scalar emulation of the
+    // repacked path, output by output: groups of 8 rows in odd and even
+    // numbers (the kernel steps 16 rows), token counts around the 4-token
+    // step, odd activation/output strides, unaligned tiles; and through the
+    // matmul (tasks over the rows) against the scalar set.
+    use super::repack_tiles::{build, tiles_bytes, vnni_tiled};
+    use crate::kernels::dispatch::ActType;
+    use crate::kernels::x86_avx2::SET_VNNI;
+    use GgmlType::*;
+    if !crate::kernels::x86_avx2::cpu_ok_vnni() {
+        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+        return;
+    }
+    let mut rng = Rng::new(7);
+    let pool = ThreadPool::new(3).expect("pool");
+    for ty in [Q4_0, IQ4_NL] {
+        let f = vnni_tiled(ty).expect("tiled kernel");
+        let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
+        let act = ActType::for_weight(ty).expect("act");
+        for cols in [32, 576, 1536] {
+            let rb = ty.row_size(cols as u64).expect("row size") as usize;
+            let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
+            let max_nt = 67;
+            let mut a = vec![0u8; 1 + max_nt * s];
+            for t in 0..max_nt {
+                let x = rng.data(cols);
+                scalar::SET.quantize_act(act, &x, &mut a[1 + t * s..1 + t * s + arow]).expect("quantize");
+            }
+            for rows in [8, 16, 24, 40] {
+                let w = weight_rows(ty, rows, cols, &mut rng);
+                let tb = tiles_bytes(ty, rows, cols).expect("tiled");
+                let mut tiles = vec![0u8; tb + 1];
+                build(ty, rows, cols, &w, &mut tiles[1..]);
+                for nt in (1..=13).chain([max_nt]) {
+                    let os = nt + 3;
+                    let mut y = vec![f32::NAN; rows * os];
+                    // SAFETY: the CPU has AVX-512 VNNI (checked above); the
+                    // tiles hold `rows` rows, `a` nt tokens `s` apart, `y`
+                    // rows of `os >= nt` outputs.
+                    unsafe { f(cols, &tiles[1..], rows, &a[1..], s, nt, &mut y, os) };
+                    for r in 0..rows {
+                        let mut want = vec![0f32; nt];
+                        // SAFETY: one row of `w`, activations as above.
+                        unsafe { one(cols, &w[r * rb..], &a[1..], s, &mut want) };
+                        for t in 0..nt {
+                            let got = y[r * os + t];
+                            assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                        }
+                    }
+                }
+                // the matmul reads the tiles (rows cut into tasks by 8)
+                let wm = Weights::new(&w, ty, rows, cols).expect("weights");
+                let wt = wm.with_tiles(&tiles[1..]).expect("tiles");
+                assert!(wm.with_tiles(&tiles).is_err(), "a wrong tile size is refused");
+                for nt in [1, 2, 5, 9] {
+                    let x = rng.data(nt * cols);
+                    let mut want = vec![0f32; nt * rows];
+                    matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
+                    // the scalar set ignores the tiles
+                    let mut y = vec![f32::NAN; nt * rows];
+                    matmul_with(&scalar::SET, &pool, &wt, &x, nt, &mut y).expect("matmul");
+                    assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "scalar with tiles");
+                    matmul_with(&SET_VNNI, &pool, &wt, &x, nt, &mut y).expect("matmul");
+                    for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                        assert_eq!(a.to_bits(), b.to_bits(), "{ty} {rows}x{cols} nt={nt} matmul y[{}][{}]", i / rows, i % rows);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Q4_0 and IQ4_NL weights interleaved once at model load ("tiles"), as the
+//! reference repacks them (`block_q4_0x8`, `block_iq4_nlx8`), and the
+//! AVX-512 VNNI kernel over them for every token count ([`TiledFn`]).
+//!
+//! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
+//! (`nb = cols / 32` blocks per row), in the order the kernel reads it (one
+//! linear stream, which the hardware prefetchers follow; separate streams
+//! per 8-row group ran at a third of the memory bandwidth): strips of 16
+//! rows (two 8-row groups; the last strip 8 rows when `rows % 16 == 8`),
+//! each `[nb]` blocks of
+//!
+//! - `qs`: `[R groups][4][8 rows][4 bytes]` (`R · 128` bytes): vector `k`
+//!   of group `h` holds, in the 32-bit lane of its row `r`, bytes
+//!   `4k .. 4k + 4` of that row's block quants; the low nibbles are elements
+//!   `4k .. 4k + 4`, the high nibbles elements `16 + 4k .. 16 + 4k + 4` (the
+//!   file's nibble order);
+//! - `d`: `[R groups][8 rows]` the blocks' f16 scales (`R · 16` bytes).
+//!
+//! The tiles are exactly as large as the file's blocks (144 bytes per 8-row
+//! block), rows `r0..` (`r0 % 16 == 0`) start at byte [`rows_offset`], and a
+//! row read back from them equals the file's row ([`read_row`]).
+//!
+//! The kernel puts 8 rows in the 8 lanes: per block, `vpdpbusd` of the
+//! nibbles (as u8; IQ4_NL through its table + 128) with the broadcast of 4
+//! activation bytes gives the 8 rows' integer sums, less `off·Σa` (`off` =
+//! 8 or 128, added back from each activation block's sum). Then per block,
+//! exactly as `repack.rs`: `acc = fma((float)isum, dw·da, acc)`, lanes =
+//! rows. The gemm and gemv of the reference have that same order for these
+//! types, so one kernel serves every token count.
+
+use crate::ggml_type::GgmlType;
+use crate::quant::QK;
+
+/// Bytes of one weight block (f16 scale + 16 bytes of nibbles), both types.
+const BLOCK_BYTES: usize = 18;
+
+/// Rows per group (the lanes of one vector).
+pub const GROUP_ROWS: usize = 8;
+
+/// Rows per strip (two groups).
+pub const STRIP_ROWS: usize = 16;
+
+/// Bytes of one block of one 8-row group in the tiles.
+const GROUP_BLOCK: usize = GROUP_ROWS * BLOCK_BYTES;
+
+/// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
+/// `cols` columns.
+pub fn rows_offset(cols: usize, r0: usize) -> usize {
+    r0 / GROUP_ROWS * (cols / QK) * GROUP_BLOCK
+}
+
+/// Bytes of the tiles of a `rows`×`cols` matrix of type `ty`, or `None` if
+/// the matrix has no tiled layout (other types, rows not a multiple of 8).
+pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
+    let ok = matches!(ty, GgmlType::Q4_0 | GgmlType::IQ4_NL) && rows % GROUP_ROWS == 0 && cols % QK == 0 && cols > 0;
+    ok.then(|| rows_offset(cols, rows))
+}
+
+/// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`,
+/// vectors 32 bytes apart; its f16 scale).
+fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize) {
+    let s0 = r / STRIP_ROWS * STRIP_ROWS;
+    let groups = (rows - s0).min(STRIP_ROWS) / GROUP_ROWS; // R of this strip
+    let (h, lane) = (r % STRIP_ROWS / GROUP_ROWS, r % GROUP_ROWS);
+    let blk = rows_offset(cols, s0) + b * groups * GROUP_BLOCK;
+    (blk + h * 128 + lane * 4, blk + groups * 128 + h * 16 + lane * 2)
+}
+
+/// Interleaves `src` (the file's `rows` rows, row-major) into `dst`
+/// (`tiles_bytes` long). Panics on other sizes.
+pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
+    let need = tiles_bytes(ty, rows, cols).expect("a tiled type and shape");
+    let rb = cols / QK * BLOCK_BYTES;
+    assert!(src.len() >= rows * rb && dst.len() >= need, "repack_tiles::build: buffer sizes");
+    for r in 0..rows {
+        for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
+            let (q, d) = block_at(rows, cols, r, b);
+            dst[d..d + 2].copy_from_slice(&blk[..2]);
+            for k in 0..4 {
+                dst[q + 32 * k..q + 32 * k + 4].copy_from_slice(&blk[2 + 4 * k..6 + 4 * k]);
+            }
+        }
+    }
+}
+
+/// Row `r` of a `rows`-row matrix read back from its tiles into `out` (the
+/// file's `cols / 32 · 18` bytes).
+pub fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
+    for (b, blk) in out[..cols / QK * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
+        let (q, d) = block_at(rows, cols, r, b);
+        blk[..2].copy_from_slice(&tiles[d..d + 2]);
+        for k in 0..4 {
+            blk[2 + 4 * k..6 + 4 * k].copy_from_slice(&tiles[q + 32 * k..q + 32 * k + 4]);
+        }
+    }
+}
+
+/// The tiled kernel for `ty` (AVX-512 VNNI), if there is one.
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
+    Some(match ty {
+        GgmlType::Q4_0 => vnni::tiled_b32::<false>,
+        GgmlType::IQ4_NL => vnni::tiled_b32::<true>,
+        _ => return None,
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use std::arch::x86_64::*;
+
+    use super::super::super::dispatch::assert_rows_out;
+    use super::super::super::x86_avx2::{f16_at, hsum_epi32, loadu};
+    use super::{rows_offset, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
+    use crate::quant::{iq4::KVALUES_IQ4NL, QK};
+
+    /// Activation blocks per call whose sums live on the stack.
+    const STACK_SUMS: usize = 512;
+
+    /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn tiled_b32<const IQ: bool>(
+        n: usize,
+        tiles: &[u8],
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        let nb = n / QK;
+        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset(n, n_rows), "tiled kernel: tiles too short");
+        assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
+        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        // [nt][nb] −off·Σa of each activation block (the nibbles' offset)
+        let off: i32 = if IQ { 128 } else { 8 };
+        let mut stack = [0i32; STACK_SUMS];
+        let mut heap = Vec::new();
+        let bias: &mut [i32] = if nt * nb <= STACK_SUMS {
+            &mut stack[..nt * nb]
+        } else {
+            heap.resize(nt * nb, 0);
+            &mut heap
+        };
+        let ones = _mm256_set1_epi8(1);
+        let ones16 = _mm256_set1_epi16(1);
+        for t in 0..nt {
+            for b in 0..nb {
+                let q = loadu(ap.add(t * s + b * 34 + 2));
+                let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
+                bias[t * nb + b] = -off * sum;
+            }
+        }
+        let bp = bias.as_ptr();
+        // a strip of two groups per step (one activation broadcast serves 16
+        // rows); the last strip may hold one
+        let mut r0 = 0;
+        while r0 < n_rows {
+            let two = r0 + STRIP_ROWS <= n_rows;
+            let (gp, o) = (tp.add(rows_offset(n, r0)), op.add(r0 * os));
+            let mut t = 0;
+            while t + 4 <= nt {
+                let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
+                if two {
+                    step::<IQ, 4, 2>(nb, gp, at, s, bt, ot, os);
+                } else {
+                    step::<IQ, 4, 1>(nb, gp, at, s, bt, ot, os);
+                }
+                t += 4;
+            }
+            while t < nt {
+                let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
+                if two {
+                    step::<IQ, 1, 2>(nb, gp, at, s, bt, ot, os);
+                } else {
+                    step::<IQ, 1, 1>(nb, gp, at, s, bt, ot, os);
+                }
+                t += 1;
+            }
+            r0 += if two { STRIP_ROWS } else { GROUP_ROWS };
+        }
+    }
+
+    /// `TT` tokens against the strip of `R` groups of 8 rows at `gp`: row
+    /// `8h + r` is lane `r` of group `h`. `bias` is `[TT][nb]`. With one
+    /// token, the low and high nibbles sum in two chains (shorter latency).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn step<const IQ: bool, const TT: usize, const R: usize>(
+        nb: usize,
+        gp: *const u8,
+        a: *const u8,
+        s: usize,
+        bias: *const i32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        let mask = _mm256_set1_epi8(0x0F);
+        // IQ4_NL: nibble → table value + 128 (u8)
+        let table = if IQ {
+            let t = _mm_add_epi8(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i), _mm_set1_epi8(-128));
+            _mm256_broadcastsi128_si256(t)
+        } else {
+            _mm256_setzero_si256()
+        };
+        let zero = _mm256_setzero_si256();
+        let mut acc = [[_mm256_setzero_ps(); TT]; R];
+        for b in 0..nb {
+            let bp = gp.add(b * R * GROUP_BLOCK); // [R][128] quants, [R][16] scales
+            let mut lo = [[zero; TT]; R];
+            let mut hi = [[zero; TT]; R];
+            for j in 0..TT {
+                let bj = _mm256_set1_epi32(*bias.add(j * nb + b));
+                for l in lo.iter_mut() {
+                    l[j] = bj;
+                }
+            }
+            let mut aq = [a; TT]; // per token: block b's quants
+            for (j, p) in aq.iter_mut().enumerate() {
+                *p = a.add(j * s + b * 34 + 2);
+            }
+            for k in 0..4 {
+                let mut wl = [zero; R];
+                let mut wh = [zero; R];
+                for h in 0..R {
+                    let v = loadu(bp.add(h * 128 + k * 32));
+                    wl[h] = _mm256_and_si256(v, mask);
+                    wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                    if IQ {
+                        wl[h] = _mm256_shuffle_epi8(table, wl[h]);
+                        wh[h] = _mm256_shuffle_epi8(table, wh[h]);
+                    }
+                }
+                for j in 0..TT {
+                    let al = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
+                    let ah = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
+                    for h in 0..R {
+                        lo[h][j] = _mm256_dpbusd_epi32(lo[h][j], wl[h], al);
+                        if TT == 1 {
+                            hi[h][j] = _mm256_dpbusd_epi32(hi[h][j], wh[h], ah);
+                        } else {
+                            lo[h][j] = _mm256_dpbusd_epi32(lo[h][j], wh[h], ah);
+                        }
+                    }
+                }
+            }
+            for j in 0..TT {
+                let daj = _mm256_set1_ps(f16_at(a.add(j * s + b * 34)));
+                for h in 0..R {
+                    let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
+                    let isum = if TT == 1 { _mm256_add_epi32(lo[h][j], hi[h][j]) } else { lo[h][j] };
+                    acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
+                }
+            }
+        }
+        for (h, acc) in acc.iter().enumerate() {
+            for (j, v) in acc.iter().enumerate() {
+                let mut l = [0f32; 8];
+                _mm256_storeu_ps(l.as_mut_ptr(), *v);
+                for (r, x) in l.iter().enumerate() {
+                    *out.add((8 * h + r) * os + j) = *x;
+                }
+            }
+        }
+    }
+}
