@@ -17,6 +17,12 @@
 //! thread computes an element, not how, so the result does not depend on
 //! them or on the thread count.
 //!
+//! Kernels: on AVX-512F/VL the matmul runs the row-block kernels of
+//! `avx512` ([`avx512_rows`], for every token count): tinyBLAS as tiles of
+//! 4 weight rows × 6 tokens of zmm accumulators, ggml_vec_dot_f16 one row
+//! at a time; both convert the f16 weights in registers. Elsewhere the tile
+//! kernel widens each weight row into a scratch row first.
+//!
 //! This serves the F16 weight matrices (here as tile kernels) and the
 //! attention products of the path without flash attention (K·Q and V·P on
 //! the f16 KV cache, `context/attention_mha.rs`), on values already rounded
