@@ -205,11 +205,14 @@ impl KernelSet {
     /// emulated, else a `rows` kernel for the plain tile kernel.
     /// Not below 8 tokens: there the weight stream bounds the product, and
     /// two rows read at once ran decodes slower than one row after another.
+    /// F16 weights are the exception: their tile kernel widens each weight
+    /// row into a scratch row first, which the row-block kernel avoids.
     pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
-        if nt < 8 {
+        let p = path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some());
+        if nt < 8 && !matches!(p, Some(Path::TinyBlasF16 | Path::VecDotF16)) {
             return None;
         }
-        match path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some()) {
+        match p {
             Some(p) => (self.ggml_rows)(ty, p),
             None => (self.rows)(ty),
         }

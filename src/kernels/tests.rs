@@ -519,7 +519,9 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
     let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
     let (rows, cols) = (12, 512);
-    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL] {
+    // F16: the VNNI set runs the AVX-512 row kernels of `tinyblas_f16` (both
+    // paths: tinyBLAS from 2 tokens, as rows % 4 == 0, and vec_dot for 1)
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::F16] {
         let mut w = vec![0u8; rows * ty.row_size(cols as u64).expect("size") as usize];
         quant::quantize_row(ty, &rng.data(rows * cols), &mut w).expect("quantize");
         let wv = Weights::new(&w, ty, rows, cols).expect("weights");

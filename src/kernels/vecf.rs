@@ -265,7 +265,7 @@ pub(crate) fn dot_f32_tail(np: usize, n: usize, mut sum: f32, x: impl Fn(usize) 
     sum
 }
 
-fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
+pub(crate) fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
     let mut acc = [[0f32; 16]; 4];
     for (xs, ys) in x.chunks_exact(64).zip(y.chunks_exact(64)) {
         for j in 0..4 {

@@ -161,12 +161,15 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
 }
 
 /// The row-block kernel (AVX-512 VNNI) of `path` for `ty`, if there is one:
-/// 8 rows per step on the repacked path, 8 rows × 16 tokens on the tiled one.
+/// 8 rows per step on the repacked path, 8 rows × 16 tokens on the tiled one;
+/// F16 weights on AVX-512F (`tinyblas_f16::avx512_rows`).
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
     match path {
         Path::Repack => repack_rows::vnni_rows(ty),
         Path::Tiled => tiled_vnni::vnni_rows(ty),
+        Path::TinyBlasF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::TinyBlas),
+        Path::VecDotF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::VecDot),
         _ => None,
     }
 }

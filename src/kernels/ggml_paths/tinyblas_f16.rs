@@ -17,12 +17,18 @@
 //! thread computes an element, not how, so the result does not depend on
 //! them or on the thread count.
 //!
+//! Kernels: on AVX-512F/VL the matmul runs the row-block kernels of
+//! `avx512` ([`avx512_rows`], for every token count): tinyBLAS as tiles of
+//! 4 weight rows × 6 tokens of zmm accumulators, ggml_vec_dot_f16 one row
+//! at a time; both convert the f16 weights in registers. Elsewhere the tile
+//! kernel widens each weight row into a scratch row first.
+//!
 //! This serves the F16 weight matrices (here as tile kernels) and the
 //! attention products of the path without flash attention (K·Q and V·P on
 //! the f16 KV cache, `context/attention_mha.rs`), on values already rounded
 //! to f16 and held in f32.
 
-use super::super::dispatch::TileFn;
+use super::super::dispatch::{RowsFn, TileFn};
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::{self, reduce16};
 use crate::quant::f16_to_f32;
@@ -169,6 +175,262 @@ pub fn tile_fn(ty: GgmlType, path: F16Path) -> Option<TileFn> {
     }
 }
 
+/// The row-block kernel ([`RowsFn`]) of `path` on AVX-512F, where this CPU
+/// has it: weight rows converted f16 → f32 in registers (no scratch row),
+/// several rows × several tokens per pass (see `avx512`).
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
+    use std::arch::is_x86_feature_detected as has;
+    if ty != GgmlType::F16 || !(has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma") && has!("f16c")) {
+        return None;
+    }
+    Some(match path {
+        F16Path::TinyBlas => avx512::rows_tinyblas,
+        F16Path::VecDot => avx512::rows_vec_dot,
+    })
+}
+
+/// Row-block kernels on AVX-512F. Per output they do the float operations of
+/// the scalar definitions ([`dot_scalar`] for tinyBLAS, `vecf::dot64_scalar`
+/// and the f64 tail for ggml_vec_dot_f16) in the same order: lane `i` of an
+/// accumulator is the fused chain of that lane, and the reductions are
+/// `reduce16`'s additions. Only the loads are shared: one f16 → f32 weight
+/// conversion serves several tokens, one activation load several rows.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::KN;
+    use crate::kernels::dispatch::assert_rows_out;
+    use std::arch::x86_64::*;
+
+    /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators.
+    const RM: usize = 4;
+    const RN: usize = 6;
+
+    /// Activation bytes per token chunk: every row block of the call runs
+    /// over one chunk of tokens before the next, so the chunk stays in L2.
+    const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// `reduce16` of the 16 lanes of `v`: halves, quarters, then
+    /// (0 + 2) + (1 + 3) (`_mm512_reduce_add_ps` as GCC emits it).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    #[inline]
+    unsafe fn reduce16(v: __m512) -> f32 {
+        let lo = _mm512_castps512_ps256(v);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+        let t3 = _mm256_add_ps(hi, lo);
+        let t6 = _mm_add_ps(_mm256_extractf128_ps::<1>(t3), _mm256_castps256_ps128(t3));
+        // u[0] = t6[0] + t6[2], u[1] = t6[1] + t6[3]
+        let u = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+        _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps::<1>(u, u)))
+    }
+
+    /// 16 f16 weights at `p` as f32 (exact).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    #[inline]
+    unsafe fn load_w(p: *const u8) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+    }
+
+    /// The checks of every kernel here: the [`crate::kernels::RowsFn`]
+    /// contract's buffer sizes (f16 weights, f32 activations).
+    #[allow(clippy::too_many_arguments)]
+    fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "f16 rows kernel: weights too short");
+        assert!(a.len() >= (nt - 1) * s + 4 * n, "f16 rows kernel: activations too short");
+    }
+
+    /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`): weight
+    /// row `i` at `w + i·ws`, token `j` at `a + j·s`, output at `o + i·os + j`.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        let mut acc = [[_mm512_setzero_ps(); TB]; RB];
+        let mut l = 0;
+        while l < n {
+            // SAFETY: l + 16 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
+            let mut wv = [_mm512_setzero_ps(); RB];
+            for i in 0..RB {
+                wv[i] = load_w(w.add(i * ws + 2 * l));
+            }
+            for j in 0..TB {
+                let av = _mm512_loadu_ps(a.add(j * s + 4 * l) as *const f32);
+                for i in 0..RB {
+                    acc[i][j] = _mm512_fmadd_ps(wv[i], av, acc[i][j]);
+                }
+            }
+            l += KN;
+        }
+        for i in 0..RB {
+            for j in 0..TB {
+                *o.add(i * os + j) = reduce16(acc[i][j]);
+            }
+        }
+    }
+
+    /// [`tile`] for RM × RN = 4 × 6, written out: with an array of
+    /// accumulators LLVM kept them on the stack (a load and a store around
+    /// every FMA).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn tile_4x6(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+        let (mut c10, mut c11, mut c12, mut c13, mut c14, mut c15) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+        let (mut c20, mut c21, mut c22, mut c23, mut c24, mut c25) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+        let (mut c30, mut c31, mut c32, mut c33, mut c34, mut c35) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut l = 0;
+        while l < n {
+            // SAFETY: l + 16 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
+            let w0 = load_w(w.add(2 * l));
+            let w1 = load_w(w.add(ws + 2 * l));
+            let w2 = load_w(w.add(2 * ws + 2 * l));
+            let w3 = load_w(w.add(3 * ws + 2 * l));
+            let a0 = _mm512_loadu_ps(a.add(4 * l) as *const f32);
+            c00 = _mm512_fmadd_ps(w0, a0, c00);
+            c10 = _mm512_fmadd_ps(w1, a0, c10);
+            c20 = _mm512_fmadd_ps(w2, a0, c20);
+            c30 = _mm512_fmadd_ps(w3, a0, c30);
+            let a1 = _mm512_loadu_ps(a.add(s + 4 * l) as *const f32);
+            c01 = _mm512_fmadd_ps(w0, a1, c01);
+            c11 = _mm512_fmadd_ps(w1, a1, c11);
+            c21 = _mm512_fmadd_ps(w2, a1, c21);
+            c31 = _mm512_fmadd_ps(w3, a1, c31);
+            let a2 = _mm512_loadu_ps(a.add(2 * s + 4 * l) as *const f32);
+            c02 = _mm512_fmadd_ps(w0, a2, c02);
+            c12 = _mm512_fmadd_ps(w1, a2, c12);
+            c22 = _mm512_fmadd_ps(w2, a2, c22);
+            c32 = _mm512_fmadd_ps(w3, a2, c32);
+            let a3 = _mm512_loadu_ps(a.add(3 * s + 4 * l) as *const f32);
+            c03 = _mm512_fmadd_ps(w0, a3, c03);
+            c13 = _mm512_fmadd_ps(w1, a3, c13);
+            c23 = _mm512_fmadd_ps(w2, a3, c23);
+            c33 = _mm512_fmadd_ps(w3, a3, c33);
+            let a4 = _mm512_loadu_ps(a.add(4 * s + 4 * l) as *const f32);
+            c04 = _mm512_fmadd_ps(w0, a4, c04);
+            c14 = _mm512_fmadd_ps(w1, a4, c14);
+            c24 = _mm512_fmadd_ps(w2, a4, c24);
+            c34 = _mm512_fmadd_ps(w3, a4, c34);
+            let a5 = _mm512_loadu_ps(a.add(5 * s + 4 * l) as *const f32);
+            c05 = _mm512_fmadd_ps(w0, a5, c05);
+            c15 = _mm512_fmadd_ps(w1, a5, c15);
+            c25 = _mm512_fmadd_ps(w2, a5, c25);
+            c35 = _mm512_fmadd_ps(w3, a5, c35);
+            l += KN;
+        }
+        for (j, c) in [c00, c01, c02, c03, c04, c05].into_iter().enumerate() {
+            *o.add(0 * os + j) = reduce16(c);
+        }
+        for (j, c) in [c10, c11, c12, c13, c14, c15].into_iter().enumerate() {
+            *o.add(1 * os + j) = reduce16(c);
+        }
+        for (j, c) in [c20, c21, c22, c23, c24, c25].into_iter().enumerate() {
+            *o.add(2 * os + j) = reduce16(c);
+        }
+        for (j, c) in [c30, c31, c32, c33, c34, c35].into_iter().enumerate() {
+            *o.add(3 * os + j) = reduce16(c);
+        }
+    }
+
+    /// Tokens `0..nt` of rows `RB` in tiles of `RN` tokens, then the rest.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn row_block<const RB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, nt: usize, o: *mut f32, os: usize) {
+        let mut t = 0;
+        while t + RN <= nt {
+            if RB == RM {
+                tile_4x6(n, w, ws, a.add(t * s), s, o.add(t), os);
+            } else {
+                tile::<RB, RN>(n, w, ws, a.add(t * s), s, o.add(t), os);
+            }
+            t += RN;
+        }
+        let (a, o) = (a.add(t * s), o.add(t));
+        match nt - t {
+            0 => {}
+            1 => tile::<RB, 1>(n, w, ws, a, s, o, os),
+            2 => tile::<RB, 2>(n, w, ws, a, s, o, os),
+            3 => tile::<RB, 3>(n, w, ws, a, s, o, os),
+            4 => tile::<RB, 4>(n, w, ws, a, s, o, os),
+            _ => tile::<RB, 5>(n, w, ws, a, s, o, os),
+        }
+    }
+
+    /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where `n % 16 != 0`,
+    /// as [`super::tile`]).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        if n % KN != 0 {
+            return rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os);
+        }
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        let mut t0 = 0;
+        while t0 < nt {
+            let len = chunk.min(nt - t0);
+            let mut r = 0;
+            // SAFETY: rows r..r+RB < n_rows and tokens t0..t0+len ≤ nt lie
+            // within the buffers checked above.
+            while r + RM <= n_rows {
+                row_block::<RM>(n, wp.add(r * ws), ws, ap.add(t0 * s), s, len, op.add(r * os + t0), os);
+                r += RM;
+            }
+            while r < n_rows {
+                row_block::<1>(n, wp.add(r * ws), ws, ap.add(t0 * s), s, len, op.add(r * os + t0), os);
+                r += 1;
+            }
+            t0 += len;
+        }
+    }
+
+    /// ggml_vec_dot_f16 of one weight row with one token: 4 chains of 16
+    /// lanes over 64-element steps, (0 + 2) + (1 + 3) per lane, `reduce16`,
+    /// then the `n % 64` leftovers added in f64 in order.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn vec_dot(n: usize, w: *const u8, a: *const u8) -> f32 {
+        let np = n & !63;
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut l = 0;
+        while l < np {
+            // SAFETY: l + 64 ≤ np ≤ n (the row holds 2n bytes, the token 4n).
+            for (c, acc) in acc.iter_mut().enumerate() {
+                let av = _mm512_loadu_ps(a.add(4 * (l + 16 * c)) as *const f32);
+                *acc = _mm512_fmadd_ps(load_w(w.add(2 * (l + 16 * c))), av, *acc);
+            }
+            l += 64;
+        }
+        let r = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+        let mut sum = f64::from(reduce16(r));
+        for k in np..n {
+            let x = crate::quant::f16_to_f32([*w.add(2 * k), *w.add(2 * k + 1)]);
+            sum += f64::from(x * (a.add(4 * k) as *const f32).read_unaligned());
+        }
+        sum as f32
+    }
+
+    /// `RowsFn` of the ggml_vec_dot_f16 path: one row after another per
+    /// token. (Two or four rows per pass, sharing the activation loads, ran
+    /// SmolLM2 F16 decodes 1.6–1.7× slower in CPU time: the weight stream
+    /// bounds a decode, and it flows best as one sequential stream.)
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        let (wp, ap) = (w.as_ptr(), a.as_ptr());
+        for t in 0..nt {
+            for r in 0..n_rows {
+                // SAFETY: row r < n_rows and token t < nt lie within the
+                // buffers checked above.
+                out[r * os + t] = vec_dot(n, wp.add(r * ws), ap.add(t * s));
+            }
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use crate::kernels::vecf::avx2_reduce_lo_hi;
@@ -298,6 +560,75 @@ mod tests {
                 let want = if path == F16Path::TinyBlas { dot(&wf, rows[t]) } else { vecf::dot_f16(&wf, rows[t]) };
                 assert_eq!(aligned[t].to_bits(), want.to_bits(), "{path:?} token {t}");
                 assert_eq!(unaligned[t].to_bits(), want.to_bits(), "{path:?} token {t} unaligned");
+            }
+        }
+    }
+
+    /// ggml_vec_dot_f16 by its scalar definition: the 64-lane tree over the
+    /// first `n & !63` elements, the rest added in f64 in order.
+    fn dot_f16_scalar(x: &[f32], y: &[f32]) -> f32 {
+        let np = x.len() & !63;
+        let mut sum = vecf::dot64_scalar(&x[..np], &y[..np]);
+        for i in np..x.len() {
+            sum += f64::from(x[i] * y[i]);
+        }
+        sum as f32
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_row_kernels_give_the_scalar_definitions_bits() {
+        let (Some(tiny), Some(vd)) =
+            (avx512_rows(GgmlType::F16, F16Path::TinyBlas), avx512_rows(GgmlType::F16, F16Path::VecDot))
+        else {
+            eprintln!("no AVX-512F/VL on this CPU: skipped");
+            return;
+        };
+        // cols: whole 64-steps, 16-steps with a 64-tail (592 = 9·64 + 16),
+        // and 40 (not a multiple of 16: tinyBLAS declines, vec_dot runs);
+        // rows around the 4-row block, tokens around the 6-token tile and,
+        // with 61 tokens of 576 columns, across the 54-token chunk
+        let (max_rows, max_nt) = (9, 61);
+        for n in [16, 40, 64, 576, 592] {
+            let ws = 2 * n + 6; // weight rows not packed
+            let s = 4 * n + 12;
+            let wf: Vec<f32> = (0..max_rows)
+                .flat_map(|r| vals(n, 11 + r as u32).into_iter().enumerate().map(move |(i, v)| if i % 7 == r { vecf::round_f16(v * 1e3) } else { v }))
+                .collect();
+            // odd addresses: one spare byte in front
+            let mut w = vec![0u8; 1 + (max_rows - 1) * ws + 2 * n];
+            for (i, v) in wf.iter().enumerate() {
+                let at = 1 + (i / n) * ws + 2 * (i % n);
+                w[at..at + 2].copy_from_slice(&crate::quant::f32_to_f16(*v));
+            }
+            let af = vals(max_nt * n, 13);
+            let mut a = vec![0u8; 1 + (max_nt - 1) * s + 4 * n];
+            for (i, v) in af.iter().enumerate() {
+                let at = 1 + (i / n) * s + 4 * (i % n);
+                a[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            for n_rows in [1, 3, 4, 5, 8, 9] {
+                for nt in [1, 2, 5, 6, 7, 13, 61] {
+                    if nt == 61 && n != 576 {
+                        continue;
+                    }
+                    for (f, tinyblas) in [(tiny, n % KN == 0), (vd, false)] {
+                        let os = nt + 3;
+                        let mut out = vec![f32::NAN; (n_rows - 1) * os + nt];
+                        // SAFETY: the buffers hold n_rows weight rows `ws`
+                        // apart, nt activation rows `s` apart and n_rows
+                        // output rows `os` apart; the CPU has the features.
+                        unsafe { f(n, &w[1..], ws, n_rows, &a[1..], s, nt, &mut out, os) };
+                        for r in 0..n_rows {
+                            for t in 0..nt {
+                                let (x, y) = (&wf[r * n..(r + 1) * n], &af[t * n..(t + 1) * n]);
+                                let want = if tinyblas { dot_scalar(x, y) } else { dot_f16_scalar(x, y) };
+                                let got = out[r * os + t];
+                                assert_eq!(got.to_bits(), want.to_bits(), "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got} vs {want}");
+                            }
+                        }
+                    }
+                }
             }
         }
     }
