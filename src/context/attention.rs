@@ -28,7 +28,7 @@
 //! split (beyond the path choice above, which the reference makes too).
 
 use super::batch::Token;
-use super::kv_cache::{KvCache, KvType};
+use super::kv_cache::{KvCache, KvRows, KvType};
 use crate::error::Result;
 use crate::kernels::vecf::{self, TILE};
 use crate::kernels::ThreadPool;
@@ -89,6 +89,24 @@ pub fn attention(
         return super::attention_mha::attention(pool, kv, il, q, sh, &visible, out);
     }
     let tiled = nt >= Q_TILE;
+    if let (false, KvRows::F16(k), KvRows::F16(v)) = (tiled, &kv.k[il], &kv.v[il]) {
+        // one chunk over an f16 cache: each row task reads the cells it sees
+        // straight from the cache (f16 → f32 in registers, exact), so no
+        // gather runs on the calling thread while the pool waits
+        return per_row(pool, nt, sh, out, &|i, t, g, row| {
+            let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
+            let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+            let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+            row_one_chunk(
+                sh,
+                qh,
+                &visible[t],
+                &|c, qf| vecf::dot_f16_h(k_of(c), qf),
+                &|acc, c, s| vecf::mad_f16_h(acc, v_of(c), s),
+                row,
+            );
+        });
+    }
     if tiled {
         gather_tiles(kv, il, sh, layer)
     } else {
@@ -110,7 +128,16 @@ pub fn attention(
         if tiled {
             row_tiled(layer, sh, g, qh, &visible[t], row);
         } else {
-            row_one_chunk(layer, sh, g, qh, &visible[t], row);
+            let k_of = |c: usize| &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+            let v_of = |c: usize| &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+            row_one_chunk(
+                sh,
+                qh,
+                &visible[t],
+                &|c, qf| vecf::dot_f16(k_of(c), qf),
+                &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
+                row,
+            );
         }
     })
 }
@@ -251,14 +278,15 @@ fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usi
     out.iter_mut().for_each(|o| *o *= inv);
 }
 
-/// The one-chunk path for one (token, head) row.
-#[allow(clippy::too_many_arguments)]
+/// The one-chunk path for one (token, head) row: `dot(c, q)` is
+/// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q`,
+/// `mad(acc, c, s)` is `ggml_vec_mad_f16` of cell c's V row into `acc`.
 fn row_one_chunk(
-    layer: &LayerKv,
     sh: AttnShape,
-    g: usize,
     q: &[f32],
     visible: &[usize],
+    dot: &dyn Fn(usize, &[f32]) -> f32,
+    mad: &dyn Fn(&mut [f32], usize, f32),
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
@@ -267,9 +295,7 @@ fn row_one_chunk(
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
     for &c in visible {
-        let k = &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-        let v = &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-        let s = vecf::dot_f16(k, &q) * sh.kq_scale + 0.0;
+        let s = dot(c, &q) * sh.kq_scale + 0.0;
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
         if s > m {
@@ -280,7 +306,7 @@ fn row_one_chunk(
         } else {
             vs = (s - m).exp();
         }
-        vecf::mad_f16(out, v, vs);
+        mad(out, c, vs);
         s_sum = s_sum.mul_add(ms, vs);
     }
     let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
