@@ -64,29 +64,25 @@ pub struct LayerKv {
 }
 
 /// Attention of every (token, head) of the ubatch over the KV cells its
-/// sequence sees (position ≤ its own unless `causal` is off, and within
-/// `window` positions on sliding-window layers), with the flash-attention
-/// numerics or, with `flash` off, those of `attention_mha.rs`. `q` is
-/// [nt][n_head * hd_k]; `out` becomes [nt][n_head * hd_v]. `layer` is
-/// scratch space.
+/// sequence sees (`visible[t]` for token t, from [`visible_cells`]), with
+/// the flash-attention numerics or, with `flash` off, those of
+/// `attention_mha.rs`. `q` is [nt][n_head * hd_k]; `out` becomes
+/// [nt][n_head * hd_v]. `layer` is scratch space.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
     kv: &KvCache,
     il: usize,
-    tokens: &[Token],
+    visible: &[Vec<usize>],
     q: &[f32],
     sh: AttnShape,
-    causal: bool,
-    window: Option<i32>,
     flash: bool,
     layer: &mut LayerKv,
     out: &mut Vec<f32>,
 ) -> Result<()> {
-    let nt = tokens.len();
-    let visible = visible_cells(kv, tokens, causal, window);
+    let nt = visible.len();
     if !flash {
-        return super::attention_mha::attention(pool, kv, il, q, sh, &visible, out);
+        return super::attention_mha::attention(pool, kv, il, q, sh, visible, out);
     }
     let tiled = nt >= Q_TILE;
     if let (false, KvRows::F16(k), KvRows::F16(v)) = (tiled, &kv.k[il], &kv.v[il]) {
@@ -161,8 +157,9 @@ pub(super) fn per_row(
 /// For each token, the cells it attends to, by ascending index: cells of
 /// its sequence at a position ≤ its own (unless `causal` is off) and within
 /// `window` positions on sliding-window layers. The others are masked
-/// (-inf) in the reference.
-fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+/// (-inf) in the reference. The same for every layer with the same
+/// `window` (the forward pass computes it once per ubatch and window).
+pub fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
     tokens
         .iter()
         .map(|tok| {

@@ -151,16 +151,50 @@ unsafe impl<T> Sync for SyncPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T> Send for SyncPtr<T> {}
 
+/// Weight bytes per task at most, for fewer than 8 tokens (decodes): such a
+/// task streams its rows once, and when the tasks run out the other threads
+/// wait for the last one, so it must be short (a SmolLM2 output head in 16
+/// tasks of 1.9 MB left a thread idle ~100 µs per token on average).
+const DECODE_TASK_BYTES: usize = 128 * 1024;
+
 /// Rows per task: enough tasks to balance 2-4 threads, not so small that
-/// claiming them costs.
-fn rows_per_task(rows: usize, nt: usize, n_threads: usize) -> usize {
+/// claiming them costs; for decodes, at most [`DECODE_TASK_BYTES`] of weights.
+fn rows_per_task(rows: usize, nt: usize, n_threads: usize, row_bytes: usize) -> usize {
     if n_threads <= 1 {
         return rows.max(1);
     }
     let target_tasks = 8 * n_threads;
     let by_balance = rows.div_ceil(target_tasks);
+    let by_bytes = if nt < 8 { DECODE_TASK_BYTES / row_bytes.max(1) } else { usize::MAX };
     let min_rows = if nt >= 8 { 1 } else { 4 };
-    by_balance.max(min_rows).max(1)
+    by_balance.min(by_bytes).max(min_rows).max(1)
+}
+
+/// Floats of a task's output tile kept per thread between tasks (larger
+/// tiles, from big prefill tasks, are allocated per task).
+const KEPT_TILE: usize = 64 * 1024;
+
+thread_local! {
+    /// This thread's output tile, reused across tasks and calls (a decode
+    /// runs ~2000 matmul tasks per token on SmolLM2).
+    static TILE_BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on a scratch buffer of `n` floats (contents unspecified).
+fn with_tile<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    if n > KEPT_TILE {
+        return f(&mut vec![0f32; n]);
+    }
+    TILE_BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+            f(&mut v[..n])
+        }
+        // re-entered (a task submitting a matmul): a fresh buffer
+        Err(_) => f(&mut vec![0f32; n]),
+    })
 }
 
 /// `y[t][o] = W[o]·x[t]`: `x` is `[nt][w.cols]`, `y` is `[nt][w.rows]`.
@@ -292,7 +326,7 @@ pub fn matmul_quantized_with(
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
         let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
-        let mut step = rows_per_task(w.rows, a.nt, pool.n_threads());
+        let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
         if rows_f.is_some() {
             // row-block kernels step over groups of rows (up to 8): whole
             // groups per task (the outputs' bits do not depend on it)
@@ -315,44 +349,46 @@ pub fn matmul_quantized_with(
         let stride = job.a.row_bytes;
         let tb = token_block(job.w.ty, stride, nt);
         let n_rows = r1 - r0;
-        let mut tile = vec![0f32; n_rows * tb]; // [n_rows][tb]: this task's rows for one token block
-        let mut t0 = 0;
-        while t0 < nt {
-            let t1 = (t0 + tb).min(nt);
-            let len = t1 - t0;
-            if let Some(rows_f) = job.rows_f {
-                let rb = job.w.row_bytes;
-                // SAFETY: as below, for each of the rows r0..r1 (contiguous,
-                // `rb` apart, within `data` by `Weights::new`); `tile` holds
-                // n_rows rows of `tb >= len` outputs.
-                unsafe {
-                    rows_f(
-                        job.w.cols,
-                        &job.w.data[r0 * rb..r1 * rb],
-                        rb,
-                        n_rows,
-                        &job.a.data[t0 * stride..],
-                        stride,
-                        len,
-                        &mut tile,
-                        tb,
-                    )
-                };
-            } else {
-                for o in r0..r1 {
-                    let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
-                    // SAFETY: the shapes were checked by `check_dot_shapes`
-                    // above and the kernel set matches this CPU; activation
-                    // rows t0..t1 lie within the checked ones.
-                    unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+        // [n_rows][tb]: this task's rows for one token block
+        with_tile(n_rows * tb, |tile| {
+            let mut t0 = 0;
+            while t0 < nt {
+                let t1 = (t0 + tb).min(nt);
+                let len = t1 - t0;
+                if let Some(rows_f) = job.rows_f {
+                    let rb = job.w.row_bytes;
+                    // SAFETY: as below, for each of the rows r0..r1 (contiguous,
+                    // `rb` apart, within `data` by `Weights::new`); `tile` holds
+                    // n_rows rows of `tb >= len` outputs.
+                    unsafe {
+                        rows_f(
+                            job.w.cols,
+                            &job.w.data[r0 * rb..r1 * rb],
+                            rb,
+                            n_rows,
+                            &job.a.data[t0 * stride..],
+                            stride,
+                            len,
+                            tile,
+                            tb,
+                        )
+                    };
+                } else {
+                    for o in r0..r1 {
+                        let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
+                        // SAFETY: the shapes were checked by `check_dot_shapes`
+                        // above and the kernel set matches this CPU; activation
+                        // rows t0..t1 lie within the checked ones.
+                        unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+                    }
                 }
+                // SAFETY: y is [nt][rows] (checked above) and t0..t1 < nt; rows
+                // r0..r1 belong to this task alone, so no other task writes
+                // y[t][r0..r1].
+                unsafe { scatter_tile(tile, tb, n_rows, len, job.y.get().add(t0 * rows + r0), rows) };
+                t0 = t1;
             }
-            // SAFETY: y is [nt][rows] (checked above) and t0..t1 < nt; rows
-            // r0..r1 belong to this task alone, so no other task writes
-            // y[t][r0..r1].
-            unsafe { scatter_tile(&tile, tb, n_rows, len, job.y.get().add(t0 * rows + r0), rows) };
-            t0 = t1;
-        }
+        })
     })
 }
 
