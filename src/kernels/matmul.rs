@@ -349,6 +349,18 @@ pub fn matmul_quantized_with(
         let stride = job.a.row_bytes;
         let tb = token_block(job.w.ty, stride, nt);
         let n_rows = r1 - r0;
+        if nt == 1 && job.rows_f.is_none() {
+            // one token (decodes): y is [1][rows], so the task's outputs go
+            // straight to y[r0..r1] (no tile, no scatter)
+            // SAFETY: rows r0..r1 < rows of y ([1][rows], checked above)
+            // belong to this task alone.
+            let y = unsafe { std::slice::from_raw_parts_mut(job.y.get().add(r0), n_rows) };
+            for (o, out) in (r0..r1).zip(y.chunks_exact_mut(1)) {
+                // SAFETY: as in the loop below, for activation row 0.
+                unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, stride, out) };
+            }
+            return;
+        }
         // [n_rows][tb]: this task's rows for one token block
         with_tile(n_rows * tb, |tile| {
             let mut t0 = 0;

@@ -333,6 +333,15 @@ pub fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
 
 /// ggml_vec_scale_f16: `acc[i] = f16(acc[i]·s)`.
 pub fn scale_f16(acc: &mut [f32], s: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked.
+        return unsafe { avx2::scale_f16(acc, s) };
+    }
+    scale_f16_scalar(acc, s)
+}
+
+fn scale_f16_scalar(acc: &mut [f32], s: f32) {
     for a in acc.iter_mut() {
         *a = round_f16(*a * s);
     }
@@ -532,6 +541,25 @@ mod avx2 {
         f64::from(reduce_lo_hi(lo, hi))
     }
 
+    /// [`super::scale_f16`]: the product rounded to f16 by F16C (to nearest
+    /// even, as `round_f16`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn scale_f16(acc: &mut [f32], s: f32) {
+        let b = _mm256_set1_ps(s);
+        let n = acc.len();
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n.
+            let a = acc.as_mut_ptr().add(i);
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(_mm256_loadu_ps(a), b));
+            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+            i += 8;
+        }
+        for a in &mut acc[i..] {
+            *a = round_f16(*a * s);
+        }
+    }
+
     /// [`mad_f16`] with `v` as f16.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
@@ -588,8 +616,9 @@ mod tests {
         v
     }
 
-    /// The f16-input dot and mad equal the f32 ones on the converted values
-    /// bit for bit (SIMD or scalar, whichever this CPU runs), tails included.
+    /// The f16-input dot and mad equal the f32 ones on the converted values,
+    /// and `scale_f16` its scalar definition, bit for bit (SIMD or scalar,
+    /// whichever this CPU runs), tails included.
     #[test]
     fn f16_input_versions_equal_the_f32_ones() {
         let xs = inputs();
@@ -604,6 +633,16 @@ mod tests {
                 mad_f16_h(&mut a, &h, 0.37);
                 mad_f16(&mut b, &hf, 0.37);
                 assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "mad n={n} off={off}");
+                let mut c = a.clone();
+                scale_f16(&mut a, 0.0173);
+                scale_f16_scalar(&mut c, 0.0173);
+                assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "scale n={n} off={off}");
+                // overflow to ±inf and subnormal results
+                for f in [7.0e4f32, 1.0e-6] {
+                    scale_f16(&mut a, f);
+                    scale_f16_scalar(&mut c, f);
+                    assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "scale {f} n={n} off={off}");
+                }
             }
         }
     }
