@@ -15,7 +15,10 @@
 //!   after every update).
 //!
 //! An f32 K/V cache is rounded to f16 first, as the reference casts it
-//! (without flash attention it is used as f32: `attention_mha.rs`).
+//! (without flash attention it is used as f32: `attention_mha.rs`). On the
+//! one-chunk path an f16 cache is read in place by each row task (f16 → f32
+//! is exact, done in registers); otherwise the rows in use are first
+//! gathered as f32 into [`LayerKv`].
 //!
 //! Deviation: for a single-token ubatch over ≥ 512 cells the reference
 //! splits the cells into one chunk per thread and merges the partial
