@@ -279,23 +279,34 @@ fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usi
 }
 
 /// The one-chunk path for one (token, head) row: `dot(c, q)` is
-/// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q`,
+/// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q` (`q_in`
+/// rounded to f16),
 /// `mad(acc, c, s)` is `ggml_vec_mad_f16` of cell c's V row into `acc`.
 fn row_one_chunk(
     sh: AttnShape,
-    q: &[f32],
+    q_in: &[f32],
     visible: &[usize],
     dot: &dyn Fn(usize, &[f32]) -> f32,
     mad: &dyn Fn(&mut [f32], usize, f32),
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
-    let q: Vec<f32> = q.iter().map(|&x| vecf::round_f16(x)).collect();
+    let mut qr = [0f32; 256];
+    let mut qv = Vec::new();
+    let q: &mut [f32] = if q_in.len() <= qr.len() {
+        &mut qr[..q_in.len()]
+    } else {
+        qv.resize(q_in.len(), 0.0);
+        &mut qv
+    };
+    q.copy_from_slice(q_in);
+    q.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+    let q = &*q;
     let mut s_sum = 0f32;
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
     for &c in visible {
-        let s = dot(c, &q) * sh.kq_scale + 0.0;
+        let s = dot(c, q) * sh.kq_scale + 0.0;
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
         if s > m {
