@@ -15,7 +15,10 @@
 //!   after every update).
 //!
 //! An f32 K/V cache is rounded to f16 first, as the reference casts it
-//! (without flash attention it is used as f32: `attention_mha.rs`).
+//! (without flash attention it is used as f32: `attention_mha.rs`). On the
+//! one-chunk path an f16 cache is read in place by each row task (f16 → f32
+//! is exact, done in registers); otherwise the rows in use are first
+//! gathered as f32 into [`LayerKv`].
 //!
 //! Deviation: for a single-token ubatch over ≥ 512 cells the reference
 //! splits the cells into one chunk per thread and merges the partial
@@ -28,7 +31,7 @@
 //! split (beyond the path choice above, which the reference makes too).
 
 use super::batch::Token;
-use super::kv_cache::{KvCache, KvType};
+use super::kv_cache::{KvCache, KvRows, KvType};
 use crate::error::Result;
 use crate::kernels::vecf::{self, TILE};
 use crate::kernels::ThreadPool;
@@ -64,31 +67,45 @@ pub struct LayerKv {
 }
 
 /// Attention of every (token, head) of the ubatch over the KV cells its
-/// sequence sees (position ≤ its own unless `causal` is off, and within
-/// `window` positions on sliding-window layers), with the flash-attention
-/// numerics or, with `flash` off, those of `attention_mha.rs`. `q` is
-/// [nt][n_head * hd_k]; `out` becomes [nt][n_head * hd_v]. `layer` is
-/// scratch space.
+/// sequence sees (`visible[t]` for token t, from [`visible_cells`]), with
+/// the flash-attention numerics or, with `flash` off, those of
+/// `attention_mha.rs`. `q` is [nt][n_head * hd_k]; `out` becomes
+/// [nt][n_head * hd_v]. `layer` is scratch space.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
     kv: &KvCache,
     il: usize,
-    tokens: &[Token],
+    visible: &[Vec<usize>],
     q: &[f32],
     sh: AttnShape,
-    causal: bool,
-    window: Option<i32>,
     flash: bool,
     layer: &mut LayerKv,
     out: &mut Vec<f32>,
 ) -> Result<()> {
-    let nt = tokens.len();
-    let visible = visible_cells(kv, tokens, causal, window);
+    let nt = visible.len();
     if !flash {
-        return super::attention_mha::attention(pool, kv, il, q, sh, &visible, out);
+        return super::attention_mha::attention(pool, kv, il, q, sh, visible, out);
     }
     let tiled = nt >= Q_TILE;
+    if let (false, KvRows::F16(k), KvRows::F16(v)) = (tiled, &kv.k[il], &kv.v[il]) {
+        // one chunk over an f16 cache: each row task reads the cells it sees
+        // straight from the cache (f16 → f32 in registers, exact), so no
+        // gather runs on the calling thread while the pool waits
+        return per_row(pool, nt, sh, out, &|i, t, g, row| {
+            let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
+            let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+            let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+            row_one_chunk(
+                sh,
+                qh,
+                &visible[t],
+                &|c, qf| vecf::dot_f16_h(k_of(c), qf),
+                &|acc, c, s| vecf::mad_f16_h(acc, v_of(c), s),
+                row,
+            );
+        });
+    }
     if tiled {
         gather_tiles(kv, il, sh, layer)
     } else {
@@ -110,7 +127,16 @@ pub fn attention(
         if tiled {
             row_tiled(layer, sh, g, qh, &visible[t], row);
         } else {
-            row_one_chunk(layer, sh, g, qh, &visible[t], row);
+            let k_of = |c: usize| &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+            let v_of = |c: usize| &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+            row_one_chunk(
+                sh,
+                qh,
+                &visible[t],
+                &|c, qf| vecf::dot_f16(k_of(c), qf),
+                &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
+                row,
+            );
         }
     })
 }
@@ -134,8 +160,9 @@ pub(super) fn per_row(
 /// For each token, the cells it attends to, by ascending index: cells of
 /// its sequence at a position ≤ its own (unless `causal` is off) and within
 /// `window` positions on sliding-window layers. The others are masked
-/// (-inf) in the reference.
-fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+/// (-inf) in the reference. The same for every layer with the same
+/// `window` (the forward pass computes it once per ubatch and window).
+pub fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
     tokens
         .iter()
         .map(|tok| {
@@ -251,25 +278,35 @@ fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usi
     out.iter_mut().for_each(|o| *o *= inv);
 }
 
-/// The one-chunk path for one (token, head) row.
-#[allow(clippy::too_many_arguments)]
+/// The one-chunk path for one (token, head) row: `dot(c, q)` is
+/// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q` (`q_in`
+/// rounded to f16),
+/// `mad(acc, c, s)` is `ggml_vec_mad_f16` of cell c's V row into `acc`.
 fn row_one_chunk(
-    layer: &LayerKv,
     sh: AttnShape,
-    g: usize,
-    q: &[f32],
+    q_in: &[f32],
     visible: &[usize],
+    dot: &dyn Fn(usize, &[f32]) -> f32,
+    mad: &dyn Fn(&mut [f32], usize, f32),
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
-    let q: Vec<f32> = q.iter().map(|&x| vecf::round_f16(x)).collect();
+    let mut qr = [0f32; 256];
+    let mut qv = Vec::new();
+    let q: &mut [f32] = if q_in.len() <= qr.len() {
+        &mut qr[..q_in.len()]
+    } else {
+        qv.resize(q_in.len(), 0.0);
+        &mut qv
+    };
+    q.copy_from_slice(q_in);
+    q.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+    let q = &*q;
     let mut s_sum = 0f32;
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
     for &c in visible {
-        let k = &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-        let v = &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-        let s = vecf::dot_f16(k, &q) * sh.kq_scale + 0.0;
+        let s = dot(c, q) * sh.kq_scale + 0.0;
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
         if s > m {
@@ -280,7 +317,7 @@ fn row_one_chunk(
         } else {
             vs = (s - m).exp();
         }
-        vecf::mad_f16(out, v, vs);
+        mad(out, c, vs);
         s_sum = s_sum.mul_add(ms, vs);
     }
     let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };

@@ -5,7 +5,7 @@
 //!
 //! Buffers are [n_tokens][width] row-major f32.
 
-use super::attention::{attention, AttnShape};
+use super::attention::{attention, visible_cells, AttnShape};
 use super::batch::Token;
 use super::dump;
 use super::kv_cache::KvCache;
@@ -202,6 +202,10 @@ pub fn forward(
     // last FFN runs on those rows alone, and the matmul kernels depend on the
     // row count)
     let mut nr = nt;
+    // the cells each token sees, per kind of layer (the cells' positions and
+    // sequences do not change during the ubatch)
+    let mut visible_full: Option<Vec<Vec<usize>>> = None;
+    let mut visible_swa: Option<Vec<Vec<usize>>> = None;
 
     for (il, lw) in weights.layers.iter().enumerate() {
         if abort() {
@@ -258,7 +262,11 @@ pub fn forward(
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
         // attn: [nt][n_head * hd_v]
-        attention(pool, kv, il, tokens, q, shape, mode.causal, window, mode.flash, layer, attn)?;
+        let visible = match window {
+            None => visible_full.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, None)),
+            Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window)),
+        };
+        attention(pool, kv, il, visible, q, shape, mode.flash, layer, attn)?;
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *o])?; // [nt][n_embd]
         dump::tensor("attn_out", Some(il), o, n_embd);

@@ -171,16 +171,50 @@ unsafe impl<T> Sync for SyncPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T> Send for SyncPtr<T> {}
 
+/// Weight bytes per task at most, for fewer than 8 tokens (decodes): such a
+/// task streams its rows once, and when the tasks run out the other threads
+/// wait for the last one, so it must be short (a SmolLM2 output head in 16
+/// tasks of 1.9 MB left a thread idle ~100 µs per token on average).
+const DECODE_TASK_BYTES: usize = 128 * 1024;
+
 /// Rows per task: enough tasks to balance 2-4 threads, not so small that
-/// claiming them costs.
-fn rows_per_task(rows: usize, nt: usize, n_threads: usize) -> usize {
+/// claiming them costs; for decodes, at most [`DECODE_TASK_BYTES`] of weights.
+fn rows_per_task(rows: usize, nt: usize, n_threads: usize, row_bytes: usize) -> usize {
     if n_threads <= 1 {
         return rows.max(1);
     }
     let target_tasks = 8 * n_threads;
     let by_balance = rows.div_ceil(target_tasks);
+    let by_bytes = if nt < 8 { DECODE_TASK_BYTES / row_bytes.max(1) } else { usize::MAX };
     let min_rows = if nt >= 8 { 1 } else { 4 };
-    by_balance.max(min_rows).max(1)
+    by_balance.min(by_bytes).max(min_rows).max(1)
+}
+
+/// Floats of a task's output tile kept per thread between tasks (larger
+/// tiles, from big prefill tasks, are allocated per task).
+const KEPT_TILE: usize = 64 * 1024;
+
+thread_local! {
+    /// This thread's output tile, reused across tasks and calls (a decode
+    /// runs ~2000 matmul tasks per token on SmolLM2).
+    static TILE_BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on a scratch buffer of `n` floats (contents unspecified).
+fn with_tile<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    if n > KEPT_TILE {
+        return f(&mut vec![0f32; n]);
+    }
+    TILE_BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < n {
+                v.resize(n, 0.0);
+            }
+            f(&mut v[..n])
+        }
+        // re-entered (a task submitting a matmul): a fresh buffer
+        Err(_) => f(&mut vec![0f32; n]),
+    })
 }
 
 /// `y[t][o] = W[o]·x[t]`: `x` is `[nt][w.cols]`, `y` is `[nt][w.rows]`.
@@ -315,7 +349,7 @@ pub fn matmul_quantized_with(
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
         // the tiles, where this set has a kernel over them (any token count)
         let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
-        let mut step = rows_per_task(w.rows, a.nt, pool.n_threads());
+        let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
         if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
             // 2 tasks per thread (SmolLM2 Q6_K, 2 threads: tasks of 40 rows
@@ -348,64 +382,67 @@ pub fn matmul_quantized_with(
         let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
         let tb = token_block(job.w.ty, stride, nt, tiled);
         let n_rows = r1 - r0;
-        let mut tile = vec![0f32; n_rows * tb]; // [n_rows][tb]: this task's rows for one token block
-        let mut t0 = 0;
-        while t0 < nt {
-            let t1 = (t0 + tb).min(nt);
-            let len = t1 - t0;
-            if let Some((tiled_f, tiles)) = job.tiled_f {
-                use super::ggml_paths::repack_tiles::rows_offset;
-                let (c, o0, o1) = (job.w.cols, rows_offset(job.w.cols, r0), rows_offset(job.w.cols, r1));
-                // SAFETY: rows r0..r1 are whole strips of 16 rows but for
-                // the matrix's last 8 (r0 and the step are multiples of 16,
-                // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
-                // checked; activations and `tile` as below; the kernel
-                // asserts the lengths.
-                unsafe {
-                    tiled_f(
-                        c,
-                        &tiles[o0..o1],
-                        n_rows,
-                        &job.a.data[t0 * stride..],
-                        stride,
-                        len,
-                        &mut tile,
-                        tb,
-                    )
-                };
-            } else if let Some(rows_f) = job.rows_f {
-                let rb = job.w.row_bytes;
-                // SAFETY: as below, for each of the rows r0..r1 (contiguous,
-                // `rb` apart, within `data` by `Weights::new`); `tile` holds
-                // n_rows rows of `tb >= len` outputs.
-                unsafe {
-                    rows_f(
-                        job.w.cols,
-                        &job.w.data[r0 * rb..r1 * rb],
-                        rb,
-                        n_rows,
-                        &job.a.data[t0 * stride..],
-                        stride,
-                        len,
-                        &mut tile,
-                        tb,
-                    )
-                };
-            } else {
-                for o in r0..r1 {
-                    let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
-                    // SAFETY: the shapes were checked by `check_dot_shapes`
-                    // above and the kernel set matches this CPU; activation
-                    // rows t0..t1 lie within the checked ones.
-                    unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
-                }
+        if nt == 1 && job.rows_f.is_none() && job.tiled_f.is_none() {
+            // one token (decodes): y is [1][rows], so the task's outputs go
+            // straight to y[r0..r1] (no tile, no scatter)
+            // SAFETY: rows r0..r1 < rows of y ([1][rows], checked above)
+            // belong to this task alone.
+            let y = unsafe { std::slice::from_raw_parts_mut(job.y.get().add(r0), n_rows) };
+            for (o, out) in (r0..r1).zip(y.chunks_exact_mut(1)) {
+                // SAFETY: as in the loop below, for activation row 0.
+                unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, stride, out) };
             }
-            // SAFETY: y is [nt][rows] (checked above) and t0..t1 < nt; rows
-            // r0..r1 belong to this task alone, so no other task writes
-            // y[t][r0..r1].
-            unsafe { scatter_tile(&tile, tb, n_rows, len, job.y.get().add(t0 * rows + r0), rows) };
-            t0 = t1;
+            return;
         }
+        // [n_rows][tb]: this task's rows for one token block
+        with_tile(n_rows * tb, |tile| {
+            let mut t0 = 0;
+            while t0 < nt {
+                let t1 = (t0 + tb).min(nt);
+                let len = t1 - t0;
+                if let Some((tiled_f, tiles)) = job.tiled_f {
+                    use super::ggml_paths::repack_tiles::rows_offset;
+                    let (c, o0, o1) = (job.w.cols, rows_offset(job.w.cols, r0), rows_offset(job.w.cols, r1));
+                    // SAFETY: rows r0..r1 are whole strips of 16 rows but for
+                    // the matrix's last 8 (r0 and the step are multiples of 16,
+                    // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
+                    // checked; activations and `tile` as below; the kernel
+                    // asserts the lengths.
+                    unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.data[t0 * stride..], stride, len, tile, tb) };
+                } else if let Some(rows_f) = job.rows_f {
+                    let rb = job.w.row_bytes;
+                    // SAFETY: as below, for each of the rows r0..r1 (contiguous,
+                    // `rb` apart, within `data` by `Weights::new`); `tile` holds
+                    // n_rows rows of `tb >= len` outputs.
+                    unsafe {
+                        rows_f(
+                            job.w.cols,
+                            &job.w.data[r0 * rb..r1 * rb],
+                            rb,
+                            n_rows,
+                            &job.a.data[t0 * stride..],
+                            stride,
+                            len,
+                            tile,
+                            tb,
+                        )
+                    };
+                } else {
+                    for o in r0..r1 {
+                        let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
+                        // SAFETY: the shapes were checked by `check_dot_shapes`
+                        // above and the kernel set matches this CPU; activation
+                        // rows t0..t1 lie within the checked ones.
+                        unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+                    }
+                }
+                // SAFETY: y is [nt][rows] (checked above) and t0..t1 < nt; rows
+                // r0..r1 belong to this task alone, so no other task writes
+                // y[t][r0..r1].
+                unsafe { scatter_tile(tile, tb, n_rows, len, job.y.get().add(t0 * rows + r0), rows) };
+                t0 = t1;
+            }
+        })
     })
 }
 

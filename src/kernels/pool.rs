@@ -144,9 +144,17 @@ impl ThreadPool {
             // Every task is claimed: close the job to late workers, then wait
             // for those that joined (they may still be running tasks).
             *sh.job.lock() = None;
+            // (the clock is read every 64 spins: a read costs more than a
+            // spin, and it would delay noticing the last worker)
             let start = Instant::now();
+            let mut spins = 0u32;
+            let mut spinning = true;
             while sh.active.load(Ordering::Acquire) != 0 {
-                if start.elapsed() < SPIN {
+                spins = spins.wrapping_add(1);
+                if spinning && spins % 64 == 0 {
+                    spinning = start.elapsed() < SPIN;
+                }
+                if spinning {
                     std::hint::spin_loop();
                 } else {
                     std::thread::yield_now();

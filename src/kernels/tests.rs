@@ -277,8 +277,9 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
     let pools: Vec<ThreadPool> = (1..=3).map(|n| ThreadPool::new(n).expect("pool")).collect();
     let cols = 512;
     let mut rng = Rng::new(5);
-    // 67 rows: no repacked path; 72: repacked where the reference repacks
-    for (rows, nt) in [(67, 9), (72, 9), (72, 3)] {
+    // 67 rows: no repacked path; 72: repacked where the reference repacks;
+    // 200 rows × 1 token: a decode, split into several tasks
+    for (rows, nt) in [(67, 9), (72, 9), (72, 3), (200, 1)] {
         let x = rng.data(nt * cols);
         for set in available_sets() {
             for ty in WEIGHT_TYPES {

@@ -229,6 +229,25 @@ pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
     sum as f32
 }
 
+/// [`dot_f16`] with `x` stored as f16 (a K cache row): the same products in
+/// the same order, each f16 converted to f32 (exactly) as it is loaded, so
+/// the K rows need no f32 copy.
+pub fn dot_f16_h(x: &[half::f16], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let np = n & !63;
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked; both slices hold np.
+        let mut sum = unsafe { avx2::dot64_h(&x[..np], &y[..np]) };
+        for i in np..n {
+            sum += f64::from(x[i].to_f32() * y[i]);
+        }
+        return sum as f32;
+    }
+    let xf: Vec<f32> = x[..n].iter().map(|v| v.to_f32()).collect();
+    dot_f16(&xf, &y[..n])
+}
+
 /// ggml_vec_dot_f32: the 64-lane tree of [`dot_f16`] over the first
 /// `n & !63` elements, as an f32, then the leftovers added in order in f32
 /// as GCC compiled them: those in whole groups of 8 as rounded products
@@ -299,8 +318,30 @@ pub fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
     }
 }
 
+/// [`mad_f16`] with `v` stored as f16 (a V cache row), converted exactly
+/// as it is loaded.
+pub fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked.
+        return unsafe { avx2::mad_f16_h(acc, v, s) };
+    }
+    for (a, &x) in acc.iter_mut().zip(v) {
+        *a = round_f16(x.to_f32().mul_add(s, *a));
+    }
+}
+
 /// ggml_vec_scale_f16: `acc[i] = f16(acc[i]·s)`.
 pub fn scale_f16(acc: &mut [f32], s: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: features checked.
+        return unsafe { avx2::scale_f16(acc, s) };
+    }
+    scale_f16_scalar(acc, s)
+}
+
+fn scale_f16_scalar(acc: &mut [f32], s: f32) {
     for a in acc.iter_mut() {
         *a = round_f16(*a * s);
     }
@@ -475,6 +516,69 @@ mod avx2 {
         f64::from(reduce_lo_hi(lo, hi))
     }
 
+    /// 8 f16 at `p` as f32.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_h8(p: *const half::f16) -> __m256 {
+        // SAFETY: the caller guarantees 8 readable f16 at p.
+        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+    }
+
+    /// [`dot64`] with `x` as f16.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot64_h(x: &[half::f16], y: &[f32]) -> f64 {
+        let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
+        let mut i = 0;
+        while i + 64 <= x.len() {
+            for (r, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 64 ≤ len of both.
+                *a = _mm256_fmadd_ps(load_h8(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
+            }
+            i += 64;
+        }
+        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+        f64::from(reduce_lo_hi(lo, hi))
+    }
+
+    /// [`super::scale_f16`]: the product rounded to f16 by F16C (to nearest
+    /// even, as `round_f16`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn scale_f16(acc: &mut [f32], s: f32) {
+        let b = _mm256_set1_ps(s);
+        let n = acc.len();
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n.
+            let a = acc.as_mut_ptr().add(i);
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(_mm256_loadu_ps(a), b));
+            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+            i += 8;
+        }
+        for a in &mut acc[i..] {
+            *a = round_f16(*a * s);
+        }
+    }
+
+    /// [`mad_f16`] with `v` as f16.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
+        let n = acc.len().min(v.len());
+        let b = _mm256_set1_ps(s);
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 ≤ n.
+            let a = acc.as_mut_ptr().add(i);
+            let r = _mm256_fmadd_ps(load_h8(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
+            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+            i += 8;
+        }
+        for k in i..n {
+            acc[k] = round_f16(v[k].to_f32().mul_add(s, acc[k]));
+        }
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
         let n = acc.len().min(v.len());
@@ -510,6 +614,37 @@ mod tests {
         }
         v.retain(|x| !x.is_nan());
         v
+    }
+
+    /// The f16-input dot and mad equal the f32 ones on the converted values,
+    /// and `scale_f16` its scalar definition, bit for bit (SIMD or scalar,
+    /// whichever this CPU runs), tails included.
+    #[test]
+    fn f16_input_versions_equal_the_f32_ones() {
+        let xs = inputs();
+        for n in [7usize, 64, 100, 128, 200, 256] {
+            for off in [0usize, 3, 517] {
+                let h: Vec<half::f16> = xs[off..off + n].iter().map(|&x| half::f16::from_f32(x / 9.0)).collect();
+                let hf: Vec<f32> = h.iter().map(|v| v.to_f32()).collect();
+                let y: Vec<f32> = xs[off + 1000..off + 1000 + n].iter().map(|&x| round_f16(x / 31.0)).collect();
+                assert_eq!(dot_f16_h(&h, &y).to_bits(), dot_f16(&hf, &y).to_bits(), "dot n={n} off={off}");
+                let mut a: Vec<f32> = xs[off + 2000..off + 2000 + n].iter().map(|&x| round_f16(x / 5.0)).collect();
+                let mut b = a.clone();
+                mad_f16_h(&mut a, &h, 0.37);
+                mad_f16(&mut b, &hf, 0.37);
+                assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "mad n={n} off={off}");
+                let mut c = a.clone();
+                scale_f16(&mut a, 0.0173);
+                scale_f16_scalar(&mut c, 0.0173);
+                assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "scale n={n} off={off}");
+                // overflow to ±inf and subnormal results
+                for f in [7.0e4f32, 1.0e-6] {
+                    scale_f16(&mut a, f);
+                    scale_f16_scalar(&mut c, f);
+                    assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "scale {f} n={n} off={off}");
+                }
+            }
+        }
     }
 
     #[test]
