@@ -4,18 +4,21 @@
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
 //! (`nb = cols / 256` super-blocks per row), in the order the kernel reads
-//! it: strips of 16 rows (two 8-row groups; the last strip 8 rows when
-//! `rows % 16 == 8`), each `[nb]` super-blocks of ([`GROUP_BLOCK`] bytes per
-//! group, `R` groups):
+//! it (one linear stream: a first layout with each group's quants in its own
+//! 1 KiB region ran the decode at half the per-row kernel's speed): strips
+//! of 16 rows (`R` = two 8-row groups; the last strip 8 rows when
+//! `rows % 16 == 8`), each `[nb]` super-blocks of `R ·` [`GROUP_BLOCK`]
+//! bytes:
 //!
-//! - `qs`: `[R][4 pairs j][8 k][8 rows][4 bytes]`: lane `r` of vector
-//!   `(j, k)` holds bytes `4k .. 4k + 4` of row `r`'s quants `32j ..` (the
-//!   file's order: low nibbles are elements `4k ..` of 32-chunk `2j`, high
-//!   nibbles those of chunk `2j + 1`);
-//! - `sc`: `[R][8 chunks][8 rows]` the 6-bit scales, unpacked (u8);
-//! - `mn`: `[R][4 pairs j][8 rows][2]` the 6-bit minimums of chunks `2j`,
-//!   `2j + 1` (u8; widened to the i16 pairs of `vpdpwssd`);
-//! - `d`, `dmin`: `[R][8 rows]` f16 each.
+//! - `d`, `dmin`: `[R][8 rows]` f16 each;
+//! - then per pair `j` of 32-chunks (`2j`, `2j + 1`), 4 pairs:
+//!   - `qs`: `[8 k][R][8 rows][4 bytes]`: lane `r` of vector `(k, h)`
+//!     holds bytes `4k .. 4k + 4` of the quants `32j ..` of row `8h + r`
+//!     (the file's order: low nibbles are elements `4k ..` of chunk `2j`,
+//!     high nibbles those of chunk `2j + 1`);
+//!   - `sc`: `[R][2 chunks][8 rows]` the 6-bit scales, unpacked (u8);
+//!   - `mn`: `[R][8 rows][2 chunks]` the 6-bit minimums (u8; widened to
+//!     the i16 pairs of `vpdpwssd`).
 //!
 //! 148 bytes per row and super-block (the file's 144 with the 12 packed
 //! scale bytes unpacked into 16). A row read back ([`read_row`]) equals the
@@ -39,24 +42,24 @@ const BLOCK_BYTES: usize = 144;
 /// Bytes of one super-block of one 8-row group in the tiles.
 pub const GROUP_BLOCK: usize = 8 * 148;
 
-// offsets within the `R` groups of one super-block, per group `h`
-const QS: usize = 1024;
-const SC: usize = 64;
-const MN: usize = 64;
-const DD: usize = 16;
+/// Bytes per group of one chunk pair (quants, scales, minimums).
+const PAIR: usize = 256 + 16 + 16;
 
-/// Byte offsets of row `r`'s super-block `b`: (qs lane of vector 0, vectors
-/// 32 bytes apart; sc; mn; d; dmin).
-fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> [usize; 5] {
+/// Byte offsets of row `r`'s super-block `b`: (d, dmin, and per chunk pair
+/// `j`: its quants' lane of vector `k = 0` (vectors `32 · R` apart), the
+/// scale of its chunk `2j` (chunk `2j + 1`: 8 bytes on), the minimum of
+/// chunk `2j` (chunk `2j + 1`: the next byte)).
+fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, [(usize, usize, usize); 4]) {
     let s0 = r / 16 * 16;
     let groups = (rows - s0).min(16) / 8;
     let (h, lane) = (r % 16 / 8, r % 8);
     let blk = s0 / 8 * (cols / QK_K) * GROUP_BLOCK + b * groups * GROUP_BLOCK;
-    let sc = blk + groups * QS;
-    let mn = sc + groups * SC;
-    let d = mn + groups * MN;
-    let dmin = d + groups * DD;
-    [blk + h * QS + lane * 4, sc + h * SC + lane, mn + h * MN + lane * 2, d + h * DD + lane * 2, dmin + h * DD + lane * 2]
+    let pairs = std::array::from_fn(|j| {
+        let pb = blk + groups * 32 + j * groups * PAIR;
+        let sc = pb + groups * 256 + h * 16 + lane;
+        (pb + h * 32 + lane * 4, sc, pb + groups * 272 + h * 16 + lane * 2)
+    });
+    (blk + h * 16 + lane * 2, blk + groups * 16 + h * 16 + lane * 2, pairs)
 }
 
 /// Interleaves `src` (the file's rows) into `dst`.
@@ -64,17 +67,22 @@ pub(super) fn build(rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
     let rb = cols / QK_K * BLOCK_BYTES;
     for r in 0..rows {
         for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
-            let [q, sc, mn, d, dmin] = block_at(rows, cols, r, b);
+            let (d, dmin, pairs) = block_at(rows, cols, r, b);
+            let vs = 32 * (rows - r / 16 * 16).min(16) / 8; // vectors apart
             dst[d..d + 2].copy_from_slice(&blk[..2]);
             dst[dmin..dmin + 2].copy_from_slice(&blk[2..4]);
             let packed: [u8; 12] = blk[4..16].try_into().expect("12 bytes");
             for c in 0..8 {
                 let (s, m) = get_scale_min_k4(c, &packed);
-                dst[sc + 8 * c] = s;
-                dst[mn + 16 * (c / 2) + c % 2] = m;
+                let (_, sc, mn) = pairs[c / 2];
+                dst[sc + 8 * (c % 2)] = s;
+                dst[mn + c % 2] = m;
             }
-            for v in 0..32 {
-                dst[q + 32 * v..q + 32 * v + 4].copy_from_slice(&blk[16 + 4 * v..20 + 4 * v]);
+            for (j, &(q, _, _)) in pairs.iter().enumerate() {
+                for k in 0..8 {
+                    let src = 16 + 32 * j + 4 * k;
+                    dst[q + vs * k..q + vs * k + 4].copy_from_slice(&blk[src..src + 4]);
+                }
             }
         }
     }
@@ -83,19 +91,23 @@ pub(super) fn build(rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
 /// Row `r` read back from the tiles into `out` (the file's bytes).
 pub(super) fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
     for (b, blk) in out[..cols / QK_K * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
-        let [q, sc, mn, d, dmin] = block_at(rows, cols, r, b);
+        let (d, dmin, pairs) = block_at(rows, cols, r, b);
+        let vs = 32 * (rows - r / 16 * 16).min(16) / 8;
         blk[..2].copy_from_slice(&tiles[d..d + 2]);
         blk[2..4].copy_from_slice(&tiles[dmin..dmin + 2]);
-        let s: [u8; 8] = std::array::from_fn(|c| tiles[sc + 8 * c]);
-        let m: [u8; 8] = std::array::from_fn(|c| tiles[mn + 16 * (c / 2) + c % 2]);
+        let s: [u8; 8] = std::array::from_fn(|c| tiles[pairs[c / 2].1 + 8 * (c % 2)]);
+        let m: [u8; 8] = std::array::from_fn(|c| tiles[pairs[c / 2].2 + c % 2]);
         // the inverse of `get_scale_min_k4`
         for j in 0..4 {
             blk[4 + j] = s[j] | (s[j + 4] >> 4) << 6;
             blk[8 + j] = m[j] | (m[j + 4] >> 4) << 6;
             blk[12 + j] = (s[j + 4] & 0xF) | (m[j + 4] & 0xF) << 4;
         }
-        for v in 0..32 {
-            blk[16 + 4 * v..20 + 4 * v].copy_from_slice(&tiles[q + 32 * v..q + 32 * v + 4]);
+        for (j, &(q, _, _)) in pairs.iter().enumerate() {
+            for k in 0..8 {
+                let dst = 16 + 32 * j + 4 * k;
+                blk[dst..dst + 4].copy_from_slice(&tiles[q + vs * k..q + vs * k + 4]);
+            }
         }
     }
 }
@@ -107,7 +119,7 @@ pub(super) mod vnni {
     use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{loadu, q8k_d};
     use super::super::repack::gemm_rows;
-    use super::{DD, GROUP_BLOCK, MN, QS, SC};
+    use super::{GROUP_BLOCK, PAIR};
     use crate::quant::QK_K;
 
     /// Bytes of one Q8_K activation block.
@@ -211,8 +223,7 @@ pub(super) mod vnni {
         let mut accm = [[_mm256_setzero_ps(); TT]; G];
         for b in 0..nb {
             let bp = gp.add(b * groups * GROUP_BLOCK);
-            let (scp, mnp) = (bp.add(groups * QS), bp.add(groups * (QS + SC)));
-            let (dp, dmp) = (bp.add(groups * (QS + SC + MN)), bp.add(groups * (QS + SC + MN + DD)));
+            let (dp, dmp) = (bp, bp.add(groups * 16));
             let mut ab = [a; TT];
             let mut da = [_mm256_setzero_ps(); TT];
             for j in 0..TT {
@@ -223,8 +234,8 @@ pub(super) mod vnni {
             let mut dmin = [_mm256_setzero_ps(); G];
             for g in 0..G {
                 let h = h0 + g;
-                d[g] = _mm256_cvtph_ps(_mm_loadu_si128(dp.add(h * DD) as *const __m128i));
-                dmin[g] = _mm256_cvtph_ps(_mm_loadu_si128(dmp.add(h * DD) as *const __m128i));
+                d[g] = _mm256_cvtph_ps(_mm_loadu_si128(dp.add(h * 16) as *const __m128i));
+                dmin[g] = _mm256_cvtph_ps(_mm_loadu_si128(dmp.add(h * 16) as *const __m128i));
             }
             let mut p0 = 0;
             while p0 < 4 {
@@ -232,13 +243,15 @@ pub(super) mod vnni {
                 let mut isum = [[zero; TT]; G];
                 let mut imin = [[zero; TT]; G];
                 for pj in p0..p0 + P / 2 {
+                    let pb = bp.add(groups * 32 + pj * groups * PAIR); // the pair's quants
+                    let (scp, mnp) = (pb.add(groups * 256), pb.add(groups * 272));
                     let mut slo = [[zero; TT]; G];
                     let mut shi = [[zero; TT]; G];
                     for k in 0..8 {
                         let mut wl = [zero; G];
                         let mut wh = [zero; G];
                         for g in 0..G {
-                            let v = loadu(bp.add((h0 + g) * QS + (pj * 8 + k) * 32));
+                            let v = loadu(pb.add((k * groups + h0 + g) * 32));
                             wl[g] = _mm256_and_si256(v, mask);
                             wh[g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
                         }
@@ -254,9 +267,9 @@ pub(super) mod vnni {
                     }
                     for g in 0..G {
                         let h = h0 + g;
-                        let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * SC + 16 * pj) as *const __m128i));
-                        let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * SC + 16 * pj + 8) as *const __m128i));
-                        let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * MN + 16 * pj) as *const __m128i));
+                        let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 16) as *const __m128i));
+                        let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 16 + 8) as *const __m128i));
+                        let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * 16) as *const __m128i));
                         for j in 0..TT {
                             let x = _mm256_add_epi32(_mm256_mullo_epi32(slo[g][j], sl), _mm256_mullo_epi32(shi[g][j], sh));
                             isum[g][j] = _mm256_add_epi32(isum[g][j], x);
