@@ -27,6 +27,9 @@
 //! exactly as `repack.rs`: `acc = fma((float)isum, dw·da, acc)`, lanes =
 //! rows. The gemm and gemv of the reference have that same order for these
 //! types, so one kernel serves every token count.
+//!
+//! Q4_K has its own layout and kernel (`repack_tiles_k`); the functions
+//! here dispatch to it.
 
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
