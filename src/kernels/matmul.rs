@@ -402,7 +402,7 @@ pub fn matmul_quantized_with(
                 let len = t1 - t0;
                 if let Some((tiled_f, tiles)) = job.tiled_f {
                     use super::ggml_paths::repack_tiles::rows_offset;
-                    let (c, o0, o1) = (job.w.cols, rows_offset(job.w.cols, r0), rows_offset(job.w.cols, r1));
+                    let (c, o0, o1) = (job.w.cols, rows_offset(job.w.ty, job.w.cols, r0), rows_offset(job.w.ty, job.w.cols, r1));
                     // SAFETY: rows r0..r1 are whole strips of 16 rows but for
                     // the matrix's last 8 (r0 and the step are multiples of 16,
                     // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`

@@ -1,6 +1,6 @@
 //! Weight matrices interleaved once at load for the kernel set in use, as
-//! the reference repacks them (`ggml-cpu/repack.cpp`): today the Q4_0 and
-//! IQ4_NL matrices with a multiple of 8 rows, on CPUs with AVX-512 VNNI
+//! the reference repacks them (`ggml-cpu/repack.cpp`): today the Q4_0,
+//! IQ4_NL and Q4_K matrices with a multiple of 8 rows, on CPUs with AVX-512 VNNI
 //! (`KernelSet::tiled_fn`; elsewhere nothing is built and the kernels read
 //! the mapping). Only matrices that are multiplied are built (the layers'
 //! projections and the output head, also when it is the token embedding,

@@ -54,6 +54,7 @@
 
 pub mod repack;
 pub mod repack_tiles;
+pub mod repack_tiles_k;
 #[cfg(target_arch = "x86_64")]
 pub mod repack_rows;
 pub mod tiled;

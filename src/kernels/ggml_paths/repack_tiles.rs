@@ -27,9 +27,12 @@
 //! exactly as `repack.rs`: `acc = fma((float)isum, dw·da, acc)`, lanes =
 //! rows. The gemm and gemv of the reference have that same order for these
 //! types, so one kernel serves every token count.
+//!
+//! Q4_K has its own layout and kernel (`repack_tiles_k`); the functions
+//! here dispatch to it.
 
 use crate::ggml_type::GgmlType;
-use crate::quant::QK;
+use crate::quant::{QK, QK_K};
 
 /// Bytes of one weight block (f16 scale + 16 bytes of nibbles), both types.
 const BLOCK_BYTES: usize = 18;
@@ -44,16 +47,31 @@ pub const STRIP_ROWS: usize = 16;
 const GROUP_BLOCK: usize = GROUP_ROWS * BLOCK_BYTES;
 
 /// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
-/// `cols` columns.
-pub fn rows_offset(cols: usize, r0: usize) -> usize {
+/// `cols` columns of the 32-block types.
+fn rows_offset_b32(cols: usize, r0: usize) -> usize {
     r0 / GROUP_ROWS * (cols / QK) * GROUP_BLOCK
+}
+
+/// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
+/// type `ty` (Q4_K: `repack_tiles_k`) and `cols` columns.
+pub fn rows_offset(ty: GgmlType, cols: usize, r0: usize) -> usize {
+    if ty == GgmlType::Q4_K {
+        r0 / GROUP_ROWS * (cols / QK_K) * super::repack_tiles_k::GROUP_BLOCK
+    } else {
+        rows_offset_b32(cols, r0)
+    }
 }
 
 /// Bytes of the tiles of a `rows`×`cols` matrix of type `ty`, or `None` if
 /// the matrix has no tiled layout (other types, rows not a multiple of 8).
 pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
-    let ok = matches!(ty, GgmlType::Q4_0 | GgmlType::IQ4_NL) && rows % GROUP_ROWS == 0 && cols % QK == 0 && cols > 0;
-    ok.then(|| rows_offset(cols, rows))
+    let block = match ty {
+        GgmlType::Q4_0 | GgmlType::IQ4_NL => QK,
+        GgmlType::Q4_K => QK_K,
+        _ => return None,
+    };
+    let ok = rows % GROUP_ROWS == 0 && cols % block == 0 && cols > 0;
+    ok.then(|| rows_offset(ty, cols, rows))
 }
 
 /// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`,
@@ -62,7 +80,7 @@ fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize) {
     let s0 = r / STRIP_ROWS * STRIP_ROWS;
     let groups = (rows - s0).min(STRIP_ROWS) / GROUP_ROWS; // R of this strip
     let (h, lane) = (r % STRIP_ROWS / GROUP_ROWS, r % GROUP_ROWS);
-    let blk = rows_offset(cols, s0) + b * groups * GROUP_BLOCK;
+    let blk = rows_offset_b32(cols, s0) + b * groups * GROUP_BLOCK;
     (blk + h * 128 + lane * 4, blk + groups * 128 + h * 16 + lane * 2)
 }
 
@@ -70,8 +88,11 @@ fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize) {
 /// (`tiles_bytes` long). Panics on other sizes.
 pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
     let need = tiles_bytes(ty, rows, cols).expect("a tiled type and shape");
-    let rb = cols / QK * BLOCK_BYTES;
+    let rb = ty.row_size(cols as u64).expect("row size") as usize;
     assert!(src.len() >= rows * rb && dst.len() >= need, "repack_tiles::build: buffer sizes");
+    if ty == GgmlType::Q4_K {
+        return super::repack_tiles_k::build(rows, cols, src, &mut dst[..need]);
+    }
     for r in 0..rows {
         for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
             let (q, d) = block_at(rows, cols, r, b);
@@ -83,9 +104,12 @@ pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8])
     }
 }
 
-/// Row `r` of a `rows`-row matrix read back from its tiles into `out` (the
-/// file's `cols / 32 · 18` bytes).
-pub fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
+/// Row `r` of a `rows`-row matrix of type `ty` read back from its tiles into
+/// `out` (the file's bytes of the row).
+pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
+    if ty == GgmlType::Q4_K {
+        return super::repack_tiles_k::read_row(rows, cols, tiles, r, out);
+    }
     for (b, blk) in out[..cols / QK * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
         let (q, d) = block_at(rows, cols, r, b);
         blk[..2].copy_from_slice(&tiles[d..d + 2]);
@@ -101,6 +125,7 @@ pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
     Some(match ty {
         GgmlType::Q4_0 => vnni::tiled_b32::<false>,
         GgmlType::IQ4_NL => vnni::tiled_b32::<true>,
+        GgmlType::Q4_K => super::repack_tiles_k::vnni::tiled_q4_k,
         _ => return None,
     })
 }
@@ -111,7 +136,7 @@ mod vnni {
 
     use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{f16_at, hsum_epi32, loadu};
-    use super::{rows_offset, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
+    use super::{rows_offset_b32, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
     use crate::quant::{iq4::KVALUES_IQ4NL, QK};
 
     /// Activation blocks per call whose sums live on the stack.
@@ -132,7 +157,7 @@ mod vnni {
     ) {
         assert_rows_out(n_rows, nt, out.len(), os);
         let nb = n / QK;
-        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset(n, n_rows), "tiled kernel: tiles too short");
+        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset_b32(n, n_rows), "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
         let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
         // [nt][nb] −off·Σa of each activation block (the nibbles' offset)
@@ -160,7 +185,7 @@ mod vnni {
         let mut r0 = 0;
         while r0 < n_rows {
             let two = r0 + STRIP_ROWS <= n_rows;
-            let (gp, o) = (tp.add(rows_offset(n, r0)), op.add(r0 * os));
+            let (gp, o) = (tp.add(rows_offset_b32(n, r0)), op.add(r0 * os));
             let mut t = 0;
             while t + 4 <= nt {
                 let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));

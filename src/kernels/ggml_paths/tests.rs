@@ -242,15 +242,17 @@ fn repack_tiles_read_back_the_files_rows() {
     let mut rng = Rng::new(11);
     assert_eq!(tiles_bytes(Q4_0, 12, 64), None, "rows not a multiple of 8");
     assert_eq!(tiles_bytes(Q8_0, 16, 64), None, "not a repacked 32-block type");
-    for ty in [Q4_0, IQ4_NL] {
-        for (rows, cols) in [(8, 32), (24, 96), (16, 576), (40, 64)] {
+    assert_eq!(tiles_bytes(Q4_K, 16, 576), None, "Q4_K: not whole super-blocks");
+    for ty in [Q4_0, IQ4_NL, Q4_K] {
+        for (rows, cols) in [(8, 32usize), (24, 96), (16, 576), (40, 64)] {
+            let cols = if ty == Q4_K { cols.next_multiple_of(256) } else { cols };
             let w = weight_rows(ty, rows, cols, &mut rng);
             let mut tiles = vec![0xAAu8; tiles_bytes(ty, rows, cols).expect("tiled")];
             build(ty, rows, cols, &w, &mut tiles);
             let rb = w.len() / rows;
             let mut row = vec![0u8; rb];
             for r in 0..rows {
-                read_row(rows, cols, &tiles, r, &mut row);
+                read_row(ty, rows, cols, &tiles, r, &mut row);
                 assert_eq!(row, &w[r * rb..(r + 1) * rb], "{ty} {rows}x{cols} row {r}");
             }
         }
@@ -275,11 +277,12 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     }
     let mut rng = Rng::new(7);
     let pool = ThreadPool::new(3).expect("pool");
-    for ty in [Q4_0, IQ4_NL] {
+    for ty in [Q4_0, IQ4_NL, Q4_K] {
         let f = vnni_tiled(ty).expect("tiled kernel");
         let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
-        for cols in [32, 576, 1536] {
+        for cols in [32usize, 576, 1536] {
+            let cols = if ty == Q4_K { cols.next_multiple_of(256) } else { cols };
             let rb = ty.row_size(cols as u64).expect("row size") as usize;
             let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
             let max_nt = 67;
