@@ -97,14 +97,43 @@ impl Repacked {
             unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
         }
         let me = Repacked { ptr: ptr as *mut u8, len, ranges };
-        for (w, start, bytes) in plan {
-            let src = files[w.file].tensor_data(&w.info);
-            // SAFETY: [start, start + bytes) lies within the mapping (planned
-            // above) and no other reference to it exists yet.
-            let dst = unsafe { std::slice::from_raw_parts_mut(me.ptr.add(start), bytes) };
-            repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst);
-            files[w.file].release_pages(&w.info);
-        }
+        // The matrices are split between the calling thread and one helper
+        // thread by bytes: page faults (and the kernel's zeroing of huge
+        // pages) are most of the load's time.
+        let half = len / 2;
+        let split = plan.iter().position(|&(_, start, _)| start >= half).unwrap_or(plan.len());
+        let (first, second) = plan.split_at(split);
+        let base = SendPtr(me.ptr);
+        let build_part = |part: &[(&Weight, usize, usize)]| {
+            for &(w, start, bytes) in part {
+                let src = files[w.file].tensor_data(&w.info);
+                // SAFETY: [start, start + bytes) lies within the mapping
+                // (planned above); the two parts' ranges are disjoint and no
+                // other reference to the mapping exists yet.
+                let dst = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), bytes) };
+                repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst);
+                files[w.file].release_pages(&w.info);
+            }
+        };
+        std::thread::scope(|scope| {
+            if second.is_empty() {
+                build_part(first);
+            } else {
+                let helper = std::thread::Builder::new().name("minfer-load".into()).spawn_scoped(scope, || build_part(second));
+                build_part(first);
+                match helper {
+                    Ok(h) => {
+                        // a panic there is a bug in `build`; propagate it (the
+                        // FFI boundary turns it into a failed load)
+                        if let Err(e) = h.join() {
+                            std::panic::resume_unwind(e);
+                        }
+                    }
+                    // no thread to be had: build the second part here
+                    Err(_) => build_part(second),
+                }
+            }
+        });
         Ok(me)
     }
 
@@ -119,6 +148,19 @@ impl Repacked {
     /// Bytes of the tiles' mapping.
     pub fn bytes(&self) -> usize {
         self.len
+    }
+}
+
+/// The mapping's base pointer, handed to the helper thread of `build`.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut u8);
+// SAFETY: the threads of `build` write disjoint ranges of the mapping.
+unsafe impl Send for SendPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    fn get(self) -> *mut u8 {
+        self.0
     }
 }
 
