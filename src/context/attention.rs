@@ -100,8 +100,8 @@ pub fn attention(
                 sh,
                 qh,
                 &visible[t],
-                &|c, qf| vecf::dot_f16_h(k_of(c), qf),
-                &|acc, c, s| vecf::mad_f16_h(acc, v_of(c), s),
+                &|c, qf| vecf::dot_f16(k_of(c), qf),
+                &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
                 row,
             );
         });

@@ -208,10 +208,53 @@ pub fn axpy_tile(p: &[f32; TILE], v: &[f32], acc: &mut [f32]) {
     }
 }
 
-/// ggml_vec_dot_f16 on f16 values held in f32: 64 lane accumulators over
-/// steps of 64, reduced (0+2, 1+3, then 0+1, then 16 lanes), in f64, plus a
-/// tail of f32 products summed in f64; returned as f32.
-pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
+/// A stored operand of the f16 products: f32 values (already f16-exact),
+/// or f16 values (K/V cache rows) converted exactly as they are loaded, so
+/// that the same products run in the same order either way.
+pub trait F16Input: Copy {
+    fn to_f32(self) -> f32;
+    /// 8 values at `p` as f32.
+    ///
+    /// # Safety
+    /// 8 values are readable at `p` and the CPU has AVX2 and F16C.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl F16Input for f32 {
+    #[inline]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
+        // SAFETY: the caller guarantees 8 readable f32 at p.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
+    }
+}
+
+impl F16Input for half::f16 {
+    #[inline]
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn load8(p: *const half::f16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller guarantees 8 readable f16 at p.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
+    }
+}
+
+/// ggml_vec_dot_f16 on f16-exact values (`x` as f32 or f16): 64 lane
+/// accumulators over steps of 64, reduced (0+2, 1+3, then 0+1, then 16
+/// lanes), in f64, plus a tail of f32 products summed in f64; returned as
+/// f32.
+pub fn dot_f16<X: F16Input>(x: &[X], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let np = n & !63;
     #[cfg(target_arch = "x86_64")]
@@ -224,28 +267,9 @@ pub fn dot_f16(x: &[f32], y: &[f32]) -> f32 {
     #[cfg(not(target_arch = "x86_64"))]
     let mut sum = dot64_scalar(&x[..np], &y[..np]);
     for i in np..n {
-        sum += f64::from(x[i] * y[i]);
+        sum += f64::from(x[i].to_f32() * y[i]);
     }
     sum as f32
-}
-
-/// [`dot_f16`] with `x` stored as f16 (a K cache row): the same products in
-/// the same order, each f16 converted to f32 (exactly) as it is loaded, so
-/// the K rows need no f32 copy.
-pub fn dot_f16_h(x: &[half::f16], y: &[f32]) -> f32 {
-    let n = x.len().min(y.len());
-    let np = n & !63;
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: features checked; both slices hold np.
-        let mut sum = unsafe { avx2::dot64_h(&x[..np], &y[..np]) };
-        for i in np..n {
-            sum += f64::from(x[i].to_f32() * y[i]);
-        }
-        return sum as f32;
-    }
-    let xf: Vec<f32> = x[..n].iter().map(|v| v.to_f32()).collect();
-    dot_f16(&xf, &y[..n])
 }
 
 /// ggml_vec_dot_f32: the 64-lane tree of [`dot_f16`] over the first
@@ -284,12 +308,12 @@ pub(crate) fn dot_f32_tail(np: usize, n: usize, mut sum: f32, x: impl Fn(usize) 
     sum
 }
 
-pub(crate) fn dot64_scalar(x: &[f32], y: &[f32]) -> f64 {
+pub(crate) fn dot64_scalar<X: F16Input>(x: &[X], y: &[f32]) -> f64 {
     let mut acc = [[0f32; 16]; 4];
     for (xs, ys) in x.chunks_exact(64).zip(y.chunks_exact(64)) {
         for j in 0..4 {
             for l in 0..16 {
-                acc[j][l] = xs[16 * j + l].mul_add(ys[16 * j + l], acc[j][l]);
+                acc[j][l] = xs[16 * j + l].to_f32().mul_add(ys[16 * j + l], acc[j][l]);
             }
         }
     }
@@ -306,25 +330,13 @@ pub fn round_f16(x: f32) -> f32 {
     half::f16::from_f32(x).to_f32()
 }
 
-/// ggml_vec_mad_f16: `acc[i] = f16(v[i]·s + acc[i])` (fused, then rounded).
-pub fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
+/// ggml_vec_mad_f16: `acc[i] = f16(v[i]·s + acc[i])` (fused, then rounded;
+/// `v` as f32 or f16).
+pub fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: features checked.
         return unsafe { avx2::mad_f16(acc, v, s) };
-    }
-    for (a, &x) in acc.iter_mut().zip(v) {
-        *a = round_f16(x.mul_add(s, *a));
-    }
-}
-
-/// [`mad_f16`] with `v` stored as f16 (a V cache row), converted exactly
-/// as it is loaded.
-pub fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if use_avx2() {
-        // SAFETY: features checked.
-        return unsafe { avx2::mad_f16_h(acc, v, s) };
     }
     for (a, &x) in acc.iter_mut().zip(v) {
         *a = round_f16(x.to_f32().mul_add(s, *a));
@@ -499,43 +511,18 @@ mod avx2 {
         }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn dot64(x: &[f32], y: &[f32]) -> f64 {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot64<X: F16Input>(x: &[X], y: &[f32]) -> f64 {
         let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
         let mut i = 0;
         while i + 64 <= x.len() {
             for (r, a) in acc.iter_mut().enumerate() {
                 // SAFETY: i + 64 ≤ len of both.
-                *a = _mm256_fmadd_ps(_mm256_loadu_ps(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
+                *a = _mm256_fmadd_ps(X::load8(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
             }
             i += 64;
         }
         // sum[0] += sum[2]; sum[1] += sum[3]; sum[0] += sum[1] (16 lanes each)
-        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
-        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-        f64::from(reduce_lo_hi(lo, hi))
-    }
-
-    /// 8 f16 at `p` as f32.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_h8(p: *const half::f16) -> __m256 {
-        // SAFETY: the caller guarantees 8 readable f16 at p.
-        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
-    }
-
-    /// [`dot64`] with `x` as f16.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot64_h(x: &[half::f16], y: &[f32]) -> f64 {
-        let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
-        let mut i = 0;
-        while i + 64 <= x.len() {
-            for (r, a) in acc.iter_mut().enumerate() {
-                // SAFETY: i + 64 ≤ len of both.
-                *a = _mm256_fmadd_ps(load_h8(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
-            }
-            i += 64;
-        }
         let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
         let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
         f64::from(reduce_lo_hi(lo, hi))
@@ -560,40 +547,21 @@ mod avx2 {
         }
     }
 
-    /// [`mad_f16`] with `v` as f16.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn mad_f16_h(acc: &mut [f32], v: &[half::f16], s: f32) {
+    pub(super) unsafe fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
         let n = acc.len().min(v.len());
         let b = _mm256_set1_ps(s);
         let mut i = 0;
         while i + 8 <= n {
             // SAFETY: i + 8 ≤ n.
             let a = acc.as_mut_ptr().add(i);
-            let r = _mm256_fmadd_ps(load_h8(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
+            let r = _mm256_fmadd_ps(X::load8(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
             let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
             _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
             i += 8;
         }
         for k in i..n {
             acc[k] = round_f16(v[k].to_f32().mul_add(s, acc[k]));
-        }
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn mad_f16(acc: &mut [f32], v: &[f32], s: f32) {
-        let n = acc.len().min(v.len());
-        let b = _mm256_set1_ps(s);
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: i + 8 ≤ n.
-            let a = acc.as_mut_ptr().add(i);
-            let r = _mm256_fmadd_ps(_mm256_loadu_ps(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
-            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
-            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
-            i += 8;
-        }
-        for k in i..n {
-            acc[k] = round_f16(v[k].mul_add(s, acc[k]));
         }
     }
 }
@@ -627,10 +595,10 @@ mod tests {
                 let h: Vec<half::f16> = xs[off..off + n].iter().map(|&x| half::f16::from_f32(x / 9.0)).collect();
                 let hf: Vec<f32> = h.iter().map(|v| v.to_f32()).collect();
                 let y: Vec<f32> = xs[off + 1000..off + 1000 + n].iter().map(|&x| round_f16(x / 31.0)).collect();
-                assert_eq!(dot_f16_h(&h, &y).to_bits(), dot_f16(&hf, &y).to_bits(), "dot n={n} off={off}");
+                assert_eq!(dot_f16(&h, &y).to_bits(), dot_f16(&hf, &y).to_bits(), "dot n={n} off={off}");
                 let mut a: Vec<f32> = xs[off + 2000..off + 2000 + n].iter().map(|&x| round_f16(x / 5.0)).collect();
                 let mut b = a.clone();
-                mad_f16_h(&mut a, &h, 0.37);
+                mad_f16(&mut a, &h, 0.37);
                 mad_f16(&mut b, &hf, 0.37);
                 assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "mad n={n} off={off}");
                 let mut c = a.clone();

@@ -68,7 +68,9 @@ pub mod vec_dot_k;
 #[cfg(test)]
 mod tests;
 
-use super::dispatch::{RowsFn, TileFn};
+#[cfg(target_arch = "x86_64")]
+use super::dispatch::RowsFn;
+use super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 
 /// Which of the reference's matmul paths a product runs.

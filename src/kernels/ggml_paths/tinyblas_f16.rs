@@ -28,7 +28,9 @@
 //! the f16 KV cache, `context/attention_mha.rs`), on values already rounded
 //! to f16 and held in f32.
 
-use super::super::dispatch::{RowsFn, TileFn};
+#[cfg(target_arch = "x86_64")]
+use super::super::dispatch::RowsFn;
+use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::{self, reduce16};
 use crate::quant::f16_to_f32;
