@@ -358,7 +358,7 @@ if [ -f "$VOCAB/ggml-vocab-llama-spm.gguf" ] && [ -f "$VOCAB/ggml-vocab-qwen2.gg
                 && "$OUT/quantize_tool" "$SMOL" "$BF16_MODEL" 32 requant > /dev/null 2>&1 \
                 && [ "$(sha256sum "$BF16_MODEL" | cut -d' ' -f1)" = "$(awk '$2 == "model" {print $1}' "$PAR/smollm2-bf16.sha256")" ]; then
                 if logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
-                    "512 2 128 one-decode" "512 1 128 one-decode" "512 2 1 token-by-token" "512 2 7 chunks-of-7"; then
+                    "512 2 128 one-decode" "512 1 128 one-decode" "512 2 1 token-by-token" "512 1 1 token-by-token" "512 2 7 chunks-of-7"; then
                     ok "SmolLM2 BF16 logits bit-identical to the reference (one decode, token by token, chunks of 7; 1/2 threads)"
                 else
                     not_ok "SmolLM2 BF16 logits bit-identical to the reference"
@@ -771,8 +771,9 @@ if [ -f "$F16_MODEL" ] && declare -F logits_hash_ok > /dev/null \
     && [ "$(sha256sum "$F16_MODEL" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2.F16" {print $1}' "$ROOT/ffi-tests/golden/quantize/SHA256SUMS")" ]; then
     if logits_hash_ok "$F16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-f16.sha256" \
         "512 2 128 one-decode" "512 1 128 one-decode" "512 2 7 chunks-of-7" \
-        "512 2 128 one-decode-nofa 0" "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0"; then
-        ok "SmolLM2 F16 logits bit-identical to the reference (flash attention on and off; 1/2 threads; n_ubatch 512/64; chunks of 7 and 1)"
+        "512 2 128 one-decode-nofa 0" "64 1 128 one-decode-nofa 0" "512 2 1 chunks-of-1-nofa 0" \
+        "512 1 1 chunks-of-1-nofa 0"; then
+        ok "SmolLM2 F16 logits bit-identical to the reference (flash attention on and off; 1/2 threads; n_ubatch 512/64; chunks of 7 and 1, one thread's decodes as four streams)"
     else
         not_ok "SmolLM2 F16 logits bit-identical to the reference"
     fi

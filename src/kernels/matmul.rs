@@ -177,6 +177,34 @@ unsafe impl<T> Send for SyncPtr<T> {}
 /// tasks of 1.9 MB left a thread idle ~100 µs per token on average).
 const DECODE_TASK_BYTES: usize = 128 * 1024;
 
+/// Decodes read a matrix as up to this many streams, far apart: its rows are
+/// cut into that many segments and every task takes the same local range of
+/// each, one row of each segment in turn. One stream of rows after another
+/// left DRAM bandwidth unused: reading the F16 SmolLM2 file one row after
+/// another ran at 17–18 GB/s at one thread, four streams 150 KB–1 MB apart
+/// at 23–27 GB/s (`docs/PERFORMANCE.md`, "Decodes as four streams").
+const DECODE_STREAMS: usize = 4;
+
+/// Streams this close or closer read no faster than one (in the same test,
+/// four streams 18 KB apart ran at 16 GB/s, 32 KB apart at 17–19).
+const DECODE_STREAM_MIN_BYTES: usize = 64 * 1024;
+
+/// The number of streams a decode reads a `rows`-row matrix as.
+///
+/// One where the pool has more than one thread: there the tasks are short
+/// (`DECODE_TASK_BYTES`) and claimed in turn by the threads, so each piece
+/// of a stream was only ~32 KB long, and four streams per task ran SmolLM2
+/// decodes 8–28 % slower at 2 threads (F16, Q8_0, Q6_K, Q5_0). One also for
+/// types of less than a byte per weight, whose kernels do more work per
+/// byte: SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams.
+fn decode_streams(rows: usize, cols: usize, row_bytes: usize, n_threads: usize) -> usize {
+    if n_threads > 1 || row_bytes < cols {
+        return 1;
+    }
+    let bytes = rows.saturating_mul(row_bytes);
+    (bytes / DECODE_STREAM_MIN_BYTES).clamp(1, DECODE_STREAMS).min(rows.max(1))
+}
+
 /// Rows per task: enough tasks to balance 2-4 threads, not so small that
 /// claiming them costs; for decodes, at most [`DECODE_TASK_BYTES`] of weights.
 fn rows_per_task(rows: usize, nt: usize, n_threads: usize, row_bytes: usize) -> usize {
@@ -331,6 +359,10 @@ pub fn matmul_quantized_with(
         rows_f: Option<super::dispatch::RowsFn>,
         tiled_f: Option<(super::dispatch::TiledFn, &'a [u8])>,
         y: SyncPtr<f32>,
+        /// for one-token products on untiled weights: rows per stream
+        /// segment (`decode_streams`); the job's tasks are then ranges of
+        /// local rows within every segment; 0 otherwise
+        segment: usize,
     }
     let mut jobs = Vec::with_capacity(ws.len());
     let mut tasks: Vec<(usize, usize, usize)> = Vec::new(); // (job, row0, row1)
@@ -364,13 +396,25 @@ pub fn matmul_quantized_with(
             // groups per task (the outputs' bits do not depend on it)
             step = step.next_multiple_of(8);
         }
+        // one token on untiled weights: tasks over local rows of the
+        // stream segments (the same rows per task in total)
+        let segment = if a.nt == 1 && tiled_f.is_none() {
+            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, pool.n_threads()))
+        } else {
+            0
+        };
+        let (extent, step) = if segment > 0 {
+            (segment, step.div_ceil(w.rows.div_ceil(segment)).max(1))
+        } else {
+            (w.rows, step)
+        };
         let mut r = 0;
-        while r < w.rows {
-            let r1 = (r + step).min(w.rows);
+        while r < extent {
+            let r1 = (r + step).min(extent);
             tasks.push((i, r, r1));
             r = r1;
         }
-        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()) }));
+        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -381,19 +425,31 @@ pub fn matmul_quantized_with(
         let stride = job.a.row_bytes;
         let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
         let tb = token_block(job.w.ty, stride, nt, tiled);
-        let n_rows = r1 - r0;
-        if nt == 1 && job.rows_f.is_none() && job.tiled_f.is_none() {
-            // one token (decodes): y is [1][rows], so the task's outputs go
-            // straight to y[r0..r1] (no tile, no scatter)
-            // SAFETY: rows r0..r1 < rows of y ([1][rows], checked above)
-            // belong to this task alone.
-            let y = unsafe { std::slice::from_raw_parts_mut(job.y.get().add(r0), n_rows) };
-            for (o, out) in (r0..r1).zip(y.chunks_exact_mut(1)) {
-                // SAFETY: as in the loop below, for activation row 0.
-                unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, stride, out) };
+        if job.segment > 0 {
+            // one token (decodes): local rows r0..r1 of every segment, one
+            // row of each segment in turn; y is [1][rows], so each output
+            // goes straight to y[o] (no tile, no scatter)
+            let rb = job.w.row_bytes;
+            for l in r0..r1 {
+                for o in (l..rows).step_by(job.segment) {
+                    // SAFETY: o < rows of y ([1][rows], checked above); the
+                    // local row l belongs to this task alone, so row o does.
+                    let out = unsafe { std::slice::from_raw_parts_mut(job.y.get().add(o), 1) };
+                    match job.rows_f {
+                        // SAFETY: row o lies within `data` (`Weights::new`),
+                        // activation row 0 within the checked ones, `out`
+                        // holds one row of one output.
+                        Some(rows_f) => unsafe {
+                            rows_f(job.w.cols, &job.w.data[o * rb..(o + 1) * rb], rb, 1, &job.a.data, stride, 1, out, 1)
+                        },
+                        // SAFETY: as in the loop below, for activation row 0.
+                        None => unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, stride, out) },
+                    }
+                }
             }
             return;
         }
+        let n_rows = r1 - r0;
         // [n_rows][tb]: this task's rows for one token block
         with_tile(n_rows * tb, |tile| {
             let mut t0 = 0;
@@ -501,3 +557,22 @@ fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize, tiled: bool) -> us
 
 /// (64 KB: the unpacking took ~2.5 % of a SmolLM2 Q6_K prefill, 256 KB ~0.9 %)
 const TILED_BLOCK_BYTES: usize = 256 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::decode_streams;
+
+    #[test]
+    fn decodes_stream_large_byte_per_weight_matrices_at_one_thread() {
+        // F32 301 × 512 (616 KB): four streams; Q8_0 (164 KB): two
+        assert_eq!(decode_streams(301, 512, 2048, 1), 4);
+        assert_eq!(decode_streams(301, 512, 544, 1), 2);
+        // one stream at 2 threads, below a byte per weight (Q5_0), under
+        // 128 KB, and never more streams than rows
+        assert_eq!(decode_streams(301, 512, 2048, 2), 1);
+        assert_eq!(decode_streams(49152, 576, 396, 1), 1);
+        assert_eq!(decode_streams(50, 512, 544, 1), 1);
+        assert_eq!(decode_streams(3, 65536, 262144, 1), 3);
+        assert_eq!(decode_streams(0, 512, 2048, 1), 1);
+    }
+}

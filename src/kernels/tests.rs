@@ -278,8 +278,11 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
     let cols = 512;
     let mut rng = Rng::new(5);
     // 67 rows: no repacked path; 72: repacked where the reference repacks;
-    // 200 rows × 1 token: a decode, split into several tasks
-    for (rows, nt) in [(67, 9), (72, 9), (72, 3), (200, 1)] {
+    // 200 rows × 1 token: a decode, split into several tasks; 301 rows × 1
+    // token: at one thread, types of a byte or more per weight read as 2–4
+    // streams (segments of 76 rows, the last shorter), compared with the
+    // other thread counts' one stream at every row
+    for (rows, nt) in [(67, 9), (72, 9), (72, 3), (200, 1), (301, 1)] {
         let x = rng.data(nt * cols);
         for set in available_sets() {
             for ty in WEIGHT_TYPES {
