@@ -178,27 +178,23 @@ unsafe impl<T> Send for SyncPtr<T> {}
 const DECODE_TASK_BYTES: usize = 128 * 1024;
 
 /// Decodes read a matrix as up to this many streams, far apart: its rows are
-/// cut into that many segments and every task takes the same local range of
-/// each, one row of each segment in turn. One stream of rows after another
-/// left DRAM bandwidth unused: reading the F16 SmolLM2 file one row after
-/// another ran at 17–18 GB/s at one thread, four streams 150 KB–1 MB apart
-/// at 23–27 GB/s (`docs/PERFORMANCE.md`, "Decodes as four streams").
+/// cut into that many segments and every task takes the same local rows of
+/// each (as many as a task of one stream would have), one row of each
+/// segment in turn. One stream of rows after another left DRAM bandwidth
+/// unused: reading the F16 SmolLM2 file one row after another ran at
+/// 17–18 GB/s at one thread, four streams 150 KB–1 MB apart at 23–27 GB/s
+/// (`docs/PERFORMANCE.md`, "Decodes as four streams").
 const DECODE_STREAMS: usize = 4;
 
 /// Streams this close or closer read no faster than one (in the same test,
 /// four streams 18 KB apart ran at 16 GB/s, 32 KB apart at 17–19).
 const DECODE_STREAM_MIN_BYTES: usize = 64 * 1024;
 
-/// The number of streams a decode reads a `rows`-row matrix as.
-///
-/// One where the pool has more than one thread: there the tasks are short
-/// (`DECODE_TASK_BYTES`) and claimed in turn by the threads, so each piece
-/// of a stream was only ~32 KB long, and four streams per task ran SmolLM2
-/// decodes 8–28 % slower at 2 threads (F16, Q8_0, Q6_K, Q5_0). One also for
+/// The number of streams a decode reads a `rows`-row matrix as: one for
 /// types of less than a byte per weight, whose kernels do more work per
-/// byte: SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams.
-fn decode_streams(rows: usize, cols: usize, row_bytes: usize, n_threads: usize) -> usize {
-    if n_threads > 1 || row_bytes < cols {
+/// byte (SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams).
+fn decode_streams(rows: usize, cols: usize, row_bytes: usize) -> usize {
+    if row_bytes < cols {
         return 1;
     }
     let bytes = rows.saturating_mul(row_bytes);
@@ -397,17 +393,15 @@ pub fn matmul_quantized_with(
             step = step.next_multiple_of(8);
         }
         // one token on untiled weights: tasks over local rows of the
-        // stream segments (the same rows per task in total)
+        // stream segments, `step` rows of each. (Dividing `step` among the
+        // segments instead, for tasks of the same size, cut the streams into
+        // ~32 KB pieces at 2 threads: SmolLM2 decodes ran 8–28 % slower.)
         let segment = if a.nt == 1 && tiled_f.is_none() {
-            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, pool.n_threads()))
+            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes))
         } else {
             0
         };
-        let (extent, step) = if segment > 0 {
-            (segment, step.div_ceil(w.rows.div_ceil(segment)).max(1))
-        } else {
-            (w.rows, step)
-        };
+        let extent = if segment > 0 { segment } else { w.rows };
         let mut r = 0;
         while r < extent {
             let r1 = (r + step).min(extent);
@@ -563,16 +557,15 @@ mod tests {
     use super::decode_streams;
 
     #[test]
-    fn decodes_stream_large_byte_per_weight_matrices_at_one_thread() {
+    fn decodes_stream_large_byte_per_weight_matrices() {
         // F32 301 × 512 (616 KB): four streams; Q8_0 (164 KB): two
-        assert_eq!(decode_streams(301, 512, 2048, 1), 4);
-        assert_eq!(decode_streams(301, 512, 544, 1), 2);
-        // one stream at 2 threads, below a byte per weight (Q5_0), under
-        // 128 KB, and never more streams than rows
-        assert_eq!(decode_streams(301, 512, 2048, 2), 1);
-        assert_eq!(decode_streams(49152, 576, 396, 1), 1);
-        assert_eq!(decode_streams(50, 512, 544, 1), 1);
-        assert_eq!(decode_streams(3, 65536, 262144, 1), 3);
-        assert_eq!(decode_streams(0, 512, 2048, 1), 1);
+        assert_eq!(decode_streams(301, 512, 2048), 4);
+        assert_eq!(decode_streams(301, 512, 544), 2);
+        // one stream below a byte per weight (Q5_0), under 128 KB, and
+        // never more streams than rows
+        assert_eq!(decode_streams(49152, 576, 396), 1);
+        assert_eq!(decode_streams(50, 512, 544), 1);
+        assert_eq!(decode_streams(3, 65536, 262144), 3);
+        assert_eq!(decode_streams(0, 512, 2048), 1);
     }
 }

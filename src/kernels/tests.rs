@@ -279,9 +279,8 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
     let mut rng = Rng::new(5);
     // 67 rows: no repacked path; 72: repacked where the reference repacks;
     // 200 rows × 1 token: a decode, split into several tasks; 301 rows × 1
-    // token: at one thread, types of a byte or more per weight read as 2–4
-    // streams (segments of 76 rows, the last shorter), compared with the
-    // other thread counts' one stream at every row
+    // token: types of a byte or more per weight read as 2–4 streams
+    // (segments of 76 rows, the last shorter). Decodes check every row.
     for (rows, nt) in [(67, 9), (72, 9), (72, 3), (200, 1), (301, 1)] {
         let x = rng.data(nt * cols);
         for set in available_sets() {
@@ -304,7 +303,8 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
                 let act = ActType::for_weight(ty).expect("paired");
                 let a: Vec<u8> = (0..nt).flat_map(|t| quantize_acts(set, act, &x[t * cols..(t + 1) * cols])).collect();
                 let stride = act.row_bytes(cols);
-                for o in [0, 1, 32, 33, rows - 2, rows - 1] {
+                let checked: Vec<usize> = if nt == 1 { (0..rows).collect() } else { vec![0, 1, 32, 33, rows - 2, rows - 1] };
+                for o in checked {
                     let wr = &w.data[o * w.row_bytes()..(o + 1) * w.row_bytes()];
                     let mut want = vec![0f32; nt];
                     set.matmul_tile(ty, rows, cols, wr, &a, stride, &mut want).expect("tile");
