@@ -93,17 +93,7 @@ pub fn attention(
         // straight from the cache (f16 → f32 in registers, exact), so no
         // gather runs on the calling thread while the pool waits
         return per_row(pool, nt, sh, out, &|i, t, g, row| {
-            let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-            let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-            let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-            row_one_chunk(
-                sh,
-                qh,
-                &visible[t],
-                &|c, qf| vecf::dot_f16(k_of(c), qf),
-                &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
-                row,
-            );
+            row_one_chunk_of(sh, &q[i * sh.hd_k..(i + 1) * sh.hd_k], &visible[t], k, v, g, row);
         });
     }
     if tiled {
@@ -127,16 +117,7 @@ pub fn attention(
         if tiled {
             row_tiled(layer, sh, g, qh, &visible[t], row);
         } else {
-            let k_of = |c: usize| &layer.k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-            let v_of = |c: usize| &layer.v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-            row_one_chunk(
-                sh,
-                qh,
-                &visible[t],
-                &|c, qf| vecf::dot_f16(k_of(c), qf),
-                &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
-                row,
-            );
+            row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
         }
     })
 }
@@ -282,6 +263,30 @@ fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usi
 /// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q` (`q_in`
 /// rounded to f16),
 /// `mad(acc, c, s)` is `ggml_vec_mad_f16` of cell c's V row into `acc`.
+/// [`row_one_chunk`] for kv head `g` over per-cell K rows `sh.kw` values
+/// apart in `k` and V rows `sh.vw` apart in `v`: the f16 cache itself, or
+/// the f32 rows gathered from it.
+fn row_one_chunk_of<X: vecf::F16Input>(
+    sh: AttnShape,
+    qh: &[f32],
+    visible: &[usize],
+    k: &[X],
+    v: &[X],
+    g: usize,
+    row: &mut [f32],
+) {
+    let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+    let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
+    row_one_chunk(
+        sh,
+        qh,
+        visible,
+        &|c, qf| vecf::dot_f16(k_of(c), qf),
+        &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
+        row,
+    );
+}
+
 fn row_one_chunk(
     sh: AttnShape,
     q_in: &[f32],

@@ -417,8 +417,6 @@ pub fn matmul_quantized_with(
         let nt = job.a.nt;
         let rows = job.w.rows;
         let stride = job.a.row_bytes;
-        let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
-        let tb = token_block(job.w.ty, stride, nt, tiled);
         if job.segment > 0 {
             // one token (decodes): local rows r0..r1 of every segment, one
             // row of each segment in turn; y is [1][rows], so each output
@@ -443,6 +441,8 @@ pub fn matmul_quantized_with(
             }
             return;
         }
+        let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
+        let tb = token_block(job.w.ty, stride, nt, tiled);
         let n_rows = r1 - r0;
         // [n_rows][tb]: this task's rows for one token block
         with_tile(n_rows * tb, |tile| {
