@@ -3,9 +3,11 @@
 //! - Workers are spawned once, in [`ThreadPool::new`], and live until the pool
 //!   is dropped.
 //! - A submission ([`ThreadPool::run`]) is a task count and a closure
-//!   `f(task)`; every task runs exactly once, on some thread. Tasks are
-//!   claimed from an atomic counter, and the submitting thread claims tasks
-//!   too. `run` returns when every task has finished. A worker that wakes
+//!   `f(task)`; every task runs exactly once, on some thread. The tasks are
+//!   split into one consecutive range per thread (the submitting thread
+//!   has one too); a thread runs its range from the front, then takes tasks
+//!   from the backs of the others' ranges, so a late or slow thread is made
+//!   up for. `run` returns when every task has finished. A worker that wakes
 //!   after all tasks were claimed does not join (so a slow wake-up costs the
 //!   submitter nothing).
 //! - Between submissions a worker spins briefly (a new submission usually
@@ -39,12 +41,19 @@ unsafe impl Send for JobPtr {}
 struct Shared {
     /// Bumped (under `park_lock`) once per submission, to wake workers.
     epoch: AtomicU64,
-    /// The current job and its task count. A worker joins it (incrementing
-    /// `active`) only while holding this lock and only while it is `Some`;
-    /// the submitter takes it out under the lock once every task is claimed,
-    /// so it then waits only for workers that joined.
-    job: Mutex<Option<(JobPtr, usize)>>,
-    next_task: AtomicUsize,
+    /// The current job. A worker joins it (incrementing `active`) only
+    /// while holding this lock and only while it is `Some`; the submitter
+    /// takes it out under the lock once every task is claimed, so it then
+    /// waits only for workers that joined.
+    job: Mutex<Option<JobPtr>>,
+    /// Per thread (slot 0 the submitter, slot i worker i): the range of
+    /// tasks it claims from the front, packed as `lo | hi << 32`; a thread
+    /// that has emptied its own range takes tasks from the back of others'.
+    /// (Each thread's tasks are then consecutive: a matmul thread reads one
+    /// run of weight rows instead of every other piece of the matrix, which
+    /// ran SmolLM2 Q5_0 decodes at 2 threads ~25 % faster than one shared
+    /// counter.)
+    ranges: Box<[PaddedRange]>,
     /// Workers working on the current job.
     active: AtomicUsize,
     panicked: AtomicBool,
@@ -53,14 +62,57 @@ struct Shared {
     park_cv: Condvar,
 }
 
+/// One thread's task range, alone on its cache line.
+#[repr(align(64))]
+struct PaddedRange(AtomicU64);
+
+/// Takes a task from range `r`: its first if `front`, else its last.
+fn claim(r: &AtomicU64, front: bool) -> Option<usize> {
+    let mut v = r.load(Ordering::Relaxed);
+    loop {
+        let (lo, hi) = (v & 0xffff_ffff, v >> 32);
+        if lo >= hi {
+            return None;
+        }
+        let (next, task) = if front { (v + 1, lo) } else { (lo | ((hi - 1) << 32), hi - 1) };
+        match r.compare_exchange_weak(v, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Some(task as usize),
+            Err(cur) => v = cur,
+        }
+    }
+}
+
 impl Shared {
-    /// Claims and runs tasks until none of the `n` is left.
-    fn work(&self, job: &(dyn Fn(usize) + Sync), n: usize) {
+    /// Splits `n` tasks into one consecutive range per thread.
+    fn split(&self, n: usize) {
+        let k = self.ranges.len();
+        for (i, r) in self.ranges.iter().enumerate() {
+            let (n, i, k) = (n as u64, i as u64, k as u64);
+            let (lo, hi) = (n * i / k, n * (i + 1) / k);
+            r.0.store(lo | (hi << 32), Ordering::Relaxed);
+        }
+    }
+
+    /// Runs the tasks of thread `me`'s range, then takes the others' from
+    /// their backs, until no task is left.
+    fn work(&self, job: &(dyn Fn(usize) + Sync), me: usize) {
+        let k = self.ranges.len();
+        let mut from = me;
         loop {
-            let i = self.next_task.fetch_add(1, Ordering::Relaxed);
-            if i >= n {
-                break;
-            }
+            let task = claim(&self.ranges[from].0, from == me);
+            let Some(i) = task else {
+                // this range is empty: the next one with tasks left, if any
+                match (1..k).map(|d| (me + d) % k).find(|&j| {
+                    let v = self.ranges[j].0.load(Ordering::Relaxed);
+                    (v & 0xffff_ffff) < (v >> 32)
+                }) {
+                    Some(j) => {
+                        from = j;
+                        continue;
+                    }
+                    None => break,
+                }
+            };
             if catch_unwind(AssertUnwindSafe(|| job(i))).is_err() {
                 self.panicked.store(true, Ordering::Relaxed);
             }
@@ -84,7 +136,7 @@ impl ThreadPool {
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
             job: Mutex::new(None),
-            next_task: AtomicUsize::new(0),
+            ranges: (0..n_threads).map(|_| PaddedRange(AtomicU64::new(0))).collect(),
             active: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
@@ -97,7 +149,7 @@ impl ThreadPool {
             let sh = shared.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("minfer-worker-{i}"))
-                .spawn(move || worker_loop(&sh))
+                .spawn(move || worker_loop(&sh, i))
                 .map_err(|e| Error::invalid(format!("could not spawn a worker thread: {e}")))?;
             pool.workers.push(handle);
         }
@@ -113,6 +165,10 @@ impl ThreadPool {
     /// calling thread; returns when all have finished. Fails if a task
     /// panicked (the other tasks still ran).
     pub fn run(&self, n_tasks: usize, f: &(dyn Fn(usize) + Sync)) -> Result<()> {
+        if n_tasks > u32::MAX as usize {
+            // (task ranges are packed as two u32s; no caller comes near)
+            return Err(Error::invalid(format!("{n_tasks} pool tasks in one submission (at most {})", u32::MAX)));
+        }
         let _one_at_a_time = self.submit.lock();
         let sh = &*self.shared;
         sh.panicked.store(false, Ordering::Relaxed);
@@ -133,14 +189,14 @@ impl ThreadPool {
                     f as *const _,
                 )
             });
-            sh.next_task.store(0, Ordering::Relaxed);
-            *sh.job.lock() = Some((job, n_tasks));
+            sh.split(n_tasks);
+            *sh.job.lock() = Some(job);
             {
                 let _g = sh.park_lock.lock();
                 sh.epoch.fetch_add(1, Ordering::Release);
             }
             sh.park_cv.notify_all();
-            sh.work(f, n_tasks);
+            sh.work(f, 0);
             // Every task is claimed: close the job to late workers, then wait
             // for those that joined (they may still be running tasks).
             *sh.job.lock() = None;
@@ -213,7 +269,7 @@ impl ThreadPool {
     }
 }
 
-fn worker_loop(sh: &Shared) {
+fn worker_loop(sh: &Shared, me: usize) {
     // Epoch 0 is the state at spawn time: a submission may bump the epoch
     // before this thread first runs, and it must still take part.
     let mut seen = 0u64;
@@ -251,12 +307,12 @@ fn worker_loop(sh: &Shared) {
             }
             j
         };
-        if let Some((JobPtr(p), n)) = joined {
+        if let Some(JobPtr(p)) = joined {
             // SAFETY: this worker joined while the job was open (counted in
             // `active`), and the submitter keeps the closure alive until
             // `active` is back to zero.
             let f = unsafe { &*p };
-            sh.work(f, n);
+            sh.work(f, me);
             sh.active.fetch_sub(1, Ordering::Release);
         }
     }

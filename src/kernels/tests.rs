@@ -411,6 +411,39 @@ fn pool_runs_every_task_once_with_concurrent_submitters() {
 }
 
 #[test]
+fn pool_threads_run_consecutive_tasks() {
+    // Each thread runs its own range from the front (ascending, no gaps),
+    // then takes the other's tasks from the back (descending, no gaps): a
+    // matmul thread reads one run of weight rows. With one shared counter
+    // the two threads' tasks interleave and this fails.
+    use std::sync::Mutex;
+    let pool = ThreadPool::new(2).expect("pool");
+    for n in [2usize, 7, 64] {
+        let order: Mutex<Vec<(std::thread::ThreadId, usize)>> = Mutex::new(Vec::new());
+        pool.run(n, &|i| {
+            order.lock().expect("lock").push((std::thread::current().id(), i));
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        })
+        .expect("run");
+        let order = order.into_inner().expect("lock");
+        let mut seen: Vec<usize> = order.iter().map(|&(_, i)| i).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>(), "every task once");
+        let mut threads: Vec<std::thread::ThreadId> = order.iter().map(|&(t, _)| t).collect();
+        threads.dedup();
+        threads.sort_unstable_by_key(|t| format!("{t:?}"));
+        threads.dedup();
+        for t in threads {
+            let mine: Vec<usize> = order.iter().filter(|&&(u, _)| u == t).map(|&(_, i)| i).collect();
+            // own tasks: mine[..a] ascending by one; taken ones: mine[a..]
+            // descending by one
+            let a = 1 + mine.windows(2).take_while(|w| w[1] == w[0] + 1).count();
+            assert!(mine[a.min(mine.len())..].windows(2).all(|w| w[1] + 1 == w[0]), "{n} tasks: a thread ran {mine:?}");
+        }
+    }
+}
+
+#[test]
 fn pool_reports_a_panicking_task_and_stays_usable() {
     let pool = ThreadPool::new(2).expect("pool");
     let r = pool.run(10, &|i| {
