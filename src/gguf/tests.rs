@@ -1177,3 +1177,37 @@ fn released_tensor_pages_read_back_the_same_bytes() {
     let owned = GgufFile::from_bytes(bytes).expect("parse");
     assert_eq!(owned.release_pages(&owned.find_tensor("t").expect("tensor")), 0);
 }
+
+/// The model mapping asks for huge pages (`VmFlags` "hg" in smaps): pages
+/// read in for it come as 2 MiB folios where the file system can.
+#[cfg(target_os = "linux")]
+#[test]
+fn gguf_mapping_asks_for_huge_pages() {
+    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+        return; // a kernel without THP takes no such advice
+    }
+    let path = std::env::temp_dir().join(format!("minfer-gguf-hugepage-{}.gguf", std::process::id()));
+    std::fs::write(&path, two_tensors(None)).unwrap();
+    let f = GgufFile::open(&path).unwrap();
+    let addr = f.bytes().as_ptr() as usize;
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    // the mapping's block: its "start-end" line, then its fields
+    let mut flags = None;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+        }
+        if inside && line.starts_with("VmFlags:") {
+            flags = Some(line.to_string());
+        }
+    }
+    std::fs::remove_file(&path).ok();
+    let flags = flags.expect("the mapping in /proc/self/smaps");
+    assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+}
