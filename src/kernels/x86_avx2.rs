@@ -122,6 +122,27 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
 /// block's scale waited for the previous block's `vfmadd` and the loop ran
 /// as one long dependency chain (SmolLM2 Q8_0 decodes ~10 % slower than the
 /// reference's same loop). `movzx` + `vmovd` write whole registers.
+/// The two f16 at `p` (unaligned) → lanes 0 and 1 of an f32 vector (lanes
+/// 2, 3 zero): one conversion for a block's adjacent scale pair. `vmovd`
+/// from memory writes the whole register (see `f16_at`).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(crate) unsafe fn f16x2_at(p: *const u8) -> __m128 {
+    let x: __m128;
+    // SAFETY: reads the 4 bytes at `p` (the caller's contract) and writes
+    // only the named register; no stack, flags untouched.
+    unsafe {
+        std::arch::asm!(
+            "vmovd {x}, dword ptr [{p}]",
+            "vcvtph2ps {x}, {x}",
+            p = in(reg) p,
+            x = out(xmm_reg) x,
+            options(pure, readonly, nostack, preserves_flags),
+        );
+    }
+    x
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
@@ -394,13 +415,18 @@ unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *con
     let mut acc = [_mm256_setzero_ps(); T];
     let mut acc_min = [0f32; T];
     for b in 0..nb {
-        let (q, dw, mw) = U::load(w.add(b * U::BYTES));
+        let wb = w.add(b * U::BYTES);
+        let (q, _, _) = U::load(wb);
+        // [dw, mw] (both types start with the f16 scale and minimum)
+        let dm = f16x2_at(wb);
         for j in 0..T {
             let ab = a.add(j * s + b * 36);
             let p = pairs_to_i32(_mm256_maddubs_epi16(q, loadu(ab.add(4))));
-            let scale = _mm256_set1_ps(dw * f16_at(ab));
-            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
-            acc_min[j] += mw * f16_at(ab.add(2));
+            // [dw·da, mw·sa]: the reference's two products (`d0·d1`, `m·s`)
+            // in one multiply, from one conversion of the block's [d, s]
+            let prod = _mm_mul_ps(dm, f16x2_at(ab));
+            acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[j]);
+            acc_min[j] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
         }
     }
     for j in 0..T {
