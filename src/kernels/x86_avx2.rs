@@ -122,27 +122,6 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
 /// block's scale waited for the previous block's `vfmadd` and the loop ran
 /// as one long dependency chain (SmolLM2 Q8_0 decodes ~10 % slower than the
 /// reference's same loop). `movzx` + `vmovd` write whole registers.
-/// The two f16 at `p` (unaligned) → lanes 0 and 1 of an f32 vector (lanes
-/// 2, 3 zero): one conversion for a block's adjacent scale pair. `vmovd`
-/// from memory writes the whole register (see `f16_at`).
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(crate) unsafe fn f16x2_at(p: *const u8) -> __m128 {
-    let x: __m128;
-    // SAFETY: reads the 4 bytes at `p` (the caller's contract) and writes
-    // only the named register; no stack, flags untouched.
-    unsafe {
-        std::arch::asm!(
-            "vmovd {x}, dword ptr [{p}]",
-            "vcvtph2ps {x}, {x}",
-            p = in(reg) p,
-            x = out(xmm_reg) x,
-            options(pure, readonly, nostack, preserves_flags),
-        );
-    }
-    x
-}
-
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
@@ -161,6 +140,27 @@ pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
         );
     }
     _mm_cvtss_f32(x)
+}
+
+/// The two f16 at `p` (unaligned) → lanes 0 and 1 of an f32 vector (lanes
+/// 2, 3 zero): one conversion for a block's adjacent scale pair. `vmovd`
+/// from memory writes the whole register (see `f16_at`).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn f16x2_at(p: *const u8) -> __m128 {
+    let x: __m128;
+    // SAFETY: reads the 4 bytes at `p` (the caller's contract) and writes
+    // only the named register; no stack, flags untouched.
+    unsafe {
+        std::arch::asm!(
+            "vmovd {x}, dword ptr [{p}]",
+            "vcvtph2ps {x}, {x}",
+            p = in(reg) p,
+            x = out(xmm_reg) x,
+            options(pure, readonly, nostack, preserves_flags),
+        );
+    }
+    x
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -384,8 +384,9 @@ unsafe fn tile_q8_0_family<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: 
 /// A 32-element weight block with unsigned values and a minimum.
 trait W32Min {
     const BYTES: usize;
-    /// The 32 values as u8, the scale and the minimum.
-    unsafe fn load(p: *const u8) -> (__m256i, f32, f32);
+    /// The 32 values as u8, and [scale, minimum, 0, 0] (both types start
+    /// with the f16 pair: one conversion).
+    unsafe fn load(p: *const u8) -> (__m256i, __m128);
 }
 
 struct WQ4_1;
@@ -393,8 +394,8 @@ impl W32Min for WQ4_1 {
     const BYTES: usize = 20;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn load(p: *const u8) -> (__m256i, f32, f32) {
-        (nibbles32(p.add(4)), f16_at(p), f16_at(p.add(2)))
+    unsafe fn load(p: *const u8) -> (__m256i, __m128) {
+        (nibbles32(p.add(4)), f16x2_at(p))
     }
 }
 
@@ -403,9 +404,9 @@ impl W32Min for WQ5_1 {
     const BYTES: usize = 24;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn load(p: *const u8) -> (__m256i, f32, f32) {
+    unsafe fn load(p: *const u8) -> (__m256i, __m128) {
         let hi = _mm256_and_si256(bits32(p.add(4)), _mm256_set1_epi8(0x10));
-        (_mm256_or_si256(nibbles32(p.add(8)), hi), f16_at(p), f16_at(p.add(2)))
+        (_mm256_or_si256(nibbles32(p.add(8)), hi), f16x2_at(p))
     }
 }
 
@@ -415,10 +416,8 @@ unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *con
     let mut acc = [_mm256_setzero_ps(); T];
     let mut acc_min = [0f32; T];
     for b in 0..nb {
-        let wb = w.add(b * U::BYTES);
-        let (q, _, _) = U::load(wb);
-        // [dw, mw] (both types start with the f16 scale and minimum)
-        let dm = f16x2_at(wb);
+        // dm: [dw, mw, 0, 0]
+        let (q, dm) = U::load(w.add(b * U::BYTES));
         for j in 0..T {
             let ab = a.add(j * s + b * 36);
             let p = pairs_to_i32(_mm256_maddubs_epi16(q, loadu(ab.add(4))));
@@ -703,10 +702,10 @@ struct UnpackedRows {
 unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
     for b in 0..nb {
         for r in 0..rows {
-            let (q, dw, mw) = U::load(w.add(r * ws + b * U::BYTES));
+            let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
             u.q[b * rows + r] = q;
-            u.dw[b * rows + r] = dw;
-            u.mw[b * rows + r] = mw;
+            u.dw[b * rows + r] = _mm_cvtss_f32(dm);
+            u.mw[b * rows + r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
         }
     }
 }
