@@ -520,13 +520,69 @@ unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *m
     let mut c = 0;
     while c < len {
         let w = (len - c).min(8);
-        for k in 0..n_rows {
+        let mut k0 = 0;
+        #[cfg(target_arch = "x86_64")]
+        if w == 8 && super::vecf::use_avx2() {
+            while k0 + 8 <= n_rows {
+                // SAFETY: AVX2 checked; rows k0..k0+8 of the tile hold tokens
+                // c..c+8 (asserted above), and the caller lets us write
+                // y[(c + i) * rows + k0..k0 + 8] for i < 8.
+                unsafe { transpose8x8(tile.as_ptr().add(k0 * tb + c), tb, y.add(c * rows + k0), rows) };
+                k0 += 8;
+            }
+        }
+        for k in k0..n_rows {
             let src = &tile[k * tb + c..k * tb + c + w];
             for (i, v) in src.iter().enumerate() {
                 *y.add((c + i) * rows + k) = *v;
             }
         }
         c += w;
+    }
+}
+
+/// `dst[i * dst_stride + k] = src[k * src_stride + i]` for `i, k < 8`: one
+/// 8×8 block of [`scatter_tile`] in registers.
+///
+/// # Safety
+/// AVX2 is available; the 8 rows of 8 values at `src` are readable and
+/// the 8 rows of 8 values at `dst` writable.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller guarantees the 8 source rows.
+    let r: [__m256; 8] = std::array::from_fn(|k| unsafe { _mm256_loadu_ps(src.add(k * src_stride)) });
+    // pairs of rows interleaved, then pairs of pairs, then the 128-bit halves
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    let cols = [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ];
+    for (i, col) in cols.iter().enumerate() {
+        // SAFETY: the caller guarantees the 8 destination rows.
+        unsafe { _mm256_storeu_ps(dst.add(i * dst_stride), *col) };
     }
 }
 
@@ -554,7 +610,27 @@ const TILED_BLOCK_BYTES: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
-    use super::decode_streams;
+    use super::{decode_streams, scatter_tile};
+
+    #[test]
+    fn scatter_tile_transposes_every_shape() {
+        // 8×8 blocks in registers (AVX2) plus row and token tails, against
+        // the definition; rows = 29 leaves gaps the scatter must not touch
+        for (n_rows, len, tb) in [(16, 16, 16), (19, 21, 24), (8, 7, 8), (5, 40, 40), (24, 64, 64)] {
+            let rows = 29;
+            let tile: Vec<f32> = (0..n_rows * tb).map(|i| i as f32 + 0.5).collect();
+            let mut y = vec![-1f32; len * rows];
+            // SAFETY: y is [len][rows] with n_rows ≤ rows; the tile holds
+            // n_rows rows of tb ≥ len.
+            unsafe { scatter_tile(&tile, tb, n_rows, len, y.as_mut_ptr(), rows) };
+            for t in 0..len {
+                for k in 0..rows {
+                    let want = if k < n_rows { tile[k * tb + t] } else { -1.0 };
+                    assert_eq!(y[t * rows + k], want, "{n_rows}x{len}: token {t}, row {k}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn decodes_stream_large_byte_per_weight_matrices() {
