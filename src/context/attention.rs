@@ -112,13 +112,34 @@ pub fn attention(
     }
 
     let layer = &*layer;
+    if tiled {
+        // the query heads of one kv head and token read the same K/V tiles
+        // under the same mask: they run together, each K/V value loaded once
+        // for all of them (each row's arithmetic is the one it has alone)
+        let group = sh.n_head / sh.n_head_kv;
+        let out = super::workspace::sized(out, nt * sh.n_head * sh.hd_v);
+        return pool.run_rows(out, group * sh.hd_v, 1, &|j, rows| {
+            let (t, g) = (j / sh.n_head_kv, j % sh.n_head_kv);
+            // rows j * group .. (j + 1) * group of q and out: heads
+            // g * group.. of token t
+            let qs = &q[j * group * sh.hd_k..(j + 1) * group * sh.hd_k];
+            let mut h = 0;
+            while h < group {
+                // blocks of at most 3 rows (the AVX2 registers), 4 as 2 + 2
+                let r = if group - h == 4 { 2 } else { (group - h).min(3) };
+                let (qr, or) = (&qs[h * sh.hd_k..(h + r) * sh.hd_k], &mut rows[h * sh.hd_v..(h + r) * sh.hd_v]);
+                match r {
+                    1 => rows_tiled::<1>(layer, sh, g, qr, &visible[t], or),
+                    2 => rows_tiled::<2>(layer, sh, g, qr, &visible[t], or),
+                    _ => rows_tiled::<3>(layer, sh, g, qr, &visible[t], or),
+                }
+                h += r;
+            }
+        });
+    }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        if tiled {
-            row_tiled(layer, sh, g, qh, &visible[t], row);
-        } else {
-            row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
-        }
+        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
     })
 }
 
@@ -220,43 +241,48 @@ fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     layer.tile_slot.clear();
 }
 
-/// The tiled path for one (token, head) row.
-fn row_tiled(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) {
+/// The tiled path for `R` (token, head) rows of kv head `g` that see the
+/// same cells (`visible`): queries `q` [R][hd_k], outputs `out` [R][hd_v].
+fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) {
     let k_tile = sh.hd_k * TILE;
     let v_tile = TILE * sh.hd_v;
-    let mut s_sum = 0f32;
-    let mut m = f32::NEG_INFINITY;
+    let mut s_sum = [0f32; R];
+    let mut m = [f32::NEG_INFINITY; R];
     out.fill(0.0);
-    let mut kq = [0f32; TILE];
+    let mut kq = [[0f32; TILE]; R];
     let mut i = 0;
     while i < visible.len() {
         let t = visible[i] / TILE;
         let slot = layer.tile_slot[t];
         let kt = &layer.k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
-        vecf::gemv_tile(q, kt, &mut kq);
+        vecf::gemv_tile_rows::<R>(q, kt, &mut kq);
         // scale, then the mask: visible cells add 0, the others are -inf
         let mut seen = [false; TILE];
         while i < visible.len() && visible[i] / TILE == t {
             seen[visible[i] % TILE] = true;
             i += 1;
         }
-        for (x, &vis) in kq.iter_mut().zip(&seen) {
-            *x = if vis { *x * sh.kq_scale + 0.0 } else { f32::NEG_INFINITY };
+        for (r, row) in kq.iter_mut().enumerate() {
+            for (x, &vis) in row.iter_mut().zip(&seen) {
+                *x = if vis { *x * sh.kq_scale + 0.0 } else { f32::NEG_INFINITY };
+            }
+            let tile_max = row.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+            let m_new = m[r].max(tile_max);
+            if m_new > m[r] {
+                let ms = (m[r] - m_new).exp();
+                out[r * sh.hd_v..(r + 1) * sh.hd_v].iter_mut().for_each(|o| *o *= ms);
+                s_sum[r] *= ms;
+            }
+            m[r] = m_new;
+            s_sum[r] = (f64::from(s_sum[r]) + vecf::softmax_sum(row, m_new)) as f32;
         }
-        let tile_max = kq.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-        let m_new = m.max(tile_max);
-        if m_new > m {
-            let ms = (m - m_new).exp();
-            out.iter_mut().for_each(|o| *o *= ms);
-            s_sum *= ms;
-        }
-        m = m_new;
-        s_sum = (f64::from(s_sum) + vecf::softmax_sum(&mut kq, m_new)) as f32;
         let vt = &layer.v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
-        vecf::axpy_tile(&kq, vt, out);
+        vecf::axpy_tile_rows::<R>(&kq, vt, out);
     }
-    let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
-    out.iter_mut().for_each(|o| *o *= inv);
+    for (r, o) in out.chunks_exact_mut(sh.hd_v).enumerate() {
+        let inv = if s_sum[r] == 0.0 { 0.0 } else { 1.0 / s_sum[r] };
+        o.iter_mut().for_each(|o| *o *= inv);
+    }
 }
 
 /// The one-chunk path for one (token, head) row: `dot(c, q)` is

@@ -14,8 +14,9 @@
 //!   in f64).
 //! - [`swiglu`]: `ggml_vec_swiglu_f32` (`x / (1 + expf(-x)) * g` over
 //!   groups of 16, libm `expf` for a tail).
-//! - [`gemv_tile`] / [`axpy_tile`]: `simd_gemm` as the tiled flash attention
-//!   calls it: every output element is one fused multiply-add chain in order.
+//! - [`gemv_tile_rows`] / [`axpy_tile_rows`]: `simd_gemm` as the tiled flash
+//!   attention calls it: every output element is one fused multiply-add
+//!   chain in order (several query rows at once, each as alone).
 //! - [`dot_f16`], [`mad_f16`], [`scale_f16`]: `ggml_vec_dot_f16` (4 × 16
 //!   accumulators, tree reduction, f64 result), `ggml_vec_mad_f16` and
 //!   `ggml_vec_scale_f16` (f32 arithmetic rounded to f16 after each step),
@@ -173,37 +174,47 @@ fn swiglu_scalar(g: &mut [f32], u: &[f32]) {
     }
 }
 
-/// `out[j] = Σ_k q[k]·kt[k][j]` for the [`TILE`] columns of `kt`
-/// ([q.len()][TILE]), each a fused multiply-add chain over k from 0.
-pub fn gemv_tile(q: &[f32], kt: &[f32], out: &mut [f32; TILE]) {
-    assert!(kt.len() >= q.len() * TILE, "K tile too short");
+/// `out[r][j] = Σ_k q[r][k]·kt[k][j]` for the `R` query rows of `q`
+/// ([R][hd], hd = `q.len() / R`) and the [`TILE`] columns of `kt`
+/// ([hd][TILE]), each a fused multiply-add chain over k from 0. The rows
+/// are independent (each row's result is the one it has alone); taking
+/// several at once reads each K value from memory once for all of them.
+pub fn gemv_tile_rows<const R: usize>(q: &[f32], kt: &[f32], out: &mut [[f32; TILE]; R]) {
+    let hd = q.len() / R;
+    assert!(q.len() == R * hd && kt.len() >= hd * TILE, "gemv_tile_rows: shapes");
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
-        // SAFETY: features checked; kt holds q.len() rows of TILE.
-        return unsafe { avx2::gemv_tile(q, kt, out) };
+        // SAFETY: features checked; q holds R rows of hd, kt hd rows of TILE.
+        return unsafe { avx2::gemv_tile_rows::<R>(q, hd, kt, out) };
     }
-    *out = [0f32; TILE];
-    for (k, &qk) in q.iter().enumerate() {
-        let row = &kt[k * TILE..(k + 1) * TILE];
-        for (o, &kv) in out.iter_mut().zip(row) {
-            *o = kv.mul_add(qk, *o);
+    for (qr, o) in q.chunks_exact(hd).zip(out.iter_mut()) {
+        *o = [0f32; TILE];
+        for (k, &qk) in qr.iter().enumerate() {
+            let row = &kt[k * TILE..(k + 1) * TILE];
+            for (o, &kv) in o.iter_mut().zip(row) {
+                *o = kv.mul_add(qk, *o);
+            }
         }
     }
 }
 
-/// `acc[d] += Σ_j p[j]·v[j][d]` over the [`TILE`] rows of `v`
-/// ([TILE][acc.len()]), one fused multiply-add chain per `d` in order of j.
-pub fn axpy_tile(p: &[f32; TILE], v: &[f32], acc: &mut [f32]) {
-    let dv = acc.len();
-    assert!(v.len() >= TILE * dv, "V tile too short");
+/// `acc[r][d] += Σ_j p[r][j]·v[j][d]` for the `R` rows of `acc`
+/// ([R][dv], dv = `acc.len() / R`) over the [`TILE`] rows of `v`
+/// ([TILE][dv]), one fused multiply-add chain per (r, d) in order of j.
+/// As [`gemv_tile_rows`], the rows are independent and share the loads of `v`.
+pub fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32]) {
+    let dv = acc.len() / R;
+    assert!(acc.len() == R * dv && v.len() >= TILE * dv, "axpy_tile_rows: shapes");
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
-        // SAFETY: features checked; v holds TILE rows of dv.
-        return unsafe { avx2::axpy_tile(p, v, acc) };
+        // SAFETY: features checked; v holds TILE rows of dv, acc R rows of dv.
+        return unsafe { avx2::axpy_tile_rows::<R>(p, v, acc, dv) };
     }
-    for (j, &pj) in p.iter().enumerate() {
-        for (a, &vv) in acc.iter_mut().zip(&v[j * dv..(j + 1) * dv]) {
-            *a = vv.mul_add(pj, *a);
+    for (pr, a) in p.iter().zip(acc.chunks_exact_mut(dv)) {
+        for (j, &pj) in pr.iter().enumerate() {
+            for (a, &vv) in a.iter_mut().zip(&v[j * dv..(j + 1) * dv]) {
+                *a = vv.mul_add(pj, *a);
+            }
         }
     }
 }
@@ -468,45 +479,69 @@ mod avx2 {
         swiglu_scalar(&mut g[i..n], &u[i..n]);
     }
 
+    /// [`super::gemv_tile_rows`]: per half tile (32 columns, 4 vectors),
+    /// each K vector loaded once and multiplied into the R rows' chains.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; `q` holds R rows of `hd`, `kt` hd rows of TILE.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn gemv_tile(q: &[f32], kt: &[f32], out: &mut [f32; TILE]) {
-        let mut acc = [_mm256_setzero_ps(); TILE / 8];
-        for (k, &qk) in q.iter().enumerate() {
-            let b = _mm256_set1_ps(qk);
-            // SAFETY: the caller checked kt.len() ≥ q.len() * TILE.
-            let row = kt.as_ptr().add(k * TILE);
-            for (r, a) in acc.iter_mut().enumerate() {
-                *a = _mm256_fmadd_ps(_mm256_loadu_ps(row.add(8 * r)), b, *a);
+    pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
+        for half in 0..2 {
+            let mut acc = [[_mm256_setzero_ps(); 4]; R];
+            for k in 0..hd {
+                // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
+                let row = kt.as_ptr().add(k * TILE + 32 * half);
+                let b: [__m256; R] = std::array::from_fn(|r| _mm256_broadcast_ss(&*q.as_ptr().add(r * hd + k)));
+                for c in 0..4 {
+                    let kv = _mm256_loadu_ps(row.add(8 * c));
+                    for r in 0..R {
+                        acc[r][c] = _mm256_fmadd_ps(kv, b[r], acc[r][c]);
+                    }
+                }
             }
-        }
-        for (r, a) in acc.iter().enumerate() {
-            _mm256_storeu_ps(out.as_mut_ptr().add(8 * r), *a);
+            for (o, a) in out.iter_mut().zip(&acc) {
+                for (c, x) in a.iter().enumerate() {
+                    _mm256_storeu_ps(o.as_mut_ptr().add(32 * half + 8 * c), *x);
+                }
+            }
         }
     }
 
+    /// [`super::axpy_tile_rows`]: per 32 columns of V (4 vectors), the R
+    /// rows' accumulators in registers across the TILE rows of V.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn axpy_tile(p: &[f32; TILE], v: &[f32], acc: &mut [f32]) {
-        let dv = acc.len();
+    pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
         let mut d = 0;
         while d + 32 <= dv {
             let a = acc.as_mut_ptr().add(d);
-            let mut r = [_mm256_loadu_ps(a), _mm256_loadu_ps(a.add(8)), _mm256_loadu_ps(a.add(16)), _mm256_loadu_ps(a.add(24))];
-            for (j, &pj) in p.iter().enumerate() {
-                let b = _mm256_set1_ps(pj);
-                // SAFETY: the caller checked v.len() ≥ TILE * dv.
+            // SAFETY: columns d..d+32 of each of the R rows of acc.
+            let mut x: [[__m256; 4]; R] = std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(a.add(r * dv + 8 * c))));
+            for j in 0..TILE {
+                let b: [__m256; R] = std::array::from_fn(|r| _mm256_set1_ps(p[r][j]));
+                // SAFETY: v holds TILE rows of dv.
                 let row = v.as_ptr().add(j * dv + d);
-                for (k, rk) in r.iter_mut().enumerate() {
-                    *rk = _mm256_fmadd_ps(_mm256_loadu_ps(row.add(8 * k)), b, *rk);
+                for c in 0..4 {
+                    let vv = _mm256_loadu_ps(row.add(8 * c));
+                    for r in 0..R {
+                        x[r][c] = _mm256_fmadd_ps(vv, b[r], x[r][c]);
+                    }
                 }
             }
-            for (k, rk) in r.iter().enumerate() {
-                _mm256_storeu_ps(a.add(8 * k), *rk);
+            for (r, xr) in x.iter().enumerate() {
+                for (c, xc) in xr.iter().enumerate() {
+                    _mm256_storeu_ps(a.add(r * dv + 8 * c), *xc);
+                }
             }
             d += 32;
         }
-        for dd in d..dv {
-            for (j, &pj) in p.iter().enumerate() {
-                acc[dd] = v[j * dv + dd].mul_add(pj, acc[dd]);
+        for r in 0..R {
+            for dd in d..dv {
+                for (j, &pj) in p[r].iter().enumerate() {
+                    acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+                }
             }
         }
     }
@@ -652,18 +687,27 @@ mod tests {
         swiglu_scalar(&mut b, &u[..n]);
         assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 
-        let q: Vec<f32> = (0..128).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
+        // three query rows of 128 at once, and each alone, against the
+        // definition: every output its own fused chain in order
+        let q: Vec<f32> = (0..3 * 128).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
         let kt: Vec<f32> = (0..128 * TILE).map(|i| ((i * 53 % 97) as f32 - 48.0) / 17.0).collect();
-        let mut o1 = [0f32; TILE];
+        let mut o3 = [[0f32; TILE]; 3];
         // SAFETY: features checked.
-        unsafe { avx2::gemv_tile(&q, &kt, &mut o1) };
-        let mut o2 = [0f32; TILE];
-        for (k, &qk) in q.iter().enumerate() {
-            for j in 0..TILE {
-                o2[j] = kt[k * TILE + j].mul_add(qk, o2[j]);
+        unsafe { avx2::gemv_tile_rows::<3>(&q, 128, &kt, &mut o3) };
+        for (r, o) in o3.iter().enumerate() {
+            let mut o1 = [[0f32; TILE]; 1];
+            // SAFETY: features checked.
+            unsafe { avx2::gemv_tile_rows::<1>(&q[r * 128..(r + 1) * 128], 128, &kt, &mut o1) };
+            let mut o2 = [0f32; TILE];
+            for (k, &qk) in q[r * 128..(r + 1) * 128].iter().enumerate() {
+                for j in 0..TILE {
+                    o2[j] = kt[k * TILE + j].mul_add(qk, o2[j]);
+                }
             }
+            assert_eq!(o.map(f32::to_bits), o2.map(f32::to_bits), "row {r} of 3");
+            assert_eq!(o1[0].map(f32::to_bits), o2.map(f32::to_bits), "row {r} alone");
         }
-        assert_eq!(o1.map(f32::to_bits), o2.map(f32::to_bits));
+        let o1 = o3[0];
 
         let mut row = o1;
         let mut row2 = o1;
@@ -678,16 +722,27 @@ mod tests {
         assert_eq!(s1.to_bits(), s2.to_bits());
         assert_eq!(row.map(f32::to_bits), row2.map(f32::to_bits));
 
+        // 72 columns: two 32-column blocks and a tail of 8
         let v: Vec<f32> = (0..TILE * 72).map(|i| ((i * 29 % 89) as f32 - 44.0) / 9.0).collect();
-        let (mut a1, mut a2) = (vec![0.5f32; 72], vec![0.5f32; 72]);
+        let p = [row, o3[1].map(|x| x / 100.0), o3[2].map(|x| -x / 50.0)];
+        let mut a3: Vec<f32> = (0..3 * 72).map(|i| (i as f32 - 100.0) / 31.0).collect();
+        let start = a3.clone();
         // SAFETY: features checked.
-        unsafe { avx2::axpy_tile(&row, &v, &mut a1) };
-        for (j, &pj) in row.iter().enumerate() {
-            for d in 0..72 {
-                a2[d] = v[j * 72 + d].mul_add(pj, a2[d]);
+        unsafe { avx2::axpy_tile_rows::<3>(&p, &v, &mut a3, 72) };
+        for r in 0..3 {
+            let mut a1 = start[r * 72..(r + 1) * 72].to_vec();
+            // SAFETY: features checked.
+            unsafe { avx2::axpy_tile_rows::<1>(&[p[r]], &v, &mut a1, 72) };
+            let mut a2 = start[r * 72..(r + 1) * 72].to_vec();
+            for (j, &pj) in p[r].iter().enumerate() {
+                for d in 0..72 {
+                    a2[d] = v[j * 72 + d].mul_add(pj, a2[d]);
+                }
             }
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&a3[r * 72..(r + 1) * 72]), bits(&a2), "row {r} of 3");
+            assert_eq!(bits(&a1), bits(&a2), "row {r} alone");
         }
-        assert_eq!(a1, a2);
 
         let x: Vec<f32> = (0..200).map(|i| round_f16((i as f32 - 100.0) / 11.0)).collect();
         let y: Vec<f32> = (0..200).map(|i| round_f16((i as f32 * 3.0 % 50.0 - 25.0) / 7.0)).collect();
