@@ -256,17 +256,20 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
         let slot = layer.tile_slot[t];
         let kt = &layer.k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
         vecf::gemv_tile_rows::<R>(q, kt, &mut kq);
-        // scale, then the mask: visible cells add 0, the others are -inf
-        let mut seen = [false; TILE];
+        // the cells of this tile the rows see (bit j: cell t * TILE + j)
+        let mut seen = 0u64;
+        if visible.get(i + TILE - 1) == Some(&(t * TILE + TILE - 1)) && visible[i] == t * TILE {
+            // all of them (the cells are distinct and ascending)
+            seen = u64::MAX;
+            i += TILE;
+        }
         while i < visible.len() && visible[i] / TILE == t {
-            seen[visible[i] % TILE] = true;
+            seen |= 1 << (visible[i] % TILE);
             i += 1;
         }
         for (r, row) in kq.iter_mut().enumerate() {
-            for (x, &vis) in row.iter_mut().zip(&seen) {
-                *x = if vis { *x * sh.kq_scale + 0.0 } else { f32::NEG_INFINITY };
-            }
-            let tile_max = row.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+            // scale, then the mask: visible cells add 0, the others are -inf
+            let tile_max = vecf::scale_mask_max(row, sh.kq_scale, seen);
             let m_new = m[r].max(tile_max);
             if m_new > m[r] {
                 let ms = (m[r] - m_new).exp();

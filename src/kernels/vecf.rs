@@ -198,6 +198,26 @@ pub fn gemv_tile_rows<const R: usize>(q: &[f32], kt: &[f32], out: &mut [[f32; TI
     }
 }
 
+/// The scores of one tile scaled and masked, and their maximum:
+/// `x[j] = x[j]·scale + 0` where bit j of `visible` is set, `-inf`
+/// elsewhere; returns the largest (`-inf` for none). No lane is -0 after
+/// the `+ 0`, so the maximum does not depend on the order it is taken in.
+pub fn scale_mask_max(x: &mut [f32; TILE], scale: f32, visible: u64) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2() {
+        // SAFETY: use_avx2() checked AVX2 and FMA on this CPU.
+        return unsafe { avx2::scale_mask_max(x, scale, visible) };
+    }
+    let mut max = f32::NEG_INFINITY;
+    for (j, v) in x.iter_mut().enumerate() {
+        *v = if visible >> j & 1 != 0 { *v * scale + 0.0 } else { f32::NEG_INFINITY };
+        if *v > max {
+            max = *v;
+        }
+    }
+    max
+}
+
 /// `acc[r][d] += Σ_j p[r][j]·v[j][d]` for the `R` rows of `acc`
 /// ([R][dv], dv = `acc.len() / R`) over the [`TILE`] rows of `v`
 /// ([TILE][dv]), one fused multiply-add chain per (r, d) in order of j.
@@ -507,6 +527,30 @@ mod avx2 {
         }
     }
 
+    /// [`super::scale_mask_max`], 8 lanes at a time.
+    ///
+    /// # Safety
+    /// AVX2 is available.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn scale_mask_max(x: &mut [f32; TILE], scale: f32, visible: u64) -> f32 {
+        let (sv, zero, ninf) = (_mm256_set1_ps(scale), _mm256_setzero_ps(), _mm256_set1_ps(f32::NEG_INFINITY));
+        let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let mut max = ninf;
+        for c in 0..TILE / 8 {
+            let p = x.as_mut_ptr().add(8 * c);
+            let bits = _mm256_set1_epi32((visible >> (8 * c)) as i32 & 0xff);
+            let seen = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(bits, bit), bit));
+            // SAFETY: lanes 8c..8c+8 are in the tile.
+            let v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), zero);
+            let v = _mm256_blendv_ps(ninf, v, seen);
+            _mm256_storeu_ps(p, v);
+            max = _mm256_max_ps(v, max);
+        }
+        let m4 = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps::<1>(max));
+        let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps::<1>(m2, m2)))
+    }
+
     /// [`super::axpy_tile_rows`]: per 32 columns of V (4 vectors), the R
     /// rows' accumulators in registers across the TILE rows of V.
     ///
@@ -721,6 +765,21 @@ mod tests {
         }
         assert_eq!(s1.to_bits(), s2.to_bits());
         assert_eq!(row.map(f32::to_bits), row2.map(f32::to_bits));
+
+        // scale and mask against the definition, for masks with and
+        // without visible cells
+        for visible in [u64::MAX, 0, 0x0123_4567_89ab_cdef, 1 << 63, 0xffff_0000_0000_0001] {
+            let (mut x1, mut x2) = (o3[1], o3[1]);
+            // SAFETY: features checked.
+            let m1 = unsafe { avx2::scale_mask_max(&mut x1, 0.125, visible) };
+            let mut m2 = f32::NEG_INFINITY;
+            for (j, v) in x2.iter_mut().enumerate() {
+                *v = if visible >> j & 1 == 1 { *v * 0.125 + 0.0 } else { f32::NEG_INFINITY };
+                m2 = if *v > m2 { *v } else { m2 };
+            }
+            assert_eq!(x1.map(f32::to_bits), x2.map(f32::to_bits), "mask {visible:x}");
+            assert_eq!(m1.to_bits(), m2.to_bits(), "mask {visible:x}");
+        }
 
         // 72 columns: two 32-column blocks and a tail of 8
         let v: Vec<f32> = (0..TILE * 72).map(|i| ((i * 29 % 89) as f32 - 44.0) / 9.0).collect();
