@@ -22,6 +22,18 @@ pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
 /// `gelu(g[i])·u[i]`.
 pub fn geglu(g: &mut [f32], u: &[f32]) {
     let table = gelu_table();
+    let n = g.len().min(u.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernels::vecf::use_avx2() {
+        done = n / 8 * 8;
+        // SAFETY: use_avx2() checked AVX2 and F16C; both slices hold `done`.
+        unsafe { geglu8(&mut g[..done], &u[..done], table) };
+    }
+    geglu_scalar(&mut g[done..n], &u[done..n], table);
+}
+
+fn geglu_scalar(g: &mut [f32], u: &[f32], table: &[u16]) {
     for (o, &v) in g.iter_mut().zip(u) {
         let x = *o;
         *o = if x <= -10.0 {
@@ -32,6 +44,34 @@ pub fn geglu(g: &mut [f32], u: &[f32]) {
             let i = half::f16::from_f32(x).to_bits() as usize;
             half::f16::from_bits(table[i]).to_f32() * v
         };
+    }
+}
+
+/// [`geglu_scalar`] 8 lanes at a time (the f16 rounding by `vcvtps2ph`,
+/// round to nearest even as `half`; the table read lane by lane).
+///
+/// # Safety
+/// The CPU has AVX2 and F16C; `g.len()` is a multiple of 8 and ≤ `u.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn geglu8(g: &mut [f32], u: &[f32], table: &[u16]) {
+    use std::arch::x86_64::*;
+    assert!(g.len() % 8 == 0 && g.len() <= u.len() && table.len() == 1 << 16);
+    let (lo, hi) = (_mm256_set1_ps(-10.0), _mm256_set1_ps(10.0));
+    for i in (0..g.len()).step_by(8) {
+        // SAFETY: i + 8 ≤ g.len() ≤ u.len().
+        let (x, v) = unsafe { (_mm256_loadu_ps(g.as_ptr().add(i)), _mm256_loadu_ps(u.as_ptr().add(i))) };
+        let mut idx = [0u16; 8];
+        // SAFETY: idx holds 8 u16.
+        unsafe { _mm_storeu_si128(idx.as_mut_ptr().cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)) };
+        let gelu: [u16; 8] = idx.map(|h| table[h as usize]);
+        // SAFETY: gelu holds 8 u16.
+        let t = _mm256_mul_ps(_mm256_cvtph_ps(unsafe { _mm_loadu_si128(gelu.as_ptr().cast()) }), v);
+        // x ≥ 10: x·v; x ≤ -10: 0; else the table's (NaN: the table's NaN)
+        let r = _mm256_blendv_ps(t, _mm256_mul_ps(x, v), _mm256_cmp_ps::<_CMP_GE_OQ>(x, hi));
+        let r = _mm256_blendv_ps(r, _mm256_setzero_ps(), _mm256_cmp_ps::<_CMP_LE_OQ>(x, lo));
+        // SAFETY: as the loads.
+        unsafe { _mm256_storeu_ps(g.as_mut_ptr().add(i), r) };
     }
 }
 
@@ -132,6 +172,21 @@ mod tests {
             h = (h ^ u64::from(v)).wrapping_mul(1099511628211);
         }
         assert_eq!(h, 0xc6c1c64ffaa1863d);
+    }
+
+    #[test]
+    fn geglu_simd_equals_the_scalar_definition() {
+        // around and beyond ±10, tiny (f16 subnormal) values, infinities, NaN
+        let mut g: Vec<f32> = (0..4000).map(|i| (i as f32 - 2000.0) / 150.0).collect();
+        g.extend([1e-6, -1e-6, 3e-8, 0.0, -0.0, 9.999, 10.0, -10.0, -9.999, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+        g.extend([0.5; 5]); // a tail past the last group of 8
+        let u: Vec<f32> = (0..g.len()).map(|i| 1.0 + (i % 7) as f32 / 3.0).collect();
+        let (mut a, mut b) = (g.clone(), g.clone());
+        geglu(&mut a, &u);
+        geglu_scalar(&mut b, &u, gelu_table());
+        for i in 0..g.len() {
+            assert_eq!(a[i].to_bits(), b[i].to_bits(), "geglu({})", g[i]);
+        }
     }
 
     #[test]
