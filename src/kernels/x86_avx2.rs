@@ -51,7 +51,10 @@ pub(crate) static SET: KernelSet = KernelSet {
 
 /// Whether this CPU also runs the VNNI variants (`SET_VNNI`).
 pub fn cpu_ok_vnni() -> bool {
-    cpu_ok() && is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl")
+    cpu_ok()
+        && is_x86_feature_detected!("avx512vnni")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512bw")
 }
 
 /// The AVX2 set with the 32-block × Q8_0 kernels on AVX-512 VNNI
@@ -300,6 +303,13 @@ pub(crate) trait W32 {
     const BYTES: usize;
     /// The 32 values as i8 and the block scale.
     unsafe fn load(p: *const u8) -> (__m256i, f32);
+    /// [`load`](Self::load) in the VNNI kernels (AVX-512 BW and VL
+    /// available): the same values, fewer instructions where a type has a
+    /// shorter form there.
+    #[inline(always)]
+    unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
+        Self::load(p)
+    }
 }
 
 pub(crate) struct WQ4_0;
@@ -321,6 +331,19 @@ impl W32 for WQ5_0 {
         // (nibble | bit<<4) - 16 == nibble | (bit ? 0 : 0xF0) as i8
         let hi = _mm256_andnot_si256(bits32(p.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
         (_mm256_or_si256(nibbles32(p.add(6)), hi), f16_at(p))
+    }
+    /// The high bits as a mask register (one `kmovd`) choosing per byte
+    /// between the nibble and the nibble | 0xF0, and the nibbles from one
+    /// broadcast load shifted by 0 and 4 per half (`vpsrlvw`): 6 vector
+    /// instructions where `load` has 11.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw")]
+    #[inline]
+    unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
+        let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.add(6) as *const __m128i));
+        let shift = _mm256_setr_epi64x(0, 0, 0x0004_0004_0004_0004, 0x0004_0004_0004_0004);
+        let nib = _mm256_and_si256(_mm256_srlv_epi16(both, shift), _mm256_set1_epi8(0x0F));
+        let bit: __mmask32 = std::ptr::read_unaligned(p.add(2) as *const u32);
+        (_mm256_mask_blend_epi8(bit, _mm256_or_si256(nib, _mm256_set1_epi8(0xF0u8 as i8)), nib), f16_at(p))
     }
 }
 
@@ -457,12 +480,12 @@ unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, ou
 // One unpacked weight block serves 8 tokens (the VNNI form needs no i16
 // constant, which leaves registers for 8 accumulators).
 
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
 unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
     let mut acc = [_mm256_setzero_ps(); T];
     for b in 0..nb {
-        let (q, dw) = U::load(w.add(b * U::BYTES));
+        let (q, dw) = U::load_vnni(w.add(b * U::BYTES));
         let qa = _mm256_sign_epi8(q, q);
         for j in 0..T {
             let ab = a.add(j * s + b * 34);
@@ -476,7 +499,7 @@ unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *c
     }
 }
 
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     let nb = n / QK;
     let mut t = 0;
@@ -515,7 +538,7 @@ struct UnpackedQ0 {
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
 unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0) {
     assert!(u.q.len() >= nb * rows && u.bias.len() >= nb * rows && u.dw.len() >= nb * rows);
@@ -523,7 +546,7 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
     let offset = _mm256_set1_epi8(-128i8);
     for b in 0..nb {
         for r in 0..rows {
-            let (q, d) = U::load(w.add(r * ws + b * U::BYTES));
+            let (q, d) = U::load_vnni(w.add(r * ws + b * U::BYTES));
             u.q[b * rows + r] = q;
             u.bias[b * rows + r] = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, q));
             u.dw[b * rows + r] = d;
@@ -534,7 +557,7 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
 /// R unpacked rows × 8 tokens (`s` bytes apart from `a`) whose f32 scales
 /// are at `da[b * 8 + j]`; output `out[r * os + j]`. `sc` is scratch for
 /// `nb * R * 8` floats.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
 unsafe fn rows_group_vnni<const R: usize>(
@@ -586,7 +609,7 @@ unsafe fn rows_group_vnni<const R: usize>(
 
 /// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` rows × 8 tokens,
 /// tail tokens one row at a time.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn rows_q8_0_family_vnni<U: W32>(
     n: usize,
@@ -713,7 +736,7 @@ unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize
 /// R unpacked rows × 8 tokens (`s` bytes apart from `a`), whose f32 scales
 /// and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
 /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
 unsafe fn rows_group_q8_1_vnni<const R: usize>(
     nb: usize,
@@ -765,7 +788,7 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
 
 /// `RowsFn` for Q4_1/Q5_1: blocks of 3 rows × 8 tokens, tail tokens one
 /// row at a time (`group_q8_1`).
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     n: usize,
     w: &[u8],
