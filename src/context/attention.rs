@@ -123,18 +123,7 @@ pub fn attention(
             // rows j * group .. (j + 1) * group of q and out: heads
             // g * group.. of token t
             let qs = &q[j * group * sh.hd_k..(j + 1) * group * sh.hd_k];
-            let mut h = 0;
-            while h < group {
-                // blocks of at most 3 rows (the AVX2 registers), 4 as 2 + 2
-                let r = if group - h == 4 { 2 } else { (group - h).min(3) };
-                let (qr, or) = (&qs[h * sh.hd_k..(h + r) * sh.hd_k], &mut rows[h * sh.hd_v..(h + r) * sh.hd_v]);
-                match r {
-                    1 => rows_tiled::<1>(layer, sh, g, qr, &visible[t], or),
-                    2 => rows_tiled::<2>(layer, sh, g, qr, &visible[t], or),
-                    _ => rows_tiled::<3>(layer, sh, g, qr, &visible[t], or),
-                }
-                h += r;
-            }
+            heads_tiled(layer, sh, g, qs, &visible[t], rows);
         });
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
@@ -239,6 +228,24 @@ fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
         KvCache::read(&kv.v[il], c * sh.vw, &mut v[c * sh.vw..(c + 1) * sh.vw]);
     }
     layer.tile_slot.clear();
+}
+
+/// The tiled path for the query heads `qs` ([heads][hd_k]) of kv head `g`
+/// of one token, into `out` ([heads][hd_v]), in blocks of at most 3 rows
+/// (the AVX2 registers; 4 as 2 + 2).
+fn heads_tiled(layer: &LayerKv, sh: AttnShape, g: usize, qs: &[f32], visible: &[usize], out: &mut [f32]) {
+    let heads = qs.len() / sh.hd_k;
+    let mut h = 0;
+    while h < heads {
+        let r = if heads - h == 4 { 2 } else { (heads - h).min(3) };
+        let (qr, or) = (&qs[h * sh.hd_k..(h + r) * sh.hd_k], &mut out[h * sh.hd_v..(h + r) * sh.hd_v]);
+        match r {
+            1 => rows_tiled::<1>(layer, sh, g, qr, visible, or),
+            2 => rows_tiled::<2>(layer, sh, g, qr, visible, or),
+            _ => rows_tiled::<3>(layer, sh, g, qr, visible, or),
+        }
+        h += r;
+    }
 }
 
 /// The tiled path for `R` (token, head) rows of kv head `g` that see the
@@ -356,4 +363,40 @@ fn row_one_chunk(
     }
     let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
     out.iter_mut().for_each(|o| *o *= inv);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every block size the heads of a kv head are split into gives each
+    /// row the bits it has alone (on the SIMD kernels where the CPU has
+    /// them, else the scalar ones), over partly visible and skipped tiles.
+    #[test]
+    fn heads_in_blocks_equal_heads_alone() {
+        let (hd_k, hd_v, n_head_kv) = (72, 40, 2); // a tail past 32 columns in both
+        let n_slots = 3;
+        let val = |i: usize, m: usize| ((i * m % 113) as f32 - 56.0) / 29.0;
+        let layer = LayerKv {
+            k: (0..n_slots * n_head_kv * hd_k * TILE).map(|i| val(i, 37)).collect(),
+            v: (0..n_slots * n_head_kv * TILE * hd_v).map(|i| val(i, 53)).collect(),
+            // tile 1 has no cell in use
+            tile_slot: vec![0, usize::MAX, 1, 2],
+        };
+        // cells of tiles 0, 2 and 3; tile 3 in part
+        let visible: Vec<usize> = (0..TILE).chain(2 * TILE + 5..3 * TILE).chain(3 * TILE..3 * TILE + 9).collect();
+        for heads in [1, 2, 3, 4, 5, 8] {
+            let sh = AttnShape { n_head: heads * n_head_kv, n_head_kv, hd_k, hd_v, kw: n_head_kv * hd_k, vw: n_head_kv * hd_v, kq_scale: 0.11 };
+            let qs: Vec<f32> = (0..heads * hd_k).map(|i| val(i, 71) / 3.0).collect();
+            let mut together = vec![0f32; heads * hd_v];
+            heads_tiled(&layer, sh, 1, &qs, &visible, &mut together);
+            for h in 0..heads {
+                let mut alone = vec![0f32; hd_v];
+                rows_tiled::<1>(&layer, sh, 1, &qs[h * hd_k..(h + 1) * hd_k], &visible, &mut alone);
+                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&together[h * hd_v..(h + 1) * hd_v]), bits(&alone), "head {h} of {heads}");
+                assert!(alone.iter().any(|&v| v != 0.0), "head {h}: a real output");
+            }
+        }
+    }
 }
