@@ -551,38 +551,11 @@ unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *m
 #[target_feature(enable = "avx2")]
 unsafe fn transpose8x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: usize) {
     use std::arch::x86_64::*;
-    // SAFETY: the caller guarantees the 8 source rows.
-    let r: [__m256; 8] = std::array::from_fn(|k| unsafe { _mm256_loadu_ps(src.add(k * src_stride)) });
-    // pairs of rows interleaved, then pairs of pairs, then the 128-bit halves
-    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
-    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
-    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
-    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
-    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    let cols = [
-        _mm256_permute2f128_ps::<0x20>(u0, u4),
-        _mm256_permute2f128_ps::<0x20>(u1, u5),
-        _mm256_permute2f128_ps::<0x20>(u2, u6),
-        _mm256_permute2f128_ps::<0x20>(u3, u7),
-        _mm256_permute2f128_ps::<0x31>(u0, u4),
-        _mm256_permute2f128_ps::<0x31>(u1, u5),
-        _mm256_permute2f128_ps::<0x31>(u2, u6),
-        _mm256_permute2f128_ps::<0x31>(u3, u7),
-    ];
-    for (i, col) in cols.iter().enumerate() {
+    // SAFETY: the caller guarantees the 8 source rows (f32 moved as dwords).
+    let rows: [__m256i; 8] = std::array::from_fn(|k| unsafe { _mm256_loadu_si256(src.add(k * src_stride).cast()) });
+    for (i, col) in super::x86_avx2::transpose8(&rows).iter().enumerate() {
         // SAFETY: the caller guarantees the 8 destination rows.
-        unsafe { _mm256_storeu_ps(dst.add(i * dst_stride), *col) };
+        unsafe { _mm256_storeu_si256(dst.add(i * dst_stride).cast(), *col) };
     }
 }
 

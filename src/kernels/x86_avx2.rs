@@ -210,6 +210,42 @@ pub(crate) unsafe fn loadu(p: *const u8) -> __m256i {
     _mm256_loadu_si256(p as *const __m256i)
 }
 
+/// Transposes 8 vectors of 8 dwords: lane `r` of `out[g]` is dword `g` of
+/// `v[r]`.
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn transpose8(v: &[__m256i; 8]) -> [__m256i; 8] {
+    // per 128-bit half: pairs of rows, then quads of rows
+    let t: [__m256i; 8] = std::array::from_fn(|i| {
+        let (a, b) = (v[2 * (i / 2) % 8], v[2 * (i / 2) % 8 + 1]);
+        if i % 2 == 0 {
+            _mm256_unpacklo_epi32(a, b)
+        } else {
+            _mm256_unpackhi_epi32(a, b)
+        }
+    });
+    // t[0] = r0 r1 dwords (0, 1 | 4, 5), t[1] = (2, 3 | 6, 7); t[2], t[3]: rows 2, 3 ...
+    let u: [__m256i; 8] = std::array::from_fn(|i| {
+        let base = 4 * (i / 4); // rows 0-3 from t[0..4], rows 4-7 from t[4..8]
+        let k = i % 4; // column within the half: 0, 1, 2, 3 (and 4-7 in the high half)
+        let (a, b) = (t[base + k / 2], t[base + 2 + k / 2]);
+        if k % 2 == 0 {
+            _mm256_unpacklo_epi64(a, b)
+        } else {
+            _mm256_unpackhi_epi64(a, b)
+        }
+    });
+    // u[k] (k < 4): rows 0-3 of columns k | k + 4; u[4 + k]: rows 4-7
+    std::array::from_fn(|g| {
+        let k = g % 4;
+        if g < 4 {
+            _mm256_permute2x128_si256(u[k], u[4 + k], 0x20)
+        } else {
+            _mm256_permute2x128_si256(u[k], u[4 + k], 0x31)
+        }
+    })
+}
+
 /// The horizontal sums of 8 vectors of 8 i32: lane j = Σ lanes of `v[j]`
 /// (exact, wrapping like the single sums).
 #[target_feature(enable = "avx2,fma,f16c")]

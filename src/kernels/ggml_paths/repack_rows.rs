@@ -31,7 +31,7 @@
 use std::arch::x86_64::*;
 
 use super::super::dispatch::{assert_rows_out, RowsFn, TileFn};
-use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, KRegs, WIq4Nl, W32, WK, WQ2K, WQ4K, WQ4_0};
+use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, transpose8, KRegs, WIq4Nl, W32, WK, WQ2K, WQ4K, WQ4_0};
 use super::repack::{avx2_tile, gemm_rows};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
@@ -62,42 +62,6 @@ impl Repacked for WIq4Nl {
 /// Tokens per step of the gemm loop: one tile load serves them all. A
 /// divisor of 4, so that the gemm tokens (`gemm_rows`) are whole steps.
 const T: usize = 4;
-
-/// Transposes 8 vectors of 8 dwords: lane `r` of `out[g]` is dword `g` of
-/// `v[r]`.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-#[inline]
-unsafe fn transpose8(v: &[__m256i; 8]) -> [__m256i; 8] {
-    // per 128-bit half: pairs of rows, then quads of rows
-    let t: [__m256i; 8] = std::array::from_fn(|i| {
-        let (a, b) = (v[2 * (i / 2) % 8], v[2 * (i / 2) % 8 + 1]);
-        if i % 2 == 0 {
-            _mm256_unpacklo_epi32(a, b)
-        } else {
-            _mm256_unpackhi_epi32(a, b)
-        }
-    });
-    // t[0] = r0 r1 dwords (0, 1 | 4, 5), t[1] = (2, 3 | 6, 7); t[2], t[3]: rows 2, 3 ...
-    let u: [__m256i; 8] = std::array::from_fn(|i| {
-        let base = 4 * (i / 4); // rows 0-3 from t[0..4], rows 4-7 from t[4..8]
-        let k = i % 4; // column within the half: 0, 1, 2, 3 (and 4-7 in the high half)
-        let (a, b) = (t[base + k / 2], t[base + 2 + k / 2]);
-        if k % 2 == 0 {
-            _mm256_unpacklo_epi64(a, b)
-        } else {
-            _mm256_unpackhi_epi64(a, b)
-        }
-    });
-    // u[k] (k < 4): rows 0-3 of columns k | k + 4; u[4 + k]: rows 4-7
-    std::array::from_fn(|g| {
-        let k = g % 4;
-        if g < 4 {
-            _mm256_permute2x128_si256(u[k], u[4 + k], 0x20)
-        } else {
-            _mm256_permute2x128_si256(u[k], u[4 + k], 0x31)
-        }
-    })
-}
 
 /// Writes the 8 lanes of `v` (lane `r` = row `r`) to `out[r * os]`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
