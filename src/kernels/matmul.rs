@@ -214,6 +214,16 @@ fn rows_per_task(rows: usize, nt: usize, n_threads: usize, row_bytes: usize) -> 
     by_balance.min(by_bytes).max(min_rows).max(1)
 }
 
+/// Cuts `extent` local rows into tasks of about `step` rows, as many as a
+/// multiple of `n_threads`, their sizes at most one row apart. Each thread
+/// runs its own run of tasks and a task is not split, so the uneven cut
+/// 40 + 40 | 40 + 24 (a 576-row F16 decode at 2 threads) left one thread
+/// waiting a fifth of the matmul.
+fn balanced_tasks(extent: usize, step: usize, n_threads: usize) -> impl Iterator<Item = (usize, usize)> {
+    let n = extent.div_ceil(step.max(1)).next_multiple_of(n_threads.max(1)).min(extent.max(1));
+    (0..n).map(move |k| (k * extent / n, (k + 1) * extent / n))
+}
+
 /// Floats of a task's output tile kept per thread between tasks (larger
 /// tiles, from big prefill tasks, are allocated per task).
 const KEPT_TILE: usize = 64 * 1024;
@@ -401,12 +411,15 @@ pub fn matmul_quantized_with(
         } else {
             0
         };
-        let extent = if segment > 0 { segment } else { w.rows };
-        let mut r = 0;
-        while r < extent {
-            let r1 = (r + step).min(extent);
-            tasks.push((i, r, r1));
-            r = r1;
+        if segment > 0 {
+            tasks.extend(balanced_tasks(segment, step, pool.n_threads()).map(|(r0, r1)| (i, r0, r1)));
+        } else {
+            let mut r = 0;
+            while r < w.rows {
+                let r1 = (r + step).min(w.rows);
+                tasks.push((i, r, r1));
+                r = r1;
+            }
         }
         jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment }));
     }
@@ -584,6 +597,25 @@ const TILED_BLOCK_BYTES: usize = 256 * 1024;
 #[cfg(test)]
 mod tests {
     use super::{decode_streams, scatter_tile};
+
+    #[test]
+    fn decode_tasks_split_evenly_among_threads() {
+        use super::balanced_tasks;
+        // (extent, step, threads): the SmolLM2 F16 576-row case, a head, a
+        // remainder, fewer rows than threads, one thread
+        for (extent, step, threads) in [(144, 40, 2), (12288, 120, 2), (100, 7, 3), (3, 8, 4), (1, 8, 2), (64, 16, 1), (144, 40, 3)] {
+            let tasks: Vec<_> = balanced_tasks(extent, step, threads).collect();
+            assert_eq!(tasks.first().map(|t| t.0), Some(0), "{extent}/{step}/{threads}");
+            assert_eq!(tasks.last().map(|t| t.1), Some(extent), "{extent}/{step}/{threads}");
+            assert!(tasks.windows(2).all(|w| w[0].1 == w[1].0), "contiguous: {tasks:?}");
+            let sizes: Vec<usize> = tasks.iter().map(|t| t.1 - t.0).collect();
+            let (lo, hi) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1 && lo >= 1, "{extent}/{step}/{threads}: {sizes:?}");
+            assert!(tasks.len() % threads == 0 || tasks.len() == extent, "{extent}/{step}/{threads}: {} tasks", tasks.len());
+            assert!(hi <= step.max(extent.div_ceil(threads)), "{extent}/{step}/{threads}: {sizes:?}");
+        }
+        assert_eq!(balanced_tasks(144, 40, 2).collect::<Vec<_>>(), [(0, 36), (36, 72), (72, 108), (108, 144)]);
+    }
 
     #[test]
     fn scatter_tile_transposes_every_shape() {
