@@ -566,17 +566,56 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // reads them as broadcasts folded into its fmadds: per output and block it
 // runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
 
+thread_local! {
+    /// This thread's scratch for the row-block kernels' per-call buffers.
+    /// (A 2-thread SmolLM2 prefill makes ~18 000 calls, ~16 per matrix and
+    /// token block; allocating and zeroing their buffers each time showed
+    /// as ~1.7 % of a Q8_0 pp512 profile in `malloc` and `memset`.)
+    static ROW_SCRATCH: std::cell::RefCell<Vec<__m256i>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `parts.len()` disjoint scratch slices of `parts[i]` vectors
+/// (32 bytes each; contents unspecified), from this thread's reused buffer.
+fn with_row_scratch<const N: usize, R>(parts: [usize; N], f: impl FnOnce([&mut [__m256i]; N]) -> R) -> R {
+    let total: usize = parts.iter().sum();
+    fn split<const N: usize>(mut buf: &mut [__m256i], parts: [usize; N]) -> [&mut [__m256i]; N] {
+        parts.map(|n| {
+            let (head, tail) = std::mem::take(&mut buf).split_at_mut(n);
+            buf = tail;
+            head
+        })
+    }
+    ROW_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < total {
+                // SAFETY: an all-zero __m256i is a valid value.
+                v.resize(total, unsafe { std::mem::zeroed() });
+            }
+            f(split(&mut v[..total], parts))
+        }
+        // SAFETY: as above.
+        Err(_) => f(split(&mut vec![unsafe { std::mem::zeroed() }; total], parts)),
+    })
+}
+
+/// Scratch vectors as floats (8 per vector).
+fn as_f32s(v: &mut [__m256i]) -> &mut [f32] {
+    // SAFETY: a __m256i is 32 bytes, 32-byte aligned, and every bit pattern
+    // is a valid f32; the borrow of `v` covers the whole view.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len() * 8) }
+}
+
 /// R rows of 32-blocks unpacked for the row-block kernel, `[nb][R]` each.
-struct UnpackedQ0 {
-    q: Vec<__m256i>,    // the values as i8
-    bias: Vec<__m256i>, // −128·Σq per 4-byte lane (the u8 offset's correction)
-    dw: Vec<f32>,       // block scales
+struct UnpackedQ0<'a> {
+    q: &'a mut [__m256i],    // the values as i8
+    bias: &'a mut [__m256i], // −128·Σq per 4-byte lane (the u8 offset's correction)
+    dw: &'a mut [f32],       // block scales
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
-unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0) {
+unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<'_>) {
     assert!(u.q.len() >= nb * rows && u.bias.len() >= nb * rows && u.dw.len() >= nb * rows);
     let zero = _mm256_setzero_si256();
     let offset = _mm256_set1_epi8(-128i8);
@@ -598,7 +637,7 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
 unsafe fn rows_group_vnni<const R: usize>(
     nb: usize,
-    u: &UnpackedQ0,
+    u: &UnpackedQ0<'_>,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -664,27 +703,49 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     const R: usize = 3;
     let nb = n / QK;
     let n8 = nt - nt % 8;
-    // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
-    // group of 8), shared by all rows
-    let mut da = vec![0f32; n8 * nb];
-    for t in 0..n8 {
-        for b in 0..nb {
-            da[((t / 8) * nb + b) * 8 + t % 8] = f16_at(a.as_ptr().add(t * s + b * 34));
+    let parts = [n8 * nb / 8, nb * R, nb * R, nb * R, (nb * R).div_ceil(8)];
+    with_row_scratch(parts, |[da, sc, q, bias, dw]| {
+        // [n8 / 8][nb][8] the activation block scales as f32 (token-minor
+        // per group of 8), shared by all rows: every entry written here
+        let da = as_f32s(da);
+        for t in 0..n8 {
+            for b in 0..nb {
+                da[((t / 8) * nb + b) * 8 + t % 8] = f16_at(a.as_ptr().add(t * s + b * 34));
+            }
         }
-    }
-    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedQ0 {
-        q: vec![_mm256_setzero_si256(); nb * R],
-        bias: vec![_mm256_setzero_si256(); nb * R],
-        dw: vec![0f32; nb * R],
-    };
+        // [nb][R][8] scratch of the groups (each group writes it first)
+        let sc = as_f32s(sc);
+        let mut u = UnpackedQ0 { q, bias, dw: as_f32s(dw) };
+        rows_q8_0_family_vnni_in::<U, R>(n, w, ws, n_rows, a, s, nt, out, os, da, sc, &mut u);
+    })
+}
+
+/// [`rows_q8_0_family_vnni`] on its scratch buffers.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q8_0_family_vnni_in<U: W32, const R: usize>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+    da: &[f32],
+    sc: &mut [f32],
+    u: &mut UnpackedQ0<'_>,
+) {
+    let nb = n / QK;
+    let n8 = nt - nt % 8;
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows_q0::<U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows_q0::<U>(nb, wp, ws, rows_here, u);
         }
         let mut t = 0;
         while t + 8 <= nt {
@@ -692,10 +753,10 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
             let dp = da.as_ptr().add((t / 8) * nb * 8);
             let scp = sc.as_mut_ptr();
             match rows_here {
-                4 => rows_group_vnni::<4>(nb, &u, ap, s, dp, scp, o, os),
-                3 => rows_group_vnni::<3>(nb, &u, ap, s, dp, scp, o, os),
-                2 => rows_group_vnni::<2>(nb, &u, ap, s, dp, scp, o, os),
-                _ => rows_group_vnni::<1>(nb, &u, ap, s, dp, scp, o, os),
+                4 => rows_group_vnni::<4>(nb, u, ap, s, dp, scp, o, os),
+                3 => rows_group_vnni::<3>(nb, u, ap, s, dp, scp, o, os),
+                2 => rows_group_vnni::<2>(nb, u, ap, s, dp, scp, o, os),
+                _ => rows_group_vnni::<1>(nb, u, ap, s, dp, scp, o, os),
             }
             t += 8;
         }
@@ -730,14 +791,17 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
 // each do the scalar one. The dw·da go through a small buffer so that the
 // main loop reads them as broadcasts folded into its fmadds.
 
-/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
-/// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
-/// 8-lane loads at any token stay inside).
+/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart)
+/// into `d` and `m`, `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with
+/// zero padding so that 8-lane loads at any token stay inside).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut d = vec![0f32; nb * ntp];
-    let mut m = vec![0f32; nb * ntp];
+unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize, d: &mut [f32], m: &mut [f32]) {
+    assert!(d.len() >= nb * ntp && m.len() >= nb * ntp && ntp >= nt);
+    for b in 0..nb {
+        d[b * ntp + nt..(b + 1) * ntp].fill(0.0);
+        m[b * ntp + nt..(b + 1) * ntp].fill(0.0);
+    }
     for t in 0..nt {
         for b in 0..nb {
             let ab = a.add(t * s + b * 36);
@@ -745,20 +809,19 @@ unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usi
             m[b * ntp + t] = f16_at(ab.add(2));
         }
     }
-    (d, m)
 }
 
 /// R weight rows unpacked for the row-block kernel.
-struct UnpackedRows {
-    q: Vec<__m256i>, // [nb][R] the values as u8
-    dw: Vec<f32>,    // [nb][R] block scales
-    mw: Vec<f32>,    // [nb][R] block minimums
+struct UnpackedRows<'a> {
+    q: &'a mut [__m256i], // [nb][R] the values as u8
+    dw: &'a mut [f32],    // [nb][R] block scales
+    mw: &'a mut [f32],    // [nb][R] block minimums
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
+unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows<'_>) {
     for b in 0..nb {
         for r in 0..rows {
             let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
@@ -776,7 +839,7 @@ unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize
 #[inline]
 unsafe fn rows_group_q8_1_vnni<const R: usize>(
     nb: usize,
-    u: &UnpackedRows,
+    u: &UnpackedRows<'_>,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -843,20 +906,46 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
-    let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
-    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedRows {
-        q: vec![_mm256_setzero_si256(); nb * R],
-        dw: vec![0f32; nb * R],
-        mw: vec![0f32; nb * R],
-    };
+    let f32s = |k: usize| k.div_ceil(8);
+    let parts = [f32s(nb * ntp), f32s(nb * ntp), nb * R, nb * R, f32s(nb * R), f32s(nb * R)];
+    with_row_scratch(parts, |[da, sa, sc, q, dw, mw]| {
+        let (da, sa) = (as_f32s(da), as_f32s(sa));
+        q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp, da, sa);
+        // [nb][R][8] scratch of the groups (each group writes it first)
+        let sc = as_f32s(sc);
+        let mut u = UnpackedRows { q, dw: as_f32s(dw), mw: as_f32s(mw) };
+        rows_q8_1_family_vnni_in::<U, R>(n, w, ws, n_rows, a, s, nt, out, os, da, sa, sc, &mut u);
+    })
+}
+
+/// [`rows_q8_1_family_vnni`] on its scratch buffers.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q8_1_family_vnni_in<U: W32Min, const R: usize>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+    da: &[f32],
+    sa: &[f32],
+    sc: &mut [f32],
+    u: &mut UnpackedRows<'_>,
+) {
+    let nb = n / QK;
+    let n8 = nt - nt % 8;
+    let ntp = n8 + 8;
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows::<U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows::<U>(nb, wp, ws, rows_here, u);
         }
         let mut t = 0;
         while t + 8 <= nt {
@@ -864,9 +953,9 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
-                3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                3 => rows_group_q8_1_vnni::<3>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
+                2 => rows_group_q8_1_vnni::<2>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
+                _ => rows_group_q8_1_vnni::<1>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
             }
             t += 8;
         }
