@@ -279,6 +279,24 @@ pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
     _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i))
 }
 
+/// As [`f16_at_x8`], the 8 values gathered by lane inserts (`vpinsrw`
+/// from memory) rather than through a stack array, whose 8 two-byte stores
+/// cannot forward to the one 16-byte load.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn f16_column_x8(p: *const u8, s: usize) -> __m256 {
+    let h = |j: usize| i32::from(std::ptr::read_unaligned(p.add(j * s) as *const u16));
+    let mut v = _mm_cvtsi32_si128(h(0));
+    v = _mm_insert_epi16::<1>(v, h(1));
+    v = _mm_insert_epi16::<2>(v, h(2));
+    v = _mm_insert_epi16::<3>(v, h(3));
+    v = _mm_insert_epi16::<4>(v, h(4));
+    v = _mm_insert_epi16::<5>(v, h(5));
+    v = _mm_insert_epi16::<6>(v, h(6));
+    v = _mm_insert_epi16::<7>(v, h(7));
+    _mm256_cvtph_ps(v)
+}
+
 /// 16 packed bytes → 32 nibbles as bytes: low nibbles first, then high.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
@@ -708,9 +726,10 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
         // [n8 / 8][nb][8] the activation block scales as f32 (token-minor
         // per group of 8), shared by all rows: every entry written here
         let da = as_f32s(da);
-        for t in 0..n8 {
+        for g in 0..n8 / 8 {
             for b in 0..nb {
-                da[((t / 8) * nb + b) * 8 + t % 8] = f16_at(a.as_ptr().add(t * s + b * 34));
+                let v = f16_column_x8(a.as_ptr().add(8 * g * s + b * 34), s);
+                _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
             }
         }
         // [nb][R][8] scratch of the groups (each group writes it first)
