@@ -623,6 +623,19 @@ fn as_f32s(v: &mut [__m256i]) -> &mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len() * 8) }
 }
 
+/// Asks for `rows` weight rows (`ws` bytes each, contiguous from `w`) in
+/// the L1 cache while the current rows' products run.
+#[inline]
+unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
+    let mut o = 0;
+    while o < rows * ws {
+        // SAFETY: a prefetch does not fault; the addresses lie within the
+        // caller's weight rows anyway.
+        _mm_prefetch::<_MM_HINT_T0>(w.add(o) as *const i8);
+        o += 64;
+    }
+}
+
 /// R rows of 32-blocks unpacked for the row-block kernel, `[nb][R]` each.
 struct UnpackedQ0<'a> {
     q: &'a mut [__m256i],    // the values as i8
@@ -765,6 +778,7 @@ unsafe fn rows_q8_0_family_vnni_in<U: W32, const R: usize>(
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
             unpack_rows_q0::<U>(nb, wp, ws, rows_here, u);
+            prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
         }
         let mut t = 0;
         while t + 8 <= nt {
