@@ -12,7 +12,9 @@
 # 512-token context) of each library, from the runs at the highest thread count.
 #
 # A benchmark, not a test: the machine's load moves the absolute numbers, the
-# alternation keeps the ratio fair. Not part of scripts/test.sh.
+# alternation keeps the ratio fair. Not part of scripts/test.sh. Before and
+# after the table it prints how much of each model file is in the page cache
+# in 2 MiB folios (scripts/pagecache.c), which both libraries' decodes feel.
 #
 # usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below)
 # env:   PAIRS (5)  THREADS ("1 2")  N_PP (512)  N_TG (128)  REPS (1, runs
@@ -43,6 +45,14 @@ fi
 [ -f "$REF/libllama.so" ] || { echo "no reference library in $REF (scripts/install-reference-lib.sh)" >&2; exit 1; }
 
 gcc -O2 -std=c11 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples-c/bench.c" -o "$OUT/bench" -L"$OURS" -lllama
+gcc -O2 -std=c11 -Wall -Wextra "$ROOT/scripts/pagecache.c" -o "$OUT/pagecache"
+
+# The page size the models' cached pages are mapped with moves the decode
+# cells (docs/PERFORMANCE.md, "The page cache decides the page size"), and
+# neither library controls it: record it with the table.
+echo "page cache before the runs:"
+"$OUT/pagecache" "${MODELS[@]}" | sed "s|$CACHE/||; s/^/  /"
+echo
 
 # run LIB_DIR MODEL THREADS: one bench process; prints "pp tg load_ms rss_kB"
 run() {
@@ -88,4 +98,7 @@ for name in $(awk '{print $1}' "$RAW" | uniq); do
     echo "$name $(col 6) $(col 10) $(col 7) $(col 11)" |
         awk '{printf "%-28s %12.1f %12.1f %12.1f %12.1f\n", $1, $2, $3, $4 / 1024, $5 / 1024}'
 done
+echo
+echo "page cache after the runs:"
+"$OUT/pagecache" "${MODELS[@]}" | sed "s|$CACHE/||; s/^/  /"
 echo "raw results: $RAW"
