@@ -584,80 +584,25 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // reads them as broadcasts folded into its fmadds: per output and block it
 // runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
 
-/// A thread's scratch of 32-byte vectors for the row-block kernels'
-/// per-call buffers, in an anonymous mapping of its own. (A 2-thread SmolLM2
-/// prefill makes ~18 000 calls, ~16 per matrix and token block; allocating
-/// and zeroing their buffers each time showed as ~1.7 % of a Q8_0 pp512
-/// profile in `malloc` and `memset`. Kept as a `Vec` in the thread's malloc
-/// arena instead, the buffer raised Gemma 3's pp512 peak RSS by ~1.1 MB: the
-/// heap around it could no longer be reused or trimmed as before.)
-struct RowScratch {
-    ptr: *mut __m256i,
-    cap: usize, // vectors
-}
-
-impl RowScratch {
-    /// `n` vectors (contents: zeros or what an earlier call left), or None
-    /// if the mapping cannot be made.
-    fn get(&mut self, n: usize) -> Option<&mut [__m256i]> {
-        if n > self.cap {
-            self.release();
-            let bytes = (n * 32).next_multiple_of(4096);
-            // SAFETY: a new anonymous private mapping, checked below.
-            let p = unsafe {
-                libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-            };
-            if p == libc::MAP_FAILED {
-                return None;
-            }
-            (self.ptr, self.cap) = (p as *mut __m256i, bytes / 32);
-        }
-        // SAFETY: the mapping holds `cap >= n` page-aligned vectors, zero-filled
-        // or written by earlier calls (every bit pattern is a valid __m256i),
-        // and is borrowed through `self` alone.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr, n) })
-    }
-
-    fn release(&mut self) {
-        if self.cap > 0 {
-            // SAFETY: the mapping made in `get`, no longer borrowed.
-            unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.cap * 32) };
-            self.cap = 0;
-        }
-    }
-}
-
-impl Drop for RowScratch {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
-thread_local! {
-    static ROW_SCRATCH: std::cell::RefCell<RowScratch> =
-        const { std::cell::RefCell::new(RowScratch { ptr: std::ptr::null_mut(), cap: 0 }) };
-}
-
-/// Runs `f` on `parts.len()` disjoint scratch slices of `parts[i]` vectors
-/// (32 bytes each; contents unspecified), from this thread's reused buffer.
+/// Runs `f` on `parts.len()` disjoint slices of `parts[i]` zeroed 32-byte
+/// vectors, one allocation for all of a row-block call's buffers.
+///
+/// (Kept per thread between calls instead, first as a `Vec` in the
+/// thread's malloc arena, then as an anonymous mapping of 16 KB per thread,
+/// the buffer saved ~0.7 % of a 2-thread Q8_0 pp512 profile in malloc and
+/// memset but raised Gemma 3's pp512 + tg128 peak RSS by 0.7–1.1 MB, a
+/// heap effect, not its size; the peak RSS must stay below the
+/// reference's, which it did by 0.8 MB.)
 fn with_row_scratch<const N: usize, R>(parts: [usize; N], f: impl FnOnce([&mut [__m256i]; N]) -> R) -> R {
-    fn split<const N: usize>(mut buf: &mut [__m256i], parts: [usize; N]) -> [&mut [__m256i]; N] {
-        parts.map(|n| {
-            let (head, tail) = std::mem::take(&mut buf).split_at_mut(n);
-            buf = tail;
-            head
-        })
-    }
     let total: usize = parts.iter().sum();
-    ROW_SCRATCH.with(|cell| {
-        let mut guard = cell.try_borrow_mut().ok();
-        match guard.as_mut().and_then(|s| s.get(total)) {
-            Some(buf) => f(split(buf, parts)),
-            // (re-entered, or no mapping): a buffer of this call's own
-            // SAFETY: an all-zero __m256i is a valid value.
-            None => f(split(&mut vec![unsafe { std::mem::zeroed() }; total], parts)),
-        }
-    })
+    // SAFETY: an all-zero __m256i is a valid value.
+    let mut buf = vec![unsafe { std::mem::zeroed::<__m256i>() }; total];
+    let mut rest = &mut buf[..];
+    f(parts.map(|n| {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        rest = tail;
+        head
+    }))
 }
 
 /// Scratch vectors as floats (8 per vector).
