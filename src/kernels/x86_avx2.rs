@@ -584,8 +584,8 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // reads them as broadcasts folded into its fmadds: per output and block it
 // runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
 
-/// Runs `f` on `parts.len()` disjoint slices of `parts[i]` zeroed 32-byte
-/// vectors, one allocation for all of a row-block call's buffers.
+/// A row-block call's buffers: `parts.len()` disjoint slices of `parts[i]`
+/// 32-byte vectors of `buf` (zeroed by the caller's one allocation).
 ///
 /// (Kept per thread between calls instead, first as a `Vec` in the
 /// thread's malloc arena, then as an anonymous mapping of 16 KB per thread,
@@ -593,16 +593,18 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 /// memset but raised Gemma 3's pp512 + tg128 peak RSS by 0.7–1.1 MB, a
 /// heap effect, not its size; the peak RSS must stay below the
 /// reference's, which it did by 0.8 MB.)
-fn with_row_scratch<const N: usize, R>(parts: [usize; N], f: impl FnOnce([&mut [__m256i]; N]) -> R) -> R {
-    let total: usize = parts.iter().sum();
-    // SAFETY: an all-zero __m256i is a valid value.
-    let mut buf = vec![unsafe { std::mem::zeroed::<__m256i>() }; total];
-    let mut rest = &mut buf[..];
-    f(parts.map(|n| {
-        let (head, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        rest = tail;
+fn split_vectors<const N: usize>(mut buf: &mut [__m256i], parts: [usize; N]) -> [&mut [__m256i]; N] {
+    parts.map(|n| {
+        let (head, tail) = std::mem::take(&mut buf).split_at_mut(n);
+        buf = tail;
         head
-    }))
+    })
+}
+
+/// `n` zeroed vectors.
+fn zeroed_vectors(n: usize) -> Vec<__m256i> {
+    // SAFETY: an all-zero __m256i is a valid value.
+    vec![unsafe { std::mem::zeroed::<__m256i>() }; n]
 }
 
 /// Scratch vectors as floats (8 per vector).
@@ -724,42 +726,19 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let parts = [n8 * nb / 8, nb * R, nb * R, nb * R, (nb * R).div_ceil(8)];
-    with_row_scratch(parts, |[da, sc, q, bias, dw]| {
-        // [n8 / 8][nb][8] the activation block scales as f32 (token-minor
-        // per group of 8), shared by all rows: every entry written here
-        let da = as_f32s(da);
-        for g in 0..n8 / 8 {
-            for b in 0..nb {
-                let v = f16_column_x8(a.as_ptr().add(8 * g * s + b * 34), s);
-                _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
-            }
+    let mut buf = zeroed_vectors(parts.iter().sum());
+    let [da, sc, q, bias, dw] = split_vectors(&mut buf, parts);
+    // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
+    // group of 8), shared by all rows
+    let da = as_f32s(da);
+    for g in 0..n8 / 8 {
+        for b in 0..nb {
+            let v = f16_column_x8(a.as_ptr().add(8 * g * s + b * 34), s);
+            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
         }
-        // [nb][R][8] scratch of the groups (each group writes it first)
-        let sc = as_f32s(sc);
-        let mut u = UnpackedQ0 { q, bias, dw: as_f32s(dw) };
-        rows_q8_0_family_vnni_in::<U, R>(n, w, ws, n_rows, a, s, nt, out, os, da, sc, &mut u);
-    })
-}
-
-/// [`rows_q8_0_family_vnni`] on its scratch buffers.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family_vnni_in<U: W32, const R: usize>(
-    n: usize,
-    w: &[u8],
-    ws: usize,
-    n_rows: usize,
-    a: &[u8],
-    s: usize,
-    nt: usize,
-    out: &mut [f32],
-    os: usize,
-    da: &[f32],
-    sc: &mut [f32],
-    u: &mut UnpackedQ0<'_>,
-) {
-    let nb = n / QK;
-    let n8 = nt - nt % 8;
+    }
+    let sc = as_f32s(sc); // [nb][R][8] scratch of the groups
+    let u = &mut UnpackedQ0 { q, bias, dw: as_f32s(dw) };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
@@ -930,37 +909,12 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     let ntp = n8 + 8;
     let f32s = |k: usize| k.div_ceil(8);
     let parts = [f32s(nb * ntp), f32s(nb * ntp), nb * R, nb * R, f32s(nb * R), f32s(nb * R)];
-    with_row_scratch(parts, |[da, sa, sc, q, dw, mw]| {
-        let (da, sa) = (as_f32s(da), as_f32s(sa));
-        q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp, da, sa);
-        // [nb][R][8] scratch of the groups (each group writes it first)
-        let sc = as_f32s(sc);
-        let mut u = UnpackedRows { q, dw: as_f32s(dw), mw: as_f32s(mw) };
-        rows_q8_1_family_vnni_in::<U, R>(n, w, ws, n_rows, a, s, nt, out, os, da, sa, sc, &mut u);
-    })
-}
-
-/// [`rows_q8_1_family_vnni`] on its scratch buffers.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_1_family_vnni_in<U: W32Min, const R: usize>(
-    n: usize,
-    w: &[u8],
-    ws: usize,
-    n_rows: usize,
-    a: &[u8],
-    s: usize,
-    nt: usize,
-    out: &mut [f32],
-    os: usize,
-    da: &[f32],
-    sa: &[f32],
-    sc: &mut [f32],
-    u: &mut UnpackedRows<'_>,
-) {
-    let nb = n / QK;
-    let n8 = nt - nt % 8;
-    let ntp = n8 + 8;
+    let mut buf = zeroed_vectors(parts.iter().sum());
+    let [da, sa, sc, q, dw, mw] = split_vectors(&mut buf, parts);
+    let (da, sa) = (as_f32s(da), as_f32s(sa));
+    q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp, da, sa);
+    let sc = as_f32s(sc); // [nb][R][8] scratch of the groups
+    let u = &mut UnpackedRows { q, dw: as_f32s(dw), mw: as_f32s(mw) };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
