@@ -275,16 +275,8 @@ pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
-    let h: [u16; 8] = std::array::from_fn(|j| std::ptr::read_unaligned(p.add(j * s) as *const u16));
-    _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i))
-}
-
-/// As [`f16_at_x8`], the 8 values gathered by lane inserts (`vpinsrw`
-/// from memory) rather than through a stack array, whose 8 two-byte stores
-/// cannot forward to the one 16-byte load.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn f16_column_x8(p: *const u8, s: usize) -> __m256 {
+    // lane inserts (`vpinsrw` from memory), not a stack array: its 8
+    // two-byte stores cannot forward to one 16-byte load
     let h = |j: usize| i32::from(std::ptr::read_unaligned(p.add(j * s) as *const u16));
     let mut v = _mm_cvtsi32_si128(h(0));
     v = _mm_insert_epi16::<1>(v, h(1));
@@ -584,36 +576,6 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // reads them as broadcasts folded into its fmadds: per output and block it
 // runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
 
-/// A row-block call's buffers: `parts.len()` disjoint slices of `parts[i]`
-/// 32-byte vectors of `buf` (zeroed by the caller's one allocation).
-///
-/// (Kept per thread between calls instead, first as a `Vec` in the
-/// thread's malloc arena, then as an anonymous mapping of 16 KB per thread,
-/// the buffer saved ~0.7 % of a 2-thread Q8_0 pp512 profile in malloc and
-/// memset but raised Gemma 3's pp512 + tg128 peak RSS by 0.7–1.1 MB, a
-/// heap effect, not its size; the peak RSS must stay below the
-/// reference's, which it did by 0.8 MB.)
-fn split_vectors<const N: usize>(mut buf: &mut [__m256i], parts: [usize; N]) -> [&mut [__m256i]; N] {
-    parts.map(|n| {
-        let (head, tail) = std::mem::take(&mut buf).split_at_mut(n);
-        buf = tail;
-        head
-    })
-}
-
-/// `n` zeroed vectors.
-fn zeroed_vectors(n: usize) -> Vec<__m256i> {
-    // SAFETY: an all-zero __m256i is a valid value.
-    vec![unsafe { std::mem::zeroed::<__m256i>() }; n]
-}
-
-/// Scratch vectors as floats (8 per vector).
-fn as_f32s(v: &mut [__m256i]) -> &mut [f32] {
-    // SAFETY: a __m256i is 32 bytes, 32-byte aligned, and every bit pattern
-    // is a valid f32; the borrow of `v` covers the whole view.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut f32, v.len() * 8) }
-}
-
 /// Asks for `rows` weight rows (`ws` bytes each, contiguous from `w`) in
 /// the L1 cache while the current rows' products run.
 #[inline]
@@ -628,16 +590,16 @@ unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
 }
 
 /// R rows of 32-blocks unpacked for the row-block kernel, `[nb][R]` each.
-struct UnpackedQ0<'a> {
-    q: &'a mut [__m256i],    // the values as i8
-    bias: &'a mut [__m256i], // −128·Σq per 4-byte lane (the u8 offset's correction)
-    dw: &'a mut [f32],       // block scales
+struct UnpackedQ0 {
+    q: Vec<__m256i>,    // the values as i8
+    bias: Vec<__m256i>, // −128·Σq per 4-byte lane (the u8 offset's correction)
+    dw: Vec<f32>,       // block scales
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
-unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<'_>) {
+unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0) {
     assert!(u.q.len() >= nb * rows && u.bias.len() >= nb * rows && u.dw.len() >= nb * rows);
     let zero = _mm256_setzero_si256();
     let offset = _mm256_set1_epi8(-128i8);
@@ -659,7 +621,7 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
 unsafe fn rows_group_vnni<const R: usize>(
     nb: usize,
-    u: &UnpackedQ0<'_>,
+    u: &UnpackedQ0,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -725,27 +687,31 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     const R: usize = 3;
     let nb = n / QK;
     let n8 = nt - nt % 8;
-    let parts = [n8 * nb / 8, nb * R, nb * R, nb * R, (nb * R).div_ceil(8)];
-    let mut buf = zeroed_vectors(parts.iter().sum());
-    let [da, sc, q, bias, dw] = split_vectors(&mut buf, parts);
     // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
     // group of 8), shared by all rows
-    let da = as_f32s(da);
+    let mut da = vec![0f32; n8 * nb];
     for g in 0..n8 / 8 {
         for b in 0..nb {
-            let v = f16_column_x8(a.as_ptr().add(8 * g * s + b * 34), s);
+            let v = f16_at_x8(a.as_ptr().add(8 * g * s + b * 34), s);
             _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
         }
     }
-    let sc = as_f32s(sc); // [nb][R][8] scratch of the groups
-    let u = &mut UnpackedQ0 { q, bias, dw: as_f32s(dw) };
+    // (kept per thread between calls, these buffers saved ~0.7 % of a
+    // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
+    // docs/PERFORMANCE.md, eighth session)
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let mut u = UnpackedQ0 {
+        q: vec![_mm256_setzero_si256(); nb * R],
+        bias: vec![_mm256_setzero_si256(); nb * R],
+        dw: vec![0f32; nb * R],
+    };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows_q0::<U>(nb, wp, ws, rows_here, u);
+            unpack_rows_q0::<U>(nb, wp, ws, rows_here, &mut u);
             prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
         }
         let mut t = 0;
@@ -754,10 +720,10 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
             let dp = da.as_ptr().add((t / 8) * nb * 8);
             let scp = sc.as_mut_ptr();
             match rows_here {
-                4 => rows_group_vnni::<4>(nb, u, ap, s, dp, scp, o, os),
-                3 => rows_group_vnni::<3>(nb, u, ap, s, dp, scp, o, os),
-                2 => rows_group_vnni::<2>(nb, u, ap, s, dp, scp, o, os),
-                _ => rows_group_vnni::<1>(nb, u, ap, s, dp, scp, o, os),
+                4 => rows_group_vnni::<4>(nb, &u, ap, s, dp, scp, o, os),
+                3 => rows_group_vnni::<3>(nb, &u, ap, s, dp, scp, o, os),
+                2 => rows_group_vnni::<2>(nb, &u, ap, s, dp, scp, o, os),
+                _ => rows_group_vnni::<1>(nb, &u, ap, s, dp, scp, o, os),
             }
             t += 8;
         }
@@ -792,17 +758,14 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
 // each do the scalar one. The dw·da go through a small buffer so that the
 // main loop reads them as broadcasts folded into its fmadds.
 
-/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart)
-/// into `d` and `m`, `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with
-/// zero padding so that 8-lane loads at any token stay inside).
+/// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
+/// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
+/// 8-lane loads at any token stay inside).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize, d: &mut [f32], m: &mut [f32]) {
-    assert!(d.len() >= nb * ntp && m.len() >= nb * ntp && ntp >= nt);
-    for b in 0..nb {
-        d[b * ntp + nt..(b + 1) * ntp].fill(0.0);
-        m[b * ntp + nt..(b + 1) * ntp].fill(0.0);
-    }
+unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut d = vec![0f32; nb * ntp];
+    let mut m = vec![0f32; nb * ntp];
     for t in 0..nt {
         for b in 0..nb {
             let ab = a.add(t * s + b * 36);
@@ -810,19 +773,20 @@ unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usi
             m[b * ntp + t] = f16_at(ab.add(2));
         }
     }
+    (d, m)
 }
 
 /// R weight rows unpacked for the row-block kernel.
-struct UnpackedRows<'a> {
-    q: &'a mut [__m256i], // [nb][R] the values as u8
-    dw: &'a mut [f32],    // [nb][R] block scales
-    mw: &'a mut [f32],    // [nb][R] block minimums
+struct UnpackedRows {
+    q: Vec<__m256i>, // [nb][R] the values as u8
+    dw: Vec<f32>,    // [nb][R] block scales
+    mw: Vec<f32>,    // [nb][R] block minimums
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows<'_>) {
+unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
     for b in 0..nb {
         for r in 0..rows {
             let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
@@ -840,7 +804,7 @@ unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize
 #[inline]
 unsafe fn rows_group_q8_1_vnni<const R: usize>(
     nb: usize,
-    u: &UnpackedRows<'_>,
+    u: &UnpackedRows,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -907,21 +871,20 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
-    let f32s = |k: usize| k.div_ceil(8);
-    let parts = [f32s(nb * ntp), f32s(nb * ntp), nb * R, nb * R, f32s(nb * R), f32s(nb * R)];
-    let mut buf = zeroed_vectors(parts.iter().sum());
-    let [da, sa, sc, q, dw, mw] = split_vectors(&mut buf, parts);
-    let (da, sa) = (as_f32s(da), as_f32s(sa));
-    q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp, da, sa);
-    let sc = as_f32s(sc); // [nb][R][8] scratch of the groups
-    let u = &mut UnpackedRows { q, dw: as_f32s(dw), mw: as_f32s(mw) };
+    let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let mut u = UnpackedRows {
+        q: vec![_mm256_setzero_si256(); nb * R],
+        dw: vec![0f32; nb * R],
+        mw: vec![0f32; nb * R],
+    };
     let mut r = 0;
     while r < n_rows {
         let wp = w.as_ptr().add(r * ws);
         let op = out.as_mut_ptr().add(r * os);
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows::<U>(nb, wp, ws, rows_here, u);
+            unpack_rows::<U>(nb, wp, ws, rows_here, &mut u);
         }
         let mut t = 0;
         while t + 8 <= nt {
@@ -929,9 +892,9 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
-                3 => rows_group_q8_1_vnni::<3>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
-                2 => rows_group_q8_1_vnni::<2>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
-                _ => rows_group_q8_1_vnni::<1>(nb, u, ap, s, dp, sp, ntp, scp, o, os),
+                3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
             }
             t += 8;
         }
