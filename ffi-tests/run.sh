@@ -780,6 +780,12 @@ if [ -f "$F16_MODEL" ] && declare -F logits_hash_ok > /dev/null \
 else
     echo "skip SmolLM2 F16 logits (no F16 requantization with the reference's sha256 in target/quantize-compare)"
 fi
+# the float matrices are read from their load-time copy on huge pages, not
+# from the file (src/model/repacked.rs): what the process holds after decodes
+if [ -f "$F16_MODEL" ]; then
+    compile test_float_copy "$ROOT/ffi-tests/test_float_copy.c" && run_prog test_float_copy "$F16_MODEL" "$SMOL" \
+        || not_ok "test_float_copy build"
+fi
 
 # --- libllama-ext.so (compat/llama-ext.cpp): the C++ staging API of llama.cpp's
 # src/llama-ext.h that its own programs call, on our C API; what it returns on

@@ -32,7 +32,8 @@ fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
 
 /// A weight as the kernels take it, with its load-time tiles if it has them.
 fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
-    let kw = kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())?;
+    let data = model.repacked.copy(w).unwrap_or_else(|| bytes(model, w));
+    let kw = kernels::Weights::new(data, w.ty(), w.rows(), w.cols())?;
     match model.repacked.tiles(w) {
         Some(t) => kw.with_tiles(t),
         None => Ok(kw),
@@ -170,7 +171,10 @@ pub fn forward(
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
     sized(x, nt * n_embd);
     let tok_embd = &weights.tok_embd;
-    let row_bytes = bytes(model, tok_embd).len() / tok_embd.rows();
+    // (a tied output head copied at load serves the embedding rows too, so
+    // that its file pages stay released)
+    let embd_bytes = model.repacked.copy(tok_embd).unwrap_or_else(|| bytes(model, tok_embd));
+    let row_bytes = embd_bytes.len() / tok_embd.rows();
     let embd_input = tokens.iter().any(|t| t.id.is_none());
     if embd_input && inp_embd.len() != nt * n_embd {
         return Err(crate::Error::invalid(format!("embedding input has {} values, want {nt}x{n_embd}", inp_embd.len())));
@@ -179,7 +183,7 @@ pub fn forward(
         let xt = &mut x[t * n_embd..(t + 1) * n_embd];
         match tok.id {
             Some(id) => {
-                let row = &bytes(model, tok_embd)[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+                let row = &embd_bytes[id as usize * row_bytes..(id as usize + 1) * row_bytes];
                 crate::quant::dequantize_row(tok_embd.ty(), row, xt)?;
             }
             None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),

@@ -393,8 +393,18 @@ impl GgufFile {
     /// in from the file, and every slice of the data stays valid. Nothing
     /// for owned bytes. Returns the bytes released.
     pub fn release_pages(&self, t: &TensorInfo) -> usize {
+        self.release_slice(self.tensor_data(t))
+    }
+
+    /// As [`GgufFile::release_pages`], for the pages wholly inside `data`, a
+    /// slice of this file's bytes (anything else releases nothing).
+    pub fn release_slice(&self, data: &[u8]) -> usize {
         let Storage::Mapped { .. } = &self.storage else { return 0 };
-        let data = self.tensor_data(t);
+        let all = self.bytes().as_ptr_range();
+        let (lo, hi) = (data.as_ptr(), data.as_ptr().wrapping_add(data.len()));
+        if data.is_empty() || lo < all.start || hi > all.end {
+            return 0;
+        }
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
         let start = (data.as_ptr() as usize).next_multiple_of(page);
@@ -403,8 +413,8 @@ impl GgufFile {
             return 0;
         }
         // SAFETY: [start, end) lies inside this file's read-only private
-        // mapping (within `data`); MADV_DONTNEED on it only drops clean page
-        // cache pages, which refault unchanged (see above).
+        // mapping (within `data`, checked above); MADV_DONTNEED on it only
+        // drops clean page cache pages, which refault unchanged (see above).
         let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
         if rc == 0 {
             end - start

@@ -1173,6 +1173,14 @@ fn released_tensor_pages_read_back_the_same_bytes() {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     assert!(released >= data.len() - 2 * page && released <= data.len(), "released {released} bytes");
     assert_eq!(f.tensor_data(&t), &data[..], "the bytes fault back in unchanged");
+    // a piece of the data (a float matrix copied piece by piece): its whole
+    // pages only; a slice that is not the file's releases nothing
+    let piece = &f.tensor_data(&t)[1000..1000 + 5 * page];
+    let released = f.release_slice(piece);
+    assert!(released >= 4 * page && released <= 5 * page, "released {released} bytes of a piece");
+    assert_eq!(f.tensor_data(&t), &data[..], "the piece faults back in unchanged");
+    assert_eq!(f.release_slice(&data[..]), 0, "bytes outside the mapping");
+    assert_eq!(f.release_slice(&[]), 0);
     // owned bytes: nothing to release
     let owned = GgufFile::from_bytes(bytes).expect("parse");
     assert_eq!(owned.release_pages(&owned.find_tensor("t").expect("tensor")), 0);

@@ -160,6 +160,13 @@ impl Model {
             Some(w) => repacked::Repacked::build(crate::kernels::kernels(), &files, w)?,
             None => repacked::Repacked::none(),
         };
+        if repacked.bytes() > 0 {
+            let (tiled, copied) = repacked.counts();
+            crate::log_info!(
+                "load: {tiled} matrices repacked, {copied} float matrices copied ({:.2} MiB, huge pages requested)",
+                repacked.bytes() as f64 / (1 << 20) as f64
+            );
+        }
 
         // Tensor data is mapped, not read; the progress callback still sees
         // the load advance tensor by tensor, and may cancel it.

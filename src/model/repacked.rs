@@ -1,33 +1,62 @@
-//! Weight matrices interleaved once at load for the kernel set in use, as
-//! the reference repacks them (`ggml-cpu/repack.cpp`): today the Q4_0,
-//! IQ4_NL and Q4_K matrices with a multiple of 8 rows, on CPUs with AVX-512 VNNI
-//! (`KernelSet::tiled_fn`; elsewhere nothing is built and the kernels read
-//! the mapping). Only matrices that are multiplied are built (the layers'
-//! projections and the output head, also when it is the token embedding,
-//! as the reference loads a tied head twice); the token embedding's
-//! `get_rows` keeps reading the file's rows.
+//! Weight matrices laid out again once at load:
 //!
-//! The tiles live in one anonymous mapping owned by the model (page-aligned,
-//! each matrix at a 64-byte multiple). After a matrix is built, its file
-//! pages are released (`GgufFile::release_pages`), so the resident size
-//! stays about that of the file; whatever still reads the file's bytes of a
-//! built matrix (saving the model, a tied embedding) faults them back in.
+//! - interleaved for the kernel set in use, as the reference repacks them
+//!   (`ggml-cpu/repack.cpp`): today the Q4_0, IQ4_NL and Q4_K matrices with
+//!   a multiple of 8 rows, on CPUs with AVX-512 VNNI (`KernelSet::tiled_fn`;
+//!   elsewhere no tiles are built and the kernels read the mapping);
+//! - copied unchanged: the float matrices (F16, BF16, F32), on every CPU.
+//!   A decode streams each of them whole every token at 2–4 bytes a weight,
+//!   and through the file mapping most of their pages are 4 KiB ones (the
+//!   page cache decides, docs/PERFORMANCE.md): the copy is on huge pages.
+//!
+//! Only matrices that are multiplied are built (the layers' projections and
+//! the output head, also when it is the token embedding, as the reference
+//! loads a tied head twice). The token embedding's `get_rows` reads the
+//! file's rows, or the copy when the head is tied and copied.
+//!
+//! Everything lives in one anonymous mapping owned by the model
+//! (page-aligned, each matrix at a 64-byte multiple). After a matrix is
+//! built, its file pages are released (`GgufFile::release_pages`), so the
+//! resident size stays about that of the file; whatever still reads the
+//! file's bytes of a built matrix (saving the model, a tied embedding)
+//! faults them back in.
 
 use std::collections::HashMap;
 
 use super::weights::{Weight, Weights};
 use crate::error::{Error, Result};
+use crate::ggml_type::GgmlType;
 use crate::gguf::GgufFile;
 use crate::kernels::ggml_paths::repack_tiles;
 use crate::kernels::KernelSet;
 
-/// The tiles of a model's repacked matrices.
+/// The matrices of a model laid out again at load, in one mapping.
 pub struct Repacked {
     /// page-aligned anonymous memory, `len` bytes (null when empty)
     ptr: *mut u8,
     len: usize,
-    /// (file, tensor data offset) → byte range in the mapping
-    ranges: HashMap<(usize, u64), (usize, usize)>,
+    /// (file, tensor data offset) → where and how the matrix is in the mapping
+    ranges: HashMap<(usize, u64), Range>,
+}
+
+/// One matrix's bytes in the mapping.
+#[derive(Clone, Copy)]
+struct Range {
+    start: usize,
+    bytes: usize,
+    layout: Layout,
+}
+
+/// How a matrix is laid out in the mapping.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// the kernel set's interleaved tiles (`repack_tiles`)
+    Tiles,
+    /// the file's bytes unchanged: float matrices (2–4 bytes a weight), which
+    /// a decode streams whole every token; read from the file mapping, most
+    /// of their pages are 4 KiB ones and the TLB bounds the stream
+    /// (docs/PERFORMANCE.md, ninth session)
+    Copy,
 }
 
 // SAFETY: the mapping is written only while `build` runs (before the value
@@ -43,25 +72,33 @@ impl Repacked {
     }
 
     /// Builds the tiles of every multiplied matrix of `weights` that `ks`
-    /// has a tiled kernel for, releasing their file pages.
+    /// has a tiled kernel for and copies every multiplied float matrix,
+    /// releasing their file pages.
     pub fn build(ks: &KernelSet, files: &[GgufFile], weights: &Weights) -> Result<Repacked> {
         let mut mats: Vec<&Weight> = Vec::new();
         for l in &weights.layers {
             mats.extend([&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down]);
         }
         mats.push(&weights.output);
-        // (matrix, its byte offset in the mapping, its tile bytes)
-        let mut plan: Vec<(&Weight, usize, usize)> = Vec::new();
+        let mut plan: Vec<(&Weight, Range)> = Vec::new();
         let mut ranges = HashMap::new();
         let mut len = 0usize;
         for w in mats {
             let (ty, rows, cols) = (w.ty(), w.rows(), w.cols());
-            if ks.tiled_fn(ty, rows, cols).is_none() || ranges.contains_key(&(w.file, w.info.offset)) {
+            if ranges.contains_key(&(w.file, w.info.offset)) {
                 continue;
             }
-            let Some(bytes) = repack_tiles::tiles_bytes(ty, rows, cols) else { continue };
-            ranges.insert((w.file, w.info.offset), (len, bytes));
-            plan.push((w, len, bytes));
+            let (bytes, layout) = if ks.tiled_fn(ty, rows, cols).is_some() {
+                let Some(bytes) = repack_tiles::tiles_bytes(ty, rows, cols) else { continue };
+                (bytes, Layout::Tiles)
+            } else if matches!(ty, GgmlType::F16 | GgmlType::BF16 | GgmlType::F32) {
+                (files[w.file].tensor_data(&w.info).len(), Layout::Copy)
+            } else {
+                continue;
+            };
+            let range = Range { start: len, bytes, layout };
+            ranges.insert((w.file, w.info.offset), range);
+            plan.push((w, range));
             len = (len + bytes).next_multiple_of(64);
         }
         if plan.is_empty() {
@@ -101,18 +138,35 @@ impl Repacked {
         // thread by bytes: page faults (and the kernel's zeroing of huge
         // pages) are most of the load's time.
         let half = len / 2;
-        let split = plan.iter().position(|&(_, start, _)| start >= half).unwrap_or(plan.len());
+        let split = plan.iter().position(|(_, r)| r.start >= half).unwrap_or(plan.len());
         let (first, second) = plan.split_at(split);
         let base = SendPtr(me.ptr);
-        let build_part = |part: &[(&Weight, usize, usize)]| {
-            for &(w, start, bytes) in part {
-                let src = files[w.file].tensor_data(&w.info);
+        let build_part = |part: &[(&Weight, Range)]| {
+            for &(w, r) in part {
+                let file = &files[w.file];
+                let src = file.tensor_data(&w.info);
                 // SAFETY: [start, start + bytes) lies within the mapping
                 // (planned above); the two parts' ranges are disjoint and no
                 // other reference to the mapping exists yet.
-                let dst = unsafe { std::slice::from_raw_parts_mut(base.get().add(start), bytes) };
-                repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst);
-                files[w.file].release_pages(&w.info);
+                let dst = unsafe { std::slice::from_raw_parts_mut(base.get().add(r.start), r.bytes) };
+                match r.layout {
+                    Layout::Tiles => {
+                        repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst);
+                        file.release_pages(&w.info);
+                    }
+                    Layout::Copy => {
+                        // 2 MiB at a time, each piece's file pages released
+                        // once copied: the process never holds a whole
+                        // matrix twice (a 56 MB output head in F16)
+                        const PIECE: usize = 2 << 20;
+                        for (d, s) in dst.chunks_mut(PIECE).zip(src.chunks(PIECE)) {
+                            d.copy_from_slice(s);
+                            file.release_slice(s);
+                        }
+                        // (the pages straddling two pieces)
+                        file.release_pages(&w.info);
+                    }
+                }
             }
         };
         std::thread::scope(|scope| {
@@ -139,13 +193,29 @@ impl Repacked {
 
     /// The tiles of matrix `w`, if it was repacked.
     pub fn tiles(&self, w: &Weight) -> Option<&[u8]> {
-        let &(start, bytes) = self.ranges.get(&(w.file, w.info.offset))?;
-        // SAFETY: the range lies within the mapping, which lives as long as
-        // `self` and is no longer written.
-        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(start), bytes) })
+        self.bytes_of(w, Layout::Tiles)
     }
 
-    /// Bytes of the tiles' mapping.
+    /// The copy of matrix `w`'s bytes, if it was copied: the same bytes as
+    /// the file's, to be read instead of them.
+    pub fn copy(&self, w: &Weight) -> Option<&[u8]> {
+        self.bytes_of(w, Layout::Copy)
+    }
+
+    fn bytes_of(&self, w: &Weight, layout: Layout) -> Option<&[u8]> {
+        let r = self.ranges.get(&(w.file, w.info.offset)).filter(|r| r.layout == layout)?;
+        // SAFETY: the range lies within the mapping, which lives as long as
+        // `self` and is no longer written.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.add(r.start), r.bytes) })
+    }
+
+    /// Matrices built as tiles and as copies.
+    pub fn counts(&self) -> (usize, usize) {
+        let copies = self.ranges.values().filter(|r| r.layout == Layout::Copy).count();
+        (self.ranges.len() - copies, copies)
+    }
+
+    /// Bytes of the mapping.
     pub fn bytes(&self) -> usize {
         self.len
     }
