@@ -18,8 +18,12 @@ use crate::{Error, Result};
 /// The activation format a weight type's dot kernel reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ActType {
-    /// plain little-endian f32 (F32, BF16 weights)
+    /// plain little-endian f32 (F32 weights)
     F32,
+    /// little-endian f32 rounded to the nearest bf16 (BF16 weights: the
+    /// reference converts the activations to bf16, `ggml_cpu_fp32_to_bf16`,
+    /// once per product; held as f32, which every BF16 kernel reads)
+    Bf16Rounded,
     /// little-endian f32 rounded to the nearest f16 (F16 weights: the
     /// reference converts the activations to f16, `ggml_cpu_fp32_to_fp16`,
     /// once per product; held as f32 so the kernels read them as they are)
@@ -38,7 +42,8 @@ impl ActType {
     pub fn for_weight(w: GgmlType) -> Option<ActType> {
         use GgmlType::*;
         Some(match w {
-            F32 | BF16 => ActType::F32,
+            F32 => ActType::F32,
+            BF16 => ActType::Bf16Rounded,
             F16 => ActType::F16Rounded,
             Q4_0 | Q5_0 | Q8_0 | IQ4_NL => ActType::Q8_0,
             Q4_1 | Q5_1 => ActType::Q8_1,
@@ -50,7 +55,7 @@ impl ActType {
     /// Elements per block.
     pub fn block_size(self) -> usize {
         match self {
-            ActType::F32 | ActType::F16Rounded => 1,
+            ActType::F32 | ActType::F16Rounded | ActType::Bf16Rounded => 1,
             ActType::Q8_0 | ActType::Q8_1 => QK,
             ActType::Q8K => QK_K,
         }
@@ -60,7 +65,7 @@ impl ActType {
     /// block size).
     pub fn row_bytes(self, n: usize) -> usize {
         match self {
-            ActType::F32 | ActType::F16Rounded => 4 * n,
+            ActType::F32 | ActType::F16Rounded | ActType::Bf16Rounded => 4 * n,
             ActType::Q8_0 => n / QK * 34,
             ActType::Q8_1 => n / QK * 36,
             ActType::Q8K => n / QK_K * 292,
@@ -207,11 +212,13 @@ impl KernelSet {
     /// emulated, else a `rows` kernel for the plain tile kernel.
     /// Not below 8 tokens: there the weight stream bounds the product, and
     /// two rows read at once ran decodes slower than one row after another.
-    /// F16 weights are the exception: their tile kernel widens each weight
-    /// row into a scratch row first, which the row-block kernel avoids.
+    /// F16 and BF16 weights are the exception: the F16 tile kernel widens
+    /// each weight row into a scratch row first, which the row-block kernel
+    /// avoids; the BF16 one runs the reference's `vdpbf16ps` itself where
+    /// the tile kernels emulate it.
     pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
         let p = path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some());
-        if nt < 8 && !matches!(p, Some(Path::TinyBlasF16 | Path::VecDotF16)) {
+        if nt < 8 && !matches!(p, Some(Path::TinyBlasF16 | Path::VecDotF16 | Path::TinyBlasBf16 | Path::VecDotBf16)) {
             return None;
         }
         match p {
@@ -296,6 +303,10 @@ impl KernelSet {
             }
             ActType::F16Rounded => {
                 super::ggml_paths::tinyblas_f16::round_act_row(x, out);
+                return Ok(());
+            }
+            ActType::Bf16Rounded => {
+                super::ggml_paths::tinyblas_bf16::round_act_row(x, out);
                 return Ok(());
             }
             ActType::Q8_0 => self.quant_q8_0,

@@ -77,7 +77,7 @@ fn dequantize(ty: GgmlType, bytes: &[u8], n: usize) -> Vec<f32> {
 
 fn act_as_ggml(act: ActType) -> GgmlType {
     match act {
-        ActType::F32 | ActType::F16Rounded => GgmlType::F32,
+        ActType::F32 | ActType::F16Rounded | ActType::Bf16Rounded => GgmlType::F32,
         ActType::Q8_0 => GgmlType::Q8_0,
         ActType::Q8_1 => GgmlType::Q8_1,
         ActType::Q8K => GgmlType::Q8_K,

@@ -173,6 +173,8 @@ pub fn vnni_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
         Path::Tiled => tiled_vnni::vnni_rows(ty),
         Path::TinyBlasF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::TinyBlas),
         Path::VecDotF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::VecDot),
+        Path::TinyBlasBf16 => tinyblas_bf16::avx512_rows(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::avx512_rows(ty, tinyblas_f32::FloatPath::VecDot),
         _ => None,
     }
 }

@@ -23,11 +23,23 @@
 //! denormal result flushed to a signed zero (FTZ, tininess after rounding),
 //! whatever MXCSR says ([`dp`]).
 //!
+//! The activations are rounded once per product, as the reference converts
+//! them ([`round_act_row`], `ActType::Bf16Rounded`), and held as f32: every
+//! kernel rounds what it reads again, which leaves bf16 values unchanged.
+//!
+//! On CPUs with AVX512_BF16 the matmul runs the row-block kernels of
+//! `avx512` ([`avx512_rows`]): the reference's own instruction, so nothing
+//! to emulate; the f32 activations are packed to bf16 in registers
+//! (`vcvtne2ps2bf16`, exact on bf16 values but for denormals, which it
+//! flushes to zeros of their sign: what `vdpbf16ps` reads them as anyway).
+//!
 //! The AVX2 versions lay each 32-element step out as its 16 even elements
 //! then its 16 odd ones (weights once per call, activations once per token,
 //! in a per-thread scratch), so that lane `i` of two 8-lane vectors is lane
 //! `i` of the reference's accumulator.
 
+#[cfg(target_arch = "x86_64")]
+use super::super::dispatch::RowsFn;
 use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::reduce16;
@@ -118,6 +130,182 @@ fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], r1: f32, r2: f32) -> f3
 
 float_tiles!(BF16);
 
+/// Activations rounded to bf16 as `ggml_cpu_fp32_to_bf16` rounds them (to
+/// nearest even, NaN quieted), held as f32: the activation format of BF16
+/// weights (`x` f32 values, `out` 4 bytes each).
+pub fn round_act_row(x: &[f32], out: &mut [u8]) {
+    assert!(out.len() >= 4 * x.len(), "round_act_row: output too short");
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 checked; `out` holds 4 bytes per value (asserted).
+    let done = if crate::kernels::vecf::use_avx2() { unsafe { avx2::round_row(x, out) } } else { 0 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    for (v, b) in x[done..].iter().zip(out[4 * done..].chunks_exact_mut(4)) {
+        b.copy_from_slice(&bf16_to_f32(f32_to_bf16(*v)).to_le_bytes());
+    }
+}
+
+/// The row-block kernel ([`RowsFn`]) of `path` on AVX512_BF16, where this
+/// CPU has it (see `avx512`).
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_rows(ty: GgmlType, path: FloatPath) -> Option<RowsFn> {
+    use std::arch::is_x86_feature_detected as has;
+    let cpu = has!("avx512f") && has!("avx512vl") && has!("avx512bf16") && has!("avx2") && has!("fma") && has!("f16c");
+    if ty != GgmlType::BF16 || !cpu {
+        return None;
+    }
+    Some(match path {
+        FloatPath::TinyBlas => avx512::rows_tinyblas,
+        FloatPath::VecDot => avx512::rows_vec_dot,
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! `vdpbf16ps` itself, in the reference's order: tinyBLAS<32> as tiles
+    //! of RM weight rows × RN tokens (one 16-lane accumulator per output,
+    //! `_mm512_reduce_add_ps`), ggml_vec_dot_bf16 one row at a time (two
+    //! accumulators over 64-element steps, then [`vec_dot_tail`]).
+    use super::super::tinyblas_f16::avx512::reduce16;
+    use super::{vec_dot_tail, KN};
+    use crate::kernels::dispatch::assert_rows_out;
+    use std::arch::x86_64::*;
+
+    /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators.
+    const RM: usize = 4;
+    const RN: usize = 6;
+
+    /// Activation bytes per token chunk: every row block of the call runs
+    /// over one chunk of tokens before the next, so the chunk stays in L2.
+    const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// 32 bf16 weights at `p`.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    #[inline]
+    unsafe fn load_w(p: *const u8) -> __m512bh {
+        // SAFETY: the caller guarantees 64 bytes at p; the lanes are bf16 bits.
+        unsafe { std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(p.cast())) }
+    }
+
+    /// 32 activations at `p` (f32 holding bf16 values) packed to bf16.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    #[inline]
+    unsafe fn load_a(p: *const u8) -> __m512bh {
+        // SAFETY: the caller guarantees 128 bytes at p.
+        let (lo, hi) = unsafe { (_mm512_loadu_ps(p.cast()), _mm512_loadu_ps(p.add(64).cast())) };
+        _mm512_cvtne2ps_pbh(hi, lo)
+    }
+
+    /// The [`crate::kernels::RowsFn`] contract's buffer sizes (bf16
+    /// weights, f32 activations).
+    #[allow(clippy::too_many_arguments)]
+    fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "bf16 rows kernel: weights too short");
+        assert!(a.len() >= (nt - 1) * s + 4 * n, "bf16 rows kernel: activations too short");
+    }
+
+    /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 32 == 0`): weight
+    /// row `i` at `w + i·ws`, token `j` at `a + j·s`, output at `o + i·os + j`.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        let mut acc = [[_mm512_setzero_ps(); TB]; RB];
+        let mut l = 0;
+        while l < n {
+            // SAFETY: l + 32 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
+            let wv: [__m512bh; RB] = std::array::from_fn(|i| unsafe { load_w(w.add(i * ws + 2 * l)) });
+            for j in 0..TB {
+                // SAFETY: as above.
+                let av = unsafe { load_a(a.add(j * s + 4 * l)) };
+                for i in 0..RB {
+                    acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[i], av);
+                }
+            }
+            l += KN;
+        }
+        for i in 0..RB {
+            for j in 0..TB {
+                // SAFETY: output (i, j) is within the caller's block.
+                unsafe { *o.add(i * os + j) = reduce16(acc[i][j]) };
+            }
+        }
+    }
+
+    /// The full tile (the shape `tile_of_shape!` names apart).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    unsafe fn tile_full(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { tile::<RM, RN>(n, w, ws, a, s, o, os) }
+    }
+
+    /// One tile of `rb` rows (RM or 1) × `tb` tokens (1..=RN) by [`tile`].
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        // SAFETY: the caller's tile lies within its buffers.
+        unsafe { super::super::tinyblas_f32::tile_of_shape!(rb, tb, tile_full, tile, (n, w, ws, a, s, o, os)) }
+    }
+
+    /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_bf16's where `n % 32 != 0`,
+    /// as the tile kernels).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        if n % KN != 0 {
+            // SAFETY: the same contract.
+            return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
+        }
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        super::super::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
+            // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
+            // within the buffers checked above.
+            unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
+        });
+    }
+
+    /// ggml_vec_dot_bf16 of one weight row (`2n` bytes at `w`) with one
+    /// token (`4n` bytes at `a`).
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    unsafe fn vec_dot(n: usize, w: &[u8], a: &[u8]) -> f32 {
+        let np = n & !63;
+        let (mut c1, mut c2) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let (wp, ap) = (w.as_ptr(), a.as_ptr());
+        let mut l = 0;
+        while l < np {
+            // SAFETY: l + 64 ≤ np ≤ n (the row holds 2n bytes, the token 4n).
+            unsafe {
+                c1 = _mm512_dpbf16_ps(c1, load_w(wp.add(2 * l)), load_a(ap.add(4 * l)));
+                c2 = _mm512_dpbf16_ps(c2, load_w(wp.add(2 * (l + 32))), load_a(ap.add(4 * (l + 32))));
+            }
+            l += 64;
+        }
+        vec_dot_tail(n, np, w, a, reduce16(c1), reduce16(c2))
+    }
+
+    /// `RowsFn` of the ggml_vec_dot_bf16 path: one row after another per
+    /// token (the weight stream bounds it, as for F16).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        for t in 0..nt {
+            for r in 0..n_rows {
+                // SAFETY: row r < n_rows and token t < nt lie within the
+                // buffers checked above.
+                out[r * os + t] = unsafe { vec_dot(n, &w[r * ws..r * ws + 2 * n], &a[t * s..t * s + 4 * n]) };
+            }
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     //! The lanes in registers, without the flushing: a product chain can
@@ -133,6 +321,26 @@ mod avx2 {
     use super::{sgemm_dot, vec_dot, vec_dot_tail, FloatPath, KN};
     use crate::kernels::vecf::avx2_reduce_lo_hi;
     use std::arch::x86_64::*;
+
+    /// [`super::round_act_row`] 8 values at a time; returns how many it did.
+    ///
+    /// # Safety
+    /// AVX2 is available; `out` holds 4 bytes per value of `x`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn round_row(x: &[f32], out: &mut [u8]) -> usize {
+        let n8 = x.len() / 8 * 8;
+        for i in (0..n8).step_by(8) {
+            // SAFETY: i + 8 ≤ x.len(), and `out` holds 4 bytes per value.
+            let u = unsafe { _mm256_loadu_si256(x.as_ptr().add(i).cast()) };
+            let nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)), _mm256_set1_epi32(0x7f80_0000));
+            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
+            let rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+            let quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
+            let r = _mm256_and_si256(_mm256_blendv_epi8(rounded, quiet, nan), _mm256_set1_epi32(0xffff_0000u32 as i32));
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * i).cast(), r) };
+        }
+        n8
+    }
 
     /// Bits of 2^-56, the smallest safe nonzero magnitude.
     const SAFE_MIN: i32 = 71 << 23;
@@ -320,6 +528,118 @@ mod tests {
                 // SAFETY: 64 values per row, two rows 256 bytes apart; the set runs on this CPU.
                 unsafe { f(64, &wb, &ab, 256, &mut out) };
                 assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
+            }
+        }
+    }
+
+    #[test]
+    fn round_act_row_rounds_like_the_reference_conversion() {
+        // ties both ways, values near the top of the range, denormals that
+        // round up to the smallest normal, ±0, ±inf and NaNs; 37 values so
+        // that the 8-wide loop leaves a tail
+        let mut x: Vec<f32> = vec![
+            1.0 + 2f32.powi(-8),
+            1.0 + 3.0 * 2f32.powi(-8),
+            -(1.0 + 2f32.powi(-8)),
+            f32::MAX,
+            f32::from_bits(0x007f_ffff),
+            f32::from_bits(0x8000_8001),
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0xff80_0001),
+            f32::from_bits(0x7fff_ffff),
+        ];
+        x.extend((0..24).map(|i| (i as f32 - 11.0) * 1.234_567e-2));
+        let mut out = vec![0u8; 4 * x.len()];
+        round_act_row(&x, &mut out);
+        for (o, v) in out.chunks_exact(4).zip(&x) {
+            let got = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
+            let want = u32::from(u16::from_le_bytes(f32_to_bf16(*v))) << 16;
+            assert_eq!(got, want, "{v:e} ({:#010x})", v.to_bits());
+        }
+    }
+
+    /// The native kernels against the definitions (`sgemm_dot`, `vec_dot`),
+    /// on values where the flushing shows: denormal weights and
+    /// activations, products below the normal range, NaN and infinity.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_row_kernels_give_the_definitions_bits() {
+        use crate::kernels::tests::Rng;
+        let (Some(tiny), Some(vd)) = (avx512_rows(GgmlType::BF16, FloatPath::TinyBlas), avx512_rows(GgmlType::BF16, FloatPath::VecDot))
+        else {
+            eprintln!("no AVX512_BF16 on this CPU: skipped");
+            return;
+        };
+        let mut rng = Rng::new(17);
+        let mut value = |special: bool| -> f32 {
+            let r = rng.next();
+            let v = ((r >> 8) % 20_000) as f32 / 10_000.0 - 1.0;
+            if !special {
+                return v;
+            }
+            match r % 16 {
+                0 => f32::from_bits(0x0000_4000 | (r as u32 & 0x8000_0000)), // denormal
+                1 => 1e-20,                                                  // tiny: products flush
+                2 => 3e-19,
+                3 => f32::from_bits(0x007f_c000), // rounds up to the smallest normal
+                _ => v,
+            }
+        };
+        // cols: 32-steps with and without 64-leftovers, 40 (tinyBLAS
+        // declines); rows around the 4-row block, tokens around the 6-token
+        // tile and, with 61 tokens of 576 columns, past the token chunk
+        let (max_rows, max_nt) = (9, 61);
+        for (case, n) in [32, 40, 64, 96, 576, 608].into_iter().enumerate() {
+            let special = case % 2 == 1 || n == 576;
+            let ws = 2 * n + 6; // weight rows not packed
+            let s = 4 * n + 12;
+            let mut w = vec![0u8; 1 + (max_rows - 1) * ws + 2 * n];
+            for r in 0..max_rows {
+                for i in 0..n {
+                    let at = 1 + r * ws + 2 * i;
+                    w[at..at + 2].copy_from_slice(&f32_to_bf16(value(special)));
+                }
+            }
+            let mut a = vec![0u8; 1 + (max_nt - 1) * s + 4 * n];
+            for t in 0..max_nt {
+                let mut x: Vec<f32> = (0..n).map(|_| value(special)).collect();
+                if special && t == 5 {
+                    x[3] = f32::NAN;
+                }
+                if special && t == 6 {
+                    x[n - 1] = f32::INFINITY;
+                }
+                round_act_row(&x, &mut a[1 + t * s..1 + t * s + 4 * n]);
+            }
+            for n_rows in [1, 3, 4, 5, 8, 9] {
+                for nt in [1, 2, 5, 6, 7, 13, 61] {
+                    if nt == 61 && n != 576 {
+                        continue;
+                    }
+                    for (f, tinyblas) in [(tiny, n % KN == 0), (vd, false)] {
+                        let os = nt + 3;
+                        let mut out = vec![0f32; (n_rows - 1) * os + nt];
+                        // SAFETY: the buffers hold n_rows weight rows `ws`
+                        // apart, nt activation rows `s` apart and n_rows
+                        // output rows `os` apart; the CPU has the features.
+                        unsafe { f(n, &w[1..], ws, n_rows, &a[1..], s, nt, &mut out, os) };
+                        for r in 0..n_rows {
+                            for t in 0..nt {
+                                let (wr, x) = (&w[1 + r * ws..1 + r * ws + 2 * n], &a[1 + t * s..1 + t * s + 4 * n]);
+                                let want = if tinyblas { sgemm_dot(n, wr, x) } else { vec_dot(n, wr, x) };
+                                let got = out[r * os + t];
+                                assert!(
+                                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                                    "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got:e} vs {want:e}"
+                                );
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -199,7 +199,7 @@ pub fn avx512_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
 /// `reduce16`'s additions. Only the loads are shared: one f16 → f32 weight
 /// conversion serves several tokens, one activation load several rows.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(super) mod avx512 {
     use super::KN;
     use crate::kernels::dispatch::assert_rows_out;
     use std::arch::x86_64::*;
@@ -216,7 +216,7 @@ mod avx512 {
     /// (0 + 2) + (1 + 3) (`_mm512_reduce_add_ps` as GCC emits it).
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
-    unsafe fn reduce16(v: __m512) -> f32 {
+    pub(in crate::kernels::ggml_paths) unsafe fn reduce16(v: __m512) -> f32 {
         let lo = _mm512_castps512_ps256(v);
         let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
         let t3 = _mm256_add_ps(hi, lo);
@@ -331,27 +331,13 @@ mod avx512 {
         }
     }
 
-    /// Tokens `0..nt` of rows `RB` in tiles of `RN` tokens, then the rest.
+    /// One tile of `rb` rows (RM or 1) × `tb` tokens (1..=RN) by [`tile`]
+    /// (the full one by [`tile_4x6`]).
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn row_block<const RB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, nt: usize, o: *mut f32, os: usize) {
-        let mut t = 0;
-        while t + RN <= nt {
-            if RB == RM {
-                tile_4x6(n, w, ws, a.add(t * s), s, o.add(t), os);
-            } else {
-                tile::<RB, RN>(n, w, ws, a.add(t * s), s, o.add(t), os);
-            }
-            t += RN;
-        }
-        let (a, o) = (a.add(t * s), o.add(t));
-        match nt - t {
-            0 => {}
-            1 => tile::<RB, 1>(n, w, ws, a, s, o, os),
-            2 => tile::<RB, 2>(n, w, ws, a, s, o, os),
-            3 => tile::<RB, 3>(n, w, ws, a, s, o, os),
-            4 => tile::<RB, 4>(n, w, ws, a, s, o, os),
-            _ => tile::<RB, 5>(n, w, ws, a, s, o, os),
-        }
+    unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        // SAFETY: the caller's tile lies within its buffers.
+        unsafe { super::super::tinyblas_f32::tile_of_shape!(rb, tb, tile_4x6, tile, (n, w, ws, a, s, o, os)) }
     }
 
     /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where `n % 16 != 0`,
@@ -368,22 +354,11 @@ mod avx512 {
         check(n, w, ws, n_rows, a, s, nt, out, os);
         let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
         let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        let mut t0 = 0;
-        while t0 < nt {
-            let len = chunk.min(nt - t0);
-            let mut r = 0;
-            // SAFETY: rows r..r+RB < n_rows and tokens t0..t0+len ≤ nt lie
+        super::super::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
+            // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
             // within the buffers checked above.
-            while r + RM <= n_rows {
-                row_block::<RM>(n, wp.add(r * ws), ws, ap.add(t0 * s), s, len, op.add(r * os + t0), os);
-                r += RM;
-            }
-            while r < n_rows {
-                row_block::<1>(n, wp.add(r * ws), ws, ap.add(t0 * s), s, len, op.add(r * os + t0), os);
-                r += 1;
-            }
-            t0 += len;
-        }
+            unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
+        });
     }
 
     /// ggml_vec_dot_f16 of one weight row with one token: 4 chains of 16

@@ -98,6 +98,55 @@ pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn
     }
 }
 
+/// The walk of the float row-block kernels (F16, BF16 on AVX-512) over
+/// `n_rows` weight rows × `nt` tokens: tokens in chunks of `chunk` (every
+/// row block runs over a chunk before the next, so its activations stay in
+/// L2), rows in blocks of `rm` then one by one, tokens in tiles of `rn` then
+/// the rest. `tile(rows, tokens, row0, token0)` computes one tile.
+pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: usize, mut tile: impl FnMut(usize, usize, usize, usize)) {
+    let mut t0 = 0;
+    while t0 < nt {
+        let end = t0 + chunk.max(1).min(nt - t0);
+        let mut r = 0;
+        while r < n_rows {
+            let rb = if r + rm <= n_rows { rm } else { 1 };
+            let mut t = t0;
+            while t < end {
+                let tb = rn.min(end - t);
+                tile(rb, tb, r, t);
+                t += tb;
+            }
+            r += rb;
+        }
+        t0 = end;
+    }
+}
+
+/// The call of one tile of [`walk_tiles`]: `$rb` rows (`RM` or 1) × `$tb`
+/// tokens (1..=`RN`) by the const-generic `$tile::<RB, TB>($args)`, the full
+/// `RM × RN` one by `$full($args)` (a module's `RM`, `RN` in scope).
+#[cfg(target_arch = "x86_64")]
+macro_rules! tile_of_shape {
+    ($rb:expr, $tb:expr, $full:ident, $tile:ident, ($($arg:expr),*)) => {
+        match ($rb, $tb) {
+            (RM, RN) => $full($($arg),*),
+            (RM, 1) => $tile::<RM, 1>($($arg),*),
+            (RM, 2) => $tile::<RM, 2>($($arg),*),
+            (RM, 3) => $tile::<RM, 3>($($arg),*),
+            (RM, 4) => $tile::<RM, 4>($($arg),*),
+            (RM, _) => $tile::<RM, 5>($($arg),*),
+            (_, RN) => $tile::<1, RN>($($arg),*),
+            (_, 1) => $tile::<1, 1>($($arg),*),
+            (_, 2) => $tile::<1, 2>($($arg),*),
+            (_, 3) => $tile::<1, 3>($($arg),*),
+            (_, 4) => $tile::<1, 4>($($arg),*),
+            (_, _) => $tile::<1, 5>($($arg),*),
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) use tile_of_shape;
+
 /// The kernel lookups of a float type's module (`scalar_tile`,
 /// `avx2_tile`) for ggml type `$ty`: the module has `KN`, `sgemm_dot`,
 /// `vec_dot` and, on x86-64, `avx2::tile_tinyblas` / `avx2::tile_vec_dot`.
