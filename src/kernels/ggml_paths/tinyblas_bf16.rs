@@ -206,7 +206,8 @@ mod avx512 {
     }
 
     /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 32 == 0`): weight
-    /// row `i` at `w + i·ws`, token `j` at `a + j·s`, output at `o + i·os + j`.
+    /// row `i` at `w + i·ws`, token `j` at `a + j·s` (packed bf16, see
+    /// [`pack_acts`]), output at `o + i·os + j`.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
     unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
         let mut acc = [[_mm512_setzero_ps(); TB]; RB];
@@ -215,8 +216,8 @@ mod avx512 {
             // SAFETY: l + 32 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
             let wv: [__m512bh; RB] = std::array::from_fn(|i| unsafe { load_w(w.add(i * ws + 2 * l)) });
             for j in 0..TB {
-                // SAFETY: as above.
-                let av = unsafe { load_a(a.add(j * s + 4 * l)) };
+                // SAFETY: as above (tokens hold 2n bytes here).
+                let av = unsafe { load_w(a.add(j * s + 2 * l)) };
                 for i in 0..RB {
                     acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv[i], av);
                 }
@@ -260,12 +261,45 @@ mod avx512 {
         }
         check(n, w, ws, n_rows, a, s, nt, out, os);
         let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
-        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        super::super::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
-            // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
-            // within the buffers checked above.
-            unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
-        });
+        let (wp, op) = (w.as_ptr(), out.as_mut_ptr());
+        // [chunk][n] the chunk's activations as bf16, packed once for all
+        // the call's rows (packing them per tile took a `vcvtne2ps2bf16` per
+        // 4 `vdpbf16ps`)
+        let mut packed = vec![0u8; chunk.min(nt) * 2 * n];
+        let mut t0 = 0;
+        while t0 < nt {
+            let len = chunk.min(nt - t0);
+            // SAFETY: tokens t0..t0+len ≤ nt lie within `a` (checked above);
+            // `packed` holds `len` rows of 2n bytes.
+            unsafe { pack_acts(n, a.as_ptr().add(t0 * s), s, len, &mut packed) };
+            let pp = packed.as_ptr();
+            super::super::tinyblas_f32::walk_tiles(n_rows, len, len, RM, RN, |rb, tb, r, t| {
+                // SAFETY: rows r..r+rb ≤ n_rows and the chunk's tokens
+                // t..t+tb ≤ len lie within the buffers checked above.
+                unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, pp.add(t * 2 * n), 2 * n, op.add(r * os + t0 + t), os) }
+            });
+            t0 += len;
+        }
+    }
+
+    /// `nt` activation rows (`s` bytes apart at `a`, f32 holding bf16
+    /// values, `n % 32 == 0`) packed to bf16 into `out` ([nt][n]).
+    ///
+    /// # Safety
+    /// The rows are readable; the CPU has the target features.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    unsafe fn pack_acts(n: usize, a: *const u8, s: usize, nt: usize, out: &mut [u8]) {
+        assert!(n % KN == 0 && out.len() >= nt * 2 * n, "pack_acts: shapes");
+        for t in 0..nt {
+            for l in (0..n).step_by(KN) {
+                // SAFETY: l + 32 ≤ n values of token t (the caller's rows);
+                // 64 bytes at out[2 (t n + l)..] (asserted above).
+                unsafe {
+                    let v = load_a(a.add(t * s + 4 * l));
+                    _mm512_storeu_si512(out.as_mut_ptr().add(2 * (t * n + l)).cast(), std::mem::transmute::<__m512bh, __m512i>(v));
+                }
+            }
+        }
     }
 
     /// ggml_vec_dot_bf16 of one weight row (`2n` bytes at `w`) with one
