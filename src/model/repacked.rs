@@ -8,6 +8,9 @@
 //!   A decode streams each of them whole every token at 2–4 bytes a weight,
 //!   and through the file mapping most of their pages are 4 KiB ones (the
 //!   page cache decides, docs/PERFORMANCE.md): the copy is on huge pages.
+//!   Not where the copies would take more than half the free memory
+//!   (`_SC_AVPHYS_PAGES`, which leaves out the page cache): a model larger
+//!   than memory keeps running from the mapping, as with the reference.
 //!
 //! Only matrices that are multiplied are built (the layers' projections and
 //! the output head, also when it is the token embedding, as the reference
@@ -80,6 +83,16 @@ impl Repacked {
             mats.extend([&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down]);
         }
         mats.push(&weights.output);
+        let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);
+        let mut float_bytes = 0usize;
+        let mut seen = std::collections::HashSet::new();
+        for w in mats.iter().filter(|w| is_float(w) && seen.insert((w.file, w.info.offset))) {
+            float_bytes = float_bytes.saturating_add(files[w.file].tensor_data(&w.info).len());
+        }
+        let copy_floats = copies_fit(float_bytes, free_memory());
+        if float_bytes > 0 && !copy_floats {
+            crate::log_info!("load: {float_bytes} bytes of float matrices read from the file mapping (more than half the free memory)");
+        }
         let mut plan: Vec<(&Weight, Range)> = Vec::new();
         let mut ranges = HashMap::new();
         let mut len = 0usize;
@@ -91,7 +104,7 @@ impl Repacked {
             let (bytes, layout) = if ks.tiled_fn(ty, rows, cols).is_some() {
                 let Some(bytes) = repack_tiles::tiles_bytes(ty, rows, cols) else { continue };
                 (bytes, Layout::Tiles)
-            } else if matches!(ty, GgmlType::F16 | GgmlType::BF16 | GgmlType::F32) {
+            } else if copy_floats && is_float(w) {
                 (files[w.file].tensor_data(&w.info).len(), Layout::Copy)
             } else {
                 continue;
@@ -221,6 +234,21 @@ impl Repacked {
     }
 }
 
+/// Whether copies of `bytes` of float matrices are made, with `free` bytes
+/// of free memory (`None`: unknown): at most half of it. A model larger
+/// than memory still runs from the file mapping, whose pages the kernel can
+/// drop and read again; anonymous copies it could not.
+fn copies_fit(bytes: usize, free: Option<usize>) -> bool {
+    free.is_none_or(|f| bytes <= f / 2)
+}
+
+/// Free physical memory in bytes, where the system says.
+fn free_memory() -> Option<usize> {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_AVPHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    usize::try_from(pages).ok()?.checked_mul(usize::try_from(size).ok()?)
+}
+
 /// The mapping's base pointer, handed to the helper thread of `build`.
 #[derive(Clone, Copy)]
 struct SendPtr(*mut u8);
@@ -241,5 +269,21 @@ impl Drop for Repacked {
             // once here.
             unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{copies_fit, free_memory};
+
+    #[test]
+    fn float_copies_take_at_most_half_the_free_memory() {
+        assert!(copies_fit(270 << 20, Some(1 << 30)));
+        assert!(copies_fit(512 << 20, Some(1 << 30)));
+        assert!(!copies_fit((512 << 20) + 1, Some(1 << 30)), "more than half");
+        assert!(!copies_fit(14 << 30, Some(8 << 30)), "a 14 GB F16 model on an 8 GB machine");
+        assert!(copies_fit(usize::MAX, None), "unknown: copy");
+        #[cfg(target_os = "linux")]
+        assert!(free_memory().is_some_and(|b| b > 0), "Linux reports its free memory");
     }
 }
