@@ -18,9 +18,10 @@ use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
-/// The bytes of a weight in its file's mapping.
+/// The bytes of a weight: its load-time copy where it has one (float
+/// matrices, `model/repacked.rs`), else its file's mapping.
 fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
-    model.files[w.file].tensor_data(&w.info)
+    model.repacked.copy(w).unwrap_or_else(|| model.files[w.file].tensor_data(&w.info))
 }
 
 /// A small weight (norm, bias) as f32.
@@ -32,8 +33,7 @@ fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
 
 /// A weight as the kernels take it, with its load-time tiles if it has them.
 fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
-    let data = model.repacked.copy(w).unwrap_or_else(|| bytes(model, w));
-    let kw = kernels::Weights::new(data, w.ty(), w.rows(), w.cols())?;
+    let kw = kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())?;
     match model.repacked.tiles(w) {
         Some(t) => kw.with_tiles(t),
         None => Ok(kw),
@@ -173,7 +173,7 @@ pub fn forward(
     let tok_embd = &weights.tok_embd;
     // (a tied output head copied at load serves the embedding rows too, so
     // that its file pages stay released)
-    let embd_bytes = model.repacked.copy(tok_embd).unwrap_or_else(|| bytes(model, tok_embd));
+    let embd_bytes = bytes(model, tok_embd);
     let row_bytes = embd_bytes.len() / tok_embd.rows();
     let embd_input = tokens.iter().any(|t| t.id.is_none());
     if embd_input && inp_embd.len() != nt * n_embd {

@@ -232,20 +232,8 @@ mod avx512 {
         }
     }
 
-    /// The full tile (the shape `tile_of_shape!` names apart).
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    unsafe fn tile_full(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { tile::<RM, RN>(n, w, ws, a, s, o, os) }
-    }
-
-    /// One tile of `rb` rows (RM or 1) × `tb` tokens (1..=RN) by [`tile`].
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-        // SAFETY: the caller's tile lies within its buffers.
-        unsafe { super::super::tinyblas_f32::tile_of_shape!(rb, tb, tile_full, tile, (n, w, ws, a, s, o, os)) }
-    }
+    // one tile of the walk
+    super::super::tinyblas_f32::tile_any_fn!("avx2,fma,f16c,avx512f,avx512vl,avx512bf16", tile::<RM, RN>);
 
     /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_bf16's where `n % 32 != 0`,
     /// as the tile kernels).

@@ -331,14 +331,8 @@ pub(super) mod avx512 {
         }
     }
 
-    /// One tile of `rb` rows (RM or 1) × `tb` tokens (1..=RN) by [`tile`]
-    /// (the full one by [`tile_4x6`]).
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-        // SAFETY: the caller's tile lies within its buffers.
-        unsafe { super::super::tinyblas_f32::tile_of_shape!(rb, tb, tile_4x6, tile, (n, w, ws, a, s, o, os)) }
-    }
+    // one tile of the walk; the full one by [`tile_4x6`]
+    super::super::tinyblas_f32::tile_any_fn!("avx2,fma,f16c,avx512f,avx512vl", tile_4x6);
 
     /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where `n % 16 != 0`,
     /// as [`super::tile`]).

@@ -122,30 +122,38 @@ pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: 
     }
 }
 
-/// The call of one tile of [`walk_tiles`]: `$rb` rows (`RM` or 1) × `$tb`
-/// tokens (1..=`RN`) by the const-generic `$tile::<RB, TB>($args)`, the full
-/// `RM × RN` one by `$full($args)` (a module's `RM`, `RN` in scope).
+/// Defines `tile_any(rb, tb, n, w, ws, a, s, o, os)` for a float row
+/// kernel module (with `RM`, `RN` and a const-generic `tile::<RB, TB>` in
+/// scope), enabled for `$features`: one tile of [`walk_tiles`], `rb` rows
+/// (`RM` or 1) × `tb` tokens (1..=`RN`), the full `RM × RN` one by `$full`.
 #[cfg(target_arch = "x86_64")]
-macro_rules! tile_of_shape {
-    ($rb:expr, $tb:expr, $full:ident, $tile:ident, ($($arg:expr),*)) => {
-        match ($rb, $tb) {
-            (RM, RN) => $full($($arg),*),
-            (RM, 1) => $tile::<RM, 1>($($arg),*),
-            (RM, 2) => $tile::<RM, 2>($($arg),*),
-            (RM, 3) => $tile::<RM, 3>($($arg),*),
-            (RM, 4) => $tile::<RM, 4>($($arg),*),
-            (RM, _) => $tile::<RM, 5>($($arg),*),
-            (_, RN) => $tile::<1, RN>($($arg),*),
-            (_, 1) => $tile::<1, 1>($($arg),*),
-            (_, 2) => $tile::<1, 2>($($arg),*),
-            (_, 3) => $tile::<1, 3>($($arg),*),
-            (_, 4) => $tile::<1, 4>($($arg),*),
-            (_, _) => $tile::<1, 5>($($arg),*),
+macro_rules! tile_any_fn {
+    ($features:literal, $full:expr) => {
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $features)]
+        unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+            // SAFETY: the caller's tile lies within its buffers.
+            unsafe {
+                match (rb, tb) {
+                    (RM, RN) => $full(n, w, ws, a, s, o, os),
+                    (RM, 1) => tile::<RM, 1>(n, w, ws, a, s, o, os),
+                    (RM, 2) => tile::<RM, 2>(n, w, ws, a, s, o, os),
+                    (RM, 3) => tile::<RM, 3>(n, w, ws, a, s, o, os),
+                    (RM, 4) => tile::<RM, 4>(n, w, ws, a, s, o, os),
+                    (RM, _) => tile::<RM, 5>(n, w, ws, a, s, o, os),
+                    (_, RN) => tile::<1, RN>(n, w, ws, a, s, o, os),
+                    (_, 1) => tile::<1, 1>(n, w, ws, a, s, o, os),
+                    (_, 2) => tile::<1, 2>(n, w, ws, a, s, o, os),
+                    (_, 3) => tile::<1, 3>(n, w, ws, a, s, o, os),
+                    (_, 4) => tile::<1, 4>(n, w, ws, a, s, o, os),
+                    (_, _) => tile::<1, 5>(n, w, ws, a, s, o, os),
+                }
+            }
         }
     };
 }
 #[cfg(target_arch = "x86_64")]
-pub(super) use tile_of_shape;
+pub(super) use tile_any_fn;
 
 /// The kernel lookups of a float type's module (`scalar_tile`,
 /// `avx2_tile`) for ggml type `$ty`: the module has `KN`, `sgemm_dot`,
