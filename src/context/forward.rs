@@ -165,7 +165,7 @@ pub fn forward(
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
     let neox = arch.rope_type() == 2;
-    let Workspace { x, h, q, k, v, attn, o, gate, up, layer, acts } = ws;
+    let Workspace { x, h, gate, up, v, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -221,8 +221,9 @@ pub fn forward(
         let (freq_base, freq_scale) =
             if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
 
-        // --- attention
+        // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
         norm_into(pool, x, h, n_embd, &vector(model, &lw.attn_norm)?, eps)?;
+        let (q, k) = (&mut *gate, &mut *up);
         dump::tensor("attn_norm", Some(il), h, n_embd);
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
         linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], h, nt, [&mut *q, &mut *k, &mut *v])?;
@@ -270,9 +271,13 @@ pub fn forward(
             None => visible_full.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, None)),
             Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window)),
         };
+        // (k is in the cache: its buffer takes the output)
+        let attn = k;
         attention(pool, kv, il, visible, q, shape, mode.flash, layer, attn)?;
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
-        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *o])?; // [nt][n_embd]
+        // o [nt][n_embd] in `h` (the normed input is consumed)
+        let o = &mut *h;
+        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *o])?;
         dump::tensor("attn_out", Some(il), o, n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
@@ -307,7 +312,8 @@ pub fn forward(
         })?;
         let act = &*gate;
         dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
-        // the FFN output [nr][n_embd] in `o` (the attention's is consumed)
+        // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
+        let o = &mut *h;
         linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *o])?;
         dump::tensor("ffn_out", Some(il), o, n_embd);
         add_residual(pool, x, o, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
