@@ -30,3 +30,18 @@ pub fn features() -> Vec<(&'static str, bool)> {
         Vec::new()
     }
 }
+
+/// Bytes of this CPU's (per-core) L2 cache, where the C library reports it
+/// (glibc on Linux reads it from `cpuid`); `None` elsewhere.
+pub fn l2_cache_bytes() -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_LEVEL2_CACHE_SIZE) };
+        usize::try_from(n).ok().filter(|&n| n > 0)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
