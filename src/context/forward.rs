@@ -50,8 +50,9 @@ fn keep_rows(buf: &mut Vec<f32>, width: usize, rows: &[usize]) {
 }
 
 /// Projections that read the same input, quantized once into `acts` (q/k/v,
-/// gate/up; one matrix for the others): `ys[i]` becomes W_i·x for each of
-/// the `nt` rows of x ([nt][cols] → [nt][rows_i]).
+/// gate/up; one matrix for the others): the first `nt * rows_i` values of
+/// `ys[i]` become W_i·x for each of the `nt` rows of x ([nt][cols] →
+/// [nt][rows_i]; the buffers may be longer: `workspace::sized`).
 fn linear<const N: usize>(
     pool: &ThreadPool,
     model: &Model,
@@ -169,7 +170,9 @@ pub fn forward(
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
-    sized(x, nt * n_embd);
+    // (x alone keeps its exact length, the rows in flight: `keep_rows`
+    // shrinks it after the last layer's attention)
+    x.resize(nt * n_embd, 0.0);
     let tok_embd = &weights.tok_embd;
     // (a tied output head copied at load serves the embedding rows too, so
     // that its file pages stay released)
@@ -223,10 +226,13 @@ pub fn forward(
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
         norm_into(pool, x, h, n_embd, &vector(model, &lw.attn_norm)?, eps)?;
-        let (q, k) = (&mut *gate, &mut *up);
-        dump::tensor("attn_norm", Some(il), h, n_embd);
+        let hn = &h[..nt * n_embd];
+        dump::tensor("attn_norm", Some(il), hn, n_embd);
+        linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?;
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
-        linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], h, nt, [&mut *q, &mut *k, &mut *v])?;
+        let q = &mut gate[..nt * lw.wq.rows()];
+        let k = &mut up[..nt * lw.wk.rows()];
+        let v = &mut v[..nt * lw.wv.rows()];
         add_bias(model, q, lw.bq.as_ref())?;
         add_bias(model, k, lw.bk.as_ref())?;
         add_bias(model, v, lw.bv.as_ref())?;
@@ -272,36 +278,38 @@ pub fn forward(
             Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window)),
         };
         // (k is in the cache: its buffer takes the output)
-        let attn = k;
-        attention(pool, kv, il, visible, q, shape, mode.flash, layer, attn)?;
+        attention(pool, kv, il, visible, q, shape, mode.flash, layer, up)?;
+        let attn = &up[..nt * n_head * hd_v];
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)
-        let o = &mut *h;
-        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *o])?;
-        dump::tensor("attn_out", Some(il), o, n_embd);
+        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *h])?;
+        dump::tensor("attn_out", Some(il), &h[..nt * n_embd], n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
                 return Ok(ControlFlow::Continue(()));
             }
             keep_rows(x, n_embd, &out_rows);
-            keep_rows(o, n_embd, &out_rows);
+            keep_rows(h, n_embd, &out_rows);
             nr = out_rows.len();
         }
+        let o = &mut h[..nr * n_embd];
         add_residual(pool, x, o, n_embd, lw.attn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
 
         // --- feed-forward
         dump::tensor("ffn_inp", Some(il), x, n_embd);
         norm_into(pool, x, h, n_embd, &vector(model, &lw.ffn_norm)?, eps)?;
-        dump::tensor("ffn_norm", Some(il), h, n_embd);
-        linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], h, nr, [&mut *gate, &mut *up])?;
+        let hn = &h[..nr * n_embd];
+        dump::tensor("ffn_norm", Some(il), hn, n_embd);
+        linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], hn, nr, [&mut *gate, &mut *up])?;
+        // gate, up [nr][n_ff]
+        let n_ff = lw.ffn_gate.rows();
+        let (gate, up) = (&mut gate[..nr * n_ff], &up[..nr * n_ff]);
         if dump::enabled() {
-            dump::tensor("ffn_gate", Some(il), gate, gate.len() / nr);
-            dump::tensor("ffn_up", Some(il), up, up.len() / nr);
+            dump::tensor("ffn_gate", Some(il), gate, n_ff);
+            dump::tensor("ffn_up", Some(il), up, n_ff);
         }
-        // the activation in place of the gate: [nr][n_ff], row by row (as
+        // the activation in place of the gate, row by row (as
         // ggml_vec_swiglu_f32 runs)
-        let n_ff = gate.len() / nr;
-        let up = &*up;
         pool.run_rows(gate, n_ff, pool.light_rows_per_task(nr), &|i, g| {
             let u = &up[i * n_ff..(i + 1) * n_ff];
             if arch == Arch::Gemma3 {
@@ -313,8 +321,8 @@ pub fn forward(
         let act = &*gate;
         dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
         // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
-        let o = &mut *h;
-        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *o])?;
+        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *h])?;
+        let o = &mut h[..nr * n_embd];
         dump::tensor("ffn_out", Some(il), o, n_embd);
         add_residual(pool, x, o, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
         dump::tensor("l_out", Some(il), x, n_embd);

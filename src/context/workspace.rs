@@ -40,9 +40,16 @@ pub struct Workspace {
     pub acts: Vec<Activations>,
 }
 
-/// `buf` as `len` values. Values kept from earlier use are not cleared (a
-/// fresh part is zero), so the caller must write every value it later reads.
+/// The first `len` values of `buf`, which grows to hold them and never
+/// shrinks, so that a buffer holding values of different sizes in turn (q,
+/// then the FFN gate) is not cleared each time it grows back (Vec::resize
+/// zeroes what it adds: ~1 % of a SmolLM2 prefill). Values kept from
+/// earlier use are not cleared (a fresh part is zero), so the caller must
+/// write every value it later reads, and use the returned slice: `buf`'s
+/// own length may be larger.
 pub fn sized(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
-    buf.resize(len, 0.0);
-    buf
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    &mut buf[..len]
 }
