@@ -660,9 +660,7 @@ unsafe fn rows_group_vnni<const R: usize>(
         }
     }
     for r in 0..R {
-        for j in 0..8 {
-            *out.add(r * os + j) = hsum_ps(acc[r][j]);
-        }
+        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&acc[r]));
     }
 }
 
