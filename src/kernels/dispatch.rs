@@ -227,6 +227,21 @@ impl KernelSet {
         }
     }
 
+    /// A row-block kernel for one token that interleaves the rows it is
+    /// given (the decode's stream segments, `matmul.rs`: one `vfmadd` chain
+    /// per row, so a row alone waits on its latency every block), where
+    /// this set has one: the Q8_0-family kernel on VNNI, for the matrices
+    /// whose one-token product is its plain tile kernel (not where the
+    /// reference takes another path: repacked Q4_0, IQ4_NL's vec_dot). Gives
+    /// the bits of `matmul_fn(ty, rows, 1)`.
+    pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
+        use GgmlType::*;
+        if path(ty, rows, 1).is_some() || !matches!(ty, Q4_0 | Q5_0 | Q8_0) {
+            return None;
+        }
+        (self.rows)(ty)
+    }
+
     /// Checked matmul kernel of a `rows`-row matrix for `out.len()`
     /// activation rows (see `matmul_fn`): `out[t] = dot(w, act row t)` as the
     /// reference's matmul of that shape computes it.

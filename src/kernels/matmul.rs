@@ -369,6 +369,9 @@ pub fn matmul_quantized_with(
         /// segment (`decode_streams`); the job's tasks are then ranges of
         /// local rows within every segment; 0 otherwise
         segment: usize,
+        /// for those: a kernel taking the segments' row of one local row in
+        /// one call (`KernelSet::decode_rows_fn`)
+        decode_f: Option<super::dispatch::RowsFn>,
     }
     let mut jobs = Vec::with_capacity(ws.len());
     let mut tasks: Vec<(usize, usize, usize)> = Vec::new(); // (job, row0, row1)
@@ -421,7 +424,8 @@ pub fn matmul_quantized_with(
                 r = r1;
             }
         }
-        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment }));
+        let decode_f = if segment > 0 { ks.decode_rows_fn(w.ty, w.rows) } else { None };
+        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -435,6 +439,29 @@ pub fn matmul_quantized_with(
             // row of each segment in turn; y is [1][rows], so each output
             // goes straight to y[o] (no tile, no scatter)
             let rb = job.w.row_bytes;
+            if let Some(decode_f) = job.decode_f {
+                // the segments' rows l, l + segment, … in one call, their
+                // accumulator chains interleaved; outputs through a local
+                // buffer (the y between them belongs to other tasks)
+                let seg = job.segment;
+                for l in r0..r1 {
+                    let n = (rows - l).div_ceil(seg);
+                    let mut out = [0f32; DECODE_STREAMS];
+                    assert!(n <= DECODE_STREAMS, "decode: {n} segments");
+                    // SAFETY: rows l + k·seg (k < n) are < rows, so within
+                    // `data` (`Weights::new`), `seg · rb` bytes apart from
+                    // row l; activation row 0 within the checked ones; `out`
+                    // holds n outputs 1 apart.
+                    unsafe { decode_f(job.w.cols, &job.w.data[l * rb..], seg * rb, n, &job.a.data, stride, 1, &mut out, 1) };
+                    for (k, v) in out[..n].iter().enumerate() {
+                        // SAFETY: l + k·seg < rows of y ([1][rows]); the
+                        // local row l belongs to this task alone, so do
+                        // these rows.
+                        unsafe { *job.y.get().add(l + k * seg) = *v };
+                    }
+                }
+                return;
+            }
             for l in r0..r1 {
                 for o in (l..rows).step_by(job.segment) {
                     // SAFETY: o < rows of y ([1][rows], checked above); the

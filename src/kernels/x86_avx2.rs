@@ -664,6 +664,28 @@ unsafe fn rows_group_vnni<const R: usize>(
     }
 }
 
+/// R rows (`ws` bytes apart from `w`) × one token: per row the operations
+/// of `group_q8_0_vnni::<U, 1>` in its order, the R rows' accumulator chains
+/// interleaved (a lone row waits on its `vfmadd`'s latency every block).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // register arrays by row
+unsafe fn rows_one_token_vnni<U: W32, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let ab = a.add(b * 34);
+        let (av, da) = (loadu(ab.add(2)), f16_at(ab));
+        for r in 0..R {
+            let (q, dw) = U::load_vnni(w.add(r * ws + b * U::BYTES));
+            let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(av, q));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(p), acc[r]);
+        }
+    }
+    for r in 0..R {
+        *out.add(r * os) = hsum_ps(acc[r]);
+    }
+}
+
 /// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` rows × 8 tokens,
 /// tail tokens one row at a time.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
@@ -684,6 +706,21 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     // time, 4 rows (32 accumulators, spilled) ~8 % more
     const R: usize = 3;
     let nb = n / QK;
+    if nt == 1 {
+        // a decode (`KernelSet::decode_rows_fn`): 4 rows at a time
+        let mut r = 0;
+        while r < n_rows {
+            let (wp, op) = (w.as_ptr().add(r * ws), out.as_mut_ptr().add(r * os));
+            match n_rows - r {
+                1 => rows_one_token_vnni::<U, 1>(nb, wp, ws, a.as_ptr(), op, os),
+                2 => rows_one_token_vnni::<U, 2>(nb, wp, ws, a.as_ptr(), op, os),
+                3 => rows_one_token_vnni::<U, 3>(nb, wp, ws, a.as_ptr(), op, os),
+                _ => rows_one_token_vnni::<U, 4>(nb, wp, ws, a.as_ptr(), op, os),
+            }
+            r += 4;
+        }
+        return;
+    }
     let n8 = nt - nt % 8;
     // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
     // group of 8), shared by all rows
