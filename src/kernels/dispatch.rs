@@ -26,7 +26,9 @@ pub enum ActType {
     Bf16Rounded,
     /// little-endian f32 rounded to the nearest f16 (F16 weights: the
     /// reference converts the activations to f16, `ggml_cpu_fp32_to_fp16`,
-    /// once per product; held as f32 so the kernels read them as they are)
+    /// once per product; held as f32 so the kernels read them as they are),
+    /// then the same values as f16: the one-row kernel of decodes reads
+    /// those, half the bytes per weight row (`tinyblas_f16::round_act_row`)
     F16Rounded,
     /// Q4_0, Q5_0, Q8_0, IQ4_NL weights
     Q8_0,
@@ -65,7 +67,8 @@ impl ActType {
     /// block size).
     pub fn row_bytes(self, n: usize) -> usize {
         match self {
-            ActType::F32 | ActType::F16Rounded | ActType::Bf16Rounded => 4 * n,
+            ActType::F32 | ActType::Bf16Rounded => 4 * n,
+            ActType::F16Rounded => 6 * n,
             ActType::Q8_0 => n / QK * 34,
             ActType::Q8_1 => n / QK * 36,
             ActType::Q8K => n / QK_K * 292,

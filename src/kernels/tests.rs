@@ -84,6 +84,13 @@ fn act_as_ggml(act: ActType) -> GgmlType {
     }
 }
 
+/// The values of an activation row (an F16Rounded row's f32 part: its f16
+/// copy holds the same values).
+fn act_values(act: ActType, bytes: &[u8], n: usize) -> Vec<f32> {
+    let bytes = if act == ActType::F16Rounded { &bytes[..4 * n] } else { bytes };
+    dequantize(act_as_ggml(act), bytes, n)
+}
+
 fn quantize_acts(ks: &KernelSet, act: ActType, x: &[f32]) -> Vec<u8> {
     let mut out = vec![0u8; act.row_bytes(x.len())];
     ks.quantize_act(act, x, &mut out).expect("valid row");
@@ -189,7 +196,7 @@ fn scalar_dots_equal_the_dot_of_the_dequantized_rows() {
             let w = quantize(ty, &rng.data(n));
             let a = quantize_acts(&scalar::SET, act, &rng.data(n));
             let wf = dequantize(ty, &w, n);
-            let af = dequantize(act_as_ggml(act), &a, n);
+            let af = act_values(act, &a, n);
             let exact: f64 = wf.iter().zip(&af).map(|(x, y)| *x as f64 * *y as f64).sum();
             let got = scalar::SET.dot(ty, n, &w, &a).expect("valid") as f64;
             // Q8_1's block sum is stored as f16: its minimum term is rounded.
@@ -221,7 +228,7 @@ fn simd_dots_equal_scalar_dots() {
                 let mut af = Vec::new();
                 for t in 0..nt {
                     let q = quantize_acts(&scalar::SET, act, &rng.data(n));
-                    af.push(dequantize(act_as_ggml(act), &q, n));
+                    af.push(act_values(act, &q, n));
                     a[t * stride..t * stride + row].copy_from_slice(&q);
                 }
                 let (abuf, aoff) = misaligned(&a);
@@ -529,7 +536,7 @@ fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
                 assert_eq!(got.to_bits(), want.to_bits(), "{} {ty}: {got} vs {want}", set.name);
             } else {
                 let wf = dequantize(ty, &w, n);
-                let af = dequantize(act_as_ggml(act), &a, n);
+                let af = act_values(act, &a, n);
                 let scale = abs_dot(&wf, &af).max(f64::MIN_POSITIVE);
                 let err = (got as f64 - want as f64).abs();
                 assert!(err <= 1e-6 * scale, "{} {ty}: {got} vs {want} (rel {})", set.name, err / scale);
@@ -606,7 +613,7 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
             let mut af = Vec::new();
             for t in 0..max_nt {
                 let q = quantize_acts(&scalar::SET, act, &rng.data(n));
-                af.push(dequantize(act_as_ggml(act), &q, n));
+                af.push(act_values(act, &q, n));
                 a[t * s..t * s + arow].copy_from_slice(&q);
             }
             let (wbuf, woff) = misaligned(&w);
