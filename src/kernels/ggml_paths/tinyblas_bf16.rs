@@ -168,7 +168,6 @@ mod avx512 {
     //! accumulators over 64-element steps, then [`vec_dot_tail`]).
     use super::super::tinyblas_f16::avx512::reduce16;
     use super::{vec_dot_tail, KN};
-    use crate::kernels::dispatch::assert_rows_out;
     use std::arch::x86_64::*;
 
     /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators.
@@ -196,13 +195,10 @@ mod avx512 {
         _mm512_cvtne2ps_pbh(hi, lo)
     }
 
-    /// The [`crate::kernels::RowsFn`] contract's buffer sizes (bf16
-    /// weights, f32 activations).
+    /// The checks of every kernel here (bf16 weights, f32 activations).
     #[allow(clippy::too_many_arguments)]
     fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
-        assert_rows_out(n_rows, nt, out.len(), os);
-        assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "bf16 rows kernel: weights too short");
-        assert!(a.len() >= (nt - 1) * s + 4 * n, "bf16 rows kernel: activations too short");
+        super::super::tinyblas_f32::check_float_rows("bf16", 4, n, w, ws, n_rows, a, s, nt, out, os);
     }
 
     /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 32 == 0`): weight

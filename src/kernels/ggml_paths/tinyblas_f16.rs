@@ -164,8 +164,9 @@ pub fn round_act_row(x: &[f32], out: &mut [u8]) {
     }
     let (f32s, f16s) = out.split_at_mut(4 * n);
     for ((v, b), h) in x.iter().zip(f32s.chunks_exact_mut(4)).zip(f16s.chunks_exact_mut(2)) {
-        b.copy_from_slice(&vecf::round_f16(*v).to_le_bytes());
-        h.copy_from_slice(&crate::quant::f32_to_f16(*v));
+        let v = half::f16::from_f32(*v);
+        b.copy_from_slice(&v.to_f32().to_le_bytes());
+        h.copy_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -212,7 +213,6 @@ pub fn avx512_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx512 {
     use super::KN;
-    use crate::kernels::dispatch::assert_rows_out;
     use std::arch::x86_64::*;
 
     /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators.
@@ -244,13 +244,11 @@ pub(super) mod avx512 {
         _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
     }
 
-    /// The checks of every kernel here: the [`crate::kernels::RowsFn`]
-    /// contract's buffer sizes (f16 weights, f32 activations).
+    /// The checks of every kernel here (f16 weights; activation rows of f32
+    /// then f16 values, `round_act_row`).
     #[allow(clippy::too_many_arguments)]
     fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
-        assert_rows_out(n_rows, nt, out.len(), os);
-        assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "f16 rows kernel: weights too short");
-        assert!(a.len() >= (nt - 1) * s + 6 * n, "f16 rows kernel: activations too short");
+        super::super::tinyblas_f32::check_float_rows("f16", 6, n, w, ws, n_rows, a, s, nt, out, os);
     }
 
     /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`): weight
@@ -469,8 +467,9 @@ mod avx2 {
             i += 8;
         }
         for k in i..n {
-            out[4 * k..4 * k + 4].copy_from_slice(&crate::kernels::vecf::round_f16(x[k]).to_le_bytes());
-            out[4 * n + 2 * k..4 * n + 2 * k + 2].copy_from_slice(&crate::quant::f32_to_f16(x[k]));
+            let v = half::f16::from_f32(x[k]);
+            out[4 * k..4 * k + 4].copy_from_slice(&v.to_f32().to_le_bytes());
+            out[4 * n + 2 * k..4 * n + 2 * k + 2].copy_from_slice(&v.to_le_bytes());
         }
     }
 

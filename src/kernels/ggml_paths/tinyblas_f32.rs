@@ -98,11 +98,24 @@ pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn
     }
 }
 
+/// The checks of the float row-block kernels (F16, BF16 on AVX-512): the
+/// [`crate::kernels::RowsFn`] contract's buffer sizes for 2-byte weights
+/// and activation rows of `act_bytes` bytes per element (`what` names the
+/// kernel in the message).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_float_rows(what: &str, act_bytes: usize, n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
+    super::super::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
+    assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "{what} rows kernel: weights too short");
+    assert!(a.len() >= (nt - 1) * s + act_bytes * n, "{what} rows kernel: activations too short");
+}
+
 /// The walk of the float row-block kernels (F16, BF16 on AVX-512) over
 /// `n_rows` weight rows × `nt` tokens: tokens in chunks of `chunk` (every
 /// row block runs over a chunk before the next, so its activations stay in
 /// L2), rows in blocks of `rm` then one by one, tokens in tiles of `rn` then
 /// the rest. `tile(rows, tokens, row0, token0)` computes one tile.
+#[cfg(target_arch = "x86_64")]
 pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: usize, mut tile: impl FnMut(usize, usize, usize, usize)) {
     let mut t0 = 0;
     while t0 < nt {
