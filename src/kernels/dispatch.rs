@@ -234,15 +234,18 @@ impl KernelSet {
     /// given (the decode's stream segments, `matmul.rs`: one `vfmadd` chain
     /// per row, so a row alone waits on its latency every block), where
     /// this set has one: the Q8_0 kernel on VNNI, whose one-token product
-    /// is its plain tile kernel. Gives the bits of `matmul_fn(ty, rows, 1)`.
+    /// is its plain tile kernel, and the F16 ggml_vec_dot_f16 one on
+    /// AVX-512 (its rows' loads in flight together, one activation
+    /// conversion for all). Gives the bits of `matmul_fn(ty, rows, 1)`.
     /// (Not the types of less than a byte per weight, read as one stream:
     /// 4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
     /// 98 one row at a time, tenth session.)
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
-        if path(ty, rows, 1).is_some() || ty != GgmlType::Q8_0 {
-            return None;
+        match path(ty, rows, 1) {
+            None if ty == GgmlType::Q8_0 => (self.rows)(ty),
+            Some(Path::VecDotF16) => self.matmul_rows_fn(ty, rows, 1),
+            _ => None,
         }
-        (self.rows)(ty)
     }
 
     /// Checked matmul kernel of a `rows`-row matrix for `out.len()`

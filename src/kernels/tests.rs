@@ -287,9 +287,10 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
     // 67 rows: no repacked path; 72: repacked where the reference repacks;
     // 200 rows × 1 token: a decode, split into several tasks; 301 rows × 1
     // token: types of a byte or more per weight read as 2–4 streams
-    // (segments of 76 rows, the last shorter); 602 rows: Q8_0 as 4 streams
-    // too (its decode kernel takes 1–4 segments' rows per call: 4, then 3
-    // for the last local rows; 2 and 1 at 301 rows). Decodes check every row.
+    // (segments of 76 rows, the last shorter); 602 rows: as 4 streams too
+    // (the Q8_0 and F16 decode kernels take 1–4 segments' rows per call: 4,
+    // then 3 for the last local rows; 2 and 1 at 301 rows). Decodes check
+    // every row.
     for (rows, nt) in [(67, 9), (72, 9), (72, 3), (200, 1), (301, 1), (602, 1)] {
         let x = rng.data(nt * cols);
         for set in available_sets() {
