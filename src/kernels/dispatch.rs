@@ -234,8 +234,8 @@ impl KernelSet {
     /// given (the decode's stream segments, `matmul.rs`: one `vfmadd` chain
     /// per row, so a row alone waits on its latency every block), where
     /// this set has one: the Q8_0 kernel on VNNI, whose one-token product
-    /// is its plain tile kernel, and the F16 ggml_vec_dot_f16 one on
-    /// AVX-512 (its rows' loads in flight together, one activation
+    /// is its plain tile kernel, and the F16 and BF16 ggml_vec_dot ones on
+    /// AVX-512 (their rows' loads in flight together, one activation
     /// conversion for all). Gives the bits of `matmul_fn(ty, rows, 1)`.
     /// (Not the types of less than a byte per weight, read as one stream:
     /// 4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
@@ -243,7 +243,7 @@ impl KernelSet {
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
             None if ty == GgmlType::Q8_0 => (self.rows)(ty),
-            Some(Path::VecDotF16) => self.matmul_rows_fn(ty, rows, 1),
+            Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(ty, rows, 1),
             _ => None,
         }
     }

@@ -286,27 +286,34 @@ mod avx512 {
         }
     }
 
-    /// ggml_vec_dot_bf16 of one weight row (`2n` bytes at `w`) with one
-    /// token (`4n` bytes at `a`).
+    /// ggml_vec_dot_bf16 of `R` weight rows (`2n` bytes each, `ws` apart at
+    /// `w`) with one token (`4n` bytes at `a`): per row its 2 chains and
+    /// tail; the rows' chains interleaved, one activation conversion for all.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    unsafe fn vec_dot(n: usize, w: &[u8], a: &[u8]) -> f32 {
+    unsafe fn vec_dot<const R: usize>(n: usize, w: &[u8], ws: usize, a: &[u8]) -> [f32; R] {
+        assert!(w.len() >= (R - 1) * ws + 2 * n && a.len() >= 4 * n, "vec_dot: shapes");
         let np = n & !63;
-        let (mut c1, mut c2) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut c = [[_mm512_setzero_ps(); 2]; R];
         let (wp, ap) = (w.as_ptr(), a.as_ptr());
         let mut l = 0;
         while l < np {
-            // SAFETY: l + 64 ≤ np ≤ n (the row holds 2n bytes, the token 4n).
+            // SAFETY: l + 64 ≤ np ≤ n (rows hold 2n bytes, the token 4n;
+            // asserted above).
             unsafe {
-                c1 = _mm512_dpbf16_ps(c1, load_w(wp.add(2 * l)), load_a(ap.add(4 * l)));
-                c2 = _mm512_dpbf16_ps(c2, load_w(wp.add(2 * (l + 32))), load_a(ap.add(4 * (l + 32))));
+                let (a1, a2) = (load_a(ap.add(4 * l)), load_a(ap.add(4 * (l + 32))));
+                for (r, c) in c.iter_mut().enumerate() {
+                    c[0] = _mm512_dpbf16_ps(c[0], load_w(wp.add(r * ws + 2 * l)), a1);
+                    c[1] = _mm512_dpbf16_ps(c[1], load_w(wp.add(r * ws + 2 * (l + 32))), a2);
+                }
             }
             l += 64;
         }
-        vec_dot_tail(n, np, w, a, reduce16(c1), reduce16(c2))
+        std::array::from_fn(|r| vec_dot_tail(n, np, &w[r * ws..r * ws + 2 * n], a, reduce16(c[r][0]), reduce16(c[r][1])))
     }
 
-    /// `RowsFn` of the ggml_vec_dot_bf16 path: one row after another per
-    /// token (the weight stream bounds it, as for F16).
+    /// `RowsFn` of the ggml_vec_dot_bf16 path: per token, the rows 4 at a
+    /// time through [`vec_dot`] (a decode hands it one row of each stream
+    /// segment, as for F16).
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
@@ -315,10 +322,26 @@ mod avx512 {
     pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
         check(n, w, ws, n_rows, a, s, nt, out, os);
         for t in 0..nt {
-            for r in 0..n_rows {
-                // SAFETY: row r < n_rows and token t < nt lie within the
-                // buffers checked above.
-                out[r * os + t] = unsafe { vec_dot(n, &w[r * ws..r * ws + 2 * n], &a[t * s..t * s + 4 * n]) };
+            let a = &a[t * s..t * s + 4 * n];
+            let mut r = 0;
+            while r < n_rows {
+                let k = (n_rows - r).min(4);
+                let w = &w[r * ws..];
+                let mut v = [0f32; 4];
+                // SAFETY: the CPU has the target features (the caller's
+                // contract); the kernel checks its slices.
+                unsafe {
+                    match k {
+                        1 => v[..1].copy_from_slice(&vec_dot::<1>(n, w, ws, a)),
+                        2 => v[..2].copy_from_slice(&vec_dot::<2>(n, w, ws, a)),
+                        3 => v[..3].copy_from_slice(&vec_dot::<3>(n, w, ws, a)),
+                        _ => v = vec_dot::<4>(n, w, ws, a),
+                    }
+                }
+                for (j, v) in v[..k].iter().enumerate() {
+                    out[(r + j) * os + t] = *v;
+                }
+                r += k;
             }
         }
     }
@@ -608,8 +631,9 @@ mod tests {
             }
         };
         // cols: 32-steps with and without 64-leftovers, 40 (tinyBLAS
-        // declines); rows around the 4-row block, tokens around the 6-token
-        // tile and, with 61 tokens of 576 columns, past the token chunk
+        // declines); every row count to 9 (4-row blocks, vec_dot's 1-4
+        // interleaved rows), tokens around the 6-token tile and, with 61
+        // tokens of 576 columns, past the token chunk
         let (max_rows, max_nt) = (9, 61);
         for (case, n) in [32, 40, 64, 96, 576, 608].into_iter().enumerate() {
             let special = case % 2 == 1 || n == 576;
@@ -633,7 +657,7 @@ mod tests {
                 }
                 round_act_row(&x, &mut a[1 + t * s..1 + t * s + 4 * n]);
             }
-            for n_rows in [1, 3, 4, 5, 8, 9] {
+            for n_rows in 1..=max_rows {
                 for nt in [1, 2, 5, 6, 7, 13, 61] {
                     if nt == 61 && n != 576 {
                         continue;
