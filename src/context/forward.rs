@@ -24,11 +24,14 @@ fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
     model.repacked.copy(w).unwrap_or_else(|| model.files[w.file].tensor_data(&w.info))
 }
 
-/// A small weight (norm, bias) as f32.
-fn vector(model: &Model, w: &Weight) -> Result<Vec<f32>> {
-    let mut out = vec![0f32; w.info.n_elements() as usize];
-    crate::quant::dequantize_row(w.ty(), bytes(model, w), &mut out)?;
-    Ok(out)
+/// A small weight (norm, bias, rope factors) as f32: read at load
+/// (`Model::vectors`, which holds every one the forward pass reads).
+fn vector<'m>(model: &'m Model, w: &Weight) -> Result<&'m [f32]> {
+    model
+        .vectors
+        .get(&(w.file, w.info.offset))
+        .map(Vec::as_slice)
+        .ok_or_else(|| crate::Error::invalid(format!("tensor '{}' was not read at load", w.info.name)))
 }
 
 /// A weight as the kernels take it, with its load-time tiles if it has them.
@@ -96,12 +99,12 @@ fn add_residual(
     x: &mut [f32],
     y: &mut [f32],
     width: usize,
-    post_norm: Option<Vec<f32>>,
+    post_norm: Option<&[f32]>,
     eps: f32,
 ) -> Result<()> {
     let per_task = pool.light_rows_per_task(x.len() / width);
     if let Some(w) = post_norm {
-        pool.run_rows(y, width, per_task, &|_, row| ops::rms_norm_mul(row, width, &w, eps))?;
+        pool.run_rows(y, width, per_task, &|_, row| ops::rms_norm_mul(row, width, w, eps))?;
     }
     let y = &*y;
     pool.run_rows(x, width, per_task, &|i, row| {
@@ -115,7 +118,7 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     if let Some(b) = b {
         let b = vector(model, b)?;
         for row in y.chunks_exact_mut(b.len()) {
-            for (v, bi) in row.iter_mut().zip(&b) {
+            for (v, bi) in row.iter_mut().zip(b) {
                 *v += bi;
             }
         }

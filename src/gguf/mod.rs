@@ -54,7 +54,8 @@ pub use writer::{GgufWriter, OwnedArray, OwnedValue};
 /// The bytes a `GgufFile` reads from.
 enum Storage {
     /// A read-only mapping of a whole file; the GGUF data starts at `base`.
-    Mapped { map: Mmap, base: usize },
+    /// The file stays open for [`GgufFile::read_tensor`].
+    Mapped { map: Mmap, base: usize, file: File },
     /// Bytes owned in memory (tests, fuzzing, synthetic models).
     Owned(Vec<u8>),
 }
@@ -62,7 +63,7 @@ enum Storage {
 impl Storage {
     fn bytes(&self) -> &[u8] {
         match self {
-            Storage::Mapped { map, base } => map.get(*base..).unwrap_or(&[]),
+            Storage::Mapped { map, base, .. } => map.get(*base..).unwrap_or(&[]),
             Storage::Owned(v) => v,
         }
     }
@@ -96,7 +97,7 @@ impl GgufFile {
         };
         let file = File::open(path).map_err(io_err)?;
         let map = map_file(&file).map_err(io_err)?;
-        GgufFile::from_storage(Storage::Mapped { map, base: 0 })
+        GgufFile::from_storage(Storage::Mapped { map, base: 0, file })
     }
 
     /// Maps `file` and parses the GGUF data that starts `base` bytes into it
@@ -118,7 +119,8 @@ impl GgufFile {
                     "the GGUF data would start at byte {base}, past the end of the {len}-byte file"
                 ))
             })?;
-        GgufFile::from_storage(Storage::Mapped { map, base })
+        let file = file.try_clone().map_err(|e| io_err(e.to_string()))?;
+        GgufFile::from_storage(Storage::Mapped { map, base, file })
     }
 
     /// Parses a GGUF file held in memory.
@@ -384,6 +386,32 @@ impl GgufFile {
             .and_then(|s| Some((usize::try_from(s).ok()?, usize::try_from(t.nbytes).ok()?)))
             .and_then(|(s, n)| Some(s..s.checked_add(n)?));
         range.and_then(|r| self.bytes().get(r)).unwrap_or(&[])
+    }
+
+    /// Tensor `t`'s data, copied out of a mapped file with `pread` instead
+    /// of read through the mapping, so that no page of the mapping becomes
+    /// resident: where the page cache holds the file in huge folios, one
+    /// read through the mapping maps a whole 2 MiB page. (Owned bytes are
+    /// copied.) Fails where the data lies outside the file.
+    pub fn read_tensor(&self, t: &TensorInfo) -> Result<Vec<u8>> {
+        let data = self.tensor_data(t);
+        if usize::try_from(t.nbytes).ok() != Some(data.len()) {
+            return Err(Error::model(format!("tensor '{}': its data lies outside the file", t.name)));
+        }
+        match &self.storage {
+            Storage::Mapped { map, file, .. } => {
+                use std::os::unix::fs::FileExt;
+                // the data's offset in the file, from its place in the mapping
+                let at = data.as_ptr() as usize - map.as_ptr() as usize;
+                let mut out = vec![0u8; data.len()];
+                file.read_exact_at(&mut out, value::to_u64(at)).map_err(|e| Error::Io {
+                    path: String::from("(model file)"),
+                    reason: format!("reading tensor '{}': {e}", t.name),
+                })?;
+                Ok(out)
+            }
+            Storage::Owned(_) => Ok(data.to_vec()),
+        }
     }
 
     /// Drops the resident pages wholly inside tensor `t`'s data from this

@@ -1184,6 +1184,54 @@ fn released_tensor_pages_read_back_the_same_bytes() {
     // owned bytes: nothing to release
     let owned = GgufFile::from_bytes(bytes).expect("parse");
     assert_eq!(owned.release_pages(&owned.find_tensor("t").expect("tensor")), 0);
+    assert_eq!(owned.read_tensor(&owned.find_tensor("t").expect("tensor")).expect("read"), data);
+}
+
+/// Pages of `data` mapped into this process (`/proc/self/pagemap`'s
+/// present bit), or None where pagemap cannot be read.
+#[cfg(target_os = "linux")]
+fn mapped_pages(data: &[u8]) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let pagemap = std::fs::File::open("/proc/self/pagemap").ok()?;
+    let (first, last) = (data.as_ptr() as usize / page, (data.as_ptr() as usize + data.len() - 1) / page);
+    let mut n = 0;
+    for p in first..=last {
+        let mut e = [0u8; 8];
+        pagemap.read_exact_at(&mut e, (p * 8) as u64).ok()?;
+        n += (u64::from_le_bytes(e) >> 63) as usize;
+    }
+    Some(n)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn read_tensor_copies_without_mapping_the_pages() {
+    // The norms and biases are read at load with `read_tensor`, so that a
+    // model whose matrices were copied out of the file never maps its
+    // pages again (a 2 MiB folio per norm where the page cache has them).
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8).collect();
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
+    let path = std::env::temp_dir().join(format!("minfer-read-tensor-{}.gguf", std::process::id()));
+    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
+    let f = GgufFile::open(&path).expect("open");
+    let _ = std::fs::remove_file(&path);
+    let t = f.find_tensor("t").expect("tensor");
+    // the interior pages (the header shares the first)
+    let inner = &f.tensor_data(&t)[8192..data.len() - 8192];
+    f.release_pages(&t);
+    let Some(before) = mapped_pages(inner) else { return };
+    assert_eq!(before, 0, "released pages are not mapped");
+    assert_eq!(f.read_tensor(&t).expect("read"), data);
+    assert_eq!(mapped_pages(inner), Some(0), "read_tensor maps no page");
+    assert_eq!(f.tensor_data(&t), &data[..]);
+    assert!(mapped_pages(inner).is_some_and(|n| n > 0), "a read through the mapping maps them");
+    // a tensor whose data would lie past the end of the file
+    let mut bad = t.clone();
+    bad.offset += 1 << 20;
+    assert!(f.read_tensor(&bad).is_err());
 }
 
 /// The model mapping asks for huge pages (`VmFlags` "hg" in smaps): pages

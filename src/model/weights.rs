@@ -147,4 +147,16 @@ impl Weights {
         }
         Ok(Weights { tok_embd, output_norm, output, rope_freqs, layers })
     }
+
+    /// The one-row weights the forward pass reads (norms, biases, rope
+    /// factors), each once.
+    pub fn vectors(&self) -> Vec<&Weight> {
+        let mut v: Vec<&Weight> = vec![&self.output_norm];
+        v.extend(&self.rope_freqs);
+        for l in &self.layers {
+            v.extend([&l.attn_norm, &l.ffn_norm]);
+            v.extend([&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.attn_post_norm, &l.ffn_post_norm].into_iter().flatten());
+        }
+        v
+    }
 }
