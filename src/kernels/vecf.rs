@@ -202,7 +202,13 @@ pub fn gemv_tile_rows<const R: usize>(q: &[f32], kt: &[f32], out: &mut [[f32; TI
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: features checked; q holds R rows of hd, kt hd rows of TILE.
-        return unsafe { avx2::gemv_tile_rows::<R>(q, hd, kt, out) };
+        return unsafe {
+            if use_avx512() {
+                avx512::gemv_tile_rows::<R>(q, hd, kt, out)
+            } else {
+                avx2::gemv_tile_rows::<R>(q, hd, kt, out)
+            }
+        };
     }
     for (qr, o) in q.chunks_exact(hd).zip(out.iter_mut()) {
         *o = [0f32; TILE];
@@ -245,7 +251,13 @@ pub fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: features checked; v holds TILE rows of dv, acc R rows of dv.
-        return unsafe { avx2::axpy_tile_rows::<R>(p, v, acc, dv) };
+        return unsafe {
+            if use_avx512() {
+                avx512::axpy_tile_rows::<R>(p, v, acc, dv)
+            } else {
+                avx2::axpy_tile_rows::<R>(p, v, acc, dv)
+            }
+        };
     }
     for (pr, a) in p.iter().zip(acc.chunks_exact_mut(dv)) {
         for (j, &pj) in pr.iter().enumerate() {
@@ -693,11 +705,109 @@ mod avx512 {
     }
 
     exp_kernels!("avx2,fma,avx512f,avx512vl", scalef_vl);
+
+    /// [`super::gemv_tile_rows`] on 16 lanes: the whole tile (4 vectors)
+    /// per pass, each K vector loaded once for the R rows' chains.
+    ///
+    /// # Safety
+    /// AVX-512F; `q` holds R rows of `hd`, `kt` hd rows of TILE.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
+        let mut acc = [[_mm512_setzero_ps(); 4]; R];
+        for k in 0..hd {
+            // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
+            let row = kt.as_ptr().add(k * TILE);
+            let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(*q.as_ptr().add(r * hd + k)));
+            for c in 0..4 {
+                let kv = _mm512_loadu_ps(row.add(16 * c));
+                for r in 0..R {
+                    acc[r][c] = _mm512_fmadd_ps(kv, b[r], acc[r][c]);
+                }
+            }
+        }
+        for (o, a) in out.iter_mut().zip(&acc) {
+            for (c, x) in a.iter().enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(16 * c), *x);
+            }
+        }
+    }
+
+    /// [`super::axpy_tile_rows`] on 16 lanes: per 64 columns of V (then
+    /// per 16), the R rows' accumulators in registers across the TILE rows.
+    ///
+    /// # Safety
+    /// AVX-512F; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
+    #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
+        #[inline(always)]
+        unsafe fn cols<const R: usize, const C: usize>(p: &[[f32; TILE]; R], v: *const f32, a: *mut f32, dv: usize) {
+            // SAFETY (all below): columns d..d+16C of the R rows of acc (at
+            // `a`, rows dv apart) and of the TILE rows of v (at `v`).
+            let mut x: [[__m512; C]; R] = std::array::from_fn(|r| std::array::from_fn(|c| _mm512_loadu_ps(a.add(r * dv + 16 * c))));
+            for j in 0..TILE {
+                let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(p[r][j]));
+                let row = v.add(j * dv);
+                for c in 0..C {
+                    let vv = _mm512_loadu_ps(row.add(16 * c));
+                    for r in 0..R {
+                        x[r][c] = _mm512_fmadd_ps(vv, b[r], x[r][c]);
+                    }
+                }
+            }
+            for (r, xr) in x.iter().enumerate() {
+                for (c, xc) in xr.iter().enumerate() {
+                    _mm512_storeu_ps(a.add(r * dv + 16 * c), *xc);
+                }
+            }
+        }
+        let mut d = 0;
+        while d + 64 <= dv {
+            cols::<R, 4>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
+            d += 64;
+        }
+        while d + 16 <= dv {
+            cols::<R, 1>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
+            d += 16;
+        }
+        for r in 0..R {
+            for dd in d..dv {
+                for (j, &pj) in p[r].iter().enumerate() {
+                    acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The AVX-512 kernel if `wide`, else the AVX2 one.
+    ///
+    /// # Safety
+    /// As the kernel's; AVX-512F where `wide`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn gemv_tile_rows_on<const R: usize>(wide: bool, q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
+        if wide {
+            avx512::gemv_tile_rows::<R>(q, hd, kt, out)
+        } else {
+            avx2::gemv_tile_rows::<R>(q, hd, kt, out)
+        }
+    }
+
+    /// As [`gemv_tile_rows_on`], for `axpy_tile_rows`.
+    ///
+    /// # Safety
+    /// As the kernel's; AVX-512F where `wide`.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn axpy_tile_rows_on<const R: usize>(wide: bool, p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
+        if wide {
+            avx512::axpy_tile_rows::<R>(p, v, acc, dv)
+        } else {
+            avx2::axpy_tile_rows::<R>(p, v, acc, dv)
+        }
+    }
 
     /// Inputs covering the ranges the callers use, the subnormal and
     /// overflow ends, and the special values.
@@ -793,24 +903,30 @@ mod tests {
         assert!(c.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 
         // three query rows of 128 at once, and each alone, against the
-        // definition: every output its own fused chain in order
+        // definition: every output its own fused chain in order (the AVX2
+        // kernel, and the AVX-512 one where the CPU has it)
         let q: Vec<f32> = (0..3 * 128).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
         let kt: Vec<f32> = (0..128 * TILE).map(|i| ((i * 53 % 97) as f32 - 48.0) / 17.0).collect();
         let mut o3 = [[0f32; TILE]; 3];
-        // SAFETY: features checked.
-        unsafe { avx2::gemv_tile_rows::<3>(&q, 128, &kt, &mut o3) };
-        for (r, o) in o3.iter().enumerate() {
-            let mut o1 = [[0f32; TILE]; 1];
-            // SAFETY: features checked.
-            unsafe { avx2::gemv_tile_rows::<1>(&q[r * 128..(r + 1) * 128], 128, &kt, &mut o1) };
-            let mut o2 = [0f32; TILE];
-            for (k, &qk) in q[r * 128..(r + 1) * 128].iter().enumerate() {
-                for j in 0..TILE {
-                    o2[j] = kt[k * TILE + j].mul_add(qk, o2[j]);
-                }
+        for wide in [false, true] {
+            if wide && !use_avx512() {
+                continue;
             }
-            assert_eq!(o.map(f32::to_bits), o2.map(f32::to_bits), "row {r} of 3");
-            assert_eq!(o1[0].map(f32::to_bits), o2.map(f32::to_bits), "row {r} alone");
+            // SAFETY: features checked.
+            unsafe { gemv_tile_rows_on::<3>(wide, &q, 128, &kt, &mut o3) };
+            for (r, o) in o3.iter().enumerate() {
+                let mut o1 = [[0f32; TILE]; 1];
+                // SAFETY: features checked.
+                unsafe { gemv_tile_rows_on::<1>(wide, &q[r * 128..(r + 1) * 128], 128, &kt, &mut o1) };
+                let mut o2 = [0f32; TILE];
+                for (k, &qk) in q[r * 128..(r + 1) * 128].iter().enumerate() {
+                    for j in 0..TILE {
+                        o2[j] = kt[k * TILE + j].mul_add(qk, o2[j]);
+                    }
+                }
+                assert_eq!(o.map(f32::to_bits), o2.map(f32::to_bits), "row {r} of 3, wide {wide}");
+                assert_eq!(o1[0].map(f32::to_bits), o2.map(f32::to_bits), "row {r} alone, wide {wide}");
+            }
         }
         let o1 = o3[0];
 
@@ -849,26 +965,34 @@ mod tests {
             assert_eq!(m1.to_bits(), m2.to_bits(), "mask {visible:x}");
         }
 
-        // 72 columns: two 32-column blocks and a tail of 8
-        let v: Vec<f32> = (0..TILE * 72).map(|i| ((i * 29 % 89) as f32 - 44.0) / 9.0).collect();
+        // 72 columns: two 32-column blocks and a tail of 8 (AVX2), a
+        // 64-column block and a tail of 8 (AVX-512); 88: 64 + 16 + 8
         let p = [row, o3[1].map(|x| x / 100.0), o3[2].map(|x| -x / 50.0)];
-        let mut a3: Vec<f32> = (0..3 * 72).map(|i| (i as f32 - 100.0) / 31.0).collect();
-        let start = a3.clone();
-        // SAFETY: features checked.
-        unsafe { avx2::axpy_tile_rows::<3>(&p, &v, &mut a3, 72) };
-        for r in 0..3 {
-            let mut a1 = start[r * 72..(r + 1) * 72].to_vec();
-            // SAFETY: features checked.
-            unsafe { avx2::axpy_tile_rows::<1>(&[p[r]], &v, &mut a1, 72) };
-            let mut a2 = start[r * 72..(r + 1) * 72].to_vec();
-            for (j, &pj) in p[r].iter().enumerate() {
-                for d in 0..72 {
-                    a2[d] = v[j * 72 + d].mul_add(pj, a2[d]);
+        for dv in [72, 88] {
+            let v: Vec<f32> = (0..TILE * dv).map(|i| ((i * 29 % 89) as f32 - 44.0) / 9.0).collect();
+            let start: Vec<f32> = (0..3 * dv).map(|i| (i as f32 - 100.0) / 31.0).collect();
+            for wide in [false, true] {
+                if wide && !use_avx512() {
+                    continue;
+                }
+                let mut a3 = start.clone();
+                // SAFETY: features checked.
+                unsafe { axpy_tile_rows_on::<3>(wide, &p, &v, &mut a3, dv) };
+                for r in 0..3 {
+                    let mut a1 = start[r * dv..(r + 1) * dv].to_vec();
+                    // SAFETY: features checked.
+                    unsafe { axpy_tile_rows_on::<1>(wide, &[p[r]], &v, &mut a1, dv) };
+                    let mut a2 = start[r * dv..(r + 1) * dv].to_vec();
+                    for (j, &pj) in p[r].iter().enumerate() {
+                        for d in 0..dv {
+                            a2[d] = v[j * dv + d].mul_add(pj, a2[d]);
+                        }
+                    }
+                    let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a3[r * dv..(r + 1) * dv]), bits(&a2), "row {r} of 3, {dv} columns, wide {wide}");
+                    assert_eq!(bits(&a1), bits(&a2), "row {r} alone, {dv} columns, wide {wide}");
                 }
             }
-            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&a3[r * 72..(r + 1) * 72]), bits(&a2), "row {r} of 3");
-            assert_eq!(bits(&a1), bits(&a2), "row {r} alone");
         }
 
         let x: Vec<f32> = (0..200).map(|i| round_f16((i as f32 - 100.0) / 11.0)).collect();
