@@ -308,7 +308,12 @@ mod avx512 {
             }
             l += 64;
         }
-        std::array::from_fn(|r| vec_dot_tail(n, np, &w[r * ws..r * ws + 2 * n], a, reduce16(c[r][0]), reduce16(c[r][1])))
+        // (a loop, not `array::from_fn`: its closure was not inlined)
+        let mut out = [0f32; R];
+        for (r, (o, c)) in out.iter_mut().zip(&c).enumerate() {
+            *o = vec_dot_tail(n, np, &w[r * ws..r * ws + 2 * n], a, reduce16(c[0]), reduce16(c[1]));
+        }
+        out
     }
 
     /// `RowsFn` of the ggml_vec_dot_bf16 path: per token, the rows 4 at a

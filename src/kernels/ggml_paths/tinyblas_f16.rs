@@ -387,8 +387,9 @@ pub(super) mod avx512 {
             }
             l += 64;
         }
-        std::array::from_fn(|r| {
-            let acc = acc[r];
+        // (a loop, not `array::from_fn`: its closure was not inlined)
+        let mut out = [0f32; R];
+        for (r, (o, acc)) in out.iter_mut().zip(&acc).enumerate() {
             let v = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
             let mut sum = f64::from(reduce16(v));
             let w = w.add(r * ws);
@@ -396,8 +397,9 @@ pub(super) mod avx512 {
                 let x = crate::quant::f16_to_f32([*w.add(2 * k), *w.add(2 * k + 1)]);
                 sum += f64::from(x * (a.add(4 * k) as *const f32).read_unaligned());
             }
-            sum as f32
-        })
+            *o = sum as f32;
+        }
+        out
     }
 
     /// `RowsFn` of the ggml_vec_dot_f16 path: per token, the rows 4 at a
