@@ -313,22 +313,18 @@ fn row_one_chunk_of<X: vecf::F16Input>(
 ) {
     let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
     let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-    row_one_chunk(
-        sh,
-        qh,
-        visible,
-        &|c, qf| vecf::dot_f16(k_of(c), qf),
-        &|acc, c, s| vecf::mad_f16(acc, v_of(c), s),
-        row,
-    );
+    row_one_chunk(sh, qh, visible, |c, qf| vecf::dot_f16(k_of(c), qf), |acc, c, s| vecf::mad_f16(acc, v_of(c), s), row);
 }
 
+/// (`dot` and `mad` are generic, not `&dyn Fn`: they run once per visible
+/// cell of every head, and called through pointers they were 0.8 % of an
+/// F16 decode's samples on their own.)
 fn row_one_chunk(
     sh: AttnShape,
     q_in: &[f32],
     visible: &[usize],
-    dot: &dyn Fn(usize, &[f32]) -> f32,
-    mad: &dyn Fn(&mut [f32], usize, f32),
+    dot: impl Fn(usize, &[f32]) -> f32,
+    mad: impl Fn(&mut [f32], usize, f32),
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
