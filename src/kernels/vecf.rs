@@ -739,7 +739,8 @@ mod avx512 {
     /// AVX-512F; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
-        #[inline(always)]
+        #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+        #[inline]
         unsafe fn cols<const R: usize, const C: usize>(p: &[[f32; TILE]; R], v: *const f32, a: *mut f32, dv: usize) {
             // SAFETY (all below): columns d..d+16C of the R rows of acc (at
             // `a`, rows dv apart) and of the TILE rows of v (at `v`).

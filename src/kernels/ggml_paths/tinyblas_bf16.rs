@@ -316,40 +316,14 @@ mod avx512 {
         out
     }
 
-    /// `RowsFn` of the ggml_vec_dot_bf16 path: per token, the rows 4 at a
-    /// time through [`vec_dot`] (a decode hands it one row of each stream
-    /// segment, as for F16).
-    ///
-    /// # Safety
-    /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
-        check(n, w, ws, n_rows, a, s, nt, out, os);
-        for t in 0..nt {
-            let a = &a[t * s..t * s + 4 * n];
-            let mut r = 0;
-            while r < n_rows {
-                let k = (n_rows - r).min(4);
-                let w = &w[r * ws..];
-                let mut v = [0f32; 4];
-                // SAFETY: the CPU has the target features (the caller's
-                // contract); the kernel checks its slices.
-                unsafe {
-                    match k {
-                        1 => v[..1].copy_from_slice(&vec_dot::<1>(n, w, ws, a)),
-                        2 => v[..2].copy_from_slice(&vec_dot::<2>(n, w, ws, a)),
-                        3 => v[..3].copy_from_slice(&vec_dot::<3>(n, w, ws, a)),
-                        _ => v = vec_dot::<4>(n, w, ws, a),
-                    }
-                }
-                for (j, v) in v[..k].iter().enumerate() {
-                    out[(r + j) * os + t] = *v;
-                }
-                r += k;
-            }
-        }
-    }
+    super::super::tinyblas_f32::rows_vec_dot_fn!(
+        /// `RowsFn` of the ggml_vec_dot_bf16 path, through [`vec_dot`]
+        /// (`tinyblas_f32::rows_vec_dot_fn`), the rows 4 at a time.
+        ///
+        /// # Safety
+        /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
+        "avx2,fma,f16c,avx512f,avx512vl,avx512bf16"
+    );
 }
 
 #[cfg(target_arch = "x86_64")]

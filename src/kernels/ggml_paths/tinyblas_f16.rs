@@ -371,7 +371,9 @@ pub(super) mod avx512 {
     /// conversion; the activations are read from the row's f16 copy
     /// (`round_act_row`), the same values.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn vec_dot<const R: usize>(n: usize, w: *const u8, ws: usize, a: *const u8) -> [f32; R] {
+    unsafe fn vec_dot<const R: usize>(n: usize, w: &[u8], ws: usize, a: &[u8]) -> [f32; R] {
+        assert!(w.len() >= (R - 1) * ws + 2 * n && a.len() >= 6 * n, "vec_dot: shapes");
+        let (w, a) = (w.as_ptr(), a.as_ptr());
         let np = n & !63;
         let mut acc = [[_mm512_setzero_ps(); 4]; R];
         let ah = a.add(4 * n);
@@ -402,42 +404,16 @@ pub(super) mod avx512 {
         out
     }
 
-    /// `RowsFn` of the ggml_vec_dot_f16 path: per token, the rows 4 at a
-    /// time through [`vec_dot`]. A decode hands it one row of each of its
-    /// stream segments (`matmul.rs`, `KernelSet::decode_rows_fn`): SmolLM2
-    /// F16 tg128, 7 alternating rounds, 99.5 against 88.9 t/s one row per
-    /// call at 2 threads (reference 80.5), 74.8 against 70.1 at 1 (59.0).
-    ///
-    /// # Safety
-    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
-        check(n, w, ws, n_rows, a, s, nt, out, os);
-        let (wp, ap) = (w.as_ptr(), a.as_ptr());
-        for t in 0..nt {
-            let mut r = 0;
-            while r < n_rows {
-                let k = (n_rows - r).min(4);
-                let mut v = [0f32; 4];
-                // SAFETY: rows r..r + k ≤ n_rows and token t < nt lie within
-                // the buffers checked above.
-                unsafe {
-                    let (w, a) = (wp.add(r * ws), ap.add(t * s));
-                    match k {
-                        1 => v[..1].copy_from_slice(&vec_dot::<1>(n, w, ws, a)),
-                        2 => v[..2].copy_from_slice(&vec_dot::<2>(n, w, ws, a)),
-                        3 => v[..3].copy_from_slice(&vec_dot::<3>(n, w, ws, a)),
-                        _ => v = vec_dot::<4>(n, w, ws, a),
-                    }
-                }
-                for (j, v) in v[..k].iter().enumerate() {
-                    out[(r + j) * os + t] = *v;
-                }
-                r += k;
-            }
-        }
-    }
+    super::super::tinyblas_f32::rows_vec_dot_fn!(
+        /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
+        /// (`tinyblas_f32::rows_vec_dot_fn`). Rows 4 at a time: SmolLM2 F16
+        /// tg128, 7 alternating rounds, 99.5 against 88.9 t/s one row per
+        /// call at 2 threads (reference 80.5), 74.8 against 70.1 at 1 (59.0).
+        ///
+        /// # Safety
+        /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+        "avx2,fma,f16c,avx512f,avx512vl"
+    );
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -168,6 +168,50 @@ macro_rules! tile_any_fn {
 #[cfg(target_arch = "x86_64")]
 pub(super) use tile_any_fn;
 
+/// Defines the one-token-at-a-time `RowsFn` `rows_vec_dot` of a float row
+/// kernel module (with `check` and a const-generic `vec_dot::<R>(n, w, ws,
+/// a) -> [f32; R]` over `R` ≤ 4 weight rows `ws` bytes apart in scope),
+/// enabled for `$features`: per token, the rows 4 at a time. A decode hands
+/// it one row of each of its stream segments (`matmul.rs`,
+/// `KernelSet::decode_rows_fn`), whose loads are then in flight together.
+#[cfg(target_arch = "x86_64")]
+macro_rules! rows_vec_dot_fn {
+    ($(#[$doc:meta])* $features:literal) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+            check(n, w, ws, n_rows, a, s, nt, out, os);
+            for t in 0..nt {
+                let a = &a[t * s..];
+                let mut r = 0;
+                while r < n_rows {
+                    let k = (n_rows - r).min(4);
+                    let w = &w[r * ws..];
+                    let mut v = [0f32; 4];
+                    // SAFETY: the CPU has the target features (the
+                    // caller's contract); rows r..r + k and token t lie
+                    // within the buffers checked above.
+                    unsafe {
+                        match k {
+                            1 => v[..1].copy_from_slice(&vec_dot::<1>(n, w, ws, a)),
+                            2 => v[..2].copy_from_slice(&vec_dot::<2>(n, w, ws, a)),
+                            3 => v[..3].copy_from_slice(&vec_dot::<3>(n, w, ws, a)),
+                            _ => v = vec_dot::<4>(n, w, ws, a),
+                        }
+                    }
+                    for (j, v) in v[..k].iter().enumerate() {
+                        out[(r + j) * os + t] = *v;
+                    }
+                    r += k;
+                }
+            }
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) use rows_vec_dot_fn;
+
 /// The kernel lookups of a float type's module (`scalar_tile`,
 /// `avx2_tile`) for ggml type `$ty`: the module has `KN`, `sgemm_dot`,
 /// `vec_dot` and, on x86-64, `avx2::tile_tinyblas` / `avx2::tile_vec_dot`.
