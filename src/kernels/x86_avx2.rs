@@ -26,7 +26,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dispatch::{assert_rows_out, no_ggml_rows, no_rows, KernelSet, RowsFn, TileFn};
+use super::dispatch::{assert_rows_out, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -41,13 +41,19 @@ pub(crate) static SET: KernelSet = KernelSet {
     name: "avx2",
     tile,
     ggml: super::ggml_paths::avx2_tile,
-    rows: no_rows,
-    ggml_rows: no_ggml_rows,
-    tiled: super::dispatch::no_tiled,
+    rows: rows_avx2,
+    ggml_rows: super::ggml_paths::avx2_rows,
+    tiled: super::ggml_paths::repack_tiles::avx2_tiled,
     quant_q8_0,
     quant_q8_1,
     quant_q8_k,
 };
+
+/// The AVX2 set's row-block kernels (`RowsFn`: several weight rows × several
+/// tokens per step, the bits of `tile`'s kernel for each output).
+fn rows_avx2(_ty: GgmlType) -> Option<RowsFn> {
+    None
+}
 
 /// Whether this CPU also runs the VNNI variants (`SET_VNNI`).
 pub fn cpu_ok_vnni() -> bool {

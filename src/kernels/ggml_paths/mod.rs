@@ -163,6 +163,19 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
     }
 }
 
+/// The row-block kernel on plain AVX2 (+FMA, F16C) of `path` for `ty`, if
+/// there is one (the `avx2` set's `ggml_rows`; the same bits as the scalar
+/// emulation of `path`).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
+    match path {
+        Path::TinyBlasF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::TinyBlas),
+        Path::VecDotF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::VecDot),
+        Path::Tiled => tiled_vnni::avx2_rows(ty),
+        _ => None,
+    }
+}
+
 /// The row-block kernel (AVX-512 VNNI) of `path` for `ty`, if there is one:
 /// 8 rows per step on the repacked path, 8 rows × 16 tokens on the tiled one;
 /// F16 weights on AVX-512F (`tinyblas_f16::avx512_rows`).

@@ -119,6 +119,13 @@ pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, 
     }
 }
 
+/// The tiled kernel for `ty` on plain AVX2 (+FMA, F16C), if there is one
+/// (the same bits as the VNNI one and the scalar emulation).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_tiled(_ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
+    None
+}
+
 /// The tiled kernel for `ty` (AVX-512 VNNI), if there is one.
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {

@@ -188,13 +188,17 @@ fn tiled_row_block_kernels_compute_the_scalar_emulations_bits() {
 #[cfg(target_arch = "x86_64")]
 fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: usize) {
     use crate::kernels::dispatch::ActType;
-    if !crate::kernels::x86_avx2::cpu_ok_vnni() {
-        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+    // every set's kernel where it has one (the AVX2 and the VNNI sets)
+    let kernels: Vec<(&str, GgmlType, crate::kernels::dispatch::RowsFn)> = available_sets()
+        .into_iter()
+        .flat_map(|set| types.iter().filter_map(move |&ty| Some((set.name, ty, (set.ggml_rows)(ty, path)?))))
+        .collect();
+    if kernels.is_empty() {
+        eprintln!("no row-block kernel of {path:?} on this CPU: skipped");
         return;
     }
     let mut rng = Rng::new(5);
-    for &ty in types {
-        let rows_f = super::vnni_rows(ty, path).expect("row-block kernel");
+    for (set_name, ty, rows_f) in kernels {
         let one = super::scalar_tile(ty, path).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
         let rb = ty.row_size(cols as u64).expect("row size") as usize;
@@ -220,6 +224,7 @@ fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: 
                 // SAFETY: the CPU has AVX-512 VNNI (checked above); rows
                 // and tokens lie within `w` and `a`, `y` holds n_rows
                 // rows of `os >= nt` outputs.
+                // SAFETY: (the set runs on this CPU: `available_sets`)
                 unsafe { rows_f(cols, &w[1..], ws, n_rows, &a[1..], s, nt, &mut y, os) };
                 for r in 0..n_rows {
                     let mut want = vec![0f32; nt];
@@ -227,7 +232,7 @@ fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: 
                     unsafe { one(cols, &w[1 + r * ws..], &a[1..], s, &mut want) };
                     for t in 0..nt {
                         let got = y[r * os + t];
-                        assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} {path:?} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                        assert_eq!(got.to_bits(), want[t].to_bits(), "{set_name} {ty} {path:?} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
                     }
                 }
             }
@@ -267,18 +272,21 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     // numbers (the kernel steps 16 rows), token counts around the 4-token
     // step, odd activation/output strides, unaligned tiles; and through the
     // matmul (tasks over the rows) against the scalar set.
-    use super::repack_tiles::{build, tiles_bytes, vnni_tiled};
+    use super::repack_tiles::{build, tiles_bytes};
     use crate::kernels::dispatch::ActType;
-    use crate::kernels::x86_avx2::SET_VNNI;
     use GgmlType::*;
-    if !crate::kernels::x86_avx2::cpu_ok_vnni() {
-        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+    // every set's kernel where it has one (the AVX2 and the VNNI sets)
+    let kernels: Vec<(&crate::kernels::dispatch::KernelSet, GgmlType, crate::kernels::dispatch::TiledFn)> = available_sets()
+        .into_iter()
+        .flat_map(|set| [Q4_0, IQ4_NL, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
+        .collect();
+    if kernels.is_empty() {
+        eprintln!("no tiled kernel on this CPU: skipped");
         return;
     }
     let mut rng = Rng::new(7);
     let pool = ThreadPool::new(3).expect("pool");
-    for ty in [Q4_0, IQ4_NL, Q4_K] {
-        let f = vnni_tiled(ty).expect("tiled kernel");
+    for (set, ty, f) in kernels {
         let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
         for cols in [32usize, 576, 1536] {
@@ -299,7 +307,7 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                 for nt in (1..=13).chain([max_nt]) {
                     let os = nt + 3;
                     let mut y = vec![f32::NAN; rows * os];
-                    // SAFETY: the CPU has AVX-512 VNNI (checked above); the
+                    // SAFETY: the set runs on this CPU (`available_sets`); the
                     // tiles hold `rows` rows, `a` nt tokens `s` apart, `y`
                     // rows of `os >= nt` outputs.
                     unsafe { f(cols, &tiles[1..], rows, &a[1..], s, nt, &mut y, os) };
@@ -309,7 +317,7 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                         unsafe { one(cols, &w[r * rb..], &a[1..], s, &mut want) };
                         for t in 0..nt {
                             let got = y[r * os + t];
-                            assert_eq!(got.to_bits(), want[t].to_bits(), "{ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                            assert_eq!(got.to_bits(), want[t].to_bits(), "{} {ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}", set.name, want[t]);
                         }
                     }
                 }
@@ -325,9 +333,9 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                     let mut y = vec![f32::NAN; nt * rows];
                     matmul_with(&scalar::SET, &pool, &wt, &x, nt, &mut y).expect("matmul");
                     assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "scalar with tiles");
-                    matmul_with(&SET_VNNI, &pool, &wt, &x, nt, &mut y).expect("matmul");
+                    matmul_with(set, &pool, &wt, &x, nt, &mut y).expect("matmul");
                     for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                        assert_eq!(a.to_bits(), b.to_bits(), "{ty} {rows}x{cols} nt={nt} matmul y[{}][{}]", i / rows, i % rows);
+                        assert_eq!(a.to_bits(), b.to_bits(), "{} {ty} {rows}x{cols} nt={nt} matmul y[{}][{}]", set.name, i / rows, i % rows);
                     }
                 }
             }

@@ -35,6 +35,12 @@ const RB: usize = 8;
 /// Bytes of a Q8_K block: d (f32), 256 quants, 16 bsums (i16).
 const Q8K_BYTES: usize = 292;
 
+/// The row-block kernel on plain AVX2 (+FMA, F16C) for weight type `ty`
+/// (the Q8_K-paired types): the same bits as [`vnni_rows`]'.
+pub fn avx2_rows(_ty: GgmlType) -> Option<RowsFn> {
+    None
+}
+
 /// The row-block kernel for weight type `ty` (the Q8_K-paired types).
 pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
     use GgmlType::*;

@@ -204,6 +204,13 @@ pub fn avx512_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
     })
 }
 
+/// The row-block kernel ([`RowsFn`]) of `path` on plain AVX2 (+FMA, F16C):
+/// the bits of the scalar definitions, as [`avx512_rows`].
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_rows(_ty: GgmlType, _path: F16Path) -> Option<RowsFn> {
+    None
+}
+
 /// Row-block kernels on AVX-512F. Per output they do the float operations of
 /// the scalar definitions ([`dot_scalar`] for tinyBLAS, `vecf::dot64_scalar`
 /// and the f64 tail for ggml_vec_dot_f16) in the same order: lane `i` of an
@@ -572,6 +579,29 @@ mod tests {
             eprintln!("no AVX-512F/VL on this CPU: skipped");
             return;
         };
+        row_kernels_give_the_scalar_definitions_bits(tiny, vd);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_row_kernels_give_the_scalar_definitions_bits() {
+        if !crate::kernels::x86_avx2::cpu_ok() {
+            eprintln!("no AVX2/FMA/F16C on this CPU: skipped");
+            return;
+        }
+        let (Some(tiny), Some(vd)) =
+            (avx2_rows(GgmlType::F16, F16Path::TinyBlas), avx2_rows(GgmlType::F16, F16Path::VecDot))
+        else {
+            eprintln!("not implemented yet: avx2_rows (F16)");
+            return;
+        };
+        row_kernels_give_the_scalar_definitions_bits(tiny, vd);
+    }
+
+    /// The tinyBLAS and ggml_vec_dot_f16 row-block kernels `tiny`, `vd`
+    /// (which this CPU runs) against the scalar definitions, output by output.
+    #[cfg(target_arch = "x86_64")]
+    fn row_kernels_give_the_scalar_definitions_bits(tiny: RowsFn, vd: RowsFn) {
         // cols: whole 64-steps, 16-steps with a 64-tail (592 = 9·64 + 16),
         // and 40 (not a multiple of 16: tinyBLAS declines, vec_dot runs);
         // every row count to 9 (4-row blocks, vec_dot's 1-4 interleaved
