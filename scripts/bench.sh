@@ -47,6 +47,11 @@ fi
 gcc -O2 -std=c11 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples-c/bench.c" -o "$OUT/bench" -L"$OURS" -lllama
 gcc -O2 -std=c11 -Wall -Wextra "$ROOT/scripts/pagecache.c" -o "$OUT/pagecache"
 
+# Which kernels both libraries run depends on the CPU (AVX-512 or AVX2 only):
+# record it with the table.
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+    "avx512f: $(grep -qw avx512f /proc/cpuinfo && echo yes || echo no)," \
+    "avx512_vnni: $(grep -qw avx512_vnni /proc/cpuinfo && echo yes || echo no)"
 # The page size the models' cached pages are mapped with moves the decode
 # cells (docs/PERFORMANCE.md, "The page cache decides the page size"), and
 # neither library controls it: record it with the table.
