@@ -1,6 +1,7 @@
 //! Q4_0 and IQ4_NL weights interleaved once at model load ("tiles"), as the
 //! reference repacks them (`block_q4_0x8`, `block_iq4_nlx8`), and the
-//! AVX-512 VNNI kernel over them for every token count ([`TiledFn`]).
+//! kernels over them for every token count ([`TiledFn`]), on AVX-512 VNNI
+//! and on plain AVX2: one body generic over the integer dot ([`x86::Dot4`]).
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
 //! (`nb = cols / 32` blocks per row), in the order the kernel reads it (one
@@ -27,6 +28,14 @@
 //! exactly as `repack.rs`: `acc = fma((float)isum, dw·da, acc)`, lanes =
 //! rows. The gemm and gemv of the reference have that same order for these
 //! types, so one kernel serves every token count.
+//!
+//! Plain AVX2 has no `vpdpbusd`: `vpmaddubsw` (u8·i8 pairs to i16, which
+//! saturate) and `vpmaddwd` by ones (i16 pairs to i32) give the same exact
+//! integers where no i16 sum can exceed 32767. Q4_0's nibbles (≤ 15) keep a
+//! block's 8 `vpmaddubsw` results in i16 (≤ 8·2·15·128 = 30720) for one
+//! `vpmaddwd`; IQ4_NL's table + 128 (up to 241) would saturate, so there
+//! the AVX2 dot takes the signed values (`vpmaddubsw(|a|, sign(w, a))`, a
+//! pair ≤ 2·128·127) with no offset, widening each product pair to i32.
 //!
 //! Q4_K has its own layout and kernel (`repack_tiles_k`); the functions
 //! here dispatch to it.
@@ -122,23 +131,31 @@ pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, 
 /// The tiled kernel for `ty` on plain AVX2 (+FMA, F16C), if there is one
 /// (the same bits as the VNNI one and the scalar emulation).
 #[cfg(target_arch = "x86_64")]
-pub fn avx2_tiled(_ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
-    None
+pub fn avx2_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
+    Some(match ty {
+        GgmlType::Q4_0 => x86::tiled_b32_avx2::<false>,
+        GgmlType::IQ4_NL => x86::tiled_b32_avx2::<true>,
+        GgmlType::Q4_K => super::repack_tiles_k::x86::tiled_q4_k_avx2,
+        _ => return None,
+    })
 }
 
 /// The tiled kernel for `ty` (AVX-512 VNNI), if there is one.
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
     Some(match ty {
-        GgmlType::Q4_0 => vnni::tiled_b32::<false>,
-        GgmlType::IQ4_NL => vnni::tiled_b32::<true>,
-        GgmlType::Q4_K => super::repack_tiles_k::vnni::tiled_q4_k,
+        GgmlType::Q4_0 => x86::tiled_b32_vnni::<false>,
+        GgmlType::IQ4_NL => x86::tiled_b32_vnni::<true>,
+        GgmlType::Q4_K => super::repack_tiles_k::x86::tiled_q4_k_vnni,
         _ => return None,
     })
 }
 
+/// The kernels' bodies, `#[inline(always)]` and generic over the integer
+/// dot ([`x86::Dot4`]: [`x86::Vnni`] or [`x86::Avx2`]); each entry point
+/// instantiates one inside a function with its target features.
 #[cfg(target_arch = "x86_64")]
-mod vnni {
+pub(super) mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::super::dispatch::assert_rows_out;
@@ -146,13 +163,163 @@ mod vnni {
     use super::{rows_offset_b32, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
     use crate::quant::{iq4::KVALUES_IQ4NL, QK};
 
+    /// The integer dot of the tiled kernels: per i32 lane (a row), the sum
+    /// of the 4 products of weight bytes `w` and activation bytes `a` (i8)
+    /// in that lane, `vpdpbusd`'s. Every sum here is exact (the same
+    /// integers as the scalar emulation's).
+    pub(in super::super) trait Dot4 {
+        /// A running sum of one block (or 32-chunk).
+        type Sum: Copy;
+        /// The offset the IQ4_NL weights of [`iq_table`](Self::iq_table)
+        /// carry: the kernel subtracts `IQ_OFF·Σa`.
+        const IQ_OFF: i32;
+        /// The IQ4_NL table (in both 128-bit halves) as [`iq`](Self::iq)
+        /// takes its weights: the values plus `IQ_OFF`.
+        unsafe fn iq_table() -> __m256i;
+        /// A sum starting at `init` (i32 lanes).
+        unsafe fn start(init: __m256i) -> Self::Sum;
+        /// `s` + the lane sums of nibbles `w` (u8, ≤ 15) times `a`; at most
+        /// 8 of these per sum.
+        unsafe fn nib(s: Self::Sum, w: __m256i, a: __m256i) -> Self::Sum;
+        /// `s` + the lane sums of IQ4_NL weights `w` (from `iq_table`)
+        /// times `a`.
+        unsafe fn iq(s: Self::Sum, w: __m256i, a: __m256i) -> Self::Sum;
+        /// The sum as i32 lanes.
+        unsafe fn end(s: Self::Sum) -> __m256i;
+        /// `vpdpwssd`: `acc` + per i32 lane the sum of the two i16 products.
+        unsafe fn wss(acc: __m256i, a: __m256i, b: __m256i) -> __m256i;
+    }
+
+    /// AVX-512 VNNI (256-bit): `vpdpbusd`, `vpdpwssd`.
+    pub(in super::super) struct Vnni;
+    impl Dot4 for Vnni {
+        type Sum = __m256i;
+        // the table + 128 as u8 (`vpdpbusd` takes unsigned weights)
+        const IQ_OFF: i32 = 128;
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+        #[inline]
+        unsafe fn iq_table() -> __m256i {
+            let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+            _mm256_broadcastsi128_si256(_mm_add_epi8(t, _mm_set1_epi8(-128)))
+        }
+        #[inline(always)]
+        unsafe fn start(init: __m256i) -> __m256i {
+            init
+        }
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+        #[inline]
+        unsafe fn nib(s: __m256i, w: __m256i, a: __m256i) -> __m256i {
+            _mm256_dpbusd_epi32(s, w, a)
+        }
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+        #[inline]
+        unsafe fn iq(s: __m256i, w: __m256i, a: __m256i) -> __m256i {
+            _mm256_dpbusd_epi32(s, w, a)
+        }
+        #[inline(always)]
+        unsafe fn end(s: __m256i) -> __m256i {
+            s
+        }
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+        #[inline]
+        unsafe fn wss(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+            _mm256_dpwssd_epi32(acc, a, b)
+        }
+    }
+
+    /// Plain AVX2: `vpmaddubsw` (u8·i8 pairs summed to saturating i16) and
+    /// `vpmaddwd` (i16 pairs to i32), exact where the i16 sums cannot
+    /// saturate.
+    pub(in super::super) struct Avx2;
+    impl Dot4 for Avx2 {
+        /// (i16 pair sums of the nibble products, i32 lanes of the rest)
+        type Sum = (__m256i, __m256i);
+        // the signed table values (`iq` takes them as they are)
+        const IQ_OFF: i32 = 0;
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn iq_table() -> __m256i {
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i))
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn start(init: __m256i) -> (__m256i, __m256i) {
+            (_mm256_setzero_si256(), init)
+        }
+        /// A pair of products is at most 2·15·128 = 3840 in magnitude (w ≤
+        /// 15, |a| ≤ 128), so `vpmaddubsw` does not saturate and 8 of its
+        /// results (≤ 30720) add up in i16 exactly: one `vpmaddwd` per sum.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn nib(s: (__m256i, __m256i), w: __m256i, a: __m256i) -> (__m256i, __m256i) {
+            (_mm256_add_epi16(s.0, _mm256_maddubs_epi16(w, a)), s.1)
+        }
+        /// `vpmaddubsw(|a|, sign(w, a))`: |a| ≤ 128 is exact as u8 (also
+        /// for a = −128), ±w (|w| ≤ 127) as i8, so a pair is at most
+        /// 2·128·127 = 32512: exact, but two do not fit one i16, so each
+        /// widens to i32 at once. (`|w|, sign(a, w)` would turn a = −128
+        /// into −128 where w < 0.)
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn iq(s: (__m256i, __m256i), w: __m256i, a: __m256i) -> (__m256i, __m256i) {
+            let p = _mm256_maddubs_epi16(_mm256_abs_epi8(a), _mm256_sign_epi8(w, a));
+            (s.0, _mm256_add_epi32(s.1, _mm256_madd_epi16(p, _mm256_set1_epi16(1))))
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn end(s: (__m256i, __m256i)) -> __m256i {
+            _mm256_add_epi32(s.1, _mm256_madd_epi16(s.0, _mm256_set1_epi16(1)))
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        #[inline]
+        unsafe fn wss(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+            _mm256_add_epi32(acc, _mm256_madd_epi16(a, b))
+        }
+    }
+
+    /// A [`TiledFn`](super::super::super::dispatch::TiledFn) entry point:
+    /// the `#[inline(always)]` body `$body` compiled with `$features`.
+    macro_rules! tiled_entry {
+        ($(#[$m:meta])* $name:ident $(<const $c:ident: bool>)?, $features:literal, $body:expr) => {
+            $(#[$m])*
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)]
+            pub(in super::super) unsafe fn $name$(<const $c: bool>)?(
+                n: usize,
+                tiles: &[u8],
+                n_rows: usize,
+                a: &[u8],
+                s: usize,
+                nt: usize,
+                out: &mut [f32],
+                os: usize,
+            ) {
+                ($body)(n, tiles, n_rows, a, s, nt, out, os)
+            }
+        };
+    }
+    pub(in super::super) use tiled_entry;
+
+    tiled_entry!(
+        /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true), AVX-512 VNNI.
+        tiled_b32_vnni<const IQ: bool>,
+        "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+        tiled_b32::<Vnni, IQ>
+    );
+    tiled_entry!(
+        /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true), AVX2.
+        tiled_b32_avx2<const IQ: bool>,
+        "avx2,fma,f16c",
+        tiled_b32::<Avx2, IQ>
+    );
+
     /// Activation blocks per call whose sums live on the stack.
     const STACK_SUMS: usize = 512;
 
-    /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true).
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+    /// The body of the Q4_0 / IQ4_NL `TiledFn`s.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn tiled_b32<const IQ: bool>(
+    unsafe fn tiled_b32<D: Dot4, const IQ: bool>(
         n: usize,
         tiles: &[u8],
         n_rows: usize,
@@ -167,8 +334,9 @@ mod vnni {
         assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset_b32(n, n_rows), "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
         let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        // [nt][nb] −off·Σa of each activation block (the nibbles' offset)
-        let off: i32 = if IQ { 128 } else { 8 };
+        // [nt][nb] −off·Σa of each activation block (the weights' offset;
+        // none for AVX2's IQ4_NL)
+        let off: i32 = if IQ { D::IQ_OFF } else { 8 };
         let mut stack = [0i32; STACK_SUMS];
         let mut heap = Vec::new();
         let bias: &mut [i32] = if nt * nb <= STACK_SUMS {
@@ -177,13 +345,15 @@ mod vnni {
             heap.resize(nt * nb, 0);
             &mut heap
         };
-        let ones = _mm256_set1_epi8(1);
-        let ones16 = _mm256_set1_epi16(1);
-        for t in 0..nt {
-            for b in 0..nb {
-                let q = loadu(ap.add(t * s + b * 34 + 2));
-                let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
-                bias[t * nb + b] = -off * sum;
+        if off != 0 {
+            let ones = _mm256_set1_epi8(1);
+            let ones16 = _mm256_set1_epi16(1);
+            for t in 0..nt {
+                for b in 0..nb {
+                    let q = loadu(ap.add(t * s + b * 34 + 2));
+                    let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
+                    bias[t * nb + b] = -off * sum;
+                }
             }
         }
         let bp = bias.as_ptr();
@@ -197,18 +367,18 @@ mod vnni {
             while t + 4 <= nt {
                 let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 if two {
-                    step::<IQ, 4, 2>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 4, 2>(nb, gp, at, s, bt, ot, os);
                 } else {
-                    step::<IQ, 4, 1>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 4, 1>(nb, gp, at, s, bt, ot, os);
                 }
                 t += 4;
             }
             while t < nt {
                 let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 if two {
-                    step::<IQ, 1, 2>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 1, 2>(nb, gp, at, s, bt, ot, os);
                 } else {
-                    step::<IQ, 1, 1>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 1, 1>(nb, gp, at, s, bt, ot, os);
                 }
                 t += 1;
             }
@@ -216,13 +386,22 @@ mod vnni {
         }
     }
 
+    /// The dot of the Q4_0 (`IQ` false) or IQ4_NL weights.
+    #[inline(always)]
+    unsafe fn dot<D: Dot4, const IQ: bool>(s: D::Sum, w: __m256i, a: __m256i) -> D::Sum {
+        if IQ {
+            D::iq(s, w, a)
+        } else {
+            D::nib(s, w, a)
+        }
+    }
+
     /// `TT` tokens against the strip of `R` groups of 8 rows at `gp`: row
     /// `8h + r` is lane `r` of group `h`. `bias` is `[TT][nb]`. With one
     /// token, the low and high nibbles sum in two chains (shorter latency).
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn step<const IQ: bool, const TT: usize, const R: usize>(
+    unsafe fn step<D: Dot4, const IQ: bool, const TT: usize, const R: usize>(
         nb: usize,
         gp: *const u8,
         a: *const u8,
@@ -232,23 +411,21 @@ mod vnni {
         os: usize,
     ) {
         let mask = _mm256_set1_epi8(0x0F);
-        // IQ4_NL: nibble → table value + 128 (u8)
-        let table = if IQ {
-            let t = _mm_add_epi8(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i), _mm_set1_epi8(-128));
-            _mm256_broadcastsi128_si256(t)
-        } else {
-            _mm256_setzero_si256()
-        };
+        // IQ4_NL: nibble → table value (+ D::IQ_OFF)
+        let table = if IQ { D::iq_table() } else { _mm256_setzero_si256() };
+        let biased = !IQ || D::IQ_OFF != 0;
         let zero = _mm256_setzero_si256();
         let mut acc = [[_mm256_setzero_ps(); TT]; R];
         for b in 0..nb {
             let bp = gp.add(b * R * GROUP_BLOCK); // [R][128] quants, [R][16] scales
-            let mut lo = [[zero; TT]; R];
-            let mut hi = [[zero; TT]; R];
-            for j in 0..TT {
-                let bj = _mm256_set1_epi32(*bias.add(j * nb + b));
-                for l in lo.iter_mut() {
-                    l[j] = bj;
+            let mut lo = [[D::start(zero); TT]; R];
+            let mut hi = [[D::start(zero); TT]; R];
+            if biased {
+                for j in 0..TT {
+                    let bj = _mm256_set1_epi32(*bias.add(j * nb + b));
+                    for l in lo.iter_mut() {
+                        l[j] = D::start(bj);
+                    }
                 }
             }
             let mut aq = [a; TT]; // per token: block b's quants
@@ -267,15 +444,16 @@ mod vnni {
                         wh[h] = _mm256_shuffle_epi8(table, wh[h]);
                     }
                 }
+                // one sum takes 8 dots (TT > 1) or 4 (the two chains)
                 for j in 0..TT {
                     let al = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
                     let ah = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
                     for h in 0..R {
-                        lo[h][j] = _mm256_dpbusd_epi32(lo[h][j], wl[h], al);
+                        lo[h][j] = dot::<D, IQ>(lo[h][j], wl[h], al);
                         if TT == 1 {
-                            hi[h][j] = _mm256_dpbusd_epi32(hi[h][j], wh[h], ah);
+                            hi[h][j] = dot::<D, IQ>(hi[h][j], wh[h], ah);
                         } else {
-                            lo[h][j] = _mm256_dpbusd_epi32(lo[h][j], wh[h], ah);
+                            lo[h][j] = dot::<D, IQ>(lo[h][j], wh[h], ah);
                         }
                     }
                 }
@@ -284,7 +462,7 @@ mod vnni {
                 let daj = _mm256_set1_ps(f16_at(a.add(j * s + b * 34)));
                 for h in 0..R {
                     let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
-                    let isum = if TT == 1 { _mm256_add_epi32(lo[h][j], hi[h][j]) } else { lo[h][j] };
+                    let isum = if TT == 1 { _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j])) } else { D::end(lo[h][j]) };
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
                 }
             }

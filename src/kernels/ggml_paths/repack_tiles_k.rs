@@ -1,6 +1,7 @@
 //! Q4_K weights interleaved once at model load ("tiles"), as the reference
-//! repacks them (`block_q4_Kx8`), and the AVX-512 VNNI kernel over them for
-//! every token count (the Q4_K part of `repack_tiles`).
+//! repacks them (`block_q4_Kx8`), and the kernels over them for every token
+//! count on AVX-512 VNNI and plain AVX2 (the Q4_K part of `repack_tiles`,
+//! generic over its integer dot `Dot4`).
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
 //! (`nb = cols / 256` super-blocks per row), in the order the kernel reads
@@ -27,7 +28,9 @@
 //! The kernel puts 8 rows in the 8 lanes, `vpdpbusd` of the nibbles with
 //! the broadcast of 4 activation bytes giving each 32-chunk's Σq·a per row,
 //! `vpmulld` by the chunk's scales, and `vpdpwssd` of the minimums with the
-//! activation's 32-chunk sums (from its 16-group `bsums`). The float
+//! activation's 32-chunk sums (from its 16-group `bsums`); on AVX2 the 8
+//! `vpmaddubsw` of a chunk sum add up in i16 (≤ 8·2·15·128 = 30720, exact)
+//! for one `vpmaddwd`, and `vpdpwssd` is `vpmaddwd` + `vpaddd`. The float
 //! operations per output are those of `repack.rs` in its order: gemm tokens
 //! (the first `nt − nt % 4`) per 64-element piece, gemv tokens per
 //! super-block, `acc = fma(isum, d·da, acc)`, `accm = fma(imin, dmin·da,
@@ -113,12 +116,13 @@ pub(super) fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &m
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(super) mod vnni {
+pub(super) mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{loadu, q8k_d};
     use super::super::repack::gemm_rows;
+    use super::super::repack_tiles::x86::{tiled_entry, Avx2, Dot4, Vnni};
     use super::{GROUP_BLOCK, PAIR};
     use crate::quant::QK_K;
 
@@ -128,10 +132,23 @@ pub(super) mod vnni {
     /// i32 of activation chunk sums per call kept on the stack.
     const STACK_SUMS: usize = 512;
 
-    /// `TiledFn` for Q4_K.
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+    tiled_entry!(
+        /// `TiledFn` for Q4_K, AVX-512 VNNI.
+        tiled_q4_k_vnni,
+        "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+        tiled_q4_k::<Vnni>
+    );
+    tiled_entry!(
+        /// `TiledFn` for Q4_K, AVX2.
+        tiled_q4_k_avx2,
+        "avx2,fma,f16c",
+        tiled_q4_k::<Avx2>
+    );
+
+    /// The body of the Q4_K `TiledFn`s.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(in super::super) unsafe fn tiled_q4_k(
+    unsafe fn tiled_q4_k<D: Dot4>(
         n: usize,
         tiles: &[u8],
         n_rows: usize,
@@ -179,7 +196,7 @@ pub(super) mod vnni {
             while t < n4 {
                 let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
                 for h in 0..groups {
-                    step::<4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(8 * h * os + t), os);
+                    step::<D, 4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(8 * h * os + t), os);
                 }
                 t += 4;
             }
@@ -188,9 +205,9 @@ pub(super) mod vnni {
             while t < nt {
                 let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
                 if groups == 2 {
-                    step::<1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t), os);
+                    step::<D, 1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t), os);
                 } else {
-                    step::<1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t), os);
+                    step::<D, 1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t), os);
                 }
                 t += 1;
             }
@@ -203,10 +220,9 @@ pub(super) mod vnni {
     /// gemm's 64 elements; 8: the gemv's super-block). Row `8g + r` of the
     /// step (output `out + (8g + r)·os`) is lane `r` of group `h0 + g`.
     /// `sums` is `[TT][nb][4]`.
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn step<const TT: usize, const P: usize, const G: usize>(
+    unsafe fn step<D: Dot4, const TT: usize, const P: usize, const G: usize>(
         nb: usize,
         gp: *const u8,
         groups: usize,
@@ -245,8 +261,9 @@ pub(super) mod vnni {
                 for pj in p0..p0 + P / 2 {
                     let pb = bp.add(groups * 32 + pj * groups * PAIR); // the pair's quants
                     let (scp, mnp) = (pb.add(groups * 256), pb.add(groups * 272));
-                    let mut slo = [[zero; TT]; G];
-                    let mut shi = [[zero; TT]; G];
+                    // 8 dots per sum (each a 32-chunk's Σq·a)
+                    let mut slo = [[D::start(zero); TT]; G];
+                    let mut shi = [[D::start(zero); TT]; G];
                     for k in 0..8 {
                         let mut wl = [zero; G];
                         let mut wh = [zero; G];
@@ -260,8 +277,8 @@ pub(super) mod vnni {
                             let al = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
                             let ah = _mm256_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
                             for g in 0..G {
-                                slo[g][j] = _mm256_dpbusd_epi32(slo[g][j], wl[g], al);
-                                shi[g][j] = _mm256_dpbusd_epi32(shi[g][j], wh[g], ah);
+                                slo[g][j] = D::nib(slo[g][j], wl[g], al);
+                                shi[g][j] = D::nib(shi[g][j], wh[g], ah);
                             }
                         }
                     }
@@ -271,10 +288,11 @@ pub(super) mod vnni {
                         let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 16 + 8) as *const __m128i));
                         let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * 16) as *const __m128i));
                         for j in 0..TT {
-                            let x = _mm256_add_epi32(_mm256_mullo_epi32(slo[g][j], sl), _mm256_mullo_epi32(shi[g][j], sh));
+                            let (lo, hi) = (D::end(slo[g][j]), D::end(shi[g][j]));
+                            let x = _mm256_add_epi32(_mm256_mullo_epi32(lo, sl), _mm256_mullo_epi32(hi, sh));
                             isum[g][j] = _mm256_add_epi32(isum[g][j], x);
                             let asum = _mm256_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
-                            imin[g][j] = _mm256_dpwssd_epi32(imin[g][j], mn, asum);
+                            imin[g][j] = D::wss(imin[g][j], mn, asum);
                         }
                     }
                 }
