@@ -965,6 +965,9 @@ pub(crate) struct KRegs {
 
 pub(crate) trait WK {
     const BYTES: usize;
+    /// The largest magnitude of a value [`unpack`](WK::unpack) gives (what
+    /// bounds `maddubs` pair sums with unsigned activations).
+    const Q_MAX: i32;
     /// The values are unsigned (the types with a minimum: at most 31), so
     /// `maddubs(q, a)` gives their pair sums directly, without saturating.
     const UNSIGNED_Q: bool = false;
@@ -1023,6 +1026,7 @@ pub(crate) unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
 
 pub(crate) struct WQ2K;
 impl WK for WQ2K {
+    const Q_MAX: i32 = 3;
     const UNSIGNED_Q: bool = true;
     const BYTES: usize = 84;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -1057,6 +1061,7 @@ impl WK for WQ2K {
 
 pub(crate) struct WQ3K;
 impl WK for WQ3K {
+    const Q_MAX: i32 = 4;
     const BYTES: usize = 110;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
@@ -1094,6 +1099,7 @@ impl WK for WQ3K {
 
 pub(crate) struct WQ4K;
 impl WK for WQ4K {
+    const Q_MAX: i32 = 15;
     const UNSIGNED_Q: bool = true;
     const BYTES: usize = 144;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -1120,6 +1126,7 @@ impl WK for WQ4K {
 
 pub(crate) struct WQ5K;
 impl WK for WQ5K {
+    const Q_MAX: i32 = 31;
     const UNSIGNED_Q: bool = true;
     const BYTES: usize = 176;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -1153,6 +1160,7 @@ impl WK for WQ5K {
 
 pub(crate) struct WQ6K;
 impl WK for WQ6K {
+    const Q_MAX: i32 = 32;
     const BYTES: usize = 210;
     const OFFSET: i32 = 32;
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -1198,6 +1206,7 @@ impl WK for WQ6K {
 
 pub(crate) struct WIq4Xs;
 impl WK for WIq4Xs {
+    const Q_MAX: i32 = 127;
     const BYTES: usize = 136;
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]

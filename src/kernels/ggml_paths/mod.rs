@@ -165,7 +165,7 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
 
 /// The row-block kernel on plain AVX2 (+FMA, F16C) of `path` for `ty`, if
 /// there is one (the `avx2` set's `ggml_rows`; the same bits as the scalar
-/// emulation of `path`).
+/// emulation of `path`): 8 rows × 8 tokens on the tiled one.
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
     match path {

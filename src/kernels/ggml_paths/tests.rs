@@ -179,8 +179,9 @@ fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn tiled_row_block_kernels_compute_the_scalar_emulations_bits() {
-    // The 8 rows × 16 tokens kernels (AVX-512 VNNI) of the tiled path, as
-    // above: leftover rows and tokens (16-token groups), 3 super-blocks.
+    // The 8-row kernels of the tiled path (× 16 tokens on AVX-512 VNNI, × 8
+    // on AVX2, which has none for IQ4_XS), as above: leftover rows and
+    // tokens (token groups), 3 super-blocks.
     use GgmlType::*;
     row_block_kernels_give_the_scalar_bits(Path::Tiled, &[Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS], 768);
 }

@@ -1,14 +1,22 @@
-//! Row-block kernel (AVX-512 VNNI) of the tiled k-quant path (`tiled.rs`),
-//! laid out as the reference's `tiled_run_micro_vnni_8x16`: 8 weight rows ×
-//! 16 tokens per step, the tokens in the 16 i32 lanes of a 512-bit register.
+//! Row-block kernels of the tiled k-quant path (`tiled.rs`), laid out as the
+//! reference's `tiled_run_micro_vnni_8x16`: 8 weight rows × one group of
+//! tokens per step, the tokens in the i32 lanes of a register. Two sets share
+//! one body (generic over [`Lanes`], instantiated in a `#[target_feature]`
+//! entry point each):
 //!
-//! Per call the activations are transposed once into 64-byte tiles holding,
-//! for 4 consecutive elements k, the 16 tokens' quants (biased to unsigned,
-//! `a + 128`), so that one `vpdpbusd` with 4 broadcast weight bytes adds 4
-//! products to each of 16 tokens' sums; each block of 8 rows is unpacked
-//! once (signed values, scales and minimums as i32) and serves every token
-//! group. Per output and super-block the integer sums are those of the
-//! scalar definition (exact):
+//! - [`Vnni`] (AVX-512 VNNI): 16 tokens per 512-bit register, `vpdpbusd`.
+//! - [`Avx2`] (plain AVX2): 8 tokens per 256-bit register, `vpdpbusd`
+//!   emulated by `vpmaddubsw` + `vpmaddwd` (exact for the types whose values
+//!   are small enough, see [`i16_sums`]; not IQ4_XS, which keeps the per-row
+//!   tile kernel `tiled::avx2_tile` on this set).
+//!
+//! Per call the activations are transposed once into tiles holding, for 4
+//! consecutive elements k, the group's tokens' quants (biased to unsigned,
+//! `a + 128`), so that one dot step with 4 broadcast weight bytes adds 4
+//! products to each token's sum; each block of 8 rows is unpacked once
+//! (signed values, scales and minimums as i32) and serves every token group.
+//! Per output and super-block the integer sums are those of the scalar
+//! definition (exact):
 //!
 //! ```text
 //! s1 = Σ_g scale_g · Σ_{k∈g} w_k·a_k  = Σ_g scale_g · Σ_{k∈g} w_k·(a_k+128) − 128·Σ_g scale_g·Σ_{k∈g} w_k
@@ -17,9 +25,9 @@
 //!
 //! (the correction, a per-row constant, is formed at unpack; the i32
 //! arithmetic wraps, so only the final sums need to fit, and they do), and
-//! the fold is [`super::tiled::TiledFold`]'s in super-block order, 16 tokens
-//! in the f32 lanes: `r = cvt(s1)·d`, `r = fnmadd(dmin, cvt(s2), r)` (types
-//! with a minimum; for the others it leaves `r` as it is), `out = fma(r, da, out)`.
+//! the fold is [`super::tiled::TiledFold`]'s in super-block order, one token
+//! per f32 lane: `r = cvt(s1)·d`, `r = fnmadd(dmin, cvt(s2), r)` (types with
+//! a minimum; for the others it leaves `r` as it is), `out = fma(r, da, out)`.
 
 use std::arch::x86_64::*;
 
@@ -28,17 +36,24 @@ use super::super::x86_avx2::{WIq4Xs, WK, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
 use crate::ggml_type::GgmlType;
 use crate::quant::QK_K;
 
-/// Tokens per step (the i32 lanes of a 512-bit register).
-const TG: usize = 16;
 /// Weight rows per step.
 const RB: usize = 8;
 /// Bytes of a Q8_K block: d (f32), 256 quants, 16 bsums (i16).
 const Q8K_BYTES: usize = 292;
 
 /// The row-block kernel on plain AVX2 (+FMA, F16C) for weight type `ty`
-/// (the Q8_K-paired types): the same bits as [`vnni_rows`]'.
-pub fn avx2_rows(_ty: GgmlType) -> Option<RowsFn> {
-    None
+/// (the Q8_K-paired types but IQ4_XS, see [`i16_sums`]): the same bits as
+/// [`vnni_rows`]'.
+pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
+    use GgmlType::*;
+    Some(match ty {
+        Q2_K => rows_avx2::<WQ2K>,
+        Q3_K => rows_avx2::<WQ3K>,
+        Q4_K => rows_avx2::<WQ4K>,
+        Q5_K => rows_avx2::<WQ5K>,
+        Q6_K => rows_avx2::<WQ6K>,
+        _ => return None,
+    })
 }
 
 /// The row-block kernel for weight type `ty` (the Q8_K-paired types).
@@ -48,55 +63,242 @@ pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
         return None;
     }
     Some(match ty {
-        Q2_K => rows::<WQ2K>,
-        Q3_K => rows::<WQ3K>,
-        Q4_K => rows::<WQ4K>,
-        Q5_K => rows::<WQ5K>,
-        Q6_K => rows::<WQ6K>,
-        IQ4_XS => rows::<WIq4Xs>,
+        Q2_K => rows_vnni::<WQ2K>,
+        Q3_K => rows_vnni::<WQ3K>,
+        Q4_K => rows_vnni::<WQ4K>,
+        Q5_K => rows_vnni::<WQ5K>,
+        Q6_K => rows_vnni::<WQ6K>,
+        IQ4_XS => rows_vnni::<WIq4Xs>,
         _ => return None,
     })
 }
 
-/// A call's activations, transposed into groups of 16 tokens (the lanes;
-/// tokens past `nt` are zero and their outputs dropped).
-struct ActTiles {
-    nsb: usize,
-    codes: Vec<__m512i>, // [group][sb][64 element quads]: lane l = token l's 4 quants + 128
-    bsums: Vec<__m512i>, // [group][sb][16 element groups]: lane l = token l's bsum (i32)
-    d: Vec<__m512>,      // [group][sb]: lane l = token l's scale
+/// How many `vpmaddubsw` results (4 elements' quads of a 16-element group)
+/// the AVX2 dot adds in i16 before one `vpmaddwd`: 1, 2 or 4 (0: the type
+/// does not fit). Exact: a `vpmaddubsw` lane is `u0·w0 + u1·w1` with the
+/// activation `0 ≤ u = a + 128 ≤ 255` and `|w| ≤ Q_MAX`, so its magnitude is
+/// at most `510·Q_MAX` (no saturation while that is ≤ 32767, i.e.
+/// `Q_MAX ≤ 64`), and `k` of them at most `k·510·Q_MAX`, which the i16
+/// (wrapping) adds keep exact while it is ≤ 32767: Q6_K (|w| ≤ 32) and Q5_K
+/// (≤ 31) 2, Q4_K (≤ 15), Q3_K (≤ 4) and Q2_K (≤ 3) 4, IQ4_XS (≤ 127) 0.
+/// The `vpmaddwd` with the group scale (|scale| ≤ 128) is exact in i32.
+const fn i16_sums<U: WK>() -> usize {
+    match 32767 / (510 * U::Q_MAX) {
+        0 => 0,
+        1 => 1,
+        2 | 3 => 2,
+        _ => 4,
+    }
 }
 
-impl ActTiles {
+/// The lanes of one step: `TG` tokens' i32 sums (`I`) and f32 outputs (`F`),
+/// and the dot primitives on them. The methods carry their set's target
+/// features; the bodies below are `#[inline(always)]` and run inside an
+/// entry point that has them.
+trait Lanes {
+    /// Tokens per step.
+    const TG: usize;
+    /// The activation bsums are stored as i16 pairs (groups 2j, 2j+1 in one
+    /// i32 lane) for `vpmaddwd`, rather than as one i32 per group.
+    const PAIRED_BSUMS: bool;
+    type I: Copy;
+    type F: Copy;
+    unsafe fn zero_i() -> Self::I;
+    unsafe fn zero_f() -> Self::F;
+    unsafe fn set1(v: i32) -> Self::I;
+    /// `s + scale · Σ_{kk<4} Σ_{e<4} w[4kk+e]·code_kk[e]`, lane by lane: one
+    /// 16-element group of one row (`w`, 16 values) against the 4 element
+    /// quads at `codes`.
+    unsafe fn group<U: WK>(s: Self::I, codes: *const Self::I, w: *const i8, scale: i32) -> Self::I;
+    /// `Σ_g min_g · bsum_g` of one row (`mins`, 16 groups) against the
+    /// bsums at `bsums` (one super-block).
+    unsafe fn min_sum(bsums: *const Self::I, mins: *const i32) -> Self::I;
+    /// The fold of one super-block into `out` (see the module docs).
+    unsafe fn fold<const HAS_MIN: bool>(s1: Self::I, s2: Self::I, d: f32, dmin: f32, da: Self::F, out: Self::F) -> Self::F;
+    unsafe fn store(v: Self::F, out: *mut f32);
+}
+
+/// AVX-512 VNNI: 16 tokens, `vpdpbusd`.
+struct Vnni;
+impl Lanes for Vnni {
+    const TG: usize = 16;
+    const PAIRED_BSUMS: bool = false;
+    type I = __m512i;
+    type F = __m512;
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn zero_i() -> __m512i {
+        _mm512_setzero_si512()
+    }
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn zero_f() -> __m512 {
+        _mm512_setzero_ps()
+    }
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn set1(v: i32) -> __m512i {
+        _mm512_set1_epi32(v)
+    }
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    #[inline]
+    unsafe fn group<U: WK>(s: __m512i, codes: *const __m512i, w: *const i8, scale: i32) -> __m512i {
+        let mut acc = _mm512_setzero_si512();
+        for kk in 0..4 {
+            let w4 = std::ptr::read_unaligned(w.add(4 * kk) as *const i32);
+            acc = _mm512_dpbusd_epi32(acc, *codes.add(kk), _mm512_set1_epi32(w4));
+        }
+        _mm512_add_epi32(s, _mm512_mullo_epi32(acc, _mm512_set1_epi32(scale)))
+    }
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn min_sum(bsums: *const __m512i, mins: *const i32) -> __m512i {
+        let mut s2 = _mm512_setzero_si512();
+        for grp in 0..16 {
+            s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(*bsums.add(grp), _mm512_set1_epi32(*mins.add(grp))));
+        }
+        s2
+    }
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn fold<const HAS_MIN: bool>(s1: __m512i, s2: __m512i, d: f32, dmin: f32, da: __m512, out: __m512) -> __m512 {
+        let mut x = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(d));
+        if HAS_MIN {
+            x = _mm512_fnmadd_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(s2), x);
+        }
+        _mm512_fmadd_ps(x, da, out)
+    }
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store(v: __m512, out: *mut f32) {
+        _mm512_storeu_ps(out, v)
+    }
+}
+
+/// Plain AVX2: 8 tokens, `vpdpbusd` as `vpmaddubsw` (up to [`i16_sums`] of
+/// them added in i16) + `vpmaddwd` by the group scale.
+struct Avx2;
+impl Lanes for Avx2 {
+    const TG: usize = 8;
+    const PAIRED_BSUMS: bool = true;
+    type I = __m256i;
+    type F = __m256;
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn zero_i() -> __m256i {
+        _mm256_setzero_si256()
+    }
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn zero_f() -> __m256 {
+        _mm256_setzero_ps()
+    }
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn set1(v: i32) -> __m256i {
+        _mm256_set1_epi32(v)
+    }
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn group<U: WK>(s: __m256i, codes: *const __m256i, w: *const i8, scale: i32) -> __m256i {
+        let k = i16_sums::<U>();
+        assert!(k > 0, "weight values too large for vpmaddubsw");
+        // (the group scales fit i16: |scale| ≤ 128)
+        let sc = _mm256_set1_epi16(scale as i16);
+        // (a loop, not a closure: a closure does not inherit the target
+        // features, so its intrinsics would not be inlined)
+        let mut p = [_mm256_setzero_si256(); 4];
+        for (kk, pk) in p.iter_mut().enumerate() {
+            let w4 = _mm256_set1_epi32(std::ptr::read_unaligned(w.add(4 * kk) as *const i32));
+            *pk = _mm256_maddubs_epi16(*codes.add(kk), w4);
+        }
+        let mut s = s;
+        for c in p.chunks(k) {
+            let mut sum = c[0];
+            for v in &c[1..] {
+                sum = _mm256_add_epi16(sum, *v);
+            }
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(sum, sc));
+        }
+        s
+    }
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn min_sum(bsums: *const __m256i, mins: *const i32) -> __m256i {
+        // bsums (|·| ≤ 16·128) and minimums (≤ 63) as i16 pairs: vpmaddwd
+        // is exact
+        let mut s2 = _mm256_setzero_si256();
+        for j in 0..8 {
+            let m = (*mins.add(2 * j) & 0xFFFF) | (*mins.add(2 * j + 1) << 16);
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(*bsums.add(j), _mm256_set1_epi32(m)));
+        }
+        s2
+    }
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn fold<const HAS_MIN: bool>(s1: __m256i, s2: __m256i, d: f32, dmin: f32, da: __m256, out: __m256) -> __m256 {
+        let mut x = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(d));
+        if HAS_MIN {
+            x = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(s2), x);
+        }
+        _mm256_fmadd_ps(x, da, out)
+    }
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn store(v: __m256, out: *mut f32) {
+        _mm256_storeu_ps(out, v)
+    }
+}
+
+/// A call's activations, transposed into groups of `L::TG` tokens (the
+/// lanes; tokens past `nt` are zero and their outputs dropped).
+struct ActTiles<L: Lanes> {
+    nsb: usize,
+    codes: Vec<L::I>, // [group][sb][64 element quads]: lane l = token l's 4 quants + 128
+    bsums: Vec<L::I>, // [group][sb][BSUM_SLOTS]: lane l = token l's bsums (i32, or i16 pairs)
+    d: Vec<L::F>,     // [group][sb]: lane l = token l's scale
+}
+
+impl<L: Lanes> ActTiles<L> {
+    /// Vectors of bsums per super-block.
+    const BSUM_SLOTS: usize = if L::PAIRED_BSUMS { 8 } else { 16 };
+
     /// Transposes `nt` Q8_K rows of `nsb` blocks, `s` bytes apart from `a`.
     ///
     /// # Safety
-    /// `a` holds the `nt` rows; the CPU has AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn new(nsb: usize, a: *const u8, s: usize, nt: usize) -> ActTiles {
-        let ng = nt.div_ceil(TG);
+    /// `a` holds the `nt` rows; the CPU has `L`'s features.
+    #[inline(always)]
+    unsafe fn new(nsb: usize, a: *const u8, s: usize, nt: usize) -> ActTiles<L> {
+        let tg = L::TG;
+        assert!(std::mem::size_of::<L::I>() == 4 * tg && std::mem::size_of::<L::F>() == 4 * tg);
+        let ng = nt.div_ceil(tg);
         let mut t = ActTiles {
             nsb,
-            codes: vec![_mm512_setzero_si512(); ng * nsb * 64],
-            bsums: vec![_mm512_setzero_si512(); ng * nsb * 16],
-            d: vec![_mm512_setzero_ps(); ng * nsb],
+            codes: vec![L::zero_i(); ng * nsb * 64],
+            bsums: vec![L::zero_i(); ng * nsb * Self::BSUM_SLOTS],
+            d: vec![L::zero_f(); ng * nsb],
         };
         let codes = t.codes.as_mut_ptr() as *mut u32;
         let bsums = t.bsums.as_mut_ptr() as *mut i32;
         let d = t.d.as_mut_ptr() as *mut f32;
         for tok in 0..nt {
-            let (g, l) = (tok / TG, tok % TG);
+            let (g, l) = (tok / tg, tok % tg);
             for sb in 0..nsb {
                 let blk = a.add(tok * s + sb * Q8K_BYTES);
                 let gs = g * nsb + sb;
-                *d.add(gs * TG + l) = std::ptr::read_unaligned(blk as *const f32);
+                *d.add(gs * tg + l) = std::ptr::read_unaligned(blk as *const f32);
                 for kq in 0..64 {
                     let v = std::ptr::read_unaligned(blk.add(4 + 4 * kq) as *const u32);
-                    *codes.add((gs * 64 + kq) * TG + l) = v ^ 0x8080_8080;
+                    *codes.add((gs * 64 + kq) * tg + l) = v ^ 0x8080_8080;
                 }
                 for j in 0..16 {
                     let v = std::ptr::read_unaligned(blk.add(260 + 2 * j) as *const i16);
-                    *bsums.add((gs * 16 + j) * TG + l) = v as i32;
+                    if L::PAIRED_BSUMS {
+                        let slot = (gs * 8 + j / 2) * tg + l;
+                        *(bsums as *mut i16).add(2 * slot + j % 2) = v;
+                    } else {
+                        *bsums.add((gs * 16 + j) * tg + l) = v as i32;
+                    }
                 }
             }
         }
@@ -106,7 +308,7 @@ impl ActTiles {
 
 /// 8 weight rows unpacked (rows past the matrix are zero).
 struct RowBlock {
-    q: Vec<i8>,      // [RB][nsb][256] the values
+    q: Vec<i8>,       // [RB][nsb][256] the values
     scales: Vec<i32>, // [RB][nsb][16] per 16-element group
     mins: Vec<i32>,   // [RB][nsb][16] per 16-element group (types with a minimum)
     corr: Vec<i32>,   // [RB][nsb] 128·Σ_g scale_g·Σ_{k∈g} w_k
@@ -173,68 +375,43 @@ impl RowBlock {
     }
 }
 
-/// The 8 rows of `u` × the 16 tokens of group `g` of `at`, over all
+/// The 8 rows of `u` × the tokens of group `g` of `at`, over all
 /// super-blocks: `out[r]` lane `l` = output of row r, token l.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
-#[inline]
+#[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
-unsafe fn block<const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles, g: usize, out: &mut [__m512; RB]) {
+unsafe fn block<L: Lanes, U: WK, const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles<L>, g: usize, out: &mut [L::F; RB]) {
     let nsb = at.nsb;
-    assert!(at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * 16 && at.d.len() >= (g + 1) * nsb);
+    let slots = ActTiles::<L>::BSUM_SLOTS;
+    assert!(at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * slots && at.d.len() >= (g + 1) * nsb);
     assert!(u.q.len() >= RB * nsb * QK_K && u.scales.len() >= RB * nsb * 16 && u.mins.len() >= RB * nsb * 16);
     let (q, scales, mins) = (u.q.as_ptr(), u.scales.as_ptr(), u.mins.as_ptr());
     for sb in 0..nsb {
         let gs = g * nsb + sb;
         let codes = at.codes.as_ptr().add(gs * 64);
-        let mut s1 = [_mm512_setzero_si512(); RB];
+        let mut s1 = [L::zero_i(); RB];
         for r in 0..RB {
-            s1[r] = _mm512_set1_epi32(u.corr[r * nsb + sb].wrapping_neg());
+            s1[r] = L::set1(u.corr[r * nsb + sb].wrapping_neg());
         }
         for grp in 0..16 {
-            let mut acc = [_mm512_setzero_si512(); RB];
-            for kk in 0..4 {
-                let kq = grp * 4 + kk;
-                let c = *codes.add(kq);
-                for r in 0..RB {
-                    let w4 = std::ptr::read_unaligned(q.add((r * nsb + sb) * QK_K + 4 * kq) as *const i32);
-                    acc[r] = _mm512_dpbusd_epi32(acc[r], c, _mm512_set1_epi32(w4));
-                }
-            }
             for r in 0..RB {
-                let sc = _mm512_set1_epi32(*scales.add((r * nsb + sb) * 16 + grp));
-                s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(acc[r], sc));
+                let i = r * nsb + sb;
+                s1[r] = L::group::<U>(s1[r], codes.add(4 * grp), q.add(i * QK_K + 16 * grp), *scales.add(i * 16 + grp));
             }
         }
         let da = at.d[gs];
-        if HAS_MIN {
-            let bsums = at.bsums.as_ptr().add(gs * 16);
-            let mut s2 = [_mm512_setzero_si512(); RB];
-            for grp in 0..16 {
-                let bs = *bsums.add(grp);
-                for r in 0..RB {
-                    let m = _mm512_set1_epi32(*mins.add((r * nsb + sb) * 16 + grp));
-                    s2[r] = _mm512_add_epi32(s2[r], _mm512_mullo_epi32(bs, m));
-                }
-            }
-            for r in 0..RB {
-                let i = r * nsb + sb;
-                let x = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[r]), _mm512_set1_ps(u.d[i]));
-                let x = _mm512_fnmadd_ps(_mm512_set1_ps(u.dmin[i]), _mm512_cvtepi32_ps(s2[r]), x);
-                out[r] = _mm512_fmadd_ps(x, da, out[r]);
-            }
-        } else {
-            for r in 0..RB {
-                let x = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[r]), _mm512_set1_ps(u.d[r * nsb + sb]));
-                out[r] = _mm512_fmadd_ps(x, da, out[r]);
-            }
+        let bsums = at.bsums.as_ptr().add(gs * slots);
+        for r in 0..RB {
+            let i = r * nsb + sb;
+            let s2 = if HAS_MIN { L::min_sum(bsums, mins.add(i * 16)) } else { L::zero_i() };
+            out[r] = L::fold::<HAS_MIN>(s1[r], s2, u.d[i], u.dmin[i], da, out[r]);
         }
     }
 }
 
-/// `RowsFn` of the tiled path: blocks of 8 rows × 16 tokens.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+/// `RowsFn` of the tiled path: blocks of 8 rows × `L::TG` tokens.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows<U: WK>(
+unsafe fn rows<L: Lanes, U: WK>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -246,28 +423,50 @@ unsafe fn rows<U: WK>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    let nsb = n / QK_K;
-    let at = ActTiles::new(nsb, a.as_ptr(), s, nt);
+    let (nsb, tg) = (n / QK_K, L::TG);
+    let at = ActTiles::<L>::new(nsb, a.as_ptr(), s, nt);
     let mut u = RowBlock::new(nsb);
+    let mut lanes = [0f32; 16];
+    assert!(tg <= lanes.len());
     let mut r = 0;
     while r < n_rows {
         let rh = (n_rows - r).min(RB);
         u.fill::<U>(nsb, w.as_ptr().add(r * ws), ws, rh);
-        for g in 0..nt.div_ceil(TG) {
-            let mut acc = [_mm512_setzero_ps(); RB];
+        for g in 0..nt.div_ceil(tg) {
+            let mut acc = [L::zero_f(); RB];
             if u.has_min {
-                block::<true>(&u, &at, g, &mut acc);
+                block::<L, U, true>(&u, &at, g, &mut acc);
             } else {
-                block::<false>(&u, &at, g, &mut acc);
+                block::<L, U, false>(&u, &at, g, &mut acc);
             }
-            let tl = (nt - g * TG).min(TG);
+            let tl = (nt - g * tg).min(tg);
             for (rr, v) in acc.iter().enumerate().take(rh) {
-                let mut lanes = [0f32; TG];
-                _mm512_storeu_ps(lanes.as_mut_ptr(), *v);
-                let o = (r + rr) * os + g * TG;
+                L::store(*v, lanes.as_mut_ptr());
+                let o = (r + rr) * os + g * tg;
                 out[o..o + tl].copy_from_slice(&lanes[..tl]);
             }
         }
         r += rh;
     }
+}
+
+/// [`rows`] on AVX-512 VNNI.
+///
+/// # Safety
+/// As [`RowsFn`]; the CPU has AVX-512 F, VL and VNNI (`vnni_rows`' caller,
+/// the `avx2-vnni` set).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_vnni<U: WK>(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+    rows::<Vnni, U>(n, w, ws, n_rows, a, s, nt, out, os)
+}
+
+/// [`rows`] on plain AVX2.
+///
+/// # Safety
+/// As [`RowsFn`]; the CPU has AVX2, FMA and F16C (the `avx2` set).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_avx2<U: WK>(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+    rows::<Avx2, U>(n, w, ws, n_rows, a, s, nt, out, os)
 }
