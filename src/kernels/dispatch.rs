@@ -236,7 +236,7 @@ impl KernelSet {
     /// this set has one: the Q8_0 kernel on VNNI, whose one-token product
     /// is its plain tile kernel, and the F16 and BF16 ggml_vec_dot ones on
     /// AVX-512 (their rows' loads in flight together, one activation
-    /// conversion for all). Gives the bits of `matmul_fn(ty, rows, 1)`.
+    /// conversion for all; the AVX2 F16 one takes the rows one by one). Gives the bits of `matmul_fn(ty, rows, 1)`.
     /// (Not the types of less than a byte per weight, read as one stream:
     /// 4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
     /// 98 one row at a time, tenth session.)

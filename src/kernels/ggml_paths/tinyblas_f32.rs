@@ -138,10 +138,14 @@ pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: 
 /// Defines `tile_any(rb, tb, n, w, ws, a, s, o, os)` for a float row
 /// kernel module (with `RM`, `RN` and a const-generic `tile::<RB, TB>` in
 /// scope), enabled for `$features`: one tile of [`walk_tiles`], `rb` rows
-/// (`RM` or 1) × `tb` tokens (1..=`RN`), the full `RM × RN` one by `$full`.
+/// (`RM` or 1) × `tb` tokens (`RN` or one of the `$tb`, by default 1..=5),
+/// the full `RM × RN` one by `$full`.
 #[cfg(target_arch = "x86_64")]
 macro_rules! tile_any_fn {
     ($features:literal, $full:expr) => {
+        $crate::kernels::ggml_paths::tinyblas_f32::tile_any_fn!($features, $full, [1, 2, 3, 4, 5]);
+    };
+    ($features:literal, $full:expr, [$($tb:literal),*]) => {
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = $features)]
         unsafe fn tile_any(rb: usize, tb: usize, n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
@@ -149,17 +153,10 @@ macro_rules! tile_any_fn {
             unsafe {
                 match (rb, tb) {
                     (RM, RN) => $full(n, w, ws, a, s, o, os),
-                    (RM, 1) => tile::<RM, 1>(n, w, ws, a, s, o, os),
-                    (RM, 2) => tile::<RM, 2>(n, w, ws, a, s, o, os),
-                    (RM, 3) => tile::<RM, 3>(n, w, ws, a, s, o, os),
-                    (RM, 4) => tile::<RM, 4>(n, w, ws, a, s, o, os),
-                    (RM, _) => tile::<RM, 5>(n, w, ws, a, s, o, os),
+                    $((RM, $tb) => tile::<RM, $tb>(n, w, ws, a, s, o, os),)*
                     (_, RN) => tile::<1, RN>(n, w, ws, a, s, o, os),
-                    (_, 1) => tile::<1, 1>(n, w, ws, a, s, o, os),
-                    (_, 2) => tile::<1, 2>(n, w, ws, a, s, o, os),
-                    (_, 3) => tile::<1, 3>(n, w, ws, a, s, o, os),
-                    (_, 4) => tile::<1, 4>(n, w, ws, a, s, o, os),
-                    (_, _) => tile::<1, 5>(n, w, ws, a, s, o, os),
+                    $((_, $tb) => tile::<1, $tb>(n, w, ws, a, s, o, os),)*
+                    _ => unreachable!("tile of {rb} × {tb}"),
                 }
             }
         }
@@ -170,34 +167,42 @@ pub(super) use tile_any_fn;
 
 /// Defines the one-token-at-a-time `RowsFn` `rows_vec_dot` of a float row
 /// kernel module (with `check` and a const-generic `vec_dot::<R>(n, w, ws,
-/// a) -> [f32; R]` over `R` ≤ 4 weight rows `ws` bytes apart in scope),
-/// enabled for `$features`: per token, the rows 4 at a time. A decode hands
-/// it one row of each of its stream segments (`matmul.rs`,
+/// a) -> [f32; R]` over `R` weight rows `ws` bytes apart in scope), enabled
+/// for `$features`: per token, the rows as many at a time as the largest of
+/// the `$k` (by default 4; fewer where the accumulators of 4 rows do not
+/// fit the registers), the rest by the smaller ones. A decode hands it one
+/// row of each of its stream segments (`matmul.rs`,
 /// `KernelSet::decode_rows_fn`), whose loads are then in flight together.
 #[cfg(target_arch = "x86_64")]
 macro_rules! rows_vec_dot_fn {
     ($(#[$doc:meta])* $features:literal) => {
+        $crate::kernels::ggml_paths::tinyblas_f32::rows_vec_dot_fn!($(#[$doc])* $features, [1, 2, 3, 4]);
+    };
+    ($(#[$doc:meta])* $features:literal, [$($k:literal),+]) => {
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
         #[target_feature(enable = $features)]
         pub(super) unsafe fn rows_vec_dot(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+            const MAX_ROWS: usize = {
+                let mut m = 0;
+                $(if $k > m { m = $k; })+
+                m
+            };
             check(n, w, ws, n_rows, a, s, nt, out, os);
             for t in 0..nt {
                 let a = &a[t * s..];
                 let mut r = 0;
                 while r < n_rows {
-                    let k = (n_rows - r).min(4);
+                    let k = (n_rows - r).min(MAX_ROWS);
                     let w = &w[r * ws..];
-                    let mut v = [0f32; 4];
+                    let mut v = [0f32; MAX_ROWS];
                     // SAFETY: the CPU has the target features (the
                     // caller's contract); rows r..r + k and token t lie
                     // within the buffers checked above.
                     unsafe {
                         match k {
-                            1 => v[..1].copy_from_slice(&vec_dot::<1>(n, w, ws, a)),
-                            2 => v[..2].copy_from_slice(&vec_dot::<2>(n, w, ws, a)),
-                            3 => v[..3].copy_from_slice(&vec_dot::<3>(n, w, ws, a)),
-                            _ => v = vec_dot::<4>(n, w, ws, a),
+                            $($k => v[..$k].copy_from_slice(&vec_dot::<$k>(n, w, ws, a)),)+
+                            _ => unreachable!("{k} rows"),
                         }
                     }
                     for (j, v) in v[..k].iter().enumerate() {
