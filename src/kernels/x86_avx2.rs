@@ -29,7 +29,6 @@ use std::arch::x86_64::*;
 use super::dispatch::{assert_rows_out, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
-use crate::quant::k_helpers::get_scale_min_k4;
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
 
 /// Whether this CPU runs the AVX2 set.
@@ -985,43 +984,94 @@ pub(crate) trait WK {
     }
 }
 
+/// The `vpshufb` control that copies i16 word `lo` of a 128-bit half into
+/// all 8 words of the low half and word `hi` into those of the high half.
+const fn word_pick(lo: usize, hi: usize) -> [i8; 32] {
+    let mut c = [0i8; 32];
+    let mut i = 0;
+    while i < 16 {
+        c[i] = (2 * lo + i % 2) as i8;
+        c[16 + i] = (2 * hi + i % 2) as i8;
+        i += 1;
+    }
+    c
+}
+
+/// [`word_pick`] for chunk `c` of 16-group scales (groups 2c, 2c+1 within
+/// their half) and of 32-sub-block ones (sub-block c, both halves).
+const PICK16: [[i8; 32]; 8] = {
+    let mut t = [[0i8; 32]; 8];
+    let mut c = 0;
+    while c < 8 {
+        t[c] = word_pick(2 * c % 8, 2 * c % 8 + 1);
+        c += 1;
+    }
+    t
+};
+const PICK32: [[i8; 32]; 8] = {
+    let mut t = [[0i8; 32]; 8];
+    let mut c = 0;
+    while c < 8 {
+        t[c] = word_pick(c, c);
+        c += 1;
+    }
+    t
+};
+
+/// Scale vectors from 16 group scales (i16 lanes of `s`): one byte shuffle
+/// per chunk of a half broadcast to both halves (no scalar inserts).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn scale_vectors_v(s: __m256i) -> [__m256i; 8] {
+    let halves = [_mm256_permute2x128_si256(s, s, 0x00), _mm256_permute2x128_si256(s, s, 0x11)];
+    let mut v = [_mm256_setzero_si256(); 8];
+    for c in 0..8 {
+        v[c] = _mm256_shuffle_epi8(halves[c / 4], _mm256_loadu_si256(PICK16[c].as_ptr() as *const __m256i));
+    }
+    v
+}
+
 /// Scale vectors from 16 group scales.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn scale_vectors(s: &[i16; 16]) -> [__m256i; 8] {
-    let mut v = [_mm256_setzero_si256(); 8];
-    for c in 0..8 {
-        v[c] = _mm256_set_m128i(_mm_set1_epi16(s[2 * c + 1]), _mm_set1_epi16(s[2 * c]));
-    }
-    v
+    scale_vectors_v(_mm256_loadu_si256(s.as_ptr() as *const __m256i))
 }
 
 /// Scale vectors from 8 sub-block (32-element) scales.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
+    let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(s.as_ptr() as *const __m128i));
     let mut v = [_mm256_setzero_si256(); 8];
     for c in 0..8 {
-        v[c] = _mm256_set1_epi16(s[c]);
+        v[c] = _mm256_shuffle_epi8(b, _mm256_loadu_si256(PICK32[c].as_ptr() as *const __m256i));
     }
     v
 }
 
 /// Q4_K/Q5_K: the 8 6-bit scales and the 16 group minimums (each sub-block
-/// minimum twice).
+/// minimum twice), unpacked as the reference's AVX2 kernels do (the
+/// `utmp` word masks; the values of `get_scale_min_k4`).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
-    let packed: [u8; 12] = std::ptr::read_unaligned(p as *const [u8; 12]);
+    const K1: u32 = 0x3f3f_3f3f;
+    const K2: u32 = 0x0f0f_0f0f;
+    const K3: u32 = 0x0303_0303;
+    let mut u = [0u32; 4];
+    std::ptr::copy_nonoverlapping(p, u.as_mut_ptr() as *mut u8, 12);
+    u[3] = ((u[2] >> 4) & K2) | (((u[1] >> 6) & K3) << 4);
+    let uaux = u[1] & K1;
+    u[1] = (u[2] & K2) | (((u[0] >> 6) & K3) << 4);
+    u[2] = uaux;
+    u[0] &= K1;
+    // bytes 0-7: the scales, 8-15: the minimums
+    let v = _mm_loadu_si128(u.as_ptr() as *const __m128i);
     let mut sc = [0i16; 8];
-    let mut mins = [0i16; 16];
-    for j in 0..8 {
-        let (s, m) = get_scale_min_k4(j, &packed);
-        sc[j] = s as i16;
-        mins[2 * j] = m as i16;
-        mins[2 * j + 1] = m as i16;
-    }
-    (sc, _mm256_loadu_si256(mins.as_ptr() as *const __m256i))
+    _mm_storeu_si128(sc.as_mut_ptr() as *mut __m128i, _mm_cvtepu8_epi16(v));
+    let m = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(v));
+    (sc, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)))
 }
 
 pub(crate) struct WQ2K;
@@ -1041,17 +1091,12 @@ impl WK for WQ2K {
             q[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
             q[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
         }
-        let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
-        let mut sc = [0i16; 16];
-        let mut mins = [0i16; 16];
-        for g in 0..16 {
-            sc[g] = (raw[g] & 0xF) as i16;
-            mins[g] = (raw[g] >> 4) as i16;
-        }
+        // the 16 bytes (scale | min << 4) as i16
+        let raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(p as *const __m128i));
         KRegs {
             q,
-            sc: scale_vectors(&sc),
-            mins: _mm256_loadu_si256(mins.as_ptr() as *const __m256i),
+            sc: scale_vectors_v(_mm256_and_si256(raw, _mm256_set1_epi16(0xF))),
+            mins: _mm256_srli_epi16::<4>(raw),
             has_min: true,
             d: f16_at(p.add(80)),
             dmin: f16_at(p.add(82)),
@@ -1191,12 +1236,11 @@ impl WK for WQ6K {
             q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
             q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
         }
-        let raw: [u8; 16] = std::ptr::read_unaligned(p.add(192) as *const [u8; 16]);
-        let sc = raw.map(|v| v as i8 as i16);
+        let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(192) as *const __m128i));
         KRegs {
             q,
-            sc: scale_vectors(&sc),
-            mins: _mm256_loadu_si256(sc.as_ptr() as *const __m256i),
+            sc: scale_vectors_v(sc),
+            mins: sc,
             has_min: false,
             d: f16_at(p.add(208)),
             dmin: 0.0,

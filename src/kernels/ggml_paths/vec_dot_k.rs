@@ -243,13 +243,12 @@ mod avx2 {
     unsafe fn lanes<const M: u8>(k: &KRegs, ab: *const u8) -> __m256i {
         let mut sumi = _mm256_setzero_si256();
         if M == Q6K {
-            let b32 = _mm256_set1_epi8(32);
+            // (`k.q` holds the unsigned 6-bit quants here: see `group`)
             for c in 0..8 {
-                let u6 = _mm256_add_epi8(k.q[c], b32);
-                let p16 = _mm256_maddubs_epi16(u6, loadu(ab.add(4 + 32 * c)));
+                let p16 = _mm256_maddubs_epi16(k.q[c], loadu(ab.add(4 + 32 * c)));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(k.sc[c], p16));
             }
-            // Q6K's `mins` vector holds the 16 group scales (see `tile`)
+            // Q6K's `mins` vector holds the 16 group scales (see `group`)
             let corr = _mm256_slli_epi32(_mm256_madd_epi16(loadu(ab.add(260)), k.mins), 5);
             _mm256_sub_epi32(sumi, corr)
         } else {
@@ -270,10 +269,9 @@ mod avx2 {
         let mut summs = [0f32; T];
         for b in 0..nb {
             let wp = w.add(b * U::BYTES);
-            let mut k = U::unpack(wp);
-            if M == Q6K {
-                k.mins = _mm256_cvtepi8_epi16(_mm_loadu_si128(wp.add(192) as *const __m128i));
-            }
+            // Q6_K: the stored (unsigned) quants, the 16 group scales in
+            // `mins` (`WK::unpack_biased`)
+            let k = if M == Q6K { U::unpack_biased(wp) } else { U::unpack(wp) };
             for j in 0..T {
                 let ab = a.add(j * s + b * 292);
                 let da = q8k_d(ab);
