@@ -583,7 +583,9 @@ mod avx2 {
         /// accumulators cover the FMA latency, and 2 rows' 16 did not fit
         /// the registers (CPU time on Zen 3, 576 columns: 1536 rows in
         /// 0.048-0.056 ms against 0.063-0.077 for 2 rows a call, 49152 rows
-        /// in 4.6-5.2 ms against 7.5-7.8).
+        /// in 4.6-5.2 ms against 7.5-7.8; reading the activations' f32 part
+        /// instead of the f16 copy, as memory operands of the FMAs: the same
+        /// times).
         ///
         /// # Safety
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
