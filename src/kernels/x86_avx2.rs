@@ -50,9 +50,26 @@ pub(crate) static SET: KernelSet = KernelSet {
 
 /// The AVX2 set's row-block kernels (`RowsFn`: several weight rows × several
 /// tokens per step, the bits of `tile`'s kernel for each output).
-fn rows_avx2(_ty: GgmlType) -> Option<RowsFn> {
-    None
+fn rows_avx2(ty: GgmlType) -> Option<RowsFn> {
+    rows_32_blocks!(ty, rows_q8_0_family_avx2, rows_q8_1_family_avx2)
 }
+
+/// The `RowsFn` of a 32-block type from a set's two row-block kernels.
+macro_rules! rows_32_blocks {
+    ($ty:expr, $q8_0_family:ident, $q8_1_family:ident) => {{
+        use GgmlType::*;
+        Some(match $ty {
+            Q4_0 => $q8_0_family::<WQ4_0>,
+            Q5_0 => $q8_0_family::<WQ5_0>,
+            Q8_0 => $q8_0_family::<WQ8_0>,
+            IQ4_NL => $q8_0_family::<WIq4Nl>,
+            Q4_1 => $q8_1_family::<WQ4_1>,
+            Q5_1 => $q8_1_family::<WQ5_1>,
+            _ => return None,
+        })
+    }};
+}
+use rows_32_blocks;
 
 /// Whether this CPU also runs the VNNI variants (`SET_VNNI`).
 pub fn cpu_ok_vnni() -> bool {
@@ -91,16 +108,7 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
 }
 
 fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
-    use GgmlType::*;
-    Some(match ty {
-        Q4_0 => rows_q8_0_family_vnni::<WQ4_0>,
-        Q5_0 => rows_q8_0_family_vnni::<WQ5_0>,
-        Q8_0 => rows_q8_0_family_vnni::<WQ8_0>,
-        IQ4_NL => rows_q8_0_family_vnni::<WIq4Nl>,
-        Q4_1 => rows_q8_1_family_vnni::<WQ4_1>,
-        Q5_1 => rows_q8_1_family_vnni::<WQ5_1>,
-        _ => return None,
-    })
+    rows_32_blocks!(ty, rows_q8_0_family_vnni, rows_q8_1_family_vnni)
 }
 
 fn tile(ty: GgmlType) -> Option<TileFn> {
@@ -564,22 +572,130 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
     }
 }
 
-// --- R weight rows × 8 tokens on AVX-512 VNNI
+// --- R weight rows × 8 tokens: the row-block kernels of the 32-block types
 //
-// The same per-output float operations as `group_q8_0_vnni` (scale = dw·da
-// rounded to f32, fmadd into an 8-lane accumulator, `hsum_ps`), with the
-// integer lane sums computed without the sign trick: the activation is
-// offset to unsigned (a + 128, shared by all rows) and each 4-byte lane
-// starts from −128·Σq, so a lane holds Σ a·q exactly as before (no
-// saturation in `vpdpbusd`). Each activation load serves R rows.
+// The same per-output float operations as the tile kernels (`group_q8_0`,
+// `group_q8_1`) in their order: per block, scale = dw·da rounded to f32,
+// fmadd into an 8-lane accumulator (for Q8_1 also acc_min += mw·sa, a
+// multiply then an add); finally `hsum_ps` (+ acc_min). The integer lane
+// sums are exact in every form `Dot8` computes them, so the bits are the
+// tile kernels'.
 //
-// Per call, each block of R rows is unpacked once (values, the −128·Σq
-// lanes, scales as f32) and reused by every group of 8 tokens; the
-// activation scales are converted to f32 once, token-minor. For a group
-// and a block, the R×8 products dw·da are R `vmulps` (each lane the scalar
-// product's rounding) written to a small buffer, so that the main loop
-// reads them as broadcasts folded into its fmadds: per output and block it
-// runs one `vpdpbusd`, one `vcvtdq2ps` and one `vfmadd`.
+// Per call, each block of R rows is unpacked once (values, scales as f32)
+// and reused by every group of 8 tokens; the activation scales are
+// converted to f32 once, token-minor. For a group and a block, the R×8
+// products dw·da are R `vmulps` (each lane the scalar product's rounding)
+// written to a small buffer, so that the main loop reads them as
+// broadcasts; each activation load serves R rows. A group's 8 tokens run
+// in chunks of `TC` tokens (R·TC accumulators in registers: the AVX2 sets
+// have 16 vector registers, AVX-512 VL 32); per output and block the main
+// loop runs the integer dot, one `vcvtdq2ps` and one `vfmadd`.
+//
+// The kernels are `#[inline(always)]` and generic over `Dot8`; each set's
+// entry points (`rows_q8_0_family_vnni`, `rows_q8_0_family_avx2`, ...)
+// instantiate them under their target features.
+
+/// The integer dot product of a row-block kernel: Σ over 4 adjacent bytes
+/// of w·a into 8 i32 lanes (lane i: elements 4i..4i+3), exactly.
+pub(crate) trait Dot8 {
+    /// A signed weight block (|q| <= 128) as kept for the block's tokens.
+    type W: Copy;
+    /// A signed activation block (|a| <= 127) as prepared for all rows.
+    type A: Copy;
+    /// A `W32` block's values and scale, in this set's form.
+    unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32);
+    unsafe fn weight(q: __m256i) -> Self::W;
+    unsafe fn act(a: __m256i) -> Self::A;
+    /// Σ q·a per lane of a signed weight and activation block.
+    unsafe fn dot_signed(w: Self::W, a: Self::A) -> __m256i;
+    /// Σ u·a per lane for unsigned `u` (at most 31) and signed `a`.
+    unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i;
+}
+
+/// `Dot8` on AVX-512 VNNI (`vpdpbusd`, 256-bit). For signed blocks the
+/// activation is offset to unsigned (a + 128, shared by all rows) and each
+/// lane starts from −128·Σq: a lane holds Σ a·q exactly (`vpdpbusd` does
+/// not saturate), one instruction per output.
+pub(crate) struct Vnni;
+impl Dot8 for Vnni {
+    type W = (__m256i, __m256i); // the values, −128·Σq per 4-byte lane
+    type A = __m256i; // a + 128 as u8
+    #[inline(always)]
+    unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
+        U::load_vnni(p)
+    }
+    #[inline(always)]
+    unsafe fn weight(q: __m256i) -> Self::W {
+        let zero = _mm256_setzero_si256();
+        (q, _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(-128i8), q)))
+    }
+    #[inline(always)]
+    unsafe fn act(a: __m256i) -> Self::A {
+        _mm256_xor_si256(a, _mm256_set1_epi8(-128i8)) // a ^ 0x80 == a + 128 as u8
+    }
+    #[inline(always)]
+    unsafe fn dot_signed((q, bias): Self::W, au: Self::A) -> __m256i {
+        _mm256_dpbusd_epi32(bias, au, q)
+    }
+    #[inline(always)]
+    unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a)
+    }
+}
+
+/// `Dot8` on AVX2: `maddubs` then `madd(·, 1)`, exact where the i16 pair
+/// sums cannot saturate. With a + 128 against signed weights they could
+/// (2·255·127), so signed blocks take the sign trick of `dot_pairs_signed`
+/// (|q| stored with the block, the sign moved onto the activation): pairs
+/// of at most 2·128·127.
+pub(crate) struct Avx2;
+impl Dot8 for Avx2 {
+    type W = (__m256i, __m256i); // the values, their magnitudes
+    type A = __m256i;
+    #[inline(always)]
+    unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
+        U::load(p)
+    }
+    #[inline(always)]
+    unsafe fn weight(q: __m256i) -> Self::W {
+        (q, _mm256_sign_epi8(q, q))
+    }
+    #[inline(always)]
+    unsafe fn act(a: __m256i) -> Self::A {
+        a
+    }
+    #[inline(always)]
+    unsafe fn dot_signed((q, qa): Self::W, a: Self::A) -> __m256i {
+        pairs_to_i32(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(a, q)))
+    }
+    #[inline(always)]
+    unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i {
+        pairs_to_i32(_mm256_maddubs_epi16(u, a))
+    }
+}
+
+/// A set's `RowsFn` entry point: `$body` (generic over `Dot8`, inlined)
+/// instantiated under the set's target features.
+macro_rules! rows_entry {
+    ($(#[$doc:meta])* $name:ident<U: $bound:ident>, $features:literal, $body:ident::<$d:ident, $r:literal, $tc:literal>) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name<U: $bound>(
+            n: usize,
+            w: &[u8],
+            ws: usize,
+            n_rows: usize,
+            a: &[u8],
+            s: usize,
+            nt: usize,
+            out: &mut [f32],
+            os: usize,
+        ) {
+            $body::<$d, U, $r, $tc>(n, w, ws, n_rows, a, s, nt, out, os)
+        }
+    };
+}
 
 /// Asks for `rows` weight rows (`ws` bytes each, contiguous from `w`) in
 /// the L1 cache while the current rows' products run.
@@ -594,26 +710,35 @@ unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
     }
 }
 
-/// R rows of 32-blocks unpacked for the row-block kernel, `[nb][R]` each.
-struct UnpackedQ0 {
-    q: Vec<__m256i>,    // the values as i8
-    bias: Vec<__m256i>, // −128·Σq per 4-byte lane (the u8 offset's correction)
-    dw: Vec<f32>,       // block scales
+/// The `R` unpacked rows' `[nb][R]` blocks: values and scales.
+struct UnpackedQ0<W> {
+    w: Vec<W>,    // the values as `Dot8::weight` keeps them
+    dw: Vec<f32>, // block scales
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[inline]
-unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0) {
-    assert!(u.q.len() >= nb * rows && u.bias.len() >= nb * rows && u.dw.len() >= nb * rows);
-    let zero = _mm256_setzero_si256();
-    let offset = _mm256_set1_epi8(-128i8);
+#[inline(always)]
+unsafe fn unpack_rows_q0<D: Dot8, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<D::W>) {
+    assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
-            let (q, d) = U::load_vnni(w.add(r * ws + b * U::BYTES));
-            u.q[b * rows + r] = q;
-            u.bias[b * rows + r] = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, offset, q));
+            let (q, d) = D::load::<U>(w.add(r * ws + b * U::BYTES));
+            u.w[b * rows + r] = D::weight(q);
             u.dw[b * rows + r] = d;
+        }
+    }
+}
+
+/// The `R × 8` products dw·da of each block into `sc` (`[nb][R][8]`): per
+/// block one `vmulps` per row, `da[b * da_s ..]` the 8 tokens' scales.
+#[inline(always)]
+unsafe fn scale_products<const R: usize>(nb: usize, dw: &[f32], da: *const f32, da_s: usize, sc: *mut f32) {
+    assert!(dw.len() >= nb * R);
+    for b in 0..nb {
+        let dav = _mm256_loadu_ps(da.add(b * da_s));
+        for r in 0..R {
+            let d = _mm256_set1_ps(dw[b * R + r]);
+            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(d, dav));
         }
     }
 }
@@ -621,12 +746,11 @@ unsafe fn unpack_rows_q0<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize
 /// R unpacked rows × 8 tokens (`s` bytes apart from `a`) whose f32 scales
 /// are at `da[b * 8 + j]`; output `out[r * os + j]`. `sc` is scratch for
 /// `nb * R * 8` floats.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
-unsafe fn rows_group_vnni<const R: usize>(
+unsafe fn rows_group_q0<D: Dot8, const R: usize, const TC: usize>(
     nb: usize,
-    u: &UnpackedQ0,
+    u: &UnpackedQ0<D::W>,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -634,55 +758,46 @@ unsafe fn rows_group_vnni<const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    assert!(u.q.len() >= nb * R && u.bias.len() >= nb * R && u.dw.len() >= nb * R);
-    let (uq, ub, udw) = (u.q.as_ptr(), u.bias.as_ptr(), u.dw.as_ptr());
-    // --- the float side first: dw·da per (block, row, token) into `sc`
-    // ([nb][R][8])
-    for b in 0..nb {
-        let dav = _mm256_loadu_ps(da.add(b * 8));
-        for r in 0..R {
-            let dw = _mm256_set1_ps(*udw.add(b * R + r));
-            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
-        }
-    }
-    // --- the integer sums, each scaled into its token's accumulator
-    let offset = _mm256_set1_epi8(-128i8); // 0x80: a ^ 0x80 == a + 128 as u8
-    let mut acc = [[_mm256_setzero_ps(); 8]; R];
-    for b in 0..nb {
-        let mut q = [_mm256_setzero_si256(); R];
-        let mut bias = [_mm256_setzero_si256(); R];
-        for r in 0..R {
-            q[r] = *uq.add(b * R + r);
-            bias[r] = *ub.add(b * R + r);
-        }
-        for j in 0..8 {
-            let au = _mm256_xor_si256(loadu(a.add(j * s + b * 34 + 2)), offset);
-            for r in 0..R {
-                let p = _mm256_dpbusd_epi32(bias[r], au, q[r]);
-                let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + j));
-                acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+    assert!(u.w.len() >= nb * R);
+    scale_products::<R>(nb, &u.dw, da, 8, sc);
+    let uw = u.w.as_ptr();
+    let mut sums = [[_mm256_setzero_ps(); 8]; R];
+    for c in 0..8 / TC {
+        let mut acc = [[_mm256_setzero_ps(); TC]; R];
+        for b in 0..nb {
+            let w: [D::W; R] = std::array::from_fn(|r| *uw.add(b * R + r));
+            for j in 0..TC {
+                let t = c * TC + j;
+                let av = D::act(loadu(a.add(t * s + b * 34 + 2)));
+                for r in 0..R {
+                    let p = D::dot_signed(w[r], av);
+                    let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
+                    acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+                }
             }
+        }
+        for r in 0..R {
+            sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
         }
     }
     for r in 0..R {
-        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&acc[r]));
+        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&sums[r]));
     }
 }
 
 /// R rows (`ws` bytes apart from `w`) × one token: per row the operations
-/// of `group_q8_0_vnni::<U, 1>` in its order, the R rows' accumulator chains
+/// of `group_q8_0::<U, 1>` in its order, the R rows' accumulator chains
 /// interleaved (a lone row waits on its `vfmadd`'s latency every block).
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[inline]
+#[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
-unsafe fn rows_one_token_vnni<U: W32, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
+unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
     let mut acc = [_mm256_setzero_ps(); R];
     for b in 0..nb {
         let ab = a.add(b * 34);
-        let (av, da) = (loadu(ab.add(2)), f16_at(ab));
+        let (av, da) = (D::act(loadu(ab.add(2))), f16_at(ab));
         for r in 0..R {
-            let (q, dw) = U::load_vnni(w.add(r * ws + b * U::BYTES));
-            let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(av, q));
+            let (q, dw) = D::load::<U>(w.add(r * ws + b * U::BYTES));
+            let p = D::dot_signed(D::weight(q), av);
             acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(p), acc[r]);
         }
     }
@@ -691,11 +806,12 @@ unsafe fn rows_one_token_vnni<U: W32, const R: usize>(nb: usize, w: *const u8, w
     }
 }
 
-/// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` rows × 8 tokens,
-/// tail tokens one row at a time.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+/// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` (at most 4) rows
+/// × 8 tokens, tail tokens one row at a time; one token (a decode,
+/// `KernelSet::decode_rows_fn`) 4 rows at a time.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family_vnni<U: W32>(
+unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -707,20 +823,18 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    // 24 accumulators; on SmolLM2 Q8_0 pp512 2 rows took ~2 % more CPU
-    // time, 4 rows (32 accumulators, spilled) ~8 % more
-    const R: usize = 3;
+    assert!(R <= 4 && 8 % TC == 0);
     let nb = n / QK;
+    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     if nt == 1 {
-        // a decode (`KernelSet::decode_rows_fn`): 4 rows at a time
         let mut r = 0;
         while r < n_rows {
-            let (wp, op) = (w.as_ptr().add(r * ws), out.as_mut_ptr().add(r * os));
+            let (wp, op) = (wp.add(r * ws), op.add(r * os));
             match n_rows - r {
-                1 => rows_one_token_vnni::<U, 1>(nb, wp, ws, a.as_ptr(), op, os),
-                2 => rows_one_token_vnni::<U, 2>(nb, wp, ws, a.as_ptr(), op, os),
-                3 => rows_one_token_vnni::<U, 3>(nb, wp, ws, a.as_ptr(), op, os),
-                _ => rows_one_token_vnni::<U, 4>(nb, wp, ws, a.as_ptr(), op, os),
+                1 => rows_one_token_q0::<D, U, 1>(nb, wp, ws, ap, op, os),
+                2 => rows_one_token_q0::<D, U, 2>(nb, wp, ws, ap, op, os),
+                3 => rows_one_token_q0::<D, U, 3>(nb, wp, ws, ap, op, os),
+                _ => rows_one_token_q0::<D, U, 4>(nb, wp, ws, ap, op, os),
             }
             r += 4;
         }
@@ -732,7 +846,7 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     let mut da = vec![0f32; n8 * nb];
     for g in 0..n8 / 8 {
         for b in 0..nb {
-            let v = f16_at_x8(a.as_ptr().add(8 * g * s + b * 34), s);
+            let v = f16_at_x8(ap.add(8 * g * s + b * 34), s);
             _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
         }
     }
@@ -740,30 +854,25 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
     // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
     // docs/PERFORMANCE.md, eighth session)
     let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedQ0 {
-        q: vec![_mm256_setzero_si256(); nb * R],
-        bias: vec![_mm256_setzero_si256(); nb * R],
-        dw: vec![0f32; nb * R],
-    };
+    let mut u = UnpackedQ0 { w: vec![D::weight(_mm256_setzero_si256()); nb * R], dw: vec![0f32; nb * R] };
     let mut r = 0;
     while r < n_rows {
-        let wp = w.as_ptr().add(r * ws);
-        let op = out.as_mut_ptr().add(r * os);
+        let (wp, op) = (wp.add(r * ws), op.add(r * os));
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows_q0::<U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows_q0::<D, U>(nb, wp, ws, rows_here, &mut u);
             prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
         }
         let mut t = 0;
         while t + 8 <= nt {
-            let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+            let (ap, o) = (ap.add(t * s), op.add(t));
             let dp = da.as_ptr().add((t / 8) * nb * 8);
             let scp = sc.as_mut_ptr();
             match rows_here {
-                4 => rows_group_vnni::<4>(nb, &u, ap, s, dp, scp, o, os),
-                3 => rows_group_vnni::<3>(nb, &u, ap, s, dp, scp, o, os),
-                2 => rows_group_vnni::<2>(nb, &u, ap, s, dp, scp, o, os),
-                _ => rows_group_vnni::<1>(nb, &u, ap, s, dp, scp, o, os),
+                1 => rows_group_q0::<D, 1, TC>(nb, &u, ap, s, dp, scp, o, os),
+                2 => rows_group_q0::<D, 2, TC>(nb, &u, ap, s, dp, scp, o, os),
+                3 => rows_group_q0::<D, 3, TC>(nb, &u, ap, s, dp, scp, o, os),
+                _ => rows_group_q0::<D, 4, TC>(nb, &u, ap, s, dp, scp, o, os),
             }
             t += 8;
         }
@@ -771,32 +880,38 @@ unsafe fn rows_q8_0_family_vnni<U: W32>(
         // interleaved ran decodes ~1.5x slower: the output head is bound by
         // the weight stream)
         for rr in 0..rows_here {
-            let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
             for t in t..nt {
-                group_q8_0_vnni::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+                rows_one_token_q0::<D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
             }
         }
         r += rows_here;
     }
 }
 
-// --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens on AVX-512 VNNI
+rows_entry! {
+    /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 3 rows × 8 tokens (24
+    /// accumulators; on SmolLM2 Q8_0 pp512 2 rows took ~2 % more CPU time, 4
+    /// rows (32 accumulators, spilled) ~8 % more).
+    rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<Vnni, 3, 8>
+}
+
+rows_entry! {
+    /// `RowsFn` for the 32-block × Q8_0 types on AVX2: 2 rows × 8 tokens in
+    /// chunks of 4 (8 accumulators of the 16 registers). On SmolLM2 Q8_0
+    /// pp256 (Zen 3, 1 thread, CPU time) 1 row × 8 took ~6 % more, 3 × 4
+    /// ~20 % more, 3 × 2 ~15 %, 2 × 8 (spilled) ~30 %, 4 × 2 ~35 %.
+    rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Avx2, 2, 4>
+}
+
+// --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens
 //
-// The same per-output float operations as `group_q8_1` in the same order:
-// per block, scale = dw·da rounded to f32, fmadd into an 8-lane
-// accumulator, acc_min += mw·sa (a multiply, then an add); finally
-// `hsum_ps(acc) + acc_min`. The integer lane sums are exact either way:
-// the weight values are unsigned (at most 31), so `vpdpbusd` takes them as
-// its u8 operand and the activations as its i8 one, with no sign trick.
-//
-// Per call, each block of R rows is unpacked once (values as bytes, scales
-// and minimums as f32) and reused by every group of 8 tokens; each
-// activation load serves the R rows. The activation scales `d` and sums
-// `s` of the call are converted to f32 once, token-minor, so that for a
-// row and block the 8 tokens' dw·da (one `vmulps`) and their `acc_min`
+// As above; the weight values are unsigned (at most 31), so the integer
+// dot takes them as its u8 operand and the activations as its i8 one,
+// with no sign trick (`Dot8::dot_unsigned`). The activation scales `d` and
+// sums `s` of the call are converted to f32 once, token-minor, so that for
+// a row and block the 8 tokens' dw·da (one `vmulps`) and their `acc_min`
 // updates (one `vmulps`, one `vaddps`) are vector operations whose lanes
-// each do the scalar one. The dw·da go through a small buffer so that the
-// main loop reads them as broadcasts folded into its fmadds.
+// each do the scalar one.
 
 /// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
 /// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
@@ -840,9 +955,9 @@ unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize
 /// R unpacked rows × 8 tokens (`s` bytes apart from `a`), whose f32 scales
 /// and sums are at `da[b * ntp + j]`, `sa[b * ntp + j]`; output
 /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[inline]
-unsafe fn rows_group_q8_1_vnni<const R: usize>(
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
+unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     nb: usize,
     u: &UnpackedRows,
     a: *const u8,
@@ -856,44 +971,49 @@ unsafe fn rows_group_q8_1_vnni<const R: usize>(
 ) {
     // --- the float side first: dw·da per (block, row, token) into `sc`
     // ([nb][R][8]) and the minimum terms, whole
-    assert!(u.q.len() >= nb * R && u.dw.len() >= nb * R && u.mw.len() >= nb * R);
-    let (uq, udw, umw) = (u.q.as_ptr(), u.dw.as_ptr(), u.mw.as_ptr());
+    assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
+    scale_products::<R>(nb, &u.dw, da, ntp, sc);
+    let (uq, umw) = (u.q.as_ptr(), u.mw.as_ptr());
     let mut acc_min = [_mm256_setzero_ps(); R];
     for b in 0..nb {
-        let dav = _mm256_loadu_ps(da.add(b * ntp));
         let sav = _mm256_loadu_ps(sa.add(b * ntp));
         for r in 0..R {
-            let dw = _mm256_set1_ps(*udw.add(b * R + r));
-            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(dw, dav));
             let mw = _mm256_set1_ps(*umw.add(b * R + r));
             acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
         }
     }
     // --- the integer sums, each scaled into its token's accumulator
-    let zero = _mm256_setzero_si256();
-    let mut acc = [[_mm256_setzero_ps(); 8]; R];
-    for b in 0..nb {
-        let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
-        for j in 0..8 {
-            let av = loadu(a.add(j * s + b * 36 + 4));
-            for r in 0..R {
-                let p = _mm256_dpbusd_epi32(zero, q[r], av);
-                let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + j));
-                acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+    let mut sums = [[_mm256_setzero_ps(); 8]; R];
+    for c in 0..8 / TC {
+        let mut acc = [[_mm256_setzero_ps(); TC]; R];
+        for b in 0..nb {
+            let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
+            for j in 0..TC {
+                let t = c * TC + j;
+                let av = loadu(a.add(t * s + b * 36 + 4));
+                for r in 0..R {
+                    let p = D::dot_unsigned(q[r], av);
+                    let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
+                    acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+                }
             }
+        }
+        for r in 0..R {
+            sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
         }
     }
     for r in 0..R {
         // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
-        let v = _mm256_add_ps(hsum_ps_x8(&acc[r]), acc_min[r]);
+        let v = _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]);
         _mm256_storeu_ps(out.add(r * os), v);
     }
 }
 
-/// `RowsFn` for Q4_1/Q5_1: blocks of 3 rows × 8 tokens, tail tokens one
-/// row at a time (`group_q8_1`).
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-unsafe fn rows_q8_1_family_vnni<U: W32Min>(
+/// `RowsFn` for Q4_1/Q5_1: blocks of `R` (at most 3) rows × 8 tokens,
+/// tail tokens one row at a time (`group_q8_1`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -905,9 +1025,7 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    // 24 accumulators; 2 rows ran SmolLM2 prefills ~10 % slower, 4 rows
-    // (32 accumulators, spilled) about as slow as 2
-    const R: usize = 3;
+    assert!(R <= 3 && 8 % TC == 0);
     let nb = n / QK;
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
@@ -932,9 +1050,9 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
-                3 => rows_group_q8_1_vnni::<3>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                2 => rows_group_q8_1_vnni::<2>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                _ => rows_group_q8_1_vnni::<1>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                1 => rows_group_q8_1::<D, 1, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                2 => rows_group_q8_1::<D, 2, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                _ => rows_group_q8_1::<D, 3, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
             }
             t += 8;
         }
@@ -946,6 +1064,20 @@ unsafe fn rows_q8_1_family_vnni<U: W32Min>(
         }
         r += rows_here;
     }
+}
+
+rows_entry! {
+    /// `RowsFn` for Q4_1/Q5_1 on VNNI: 3 rows × 8 tokens (24 accumulators; 2
+    /// rows ran SmolLM2 prefills ~10 % slower, 4 rows (32 accumulators,
+    /// spilled) about as slow as 2).
+    rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<Vnni, 3, 8>
+}
+
+rows_entry! {
+    /// `RowsFn` for Q4_1/Q5_1 on AVX2: 2 rows × 8 tokens in chunks of 4. On
+    /// SmolLM2 Q4_1 pp256 (Zen 3, 1 thread, CPU time) 2 × 8 (spilled) and
+    /// 3 × 4 took ~11 % more, 1 × 8 ~16 % more.
+    rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Avx2, 2, 4>
 }
 
 // --- super-blocks × Q8_K
