@@ -1163,13 +1163,6 @@ unsafe fn scale_vectors_v(s: __m256i) -> [__m256i; 8] {
     v
 }
 
-/// Scale vectors from 16 group scales.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn scale_vectors(s: &[i16; 16]) -> [__m256i; 8] {
-    scale_vectors_v(_mm256_loadu_si256(s.as_ptr() as *const __m256i))
-}
-
 /// Scale vectors from 8 sub-block (32-element) scales.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
@@ -1256,16 +1249,21 @@ impl WK for WQ3K {
                 q[4 * h + s] = _mm256_sub_epi8(low, _mm256_and_si256(unset, four));
             }
         }
-        let s: [u8; 12] = std::ptr::read_unaligned(p.add(96) as *const [u8; 12]);
-        let mut sc = [0i16; 16];
-        for (j, o) in sc.iter_mut().enumerate() {
-            let low = if j < 8 { s[j] & 0xF } else { s[j - 8] >> 4 };
-            let high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-            *o = (low | (high << 4)) as i16 - 32;
-        }
+        // the 16 6-bit scales by the reference's word masks: byte j of
+        // `u` is (low nibble j) | (2 high bits j) << 4
+        const K1: u32 = 0x0303_0303;
+        const K2: u32 = 0x0f0f_0f0f;
+        let mut u = [0u32; 4];
+        std::ptr::copy_nonoverlapping(p.add(96), u.as_mut_ptr() as *mut u8, 12);
+        let tmp = u[2];
+        u[2] = ((u[0] >> 4) & K2) | (((tmp >> 4) & K1) << 4);
+        u[3] = ((u[1] >> 4) & K2) | (((tmp >> 6) & K1) << 4);
+        u[0] = (u[0] & K2) | ((tmp & K1) << 4);
+        u[1] = (u[1] & K2) | (((tmp >> 2) & K1) << 4);
+        let sc = _mm256_cvtepu8_epi16(_mm_loadu_si128(u.as_ptr() as *const __m128i));
         KRegs {
             q,
-            sc: scale_vectors(&sc),
+            sc: scale_vectors_v(_mm256_sub_epi16(sc, _mm256_set1_epi16(32))),
             mins: _mm256_setzero_si256(),
             has_min: false,
             d: f16_at(p.add(108)),

@@ -59,7 +59,9 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 }
 
 /// The AVX2 emulation for weight type `ty` (the integer sums by the AVX2
-/// super-block unpackers, the same fold, 8 tokens in the f32 lanes).
+/// super-block unpackers, the same fold, 8 tokens in the f32 lanes). The
+/// AVX2 set's matmul runs the row-block kernel (`tiled_vnni::avx2_rows`,
+/// the same bits) instead, except for IQ4_XS, which it has none for.
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
