@@ -269,10 +269,10 @@ mod avx2 {
         let mut summs = [0f32; T];
         for b in 0..nb {
             let wp = w.add(b * U::BYTES);
-            // the weight stream 4 super-blocks ahead (decodes wait on it;
+            // the weight stream 8 super-blocks ahead (decodes wait on it;
             // past the row's end the next rows', or nothing: a prefetch
             // does not fault)
-            let ahead = wp.wrapping_add(4 * U::BYTES);
+            let ahead = wp.wrapping_add(8 * U::BYTES);
             let mut o = 0;
             while o < U::BYTES {
                 _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(o) as *const i8);
