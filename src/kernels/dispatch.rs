@@ -233,16 +233,19 @@ impl KernelSet {
     /// A row-block kernel for one token that interleaves the rows it is
     /// given (the decode's stream segments, `matmul.rs`: one `vfmadd` chain
     /// per row, so a row alone waits on its latency every block), where
-    /// this set has one: the Q8_0 kernel on VNNI, whose one-token product
-    /// is its plain tile kernel, and the F16 and BF16 ggml_vec_dot ones on
-    /// AVX-512 (their rows' loads in flight together, one activation
-    /// conversion for all; the AVX2 F16 one takes the rows one by one). Gives the bits of `matmul_fn(ty, rows, 1)`.
-    /// (Not the types of less than a byte per weight, read as one stream:
-    /// 4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
-    /// 98 one row at a time, tenth session.)
+    /// this set has one: the Q8_0, Q4_1 and Q5_1 kernels of the x86 sets,
+    /// whose one-token product is their plain tile kernel, and the F16 and
+    /// BF16 ggml_vec_dot ones (on AVX-512 their rows' loads in flight
+    /// together, one activation conversion for all; the AVX2 F16 one takes
+    /// the rows one by one). Gives the bits of `matmul_fn(ty, rows, 1)`.
+    /// With one, the types of less than a byte per weight are read as
+    /// several streams too (`decode_streams`).
+    /// (4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
+    /// 98 one row at a time, tenth session; Q4_1 and Q5_1 on Zen 3 took
+    /// 7–14 % more CPU time so: the segments' rows, far apart, ran faster.)
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
-            None if ty == GgmlType::Q8_0 => (self.rows)(ty),
+            None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
             Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(ty, rows, 1),
             _ => None,
         }

@@ -192,9 +192,12 @@ const DECODE_STREAM_MIN_BYTES: usize = 64 * 1024;
 
 /// The number of streams a decode reads a `rows`-row matrix as: one for
 /// types of less than a byte per weight, whose kernels do more work per
-/// byte (SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams).
-fn decode_streams(rows: usize, cols: usize, row_bytes: usize) -> usize {
-    if row_bytes < cols {
+/// byte (SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams),
+/// unless the set has a kernel taking the segments' rows in one call
+/// (`interleaved`, `KernelSet::decode_rows_fn`: on Zen 3 SmolLM2 Q4_1 tg96
+/// took ~14 % less CPU time so, Q5_1 ~7 % less).
+fn decode_streams(rows: usize, cols: usize, row_bytes: usize, interleaved: bool) -> usize {
+    if row_bytes < cols && !interleaved {
         return 1;
     }
     let bytes = rows.saturating_mul(row_bytes);
@@ -409,8 +412,10 @@ pub fn matmul_quantized_with(
         // stream segments, `step` rows of each. (Dividing `step` among the
         // segments instead, for tasks of the same size, cut the streams into
         // ~32 KB pieces at 2 threads: SmolLM2 decodes ran 8–28 % slower.)
-        let segment = if a.nt == 1 && tiled_f.is_none() {
-            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes))
+        let decode = a.nt == 1 && tiled_f.is_none();
+        let decode_f = if decode { ks.decode_rows_fn(w.ty, w.rows) } else { None };
+        let segment = if decode {
+            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, decode_f.is_some()))
         } else {
             0
         };
@@ -424,7 +429,6 @@ pub fn matmul_quantized_with(
                 r = r1;
             }
         }
-        let decode_f = if segment > 0 { ks.decode_rows_fn(w.ty, w.rows) } else { None };
         jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
@@ -679,13 +683,15 @@ mod tests {
     #[test]
     fn decodes_stream_large_byte_per_weight_matrices() {
         // F32 301 × 512 (616 KB): four streams; Q8_0 (164 KB): two
-        assert_eq!(decode_streams(301, 512, 2048), 4);
-        assert_eq!(decode_streams(301, 512, 544), 2);
-        // one stream below a byte per weight (Q5_0), under 128 KB, and
-        // never more streams than rows
-        assert_eq!(decode_streams(49152, 576, 396), 1);
-        assert_eq!(decode_streams(50, 512, 544), 1);
-        assert_eq!(decode_streams(3, 65536, 262144), 3);
-        assert_eq!(decode_streams(0, 512, 2048), 1);
+        assert_eq!(decode_streams(301, 512, 2048, false), 4);
+        assert_eq!(decode_streams(301, 512, 544, false), 2);
+        // one stream below a byte per weight (Q5_0) but with a kernel that
+        // interleaves the segments' rows, under 128 KB, and never more
+        // streams than rows
+        assert_eq!(decode_streams(49152, 576, 396, false), 1);
+        assert_eq!(decode_streams(49152, 576, 396, true), 4);
+        assert_eq!(decode_streams(50, 512, 544, false), 1);
+        assert_eq!(decode_streams(3, 65536, 262144, false), 3);
+        assert_eq!(decode_streams(0, 512, 2048, false), 1);
     }
 }

@@ -1009,8 +1009,35 @@ unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     }
 }
 
+/// R rows (`ws` bytes apart from `w`) × one token: per row the operations
+/// of `group_q8_1::<U, 1>` in its order, the R rows' `vfmadd` and
+/// `acc_min` chains interleaved (one row alone waits on the `vfmadd`'s
+/// latency every block); the activation block's scale and sum converted
+/// once for all rows.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // register arrays by row
+unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut acc_min = [0f32; R];
+    for b in 0..nb {
+        let ab = a.add(b * 36);
+        let (av, ds) = (loadu(ab.add(4)), f16x2_at(ab));
+        for r in 0..R {
+            let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
+            let p = D::dot_unsigned(q, av);
+            let prod = _mm_mul_ps(dm, ds); // [dw·da, mw·sa] as in `group_q8_1`
+            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[r]);
+            acc_min[r] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
+        }
+    }
+    for r in 0..R {
+        *out.add(r * os) = hsum_ps(acc[r]) + acc_min[r];
+    }
+}
+
 /// `RowsFn` for Q4_1/Q5_1: blocks of `R` (at most 3) rows × 8 tokens,
-/// tail tokens one row at a time (`group_q8_1`).
+/// tail tokens one row at a time (`group_q8_1`); one token (a decode,
+/// `KernelSet::decode_rows_fn`) 4 rows at a time.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
@@ -1027,6 +1054,21 @@ unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
     assert_rows_out(n_rows, nt, out.len(), os);
     assert!(R <= 3 && 8 % TC == 0);
     let nb = n / QK;
+    if nt == 1 {
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        let mut r = 0;
+        while r < n_rows {
+            let (wp, op) = (wp.add(r * ws), op.add(r * os));
+            match n_rows - r {
+                1 => rows_one_token_q8_1::<D, U, 1>(nb, wp, ws, ap, op, os),
+                2 => rows_one_token_q8_1::<D, U, 2>(nb, wp, ws, ap, op, os),
+                3 => rows_one_token_q8_1::<D, U, 3>(nb, wp, ws, ap, op, os),
+                _ => rows_one_token_q8_1::<D, U, 4>(nb, wp, ws, ap, op, os),
+            }
+            r += 4;
+        }
+        return;
+    }
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
     let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
