@@ -697,6 +697,24 @@ macro_rules! rows_entry {
     };
 }
 
+/// `$kernel::<D, U, R>` over `$n_rows` rows × one token, 4 rows per call
+/// (the last call 1–3).
+macro_rules! one_token_by_4_rows {
+    ($kernel:ident::<$d:ident, $u:ident>($nb:expr, $w:expr, $ws:expr, $a:expr, $out:expr, $os:expr), $n_rows:expr) => {{
+        let mut r = 0;
+        while r < $n_rows {
+            let (wp, op) = ($w.add(r * $ws), $out.add(r * $os));
+            match $n_rows - r {
+                1 => $kernel::<$d, $u, 1>($nb, wp, $ws, $a, op, $os),
+                2 => $kernel::<$d, $u, 2>($nb, wp, $ws, $a, op, $os),
+                3 => $kernel::<$d, $u, 3>($nb, wp, $ws, $a, op, $os),
+                _ => $kernel::<$d, $u, 4>($nb, wp, $ws, $a, op, $os),
+            }
+            r += 4;
+        }
+    }};
+}
+
 /// Asks for `rows` weight rows (`ws` bytes each, contiguous from `w`) in
 /// the L1 cache while the current rows' products run.
 #[inline]
@@ -827,17 +845,7 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
     let nb = n / QK;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     if nt == 1 {
-        let mut r = 0;
-        while r < n_rows {
-            let (wp, op) = (wp.add(r * ws), op.add(r * os));
-            match n_rows - r {
-                1 => rows_one_token_q0::<D, U, 1>(nb, wp, ws, ap, op, os),
-                2 => rows_one_token_q0::<D, U, 2>(nb, wp, ws, ap, op, os),
-                3 => rows_one_token_q0::<D, U, 3>(nb, wp, ws, ap, op, os),
-                _ => rows_one_token_q0::<D, U, 4>(nb, wp, ws, ap, op, os),
-            }
-            r += 4;
-        }
+        one_token_by_4_rows!(rows_one_token_q0::<D, U>(nb, wp, ws, ap, op, os), n_rows);
         return;
     }
     let n8 = nt - nt % 8;
@@ -1056,17 +1064,7 @@ unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
     let nb = n / QK;
     if nt == 1 {
         let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        let mut r = 0;
-        while r < n_rows {
-            let (wp, op) = (wp.add(r * ws), op.add(r * os));
-            match n_rows - r {
-                1 => rows_one_token_q8_1::<D, U, 1>(nb, wp, ws, ap, op, os),
-                2 => rows_one_token_q8_1::<D, U, 2>(nb, wp, ws, ap, op, os),
-                3 => rows_one_token_q8_1::<D, U, 3>(nb, wp, ws, ap, op, os),
-                _ => rows_one_token_q8_1::<D, U, 4>(nb, wp, ws, ap, op, os),
-            }
-            r += 4;
-        }
+        one_token_by_4_rows!(rows_one_token_q8_1::<D, U>(nb, wp, ws, ap, op, os), n_rows);
         return;
     }
     let n8 = nt - nt % 8;
