@@ -233,7 +233,7 @@ impl KernelSet {
     /// A row-block kernel for one token that interleaves the rows it is
     /// given (the decode's stream segments, `matmul.rs`: one `vfmadd` chain
     /// per row, so a row alone waits on its latency every block), where
-    /// this set has one: the Q8_0, Q4_1 and Q5_1 kernels of the x86 sets,
+    /// this set has one: the Q8_0, Q5_0, Q4_1 and Q5_1 kernels of the x86 sets,
     /// whose one-token product is their plain tile kernel, and the F16 and
     /// BF16 ggml_vec_dot ones (on AVX-512 their rows' loads in flight
     /// together, one activation conversion for all; the AVX2 F16 one takes
@@ -245,7 +245,7 @@ impl KernelSet {
     /// 7–14 % more CPU time so: the segments' rows, far apart, ran faster.)
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
-            None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
+            None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
             Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(ty, rows, 1),
             _ => None,
         }
