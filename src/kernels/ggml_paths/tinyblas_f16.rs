@@ -23,9 +23,10 @@
 //! a 16-lane chain as one zmm or two ymm): tinyBLAS as tiles of weight rows
 //! × tokens (4 × 6 zmm accumulators; 3 × 2 pairs of ymm), ggml_vec_dot_f16
 //! up to 4 rows per call on AVX-512, one on AVX2 (on the activations' f16
-//! copy, [`round_act_row`]); both convert the f16 weights in registers.
-//! Elsewhere the tile kernel widens each weight row into a scratch row
-//! first.
+//! copy, [`round_act_row`]). The vec_dot kernels and AVX-512's tinyBLAS
+//! convert the f16 weights in registers; AVX2's tinyBLAS widens each block
+//! of 3 weight rows to f32 once per token chunk (`WIDEN`). Elsewhere the
+//! tile kernel widens each weight row into a scratch row first.
 //!
 //! This serves the F16 weight matrices (here as tile kernels) and the
 //! attention products of the path without flash attention (K·Q and V·P on
@@ -249,8 +250,8 @@ macro_rules! f16_row_kernels {
         }
 
         /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
-        /// weight row `i` at `w + i·ws`, token `j` at `a + j·s`, output at
-        /// `o + i·os + j`. Per 16-element step the `P` parts one after the
+        /// weight row `i` at `w + i·ws` (f16, or f32 where the set widens
+        /// them, `WIDEN`), token `j` at `a + j·s`, output at `o + i·os + j`. Per 16-element step the `P` parts one after the
         /// other: each part's `RB` weight vectors are live only for its
         /// FMAs. (Running all of a part's steps before the next part's, for
         /// tiles of twice the outputs, was slower on AVX2: 3 × 2 at 54-64
@@ -264,8 +265,9 @@ macro_rules! f16_row_kernels {
                     let e = l + LANES * p;
                     let mut wv = [zero(); RB];
                     for (i, wv) in wv.iter_mut().enumerate() {
-                        // SAFETY: e + LANES ≤ n: rows hold 2n bytes (checked by the caller).
-                        *wv = unsafe { load_h(w.add(i * ws + 2 * e)) };
+                        // SAFETY: e + LANES ≤ n: rows hold 2n f16 bytes, or 4n
+                        // widened (checked by the caller).
+                        *wv = unsafe { if WIDEN { load_f(w.add(i * ws + 4 * e)) } else { load_h(w.add(i * ws + 2 * e)) } };
                     }
                     for j in 0..TB {
                         // SAFETY: as above, tokens hold 4n bytes.
@@ -303,11 +305,38 @@ macro_rules! f16_row_kernels {
             check(n, w, ws, n_rows, a, s, nt, out, os);
             let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
             let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-            $crate::kernels::ggml_paths::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
-                // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
-                // within the buffers checked above.
-                unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
+            if !WIDEN {
+                $crate::kernels::ggml_paths::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
+                    // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
+                    // within the buffers checked above.
+                    unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
+                });
+                return;
+            }
+            WIDENED.with(|wide| {
+                // wide: [RM][n] f32, the row block's weights
+                let wide = &mut *wide.borrow_mut();
+                wide.resize(RM * n, 0.0);
+                $crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
+                    for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
+                        super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
+                    }
+                    let mut t = t0;
+                    while t < end {
+                        let tb = RN.min(end - t);
+                        // SAFETY: the widened rows hold rb·n f32; rows r..r+rb ≤
+                        // n_rows and tokens t..t+tb ≤ nt lie within the buffers
+                        // checked above.
+                        unsafe { tile_any(rb, tb, n, wide.as_ptr() as *const u8, 4 * n, ap.add(t * s), s, op.add(r * os + t), os) };
+                        t += tb;
+                    }
+                });
             });
+        }
+
+        thread_local! {
+            /// Per-thread scratch of the widening sets: `RM` weight rows as f32.
+            static WIDENED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
         }
 
         /// ggml_vec_dot_f16 of `R` weight rows `ws` bytes apart with one
@@ -376,6 +405,10 @@ pub(super) mod avx512 {
     /// Activation bytes per token chunk: every row block of the call runs
     /// over one chunk of tokens before the next, so the chunk stays in L2.
     const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// The weights are converted in registers: one conversion serves 6
+    /// tokens' FMAs.
+    const WIDEN: bool = false;
 
     /// One zmm holds a whole 16-lane chain.
     type H = __m512;
@@ -530,6 +563,15 @@ mod avx2 {
 
     /// Activation bytes per token chunk (as `avx512`).
     const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// Each block of `RM` weight rows is widened to f32 once per token
+    /// chunk (a scratch of `RM` rows, in L1), and the tiles load f32: in
+    /// 3 × 2 tiles a conversion in registers served only 2 tokens' FMAs, and
+    /// Zen 2 runs one `vcvtph2ps` per cycle. `bench_kernels` GEMM, 1 thread,
+    /// 512 tokens, CPU time, Zen 2 (1536×576, 576×1536, 2048×640, 640×2048):
+    /// 33–35, 31–33, 33–34, 27–28 GMAC/s against 22–24 for all four
+    /// converting in registers (2 × 3 tiles widened: 31–33, 30, 32–33, 27).
+    const WIDEN: bool = true;
 
     type H = __m256;
     const LANES: usize = 8;

@@ -117,18 +117,27 @@ pub(super) fn check_float_rows(what: &str, act_bytes: usize, n: usize, w: &[u8],
 /// the rest. `tile(rows, tokens, row0, token0)` computes one tile.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: usize, mut tile: impl FnMut(usize, usize, usize, usize)) {
+    walk_row_blocks(n_rows, nt, chunk, rm, |rb, r, t0, end| {
+        let mut t = t0;
+        while t < end {
+            let tb = rn.min(end - t);
+            tile(rb, tb, r, t);
+            t += tb;
+        }
+    });
+}
+
+/// The row blocks of [`walk_tiles`] in its order: `block(rows, row0,
+/// token0, token_end)` for every chunk of tokens and block of rows.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn walk_row_blocks(n_rows: usize, nt: usize, chunk: usize, rm: usize, mut block: impl FnMut(usize, usize, usize, usize)) {
     let mut t0 = 0;
     while t0 < nt {
         let end = t0 + chunk.max(1).min(nt - t0);
         let mut r = 0;
         while r < n_rows {
             let rb = if r + rm <= n_rows { rm } else { 1 };
-            let mut t = t0;
-            while t < end {
-                let tb = rn.min(end - t);
-                tile(rb, tb, r, t);
-                t += tb;
-            }
+            block(rb, r, t0, end);
             r += rb;
         }
         t0 = end;
