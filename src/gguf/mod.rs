@@ -440,6 +440,18 @@ impl GgufFile {
         if end <= start {
             return 0;
         }
+        // Where the page cache holds the file in 2 MiB folios the kernel
+        // maps them whole (one PMD) on a fault anywhere in them, which would
+        // bring the released pages back with their neighbours' first read:
+        // no huge mappings over the released range, so only the pages read
+        // (and their fault-around) come back. Gemma 3 pp512 + tg128 at 2
+        // threads, file cached in 2 MiB folios: peak RSS 333.1 against
+        // 343.4 MB without this (the reference 337.3 in the same runs).
+        // SAFETY: as below; advice only, on a range of this mapping.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_NOHUGEPAGE)
+        };
         // SAFETY: [start, end) lies inside this file's read-only private
         // mapping (within `data`, checked above); MADV_DONTNEED on it only
         // drops clean page cache pages, which refault unchanged (see above).

@@ -1245,9 +1245,17 @@ fn gguf_mapping_asks_for_huge_pages() {
     let path = std::env::temp_dir().join(format!("minfer-gguf-hugepage-{}.gguf", std::process::id()));
     std::fs::write(&path, two_tensors(None)).unwrap();
     let f = GgufFile::open(&path).unwrap();
-    let addr = f.bytes().as_ptr() as usize;
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-    // the mapping's block: its "start-end" line, then its fields
+    let flags = vm_flags_at(f.bytes().as_ptr() as usize);
+    std::fs::remove_file(&path).ok();
+    let flags = flags.expect("the mapping in /proc/self/smaps");
+    assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+}
+
+/// The `VmFlags:` line of the mapping that holds `addr` (`/proc/self/smaps`).
+#[cfg(target_os = "linux")]
+fn vm_flags_at(addr: usize) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    // each mapping's block: its "start-end" line, then its fields
     let mut flags = None;
     let mut inside = false;
     for line in smaps.lines() {
@@ -1263,7 +1271,33 @@ fn gguf_mapping_asks_for_huge_pages() {
             flags = Some(line.to_string());
         }
     }
-    std::fs::remove_file(&path).ok();
-    let flags = flags.expect("the mapping in /proc/self/smaps");
-    assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+    flags
+}
+
+/// Released pages are kept out of huge mappings (`VmFlags` "nh" over them):
+/// where the page cache holds the file in 2 MiB folios, a read of the
+/// pages next to them would otherwise map their whole folio back (Gemma 3's
+/// peak RSS went above the reference's that way). The rest of the mapping
+/// keeps its huge-page advice.
+#[cfg(target_os = "linux")]
+#[test]
+fn released_pages_are_kept_out_of_huge_mappings() {
+    if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+        return; // a kernel without THP takes no such advice
+    }
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
+    let path = std::env::temp_dir().join(format!("minfer-release-nh-{}.gguf", std::process::id()));
+    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
+    let f = GgufFile::open(&path).expect("open");
+    let _ = std::fs::remove_file(&path);
+    let t = f.find_tensor("t").expect("tensor");
+    let inner = f.tensor_data(&t)[data.len() / 2..].as_ptr() as usize;
+    let head = f.bytes().as_ptr() as usize;
+    assert!(f.release_pages(&t) > 0);
+    let has = |addr: usize, flag: &str| vm_flags_at(addr).expect("the mapping in smaps").split_whitespace().any(|f| f == flag);
+    assert!(has(inner, "nh") && !has(inner, "hg"), "released range: {:?}", vm_flags_at(inner));
+    assert!(has(head, "hg"), "the header's page keeps the advice: {:?}", vm_flags_at(head));
+    assert_eq!(f.tensor_data(&t), &data[..], "the bytes still read back");
 }
