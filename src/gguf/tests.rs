@@ -1205,6 +1205,19 @@ fn mapped_pages(data: &[u8]) -> Option<usize> {
     Some(n)
 }
 
+/// A mapped GGUF file (written to a temporary file, then removed) holding
+/// one I8 tensor "t" of `data`, and that tensor's info.
+fn mapped_one_tensor(tag: &str, data: &[u8]) -> (GgufFile, TensorInfo) {
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], data);
+    let path = std::env::temp_dir().join(format!("minfer-{tag}-{}.gguf", std::process::id()));
+    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
+    let f = GgufFile::open(&path).expect("open");
+    let _ = std::fs::remove_file(&path);
+    let t = f.find_tensor("t").expect("tensor");
+    (f, t)
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn read_tensor_copies_without_mapping_the_pages() {
@@ -1212,13 +1225,7 @@ fn read_tensor_copies_without_mapping_the_pages() {
     // model whose matrices were copied out of the file never maps its
     // pages again (a 2 MiB folio per norm where the page cache has them).
     let data: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_246_822_519) >> 11) as u8).collect();
-    let mut w = GgufWriter::new();
-    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
-    let path = std::env::temp_dir().join(format!("minfer-read-tensor-{}.gguf", std::process::id()));
-    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
-    let f = GgufFile::open(&path).expect("open");
-    let _ = std::fs::remove_file(&path);
-    let t = f.find_tensor("t").expect("tensor");
+    let (f, t) = mapped_one_tensor("read-tensor", &data);
     // the interior pages (the header shares the first)
     let inner = &f.tensor_data(&t)[8192..data.len() - 8192];
     f.release_pages(&t);
@@ -1286,13 +1293,7 @@ fn released_pages_are_kept_out_of_huge_mappings() {
         return; // a kernel without THP takes no such advice
     }
     let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
-    let mut w = GgufWriter::new();
-    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
-    let path = std::env::temp_dir().join(format!("minfer-release-nh-{}.gguf", std::process::id()));
-    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
-    let f = GgufFile::open(&path).expect("open");
-    let _ = std::fs::remove_file(&path);
-    let t = f.find_tensor("t").expect("tensor");
+    let (f, t) = mapped_one_tensor("release-nh", &data);
     let inner = f.tensor_data(&t)[data.len() / 2..].as_ptr() as usize;
     let head = f.bytes().as_ptr() as usize;
     assert!(f.release_pages(&t) > 0);

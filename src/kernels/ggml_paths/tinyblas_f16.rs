@@ -251,8 +251,9 @@ macro_rules! f16_row_kernels {
 
         /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
         /// weight row `i` at `w + i·ws` (f16, or f32 where the set widens
-        /// them, `WIDEN`), token `j` at `a + j·s`, output at `o + i·os + j`. Per 16-element step the `P` parts one after the
-        /// other: each part's `RB` weight vectors are live only for its
+        /// them, `WIDEN`), token `j` at `a + j·s`, output at `o + i·os + j`.
+        /// Per 16-element step the `P` parts one after the other: each
+        /// part's `RB` weight vectors are live only for its
         /// FMAs. (Running all of a part's steps before the next part's, for
         /// tiles of twice the outputs, was slower on AVX2: 3 × 2 at 54-64
         /// GFLOP/s that way against 62-80 this way, 4 × 3 at 30.)
@@ -305,29 +306,30 @@ macro_rules! f16_row_kernels {
             check(n, w, ws, n_rows, a, s, nt, out, os);
             let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
             let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-            if !WIDEN {
-                $crate::kernels::ggml_paths::tinyblas_f32::walk_tiles(n_rows, nt, chunk, RM, RN, |rb, tb, r, t| {
-                    // SAFETY: rows r..r+rb ≤ n_rows and tokens t..t+tb ≤ nt lie
-                    // within the buffers checked above.
-                    unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, ap.add(t * s), s, op.add(r * os + t), os) }
-                });
-                return;
-            }
             WIDENED.with(|wide| {
-                // wide: [RM][n] f32, the row block's weights
+                // wide: [RM][n] f32, the row block's weights (WIDEN sets only)
                 let wide = &mut *wide.borrow_mut();
-                wide.resize(RM * n, 0.0);
+                if WIDEN {
+                    wide.resize(RM * n, 0.0);
+                }
                 $crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
-                    for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
-                        super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
-                    }
+                    // the block's weight rows: widened here, or in place
+                    let (wr, wrs) = if WIDEN {
+                        for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
+                            super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
+                        }
+                        (wide.as_ptr() as *const u8, 4 * n)
+                    } else {
+                        // SAFETY: row r < n_rows lies within `w` (checked above).
+                        (unsafe { wp.add(r * ws) }, ws)
+                    };
                     let mut t = t0;
                     while t < end {
                         let tb = RN.min(end - t);
-                        // SAFETY: the widened rows hold rb·n f32; rows r..r+rb ≤
-                        // n_rows and tokens t..t+tb ≤ nt lie within the buffers
-                        // checked above.
-                        unsafe { tile_any(rb, tb, n, wide.as_ptr() as *const u8, 4 * n, ap.add(t * s), s, op.add(r * os + t), os) };
+                        // SAFETY: rows r..r+rb ≤ n_rows (or their widened
+                        // copies, rb·n f32) and tokens t..t+tb ≤ nt lie within
+                        // the buffers checked above.
+                        unsafe { tile_any(rb, tb, n, wr, wrs, ap.add(t * s), s, op.add(r * os + t), os) };
                         t += tb;
                     }
                 });
