@@ -216,6 +216,11 @@ pub fn forward(
     // sequences do not change during the ubatch)
     let mut visible_full: Option<Vec<Vec<usize>>> = None;
     let mut visible_swa: Option<Vec<Vec<usize>>> = None;
+    // the rotary angles of every token ([nt][n_rot / 2]), per (freq_base,
+    // freq_scale) as f32 bits: the same for q and k of every layer of that
+    // kind (computed per token, head kind and layer they were ~1 % of a
+    // SmolLM2 prefill, in sinf/cosf)
+    let mut rope_tables: Vec<((u32, u32), Vec<Vec<(f32, f32)>>)> = Vec::new();
 
     for (il, lw) in weights.layers.iter().enumerate() {
         if abort() {
@@ -240,6 +245,19 @@ pub fn forward(
         add_bias(model, k, lw.bk.as_ref())?;
         add_bias(model, v, lw.bv.as_ref())?;
         // per token: the heads' norms (qwen3, gemma3), then rope
+        let key = (freq_base.to_bits(), freq_scale.to_bits());
+        let table = match rope_tables.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let angles = tokens
+                    .iter()
+                    .map(|t| ops::rope_angles(t.pos, n_rot, freq_base, freq_scale, rope_factors.as_deref()))
+                    .collect();
+                rope_tables.push((key, angles));
+                rope_tables.len() - 1
+            }
+        };
+        let angles = &rope_tables[table].1;
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
             let width = buf.len() / nt;
@@ -247,9 +265,8 @@ pub fn forward(
                 if let Some(w) = &norm {
                     ops::rms_norm_mul(heads, hd_k, w, eps);
                 }
-                let angles = ops::rope_angles(tokens[t].pos, n_rot, freq_base, freq_scale, rope_factors.as_deref());
                 for head in heads.chunks_exact_mut(hd_k) {
-                    ops::rope_by(head, &angles, neox);
+                    ops::rope_by(head, &angles[t], neox);
                 }
             })?;
         }
