@@ -6,8 +6,12 @@
 //!
 //! ```text
 //! cargo run --release --example bench_kernels -- [--types q4_0,q4_K,...] [--shapes 576x576,...]
-//!     [--threads 1,2] [--nt 512] [--min-time 0.3]
+//!     [--threads 1,2] [--nt 512] [--min-time 0.3] [--tiles 1]
 //! ```
+//!
+//! `--tiles 1` gives the matrices that have a load-time tiled layout
+//! (`repack_tiles`: Q4_0, IQ4_NL, Q4_K) their tiles, 64-byte aligned as in
+//! a loaded model, so the set's tiled kernel runs as in a model's matmuls.
 //!
 //! Shapes are `rows x cols` (output x input): the projections of SmolLM2-135M
 //! and Gemma 3 270M and their output heads by default. Small matrices fit in
@@ -18,6 +22,7 @@
 use std::time::Instant;
 
 use llama::ggml_type::GgmlType;
+use llama::kernels::ggml_paths::repack_tiles;
 use llama::kernels::{kernels, matmul, ThreadPool, Weights};
 use llama::quant::quantize_row;
 
@@ -42,6 +47,7 @@ struct Args {
     threads: Vec<usize>,
     nt: usize,
     min_time: f64,
+    tiles: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -52,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
         threads: vec![1, 2],
         nt: 512,
         min_time: 0.3,
+        tiles: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -72,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => a.threads = v.split(',').map(|s| s.parse().map_err(|_| format!("bad count {s}"))).collect::<Result<_, _>>()?,
             "--nt" => a.nt = v.parse().map_err(|_| "bad --nt".to_string())?,
             "--min-time" => a.min_time = v.parse().map_err(|_| "bad --min-time".to_string())?,
+            "--tiles" => a.tiles = v == "1",
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -174,13 +182,20 @@ fn main() {
                 continue;
             }
             let wb = weights(ty, rows, cols);
-            let w = match Weights::new(&wb, ty, rows, cols) {
+            let mut w = match Weights::new(&wb, ty, rows, cols) {
                 Ok(w) => w,
                 Err(e) => {
                     eprintln!("{ty} {rows}x{cols}: {e}");
                     continue;
                 }
             };
+            let mut tile_buf = Vec::new();
+            if let Some(tb) = repack_tiles::tiles_bytes(ty, rows, cols).filter(|_| args.tiles) {
+                tile_buf.resize(tb + 64, 0u8);
+                let at = tile_buf.as_ptr().align_offset(64);
+                repack_tiles::build(ty, rows, cols, &wb, &mut tile_buf[at..at + tb]);
+                w = w.with_tiles(&tile_buf[at..at + tb]).expect("tiles");
+            }
             let mut y = vec![0f32; args.nt * rows];
             let mut gemv = Vec::new();
             let mut gemm = Vec::new();
