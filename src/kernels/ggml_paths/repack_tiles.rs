@@ -1,7 +1,8 @@
 //! Q4_0 and IQ4_NL weights interleaved once at model load ("tiles"), as the
 //! reference repacks them (`block_q4_0x8`, `block_iq4_nlx8`), and the
 //! kernels over them for every token count ([`TiledFn`]), on AVX-512 VNNI
-//! and on plain AVX2: one body generic over the integer dot ([`x86::Dot4`]).
+//! and on plain AVX2: one body generic over the integer dot ([`x86::Dot4`]),
+//! with a 512-bit strip step on AVX-512.
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
 //! (`nb = cols / 32` blocks per row), in the order the kernel reads it (one
@@ -10,11 +11,12 @@
 //! rows (two 8-row groups; the last strip 8 rows when `rows % 16 == 8`),
 //! each `[nb]` blocks of
 //!
-//! - `qs`: `[R groups][4][8 rows][4 bytes]` (`R · 128` bytes): vector `k`
+//! - `qs`: `[4][R groups][8 rows][4 bytes]` (`R · 128` bytes): vector `k`
 //!   of group `h` holds, in the 32-bit lane of its row `r`, bytes
 //!   `4k .. 4k + 4` of that row's block quants; the low nibbles are elements
 //!   `4k .. 4k + 4`, the high nibbles elements `16 + 4k .. 16 + 4k + 4` (the
-//!   file's nibble order);
+//!   file's nibble order). Vector `k` of both groups is 64 contiguous bytes:
+//!   one 512-bit vector of the strip's 16 rows, lane = row;
 //! - `d`: `[R groups][8 rows]` the blocks' f16 scales (`R · 16` bytes).
 //!
 //! The tiles are exactly as large as the file's blocks (144 bytes per 8-row
@@ -83,14 +85,14 @@ pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
     ok.then(|| rows_offset(ty, cols, rows))
 }
 
-/// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`,
-/// vectors 32 bytes apart; its f16 scale).
-fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize) {
+/// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`;
+/// the bytes from one vector to the next, `R · 32`; its f16 scale).
+fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, usize) {
     let s0 = r / STRIP_ROWS * STRIP_ROWS;
     let groups = (rows - s0).min(STRIP_ROWS) / GROUP_ROWS; // R of this strip
     let (h, lane) = (r % STRIP_ROWS / GROUP_ROWS, r % GROUP_ROWS);
     let blk = rows_offset_b32(cols, s0) + b * groups * GROUP_BLOCK;
-    (blk + h * 128 + lane * 4, blk + groups * 128 + h * 16 + lane * 2)
+    (blk + h * 32 + lane * 4, groups * 32, blk + groups * 128 + h * 16 + lane * 2)
 }
 
 /// Interleaves `src` (the file's `rows` rows, row-major) into `dst`
@@ -104,10 +106,10 @@ pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8])
     }
     for r in 0..rows {
         for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
-            let (q, d) = block_at(rows, cols, r, b);
+            let (q, vs, d) = block_at(rows, cols, r, b);
             dst[d..d + 2].copy_from_slice(&blk[..2]);
             for k in 0..4 {
-                dst[q + 32 * k..q + 32 * k + 4].copy_from_slice(&blk[2 + 4 * k..6 + 4 * k]);
+                dst[q + vs * k..q + vs * k + 4].copy_from_slice(&blk[2 + 4 * k..6 + 4 * k]);
             }
         }
     }
@@ -120,10 +122,10 @@ pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, 
         return super::repack_tiles_k::read_row(rows, cols, tiles, r, out);
     }
     for (b, blk) in out[..cols / QK * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
-        let (q, d) = block_at(rows, cols, r, b);
+        let (q, vs, d) = block_at(rows, cols, r, b);
         blk[..2].copy_from_slice(&tiles[d..d + 2]);
         for k in 0..4 {
-            blk[2 + 4 * k..6 + 4 * k].copy_from_slice(&tiles[q + 32 * k..q + 32 * k + 4]);
+            blk[2 + 4 * k..6 + 4 * k].copy_from_slice(&tiles[q + vs * k..q + vs * k + 4]);
         }
     }
 }
@@ -180,6 +182,9 @@ pub(super) mod x86 {
         /// loop: on AVX2 LLVM unrolled them, hoisted every step's weights
         /// and broadcasts, and spilled ~60 vectors per block to the stack.
         const Q4_0_ROLLED: bool;
+        /// Whether a 16-row strip runs as 512-bit vectors ([`strip_zmm`]):
+        /// the entry point then has AVX-512F/BW/VNNI.
+        const STRIP_ZMM: bool;
         /// The offset the IQ4_NL weights of [`iq_table`](Self::iq_table)
         /// carry: the kernel subtracts `IQ_OFF·Σa`.
         const IQ_OFF: i32;
@@ -200,12 +205,14 @@ pub(super) mod x86 {
         unsafe fn wss(acc: __m256i, a: __m256i, b: __m256i) -> __m256i;
     }
 
-    /// AVX-512 VNNI (256-bit): `vpdpbusd`, `vpdpwssd`.
+    /// AVX-512 VNNI: `vpdpbusd`, `vpdpwssd` (256-bit here; the 16-row
+    /// strips of Q4_0/IQ4_NL in [`strip_zmm`]).
     pub(in super::super) struct Vnni;
     impl Dot4 for Vnni {
         type Sum = __m256i;
         const Q4_0_TOKENS: usize = 4;
         const Q4_0_ROLLED: bool = false;
+        const STRIP_ZMM: bool = true;
         // the table + 128 as u8 (`vpdpbusd` takes unsigned weights)
         const IQ_OFF: i32 = 128;
         #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
@@ -251,6 +258,7 @@ pub(super) mod x86 {
         /// 423–435 against 335–351 t/s unrolled at 1 thread, 793–806
         /// against 615–647 at 2. (IQ4_NL, 4 tokens a step, gained nothing.)
         const Q4_0_ROLLED: bool = true;
+        const STRIP_ZMM: bool = false;
         // the signed table values (`iq` takes them as they are)
         const IQ_OFF: i32 = 0;
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -320,7 +328,7 @@ pub(super) mod x86 {
     tiled_entry!(
         /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true), AVX-512 VNNI.
         tiled_b32_vnni<const IQ: bool>,
-        "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+        "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni",
         tiled_b32::<Vnni, IQ>
     );
     tiled_entry!(
@@ -330,8 +338,11 @@ pub(super) mod x86 {
         tiled_b32::<Avx2, IQ>
     );
 
-    /// Activation blocks per call whose sums live on the stack.
+    /// Activation blocks per call whose sums and scales live on the stack.
     const STACK_SUMS: usize = 512;
+
+    /// Tokens per step of [`strip_zmm`].
+    const ZMM_TOKENS: usize = 6;
 
     /// The body of the Q4_0 / IQ4_NL `TiledFn`s.
     #[inline(always)]
@@ -351,57 +362,157 @@ pub(super) mod x86 {
         assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset_b32(n, n_rows), "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
         let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        // [nt][nb] −off·Σa of each activation block (the weights' offset;
-        // none for AVX2's IQ4_NL)
+        // [nb][nt] −off·Σa of each activation block (the weights' offset;
+        // none for AVX2's IQ4_NL), and [nb][nt] its scale as f32 (a step
+        // finds its tokens' values at one pointer)
         let off: i32 = if IQ { D::IQ_OFF } else { 8 };
-        let mut stack = [0i32; STACK_SUMS];
-        let mut heap = Vec::new();
-        let bias: &mut [i32] = if nt * nb <= STACK_SUMS {
-            &mut stack[..nt * nb]
+        let (mut stack, mut stack_d) = ([0i32; STACK_SUMS], [0f32; STACK_SUMS]);
+        let (mut heap, mut heap_d) = (Vec::new(), Vec::new());
+        let (bias, da): (&mut [i32], &mut [f32]) = if nt * nb <= STACK_SUMS {
+            (&mut stack[..nt * nb], &mut stack_d[..nt * nb])
         } else {
             heap.resize(nt * nb, 0);
-            &mut heap
+            heap_d.resize(nt * nb, 0.0);
+            (&mut heap, &mut heap_d)
         };
-        if off != 0 {
-            let ones = _mm256_set1_epi8(1);
-            let ones16 = _mm256_set1_epi16(1);
-            for t in 0..nt {
-                for b in 0..nb {
-                    let q = loadu(ap.add(t * s + b * 34 + 2));
+        let ones = _mm256_set1_epi8(1);
+        let ones16 = _mm256_set1_epi16(1);
+        for t in 0..nt {
+            for b in 0..nb {
+                let blk = ap.add(t * s + b * 34);
+                da[b * nt + t] = f16_at(blk);
+                if off != 0 {
+                    let q = loadu(blk.add(2));
                     let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
-                    bias[t * nb + b] = -off * sum;
+                    bias[b * nt + t] = -off * sum;
                 }
             }
         }
-        let bp = bias.as_ptr();
+        let (bp, dp) = (bias.as_ptr(), da.as_ptr());
         // a strip of two groups per step (one activation broadcast serves 16
         // rows); the last strip may hold one
         let mut r0 = 0;
         while r0 < n_rows {
             let two = r0 + STRIP_ROWS <= n_rows;
-            let (gp, o) = (tp.add(rows_offset_b32(n, r0)), op.add(r0 * os));
+            let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0 * os));
+            let st = Step { nb, gp, a: ap, s, bias: bp, da: dp, ns: nt, out, os };
+            if D::STRIP_ZMM && two {
+                // ZMM_TOKENS tokens per step, then the rest in one step
+                let mut t = 0;
+                while t < nt {
+                    let tt = (nt - t).min(ZMM_TOKENS);
+                    match tt {
+                        1 => strip_zmm::<IQ, 1>(st.tokens(t)),
+                        2 => strip_zmm::<IQ, 2>(st.tokens(t)),
+                        3 => strip_zmm::<IQ, 3>(st.tokens(t)),
+                        4 => strip_zmm::<IQ, 4>(st.tokens(t)),
+                        5 => strip_zmm::<IQ, 5>(st.tokens(t)),
+                        6 => strip_zmm::<IQ, 6>(st.tokens(t)),
+                        7 => strip_zmm::<IQ, 7>(st.tokens(t)),
+                        _ => strip_zmm::<IQ, 8>(st.tokens(t)),
+                    }
+                    t += tt;
+                }
+                r0 += STRIP_ROWS;
+                continue;
+            }
             let mut t = 0;
             let tt = if IQ { 4 } else { D::Q4_0_TOKENS };
             while t + tt <= nt {
-                let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 match (tt, two) {
-                    (4, true) => step::<D, IQ, 4, 2>(nb, gp, at, s, bt, ot, os),
-                    (4, false) => step::<D, IQ, 4, 1>(nb, gp, at, s, bt, ot, os),
-                    (_, true) => step::<D, IQ, 2, 2>(nb, gp, at, s, bt, ot, os),
-                    (_, false) => step::<D, IQ, 2, 1>(nb, gp, at, s, bt, ot, os),
+                    (4, true) => step::<D, IQ, 4, 2>(st.tokens(t)),
+                    (4, false) => step::<D, IQ, 4, 1>(st.tokens(t)),
+                    (_, true) => step::<D, IQ, 2, 2>(st.tokens(t)),
+                    (_, false) => step::<D, IQ, 2, 1>(st.tokens(t)),
                 }
                 t += tt;
             }
             while t < nt {
-                let (at, bt, ot) = (ap.add(t * s), bp.add(t * nb), o.add(t));
                 if two {
-                    step::<D, IQ, 1, 2>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 1, 2>(st.tokens(t));
                 } else {
-                    step::<D, IQ, 1, 1>(nb, gp, at, s, bt, ot, os);
+                    step::<D, IQ, 1, 1>(st.tokens(t));
                 }
                 t += 1;
             }
             r0 += if two { STRIP_ROWS } else { GROUP_ROWS };
+        }
+    }
+
+    /// What a step reads and writes: the strip's tiles `gp` (`nb` blocks),
+    /// its first token's activations `a` (tokens `s` bytes apart), that
+    /// token's `bias` and `da` (`[nb][ns]`) and outputs `out` (rows `os`
+    /// apart).
+    #[derive(Clone, Copy)]
+    struct Step {
+        nb: usize,
+        gp: *const u8,
+        a: *const u8,
+        s: usize,
+        bias: *const i32,
+        da: *const f32,
+        ns: usize,
+        out: *mut f32,
+        os: usize,
+    }
+
+    impl Step {
+        /// The same strip from `t` tokens on.
+        #[inline(always)]
+        unsafe fn tokens(self, t: usize) -> Step {
+            Step { a: self.a.add(t * self.s), bias: self.bias.add(t), da: self.da.add(t), out: self.out.add(t), ..self }
+        }
+    }
+
+    /// `TT` tokens against a 16-row strip in 512-bit vectors: row
+    /// `r` is lane `r` (lanes 0–7 group 0, 8–15 group 1), so one activation
+    /// broadcast, one `vpdpbusd` and one fold serve the 16 rows; the same
+    /// integer sums and per-output float operations as [`step`]. With one
+    /// token, the low and high nibbles sum in two chains.
+    #[inline(always)]
+    unsafe fn strip_zmm<const IQ: bool, const TT: usize>(st: Step) {
+        let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
+        let mask = _mm512_set1_epi8(0x0F);
+        // IQ4_NL: nibble → table value + 128, in each 128-bit lane
+        let table = if IQ { _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table())) } else { _mm512_setzero_si512() };
+        let mut acc = [_mm512_setzero_ps(); TT];
+        for b in 0..nb {
+            let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
+            let mut lo: [__m512i; TT] = std::array::from_fn(|j| _mm512_set1_epi32(*bias.add(b * ns + j)));
+            let mut hi = [_mm512_setzero_si512(); TT];
+            let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 34 + 2)); // block b's quants
+            for k in 0..4 {
+                let v = _mm512_loadu_si512(bp.add(k * 64) as *const __m512i);
+                let mut wl = _mm512_and_si512(v, mask);
+                let mut wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                if IQ {
+                    wl = _mm512_shuffle_epi8(table, wl);
+                    wh = _mm512_shuffle_epi8(table, wh);
+                }
+                for j in 0..TT {
+                    let al = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
+                    let ah = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
+                    lo[j] = _mm512_dpbusd_epi32(lo[j], wl, al);
+                    if TT == 1 {
+                        hi[j] = _mm512_dpbusd_epi32(hi[j], wh, ah);
+                    } else {
+                        lo[j] = _mm512_dpbusd_epi32(lo[j], wh, ah);
+                    }
+                }
+            }
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(256) as *const __m256i));
+            for j in 0..TT {
+                let isum = if TT == 1 { _mm512_add_epi32(lo[j], hi[j]) } else { lo[j] };
+                let daj = _mm512_set1_ps(*da.add(b * ns + j));
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, daj), acc[j]);
+            }
+        }
+        for (j, v) in acc.iter().enumerate() {
+            let mut l = [0f32; 16];
+            _mm512_storeu_ps(l.as_mut_ptr(), *v);
+            for (r, x) in l.iter().enumerate() {
+                *out.add(r * os + j) = *x;
+            }
         }
     }
 
@@ -415,20 +526,12 @@ pub(super) mod x86 {
         }
     }
 
-    /// `TT` tokens against the strip of `R` groups of 8 rows at `gp`: row
-    /// `8h + r` is lane `r` of group `h`. `bias` is `[TT][nb]`. With one
-    /// token, the low and high nibbles sum in two chains (shorter latency).
+    /// `TT` tokens against the strip of `R` groups of 8 rows: row
+    /// `8h + r` is lane `r` of group `h`. With one token, the low and high
+    /// nibbles sum in two chains (shorter latency).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn step<D: Dot4, const IQ: bool, const TT: usize, const R: usize>(
-        nb: usize,
-        gp: *const u8,
-        a: *const u8,
-        s: usize,
-        bias: *const i32,
-        out: *mut f32,
-        os: usize,
-    ) {
+    unsafe fn step<D: Dot4, const IQ: bool, const TT: usize, const R: usize>(st: Step) {
+        let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
         let mask = _mm256_set1_epi8(0x0F);
         // IQ4_NL: nibble → table value (+ D::IQ_OFF)
         let table = if IQ { D::iq_table() } else { _mm256_setzero_si256() };
@@ -436,12 +539,12 @@ pub(super) mod x86 {
         let zero = _mm256_setzero_si256();
         let mut acc = [[_mm256_setzero_ps(); TT]; R];
         for b in 0..nb {
-            let bp = gp.add(b * R * GROUP_BLOCK); // [R][128] quants, [R][16] scales
+            let bp = gp.add(b * R * GROUP_BLOCK); // [4][R][32] quants, [R][16] scales
             let mut lo = [[D::start(zero); TT]; R];
             let mut hi = [[D::start(zero); TT]; R];
             if biased {
                 for j in 0..TT {
-                    let bj = _mm256_set1_epi32(*bias.add(j * nb + b));
+                    let bj = _mm256_set1_epi32(*bias.add(b * ns + j));
                     for l in lo.iter_mut() {
                         l[j] = D::start(bj);
                     }
@@ -458,7 +561,7 @@ pub(super) mod x86 {
                 let mut wl = [zero; R];
                 let mut wh = [zero; R];
                 for h in 0..R {
-                    let v = loadu(bp.add(h * 128 + k * 32));
+                    let v = loadu(bp.add((k * R + h) * 32));
                     wl[h] = _mm256_and_si256(v, mask);
                     wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
                     if IQ {
@@ -481,7 +584,7 @@ pub(super) mod x86 {
                 }
             }
             for j in 0..TT {
-                let daj = _mm256_set1_ps(f16_at(a.add(j * s + b * 34)));
+                let daj = _mm256_set1_ps(*da.add(b * ns + j));
                 for h in 0..R {
                     let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
                     let isum = if TT == 1 { _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j])) } else { D::end(lo[h][j]) };

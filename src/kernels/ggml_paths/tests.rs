@@ -270,9 +270,10 @@ fn repack_tiles_read_back_the_files_rows() {
 fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     // The kernel over load-time tiles against the scalar emulation of the
     // repacked path, output by output: groups of 8 rows in odd and even
-    // numbers (the kernel steps 16 rows), token counts around the 4-token
-    // step, odd activation/output strides, unaligned tiles; and through the
-    // matmul (tasks over the rows) against the scalar set.
+    // numbers (the kernel steps 16 rows, a last strip of 8), token counts
+    // around the 4- and 6-token steps, odd activation/output strides,
+    // unaligned tiles; and through the matmul (tasks over the rows) against
+    // the scalar set.
     use super::repack_tiles::{build, tiles_bytes};
     use crate::kernels::dispatch::ActType;
     use GgmlType::*;
@@ -290,7 +291,7 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     for (set, ty, f) in kernels {
         let one = super::scalar_tile(ty, Path::Repack).expect("scalar emulation");
         let act = ActType::for_weight(ty).expect("act");
-        for cols in [32usize, 576, 1536] {
+        for cols in [32usize, 64, 576, 1536] {
             let cols = if ty == Q4_K { cols.next_multiple_of(256) } else { cols };
             let rb = ty.row_size(cols as u64).expect("row size") as usize;
             let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
