@@ -182,8 +182,9 @@ pub(super) mod x86 {
         /// loop: on AVX2 LLVM unrolled them, hoisted every step's weights
         /// and broadcasts, and spilled ~60 vectors per block to the stack.
         const Q4_0_ROLLED: bool;
-        /// Whether a 16-row strip runs as 512-bit vectors ([`strip_zmm`]):
-        /// the entry point then has AVX-512F/BW/VNNI.
+        /// Whether a 16-row strip runs as 512-bit vectors ([`strip_zmm`],
+        /// Q4_K's in `repack_tiles_k`): the entry point then has
+        /// AVX-512F/BW/VNNI.
         const STRIP_ZMM: bool;
         /// The offset the IQ4_NL weights of [`iq_table`](Self::iq_table)
         /// carry: the kernel subtracts `IQ_OFF·Σa`.

@@ -17,9 +17,13 @@
 //!     holds bytes `4k .. 4k + 4` of the quants `32j ..` of row `8h + r`
 //!     (the file's order: low nibbles are elements `4k ..` of chunk `2j`,
 //!     high nibbles those of chunk `2j + 1`);
-//!   - `sc`: `[R][2 chunks][8 rows]` the 6-bit scales, unpacked (u8);
+//!   - `sc`: `[2 chunks][R][8 rows]` the 6-bit scales, unpacked (u8);
 //!   - `mn`: `[R][8 rows][2 chunks]` the 6-bit minimums (u8; widened to
 //!     the i16 pairs of `vpdpwssd`).
+//!
+//! So a 16-row strip's quant vector `(k, ·)`, a chunk's scales, a pair's
+//! minimums and `d`/`dmin` are each one 512-bit operand (lane = row) for
+//! the AVX-512 step.
 //!
 //! 148 bytes per row and super-block (the file's 144 with the 12 packed
 //! scale bytes unpacked into 16). A row read back ([`read_row`]) equals the
@@ -30,7 +34,9 @@
 //! `vpmulld` by the chunk's scales, and `vpdpwssd` of the minimums with the
 //! activation's 32-chunk sums (from its 16-group `bsums`); on AVX2 the 8
 //! `vpmaddubsw` of a chunk sum add up in i16 (≤ 8·2·15·128 = 30720, exact)
-//! for one `vpmaddwd`, and `vpdpwssd` is `vpmaddwd` + `vpaddd`. The float
+//! for one `vpmaddwd`, and `vpdpwssd` is `vpmaddwd` + `vpaddd`. On AVX-512
+//! VNNI a 16-row strip runs as 512-bit vectors (16 rows in the 16 lanes,
+//! both groups at once, also for the gemm tokens). The float
 //! operations per output are those of `repack.rs` in its order: gemm tokens
 //! (the first `nt − nt % 4`) per 64-element piece, gemv tokens per
 //! super-block, `acc = fma(isum, d·da, acc)`, `accm = fma(imin, dmin·da,
@@ -50,8 +56,8 @@ const PAIR: usize = 256 + 16 + 16;
 
 /// Byte offsets of row `r`'s super-block `b`: (d, dmin, and per chunk pair
 /// `j`: its quants' lane of vector `k = 0` (vectors `32 · R` apart), the
-/// scale of its chunk `2j` (chunk `2j + 1`: 8 bytes on), the minimum of
-/// chunk `2j` (chunk `2j + 1`: the next byte)).
+/// scale of its chunk `2j` (chunk `2j + 1`: `8 · R` bytes on), the minimum
+/// of chunk `2j` (chunk `2j + 1`: the next byte)).
 fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, [(usize, usize, usize); 4]) {
     let s0 = r / 16 * 16;
     let groups = (rows - s0).min(16) / 8;
@@ -59,7 +65,7 @@ fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, [(us
     let blk = s0 / 8 * (cols / QK_K) * GROUP_BLOCK + b * groups * GROUP_BLOCK;
     let pairs = std::array::from_fn(|j| {
         let pb = blk + groups * 32 + j * groups * PAIR;
-        let sc = pb + groups * 256 + h * 16 + lane;
+        let sc = pb + groups * 256 + h * 8 + lane;
         (pb + h * 32 + lane * 4, sc, pb + groups * 272 + h * 16 + lane * 2)
     });
     (blk + h * 16 + lane * 2, blk + groups * 16 + h * 16 + lane * 2, pairs)
@@ -71,14 +77,15 @@ pub(super) fn build(rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
     for r in 0..rows {
         for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
             let (d, dmin, pairs) = block_at(rows, cols, r, b);
-            let vs = 32 * (rows - r / 16 * 16).min(16) / 8; // vectors apart
+            let groups = (rows - r / 16 * 16).min(16) / 8;
+            let vs = 32 * groups; // vectors apart
             dst[d..d + 2].copy_from_slice(&blk[..2]);
             dst[dmin..dmin + 2].copy_from_slice(&blk[2..4]);
             let packed: [u8; 12] = blk[4..16].try_into().expect("12 bytes");
             for c in 0..8 {
                 let (s, m) = get_scale_min_k4(c, &packed);
                 let (_, sc, mn) = pairs[c / 2];
-                dst[sc + 8 * (c % 2)] = s;
+                dst[sc + 8 * groups * (c % 2)] = s;
                 dst[mn + c % 2] = m;
             }
             for (j, &(q, _, _)) in pairs.iter().enumerate() {
@@ -95,10 +102,11 @@ pub(super) fn build(rows: usize, cols: usize, src: &[u8], dst: &mut [u8]) {
 pub(super) fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
     for (b, blk) in out[..cols / QK_K * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
         let (d, dmin, pairs) = block_at(rows, cols, r, b);
-        let vs = 32 * (rows - r / 16 * 16).min(16) / 8;
+        let groups = (rows - r / 16 * 16).min(16) / 8;
+        let vs = 32 * groups;
         blk[..2].copy_from_slice(&tiles[d..d + 2]);
         blk[2..4].copy_from_slice(&tiles[dmin..dmin + 2]);
-        let s: [u8; 8] = std::array::from_fn(|c| tiles[pairs[c / 2].1 + 8 * (c % 2)]);
+        let s: [u8; 8] = std::array::from_fn(|c| tiles[pairs[c / 2].1 + 8 * groups * (c % 2)]);
         let m: [u8; 8] = std::array::from_fn(|c| tiles[pairs[c / 2].2 + c % 2]);
         // the inverse of `get_scale_min_k4`
         for j in 0..4 {
@@ -135,7 +143,7 @@ pub(super) mod x86 {
     tiled_entry!(
         /// `TiledFn` for Q4_K, AVX-512 VNNI.
         tiled_q4_k_vnni,
-        "avx2,fma,f16c,avx512f,avx512vl,avx512vnni",
+        "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni",
         tiled_q4_k::<Vnni>
     );
     tiled_entry!(
@@ -192,6 +200,22 @@ pub(super) mod x86 {
             let groups = if r0 + 16 <= n_rows { 2 } else { 1 };
             let (gp, o) = (tp.add(r0 / 8 * nb * GROUP_BLOCK), op.add(r0 * os));
             let mut t = 0;
+            if D::STRIP_ZMM && groups == 2 {
+                // the strip as 512-bit vectors: gemm tokens 4 at a time per
+                // 64-element piece, gemv tokens one at a time per super-block
+                while t < nt {
+                    let (at, st, ot) = (ap.add(t * s), sp.add(t * nb * 4), o.add(t));
+                    if t < n4 {
+                        strip_zmm::<4, 2>(nb, gp, at, s, st, ot, os);
+                        t += 4;
+                    } else {
+                        strip_zmm::<1, 8>(nb, gp, at, s, st, ot, os);
+                        t += 1;
+                    }
+                }
+                r0 += 16;
+                continue;
+            }
             // gemm tokens: 4 at a time, one group at a time, 64-element pieces
             while t < n4 {
                 let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
@@ -212,6 +236,79 @@ pub(super) mod x86 {
                 t += 1;
             }
             r0 += 8 * groups;
+        }
+    }
+
+    /// `TT` tokens against a 16-row strip at `gp` in 512-bit vectors, row
+    /// `r` in lane `r` (lanes 0–7 group 0, 8–15 group 1), folding pieces of
+    /// `P` 32-chunks as [`step`] does, with its integer sums and per-output
+    /// float operations. `sums` is `[TT][nb][4]`.
+    #[inline(always)]
+    unsafe fn strip_zmm<const TT: usize, const P: usize>(
+        nb: usize,
+        gp: *const u8,
+        a: *const u8,
+        s: usize,
+        sums: *const i32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        let mask = _mm512_set1_epi8(0x0F);
+        let zero = _mm512_setzero_si512();
+        let mut acc = [_mm512_setzero_ps(); TT];
+        let mut accm = [_mm512_setzero_ps(); TT];
+        for b in 0..nb {
+            let bp = gp.add(b * 2 * GROUP_BLOCK); // [2][16] d, [2][16] dmin, [4] pairs
+            let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * ABLOCK));
+            let da: [__m512; TT] = std::array::from_fn(|j| _mm512_set1_ps(q8k_d(ab[j])));
+            let d = _mm512_cvtph_ps(_mm256_loadu_si256(bp as *const __m256i));
+            let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(32) as *const __m256i));
+            let mut p0 = 0;
+            while p0 < 4 {
+                // pairs p0 .. p0 + P/2 of chunks: one piece
+                let mut isum = [zero; TT];
+                let mut imin = [zero; TT];
+                for pj in p0..p0 + P / 2 {
+                    let pb = bp.add(64 + pj * 2 * PAIR); // [8][64] quants, [2][16] scales, [16][2] minimums
+                    // 8 dots per sum (each a 32-chunk's Σq·a)
+                    let mut slo = [zero; TT];
+                    let mut shi = [zero; TT];
+                    for k in 0..8 {
+                        let v = _mm512_loadu_si512(pb.add(k * 64) as *const __m512i);
+                        let wl = _mm512_and_si512(v, mask);
+                        let wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                        for j in 0..TT {
+                            let q = ab[j].add(4 + 64 * pj + 4 * k);
+                            let al = _mm512_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                            let ah = _mm512_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
+                            slo[j] = _mm512_dpbusd_epi32(slo[j], wl, al);
+                            shi[j] = _mm512_dpbusd_epi32(shi[j], wh, ah);
+                        }
+                    }
+                    let sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(512) as *const __m128i));
+                    let sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(528) as *const __m128i));
+                    let mn = _mm512_cvtepu8_epi16(_mm256_loadu_si256(pb.add(544) as *const __m256i));
+                    for j in 0..TT {
+                        let x = _mm512_add_epi32(_mm512_mullo_epi32(slo[j], sl), _mm512_mullo_epi32(shi[j], sh));
+                        isum[j] = _mm512_add_epi32(isum[j], x);
+                        let asum = _mm512_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
+                        imin[j] = _mm512_dpwssd_epi32(imin[j], mn, asum);
+                    }
+                }
+                for j in 0..TT {
+                    let (dd, dm) = (_mm512_mul_ps(d, da[j]), _mm512_mul_ps(dmin, da[j]));
+                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), dd, acc[j]);
+                    accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[j]), dm, accm[j]);
+                }
+                p0 += P / 2;
+            }
+        }
+        for j in 0..TT {
+            let mut l = [0f32; 16];
+            _mm512_storeu_ps(l.as_mut_ptr(), _mm512_sub_ps(acc[j], accm[j]));
+            for (r, x) in l.iter().enumerate() {
+                *out.add(r * os + j) = *x;
+            }
         }
     }
 
@@ -284,8 +381,8 @@ pub(super) mod x86 {
                     }
                     for g in 0..G {
                         let h = h0 + g;
-                        let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 16) as *const __m128i));
-                        let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 16 + 8) as *const __m128i));
+                        let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 8) as *const __m128i));
+                        let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add((groups + h) * 8) as *const __m128i));
                         let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * 16) as *const __m128i));
                         for j in 0..TT {
                             let (lo, hi) = (D::end(slo[g][j]), D::end(shi[g][j]));
