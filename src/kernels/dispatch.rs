@@ -111,14 +111,21 @@ pub type RowsFn = unsafe fn(
     out_stride: usize,
 );
 
-/// `out[r * out_stride + t] = W_r · act[t]` for `r < n_rows`, `t < nt`, the
+/// `out[t * out_stride + r] = W_r · act[t]` for `r < n_rows`, `t < nt`, the
 /// weights read from their tiles (`ggml_paths::repack_tiles`, built at model
 /// load) starting at row 0 of `tiles`: the bits of the set's [`TileFn`] of
-/// the reference's path for that matrix (the repacked path).
+/// the reference's path for that matrix (the repacked path). Token-major,
+/// unlike [`RowsFn`]: a vector of the kernel holds 8 or 16 rows of one
+/// token, which go to the matmul's `[token][row]` output in one store each
+/// (no tile to transpose).
 ///
 /// # Safety
-/// As [`RowsFn`], with `n_rows` a multiple of 8 and `tiles` holding those
-/// rows' groups (the kernel asserts the lengths).
+/// As [`RowsFn`] for the weights and activations, with `n_rows` a multiple
+/// of 8 and `tiles` holding those rows' groups (the kernel asserts the
+/// lengths); `out_stride >= n_rows`, `out` valid for writes at every
+/// `t * out_stride + r` above, and nothing else reads or writes those
+/// elements during the call (other threads may own the elements between
+/// them).
 pub type TiledFn = unsafe fn(
     n: usize,
     tiles: &[u8],
@@ -126,7 +133,7 @@ pub type TiledFn = unsafe fn(
     a: &[u8],
     a_stride: usize,
     nt: usize,
-    out: &mut [f32],
+    out: *mut f32,
     out_stride: usize,
 );
 

@@ -488,22 +488,32 @@ pub fn matmul_quantized_with(
         let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
         let tb = token_block(job.w.ty, stride, nt, tiled);
         let n_rows = r1 - r0;
+        if let Some((tiled_f, tiles)) = job.tiled_f {
+            // the tiled kernels write [token][row] themselves: straight into y
+            use super::ggml_paths::repack_tiles::rows_offset;
+            let (c, o0, o1) = (job.w.cols, rows_offset(job.w.ty, job.w.cols, r0), rows_offset(job.w.ty, job.w.cols, r1));
+            let mut t0 = 0;
+            while t0 < nt {
+                let t1 = (t0 + tb).min(nt);
+                // SAFETY: rows r0..r1 are whole strips of 16 rows but for
+                // the matrix's last 8 (r0 and the step are multiples of 16,
+                // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
+                // checked; activation rows t0..t1 lie within the checked
+                // ones; y is [nt][rows] (checked above), so y[t][r0..r1] for
+                // t in t0..t1 is at t·rows + r (rows ≥ n_rows apart), and
+                // those elements belong to this task alone.
+                unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.data[t0 * stride..], stride, t1 - t0, job.y.get().add(t0 * rows + r0), rows) };
+                t0 = t1;
+            }
+            return;
+        }
         // [n_rows][tb]: this task's rows for one token block
         with_tile(n_rows * tb, |tile| {
             let mut t0 = 0;
             while t0 < nt {
                 let t1 = (t0 + tb).min(nt);
                 let len = t1 - t0;
-                if let Some((tiled_f, tiles)) = job.tiled_f {
-                    use super::ggml_paths::repack_tiles::rows_offset;
-                    let (c, o0, o1) = (job.w.cols, rows_offset(job.w.ty, job.w.cols, r0), rows_offset(job.w.ty, job.w.cols, r1));
-                    // SAFETY: rows r0..r1 are whole strips of 16 rows but for
-                    // the matrix's last 8 (r0 and the step are multiples of 16,
-                    // `rows` of 8: `tiled_fn`), whose tiles `with_tiles`
-                    // checked; activations and `tile` as below; the kernel
-                    // asserts the lengths.
-                    unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.data[t0 * stride..], stride, len, tile, tb) };
-                } else if let Some(rows_f) = job.rows_f {
+                if let Some(rows_f) = job.rows_f {
                     let rb = job.w.row_bytes;
                     // SAFETY: as below, for each of the rows r0..r1 (contiguous,
                     // `rb` apart, within `data` by `Weights::new`); `tile` holds

@@ -165,7 +165,6 @@ pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
 pub(super) mod x86 {
     use std::arch::x86_64::*;
 
-    use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{f16_at, hsum_epi32, loadu};
     use super::{rows_offset_b32, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
     use crate::quant::{iq4::KVALUES_IQ4NL, QK};
@@ -322,7 +321,7 @@ pub(super) mod x86 {
                 a: &[u8],
                 s: usize,
                 nt: usize,
-                out: &mut [f32],
+                out: *mut f32,
                 os: usize,
             ) {
                 ($body)(n, tiles, n_rows, a, s, nt, out, os)
@@ -360,14 +359,14 @@ pub(super) mod x86 {
         a: &[u8],
         s: usize,
         nt: usize,
-        out: &mut [f32],
+        out: *mut f32,
         os: usize,
     ) {
-        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
         let nb = n / QK;
         assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset_b32(n, n_rows), "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
-        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
         // [nb][nt] −off·Σa of each activation block (the weights' offset;
         // none for AVX2's IQ4_NL), and [nb][nt] its scale as f32 (a step
         // finds its tokens' values at one pointer)
@@ -400,7 +399,7 @@ pub(super) mod x86 {
         let mut r0 = 0;
         while r0 < n_rows {
             let two = r0 + STRIP_ROWS <= n_rows;
-            let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0 * os));
+            let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0));
             let st = Step { nb, gp, a: ap, s, bias: bp, da: dp, ns: nt, out, os };
             if D::STRIP_ZMM && two {
                 // ZMM_TOKENS tokens per step, then the rest in one step
@@ -447,8 +446,8 @@ pub(super) mod x86 {
 
     /// What a step reads and writes: the strip's tiles `gp` (`nb` blocks),
     /// its first token's activations `a` (tokens `s` bytes apart), that
-    /// token's `bias` and `da` (`[nb][ns]`) and outputs `out` (rows `os`
-    /// apart).
+    /// token's `bias` and `da` (`[nb][ns]`) and outputs `out` (the strip's
+    /// rows of that token; tokens `os` apart).
     #[derive(Clone, Copy)]
     struct Step {
         nb: usize,
@@ -466,7 +465,7 @@ pub(super) mod x86 {
         /// The same strip from `t` tokens on.
         #[inline(always)]
         unsafe fn tokens(self, t: usize) -> Step {
-            Step { a: self.a.add(t * self.s), bias: self.bias.add(t), da: self.da.add(t), out: self.out.add(t), ..self }
+            Step { a: self.a.add(t * self.s), bias: self.bias.add(t), da: self.da.add(t), out: self.out.add(t * self.os), ..self }
         }
     }
 
@@ -514,11 +513,8 @@ pub(super) mod x86 {
             }
         }
         for (j, v) in acc.iter().enumerate() {
-            let mut l = [0f32; 16];
-            _mm512_storeu_ps(l.as_mut_ptr(), *v);
-            for (r, x) in l.iter().enumerate() {
-                *out.add(r * os + j) = *x;
-            }
+            // token j's 16 rows, one store
+            _mm512_storeu_ps(out.add(j * os), *v);
         }
     }
 
@@ -600,11 +596,8 @@ pub(super) mod x86 {
         }
         for (h, acc) in acc.iter().enumerate() {
             for (j, v) in acc.iter().enumerate() {
-                let mut l = [0f32; 8];
-                _mm256_storeu_ps(l.as_mut_ptr(), *v);
-                for (r, x) in l.iter().enumerate() {
-                    *out.add((8 * h + r) * os + j) = *x;
-                }
+                // token j's rows 8h..8h + 8, one store
+                _mm256_storeu_ps(out.add(j * os + 8 * h), *v);
             }
         }
     }

@@ -127,7 +127,6 @@ pub(super) fn read_row(rows: usize, cols: usize, tiles: &[u8], r: usize, out: &m
 pub(super) mod x86 {
     use std::arch::x86_64::*;
 
-    use super::super::super::dispatch::assert_rows_out;
     use super::super::super::x86_avx2::{loadu, q8k_d};
     use super::super::repack::gemm_rows;
     use super::super::repack_tiles::x86::{tiled_entry, Avx2, Dot4, Vnni};
@@ -163,14 +162,14 @@ pub(super) mod x86 {
         a: &[u8],
         s: usize,
         nt: usize,
-        out: &mut [f32],
+        out: *mut f32,
         os: usize,
     ) {
-        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
         let nb = n / QK_K;
         assert!(n_rows % 8 == 0 && tiles.len() >= n_rows / 8 * nb * GROUP_BLOCK, "tiled kernel: tiles too short");
         assert!(a.len() >= (nt - 1) * s + nb * ABLOCK, "tiled kernel: activations too short");
-        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
         // [nt][nb][4 pairs]: the i16 pair (Σa of chunk 2j, of chunk 2j + 1)
         // from the block's 16-group bsums
         let mut stack = [0i32; STACK_SUMS];
@@ -198,13 +197,13 @@ pub(super) mod x86 {
         let mut r0 = 0;
         while r0 < n_rows {
             let groups = if r0 + 16 <= n_rows { 2 } else { 1 };
-            let (gp, o) = (tp.add(r0 / 8 * nb * GROUP_BLOCK), op.add(r0 * os));
+            let (gp, o) = (tp.add(r0 / 8 * nb * GROUP_BLOCK), op.add(r0));
             let mut t = 0;
             if D::STRIP_ZMM && groups == 2 {
                 // the strip as 512-bit vectors: gemm tokens 4 at a time per
                 // 64-element piece, gemv tokens one at a time per super-block
                 while t < nt {
-                    let (at, st, ot) = (ap.add(t * s), sp.add(t * nb * 4), o.add(t));
+                    let (at, st, ot) = (ap.add(t * s), sp.add(t * nb * 4), o.add(t * os));
                     if t < n4 {
                         strip_zmm::<4, 2>(nb, gp, at, s, st, ot, os);
                         t += 4;
@@ -220,7 +219,7 @@ pub(super) mod x86 {
             while t < n4 {
                 let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
                 for h in 0..groups {
-                    step::<D, 4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(8 * h * os + t), os);
+                    step::<D, 4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(t * os + 8 * h), os);
                 }
                 t += 4;
             }
@@ -229,9 +228,9 @@ pub(super) mod x86 {
             while t < nt {
                 let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
                 if groups == 2 {
-                    step::<D, 1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t), os);
+                    step::<D, 1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t * os), os);
                 } else {
-                    step::<D, 1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t), os);
+                    step::<D, 1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t * os), os);
                 }
                 t += 1;
             }
@@ -304,18 +303,15 @@ pub(super) mod x86 {
             }
         }
         for j in 0..TT {
-            let mut l = [0f32; 16];
-            _mm512_storeu_ps(l.as_mut_ptr(), _mm512_sub_ps(acc[j], accm[j]));
-            for (r, x) in l.iter().enumerate() {
-                *out.add(r * os + j) = *x;
-            }
+            // token j's 16 rows, one store
+            _mm512_storeu_ps(out.add(j * os), _mm512_sub_ps(acc[j], accm[j]));
         }
     }
 
     /// `TT` tokens against `G` groups (from group `h0`) of the strip of
     /// `groups` groups at `gp`, folding pieces of `P` 32-chunks (2: the
     /// gemm's 64 elements; 8: the gemv's super-block). Row `8g + r` of the
-    /// step (output `out + (8g + r)·os`) is lane `r` of group `h0 + g`.
+    /// step (token j's output at `out + j·os + 8g + r`) is lane `r` of group `h0 + g`.
     /// `sums` is `[TT][nb][4]`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -405,11 +401,8 @@ pub(super) mod x86 {
         }
         for g in 0..G {
             for j in 0..TT {
-                let mut l = [0f32; 8];
-                _mm256_storeu_ps(l.as_mut_ptr(), _mm256_sub_ps(acc[g][j], accm[g][j]));
-                for (r, x) in l.iter().enumerate() {
-                    *out.add((8 * g + r) * os + j) = *x;
-                }
+                // token j's rows 8g..8g + 8, one store
+                _mm256_storeu_ps(out.add(j * os + 8 * g), _mm256_sub_ps(acc[g][j], accm[g][j]));
             }
         }
     }

@@ -307,18 +307,23 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                 let mut tiles = vec![0u8; tb + 1];
                 build(ty, rows, cols, &w, &mut tiles[1..]);
                 for nt in (1..=13).chain([max_nt]) {
-                    let os = nt + 3;
-                    let mut y = vec![f32::NAN; rows * os];
+                    // token-major, with a gap after each token's rows that
+                    // the kernel must leave alone
+                    let os = rows + 3;
+                    let mut y = vec![f32::NAN; nt * os];
                     // SAFETY: the set runs on this CPU (`available_sets`); the
                     // tiles hold `rows` rows, `a` nt tokens `s` apart, `y`
-                    // rows of `os >= nt` outputs.
-                    unsafe { f(cols, &tiles[1..], rows, &a[1..], s, nt, &mut y, os) };
+                    // nt tokens of `os >= rows` outputs.
+                    unsafe { f(cols, &tiles[1..], rows, &a[1..], s, nt, y.as_mut_ptr(), os) };
+                    for t in 0..nt {
+                        assert!(y[t * os + rows..(t + 1) * os].iter().all(|v| v.is_nan()), "{} {ty}: wrote past token {t}'s rows", set.name);
+                    }
                     for r in 0..rows {
                         let mut want = vec![0f32; nt];
                         // SAFETY: one row of `w`, activations as above.
                         unsafe { one(cols, &w[r * rb..], &a[1..], s, &mut want) };
                         for t in 0..nt {
-                            let got = y[r * os + t];
+                            let got = y[t * os + r];
                             assert_eq!(got.to_bits(), want[t].to_bits(), "{} {ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}", set.name, want[t]);
                         }
                     }
