@@ -747,6 +747,20 @@ unsafe fn unpack_rows_q0<D: Dot8, U: W32>(nb: usize, w: *const u8, ws: usize, ro
     }
 }
 
+/// The f32 activation scales of `n8` (a multiple of 8) tokens (`s` bytes
+/// apart from `a`), `[n8 / 8][nb][8]`: token-minor per group of 8.
+#[inline(always)]
+unsafe fn act_scales_x8(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<f32> {
+    let mut da = vec![0f32; n8 * nb];
+    for g in 0..n8 / 8 {
+        for b in 0..nb {
+            let v = f16_at_x8(a.add(8 * g * s + b * 34), s);
+            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
+        }
+    }
+    da
+}
+
 /// The `R × 8` products dw·da of each block into `sc` (`[nb][R][8]`): per
 /// block one `vmulps` per row, `da[b * da_s ..]` the 8 tokens' scales.
 #[inline(always)]
@@ -849,15 +863,7 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
         return;
     }
     let n8 = nt - nt % 8;
-    // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
-    // group of 8), shared by all rows
-    let mut da = vec![0f32; n8 * nb];
-    for g in 0..n8 / 8 {
-        for b in 0..nb {
-            let v = f16_at_x8(ap.add(8 * g * s + b * 34), s);
-            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
-        }
-    }
+    let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8], shared by all rows
     // (kept per thread between calls, these buffers saved ~0.7 % of a
     // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
     // docs/PERFORMANCE.md, eighth session)
@@ -896,12 +902,6 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
     }
 }
 
-rows_entry! {
-    /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 3 rows × 8 tokens (24
-    /// accumulators; on SmolLM2 Q8_0 pp512 2 rows took ~2 % more CPU time, 4
-    /// rows (32 accumulators, spilled) ~8 % more).
-    rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<Vnni, 3, 8>
-}
 
 rows_entry! {
     /// `RowsFn` for the 32-block × Q8_0 types on AVX2: 2 rows × 8 tokens in
@@ -909,6 +909,177 @@ rows_entry! {
     /// pp256 (Zen 3, 1 thread, CPU time) 1 row × 8 took ~6 % more, 3 × 4
     /// ~20 % more, 3 × 2 ~15 %, 2 × 8 (spilled) ~30 %, 4 × 2 ~35 %.
     rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Avx2, 2, 4>
+}
+
+// --- Q8_0 family on 512-bit VNNI: R weight rows × 4 token pairs
+//
+// The kernel above with two tokens per 512-bit vector, their dwords
+// interleaved: lane 2i holds token t's lane i, lane 2i+1 token t+1's (the
+// lanes of one output are the same 8 as in `rows_group_q0`, accumulated in
+// the same order, so every output keeps its bits). One `vpdpbusd` + one
+// `vfmadd` (the pair that shares Zen 5's two FMA pipes) then serve two
+// outputs instead of one. The weights are unpacked once per row block with
+// each dword duplicated (`vpermd`), the activations interleaved (+128 as
+// u8) once per call; the scale of a token pair is a 64-bit broadcast of its
+// two adjacent products in the `[nb][R][8]` buffer of `scale_products`.
+
+/// The row block's `[nb][R]` blocks in the pair form: values with each
+/// dword duplicated, their −128·Σq lanes likewise, and the block scales.
+type UnpackedPairs = UnpackedQ0<(__m512i, __m512i)>;
+
+/// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`
+/// in the pair form.
+#[inline(always)]
+unsafe fn unpack_rows_pairs<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedPairs) {
+    assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
+    let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    let zero = _mm512_setzero_si512();
+    for b in 0..nb {
+        for r in 0..rows {
+            let (q, d) = U::load_vnni(w.add(r * ws + b * U::BYTES));
+            let q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(q));
+            let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
+            u.w[b * rows + r] = (q2, bias);
+            u.dw[b * rows + r] = d;
+        }
+    }
+}
+
+/// The `n8` (a multiple of 8) tokens' activation blocks (`s` bytes apart
+/// from `a`) as token pairs, `[n8 / 8][nb][4]`: for group g, block b and
+/// pair p, tokens 8g+2p and 8g+2p+1 interleaved by dword, each byte + 128.
+#[inline(always)]
+unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<__m512i> {
+    let mut v = vec![_mm512_setzero_si512(); n8 / 2 * nb];
+    let idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for g in 0..n8 / 8 {
+        for b in 0..nb {
+            for p in 0..4 {
+                let t = 8 * g + 2 * p;
+                let a0 = _mm512_castsi256_si512(loadu(a.add(t * s + b * 34 + 2)));
+                let a1 = _mm512_castsi256_si512(loadu(a.add((t + 1) * s + b * 34 + 2)));
+                let pair = _mm512_permutex2var_epi32(a0, idx, a1);
+                v[(g * nb + b) * 4 + p] = _mm512_xor_si512(pair, _mm512_set1_epi8(-128i8));
+            }
+        }
+    }
+    v
+}
+
+/// R unpacked rows × one group of 8 tokens as 4 pairs (`act`: the group's
+/// `[nb][4]` pairs), whose f32 scales are at `da[b * 8 + j]`; output
+/// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
+#[inline(always)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and pair
+unsafe fn rows_group_pairs<const R: usize>(
+    nb: usize,
+    u: &UnpackedPairs,
+    act: *const __m512i,
+    da: *const f32,
+    sc: *mut f32,
+    out: *mut f32,
+    os: usize,
+) {
+    assert!(u.w.len() >= nb * R);
+    scale_products::<R>(nb, &u.dw, da, 8, sc);
+    let uw = u.w.as_ptr();
+    let mut acc = [[_mm512_setzero_ps(); 4]; R];
+    for b in 0..nb {
+        let w: [(__m512i, __m512i); R] = std::array::from_fn(|r| *uw.add(b * R + r));
+        for p in 0..4 {
+            let av = *act.add(b * 4 + p);
+            for r in 0..R {
+                let isum = _mm512_dpbusd_epi32(w[r].1, av, w[r].0);
+                // (s(r, 2p), s(r, 2p + 1)) in every 64-bit lane
+                let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(sc.add((b * R + r) * 8 + 2 * p) as *const f64)));
+                acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum), acc[r][p]);
+            }
+        }
+    }
+    // de-interleave: token 2p's 8 lanes to the low half, 2p+1's to the high
+    let split = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for r in 0..R {
+        let mut sums = [_mm256_setzero_ps(); 8];
+        for p in 0..4 {
+            let v = _mm512_permutexvar_ps(split, acc[r][p]);
+            sums[2 * p] = _mm512_castps512_ps256(v);
+            sums[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+        }
+        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&sums));
+    }
+}
+
+/// `RowsFn` for the 32-block × Q8_0 types from 8 tokens: blocks of `R` (at
+/// most 4) rows × groups of 8 tokens in pairs, tail tokens one row at a time.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q8_0_family_pairs<U: W32, const R: usize>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    assert_rows_out(n_rows, nt, out.len(), os);
+    assert!(R <= 4 && nt >= 8);
+    let nb = n / QK;
+    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+    let n8 = nt - nt % 8;
+    let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8]
+    let act = interleave_act_pairs(nb, ap, s, n8); // [n8 / 8][nb][4]
+    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+    let z = _mm512_setzero_si512();
+    let mut u = UnpackedPairs { w: vec![(z, z); nb * R], dw: vec![0f32; nb * R] };
+    let mut r = 0;
+    while r < n_rows {
+        let (wp, op) = (wp.add(r * ws), op.add(r * os));
+        let rows_here = (n_rows - r).min(R);
+        unpack_rows_pairs::<U>(nb, wp, ws, rows_here, &mut u);
+        prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
+        for g in 0..n8 / 8 {
+            let (ag, dg, o) = (act.as_ptr().add(g * nb * 4), da.as_ptr().add(g * nb * 8), op.add(8 * g));
+            let scp = sc.as_mut_ptr();
+            match rows_here {
+                1 => rows_group_pairs::<1>(nb, &u, ag, dg, scp, o, os),
+                2 => rows_group_pairs::<2>(nb, &u, ag, dg, scp, o, os),
+                3 => rows_group_pairs::<3>(nb, &u, ag, dg, scp, o, os),
+                _ => rows_group_pairs::<4>(nb, &u, ag, dg, scp, o, os),
+            }
+        }
+        for rr in 0..rows_here {
+            for t in n8..nt {
+                rows_one_token_q0::<Vnni, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
+            }
+        }
+        r += rows_here;
+    }
+}
+
+/// `RowsFn` for the 32-block × Q8_0 types on VNNI: from 8 tokens
+/// `rows_q8_0_family_pairs` (4 rows × 4 token pairs of 512-bit vectors),
+/// fewer (decodes) `rows_q8_0_family` (3 rows × 8 tokens of 256-bit ones).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_q8_0_family_vnni<U: W32>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    if nt >= 8 {
+        rows_q8_0_family_pairs::<U, 4>(n, w, ws, n_rows, a, s, nt, out, os)
+    } else {
+        rows_q8_0_family::<Vnni, U, 3, 8>(n, w, ws, n_rows, a, s, nt, out, os)
+    }
 }
 
 // --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens
