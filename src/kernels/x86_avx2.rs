@@ -591,9 +591,11 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // have 16 vector registers, AVX-512 VL 32); per output and block the main
 // loop runs the integer dot, one `vcvtdq2ps` and one `vfmadd`.
 //
-// The kernels are `#[inline(always)]` and generic over `Dot8`; each set's
-// entry points (`rows_q8_0_family_vnni`, `rows_q8_0_family_avx2`, ...)
-// instantiate them under their target features.
+// The kernels are `#[inline(always)]` and generic over `Dot8` (and the
+// Q8_0 family's driver over `Q0Groups`, the group kernel: 256-bit, or the
+// 512-bit token pairs below); each set's entry points
+// (`rows_q8_0_family_vnni`, `rows_q8_0_family_avx2`, ...) instantiate them
+// under their target features.
 
 /// The integer dot product of a row-block kernel: Σ over 4 adjacent bytes
 /// of w·a into 8 i32 lanes (lane i: elements 4i..4i+3), exactly.
@@ -674,10 +676,10 @@ impl Dot8 for Avx2 {
     }
 }
 
-/// A set's `RowsFn` entry point: `$body` (generic over `Dot8`, inlined)
-/// instantiated under the set's target features.
+/// A set's `RowsFn` entry point: `$body` (a generic driver, inlined, with
+/// its parameters given) instantiated under the set's target features.
 macro_rules! rows_entry {
-    ($(#[$doc:meta])* $name:ident<U: $bound:ident>, $features:literal, $body:ident::<$d:ident, $r:literal, $tc:literal>) => {
+    ($(#[$doc:meta])* $name:ident<U: $bound:ident>, $features:literal, $body:expr) => {
         $(#[$doc])*
         #[target_feature(enable = $features)]
         #[allow(clippy::too_many_arguments)]
@@ -692,7 +694,7 @@ macro_rules! rows_entry {
             out: &mut [f32],
             os: usize,
         ) {
-            $body::<$d, U, $r, $tc>(n, w, ws, n_rows, a, s, nt, out, os)
+            $body(n, w, ws, n_rows, a, s, nt, out, os)
         }
     };
 }
@@ -700,7 +702,7 @@ macro_rules! rows_entry {
 /// `$kernel::<D, U, R>` over `$n_rows` rows × one token, 4 rows per call
 /// (the last call 1–3).
 macro_rules! one_token_by_4_rows {
-    ($kernel:ident::<$d:ident, $u:ident>($nb:expr, $w:expr, $ws:expr, $a:expr, $out:expr, $os:expr), $n_rows:expr) => {{
+    ($kernel:ident::<$d:ty, $u:ident>($nb:expr, $w:expr, $ws:expr, $a:expr, $out:expr, $os:expr), $n_rows:expr) => {{
         let mut r = 0;
         while r < $n_rows {
             let (wp, op) = ($w.add(r * $ws), $out.add(r * $os));
@@ -730,18 +732,86 @@ unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
 
 /// The `R` unpacked rows' `[nb][R]` blocks: values and scales.
 struct UnpackedQ0<W> {
-    w: Vec<W>,    // the values as `Dot8::weight` keeps them
+    w: Vec<W>,    // the values as the group kernel keeps them
     dw: Vec<f32>, // block scales
+}
+
+/// How `rows_q8_0_family` runs R unpacked rows × a group of 8 tokens: the
+/// forms of a weight block and of the call's activations, and the kernel.
+trait Q0Groups {
+    /// The integer dot of the one-token kernel (decodes, tail tokens).
+    type D: Dot8;
+    /// A weight block as the group kernel keeps it.
+    type W: Copy;
+    /// The call's activations as the group kernel reads them.
+    type Acts;
+    /// The `W32` block at `p`: its values in the `W` form and its scale.
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32);
+    /// A block of zeros (the unpacked buffer's initial value).
+    unsafe fn zero() -> Self::W;
+    /// The first `n8` (a multiple of 8) tokens, `s` bytes apart from `a`.
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts;
+    /// R unpacked rows × tokens 8g..8g+8 (the first at `a`, `s` bytes
+    /// apart), whose f32 scales are at `da[b * 8 + j]`; output
+    /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        acts: &Self::Acts,
+        g: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    );
+}
+
+/// `Q0Groups` on 256-bit vectors: `rows_group_q0`, 8 tokens in chunks of
+/// `TC`, reading the activation blocks in place.
+struct Ymm<D, const TC: usize>(std::marker::PhantomData<D>);
+impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
+    type D = D;
+    type W = D::W;
+    type Acts = ();
+    #[inline(always)]
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
+        let (q, d) = D::load::<U>(p);
+        (D::weight(q), d)
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self::W {
+        D::weight(_mm256_setzero_si256())
+    }
+    #[inline(always)]
+    unsafe fn acts(_: usize, _: *const u8, _: usize, _: usize) {}
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        _: &(),
+        _: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        rows_group_q0::<D, R, TC>(nb, u, a, s, da, sc, out, os)
+    }
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[inline(always)]
-unsafe fn unpack_rows_q0<D: Dot8, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<D::W>) {
+unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<G::W>) {
     assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
-            let (q, d) = D::load::<U>(w.add(r * ws + b * U::BYTES));
-            u.w[b * rows + r] = D::weight(q);
+            let (q, d) = G::unpack::<U>(w.add(r * ws + b * U::BYTES));
+            u.w[b * rows + r] = q;
             u.dw[b * rows + r] = d;
         }
     }
@@ -839,11 +909,11 @@ unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(nb: usize, w: *cons
 }
 
 /// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` (at most 4) rows
-/// × 8 tokens, tail tokens one row at a time; one token (a decode,
-/// `KernelSet::decode_rows_fn`) 4 rows at a time.
+/// × groups of 8 tokens by `G`, tail tokens one row at a time; one token
+/// (a decode, `KernelSet::decode_rows_fn`) 4 rows at a time.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
+unsafe fn rows_q8_0_family<G: Q0Groups, U: W32, const R: usize>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -855,47 +925,46 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 4 && 8 % TC == 0);
+    assert!(R <= 4);
     let nb = n / QK;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     if nt == 1 {
-        one_token_by_4_rows!(rows_one_token_q0::<D, U>(nb, wp, ws, ap, op, os), n_rows);
+        one_token_by_4_rows!(rows_one_token_q0::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
         return;
     }
     let n8 = nt - nt % 8;
     let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8], shared by all rows
+    let acts = G::acts(nb, ap, s, n8);
     // (kept per thread between calls, these buffers saved ~0.7 % of a
     // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
     // docs/PERFORMANCE.md, eighth session)
     let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedQ0 { w: vec![D::weight(_mm256_setzero_si256()); nb * R], dw: vec![0f32; nb * R] };
+    let mut u = UnpackedQ0 { w: vec![G::zero(); nb * R], dw: vec![0f32; nb * R] };
     let mut r = 0;
     while r < n_rows {
         let (wp, op) = (wp.add(r * ws), op.add(r * os));
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows_q0::<D, U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows_q0::<G, U>(nb, wp, ws, rows_here, &mut u);
             prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
         }
-        let mut t = 0;
-        while t + 8 <= nt {
-            let (ap, o) = (ap.add(t * s), op.add(t));
-            let dp = da.as_ptr().add((t / 8) * nb * 8);
+        for g in 0..n8 / 8 {
+            let (ag, o) = (ap.add(8 * g * s), op.add(8 * g));
+            let dp = da.as_ptr().add(g * nb * 8);
             let scp = sc.as_mut_ptr();
             match rows_here {
-                1 => rows_group_q0::<D, 1, TC>(nb, &u, ap, s, dp, scp, o, os),
-                2 => rows_group_q0::<D, 2, TC>(nb, &u, ap, s, dp, scp, o, os),
-                3 => rows_group_q0::<D, 3, TC>(nb, &u, ap, s, dp, scp, o, os),
-                _ => rows_group_q0::<D, 4, TC>(nb, &u, ap, s, dp, scp, o, os),
+                1 => G::group::<1>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                2 => G::group::<2>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                3 => G::group::<3>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                _ => G::group::<4>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
             }
-            t += 8;
         }
         // tail tokens: one row at a time, streaming each row once (two rows
         // interleaved ran decodes ~1.5x slower: the output head is bound by
         // the weight stream)
         for rr in 0..rows_here {
-            for t in t..nt {
-                rows_one_token_q0::<D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
+            for t in n8..nt {
+                rows_one_token_q0::<G::D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
             }
         }
         r += rows_here;
@@ -908,40 +977,64 @@ rows_entry! {
     /// chunks of 4 (8 accumulators of the 16 registers). On SmolLM2 Q8_0
     /// pp256 (Zen 3, 1 thread, CPU time) 1 row × 8 took ~6 % more, 3 × 4
     /// ~20 % more, 3 × 2 ~15 %, 2 × 8 (spilled) ~30 %, 4 × 2 ~35 %.
-    rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Avx2, 2, 4>
+    rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Ymm<Avx2, 4>, U, 2>
 }
 
 // --- Q8_0 family on 512-bit VNNI: R weight rows × 4 token pairs
 //
-// The kernel above with two tokens per 512-bit vector, their dwords
-// interleaved: lane 2i holds token t's lane i, lane 2i+1 token t+1's (the
-// lanes of one output are the same 8 as in `rows_group_q0`, accumulated in
-// the same order, so every output keeps its bits). One `vpdpbusd` + one
-// `vfmadd` (the pair that shares Zen 5's two FMA pipes) then serve two
-// outputs instead of one. The weights are unpacked once per row block with
-// each dword duplicated (`vpermd`), the activations interleaved (+128 as
-// u8) once per call; the scale of a token pair is a 64-bit broadcast of its
-// two adjacent products in the `[nb][R][8]` buffer of `scale_products`.
+// `rows_group_q0` on `Vnni` with two tokens per 512-bit vector, their
+// dwords interleaved: lane 2i holds token t's lane i, lane 2i+1 token
+// t+1's (the lanes of one output are the same 8 as in `rows_group_q0`,
+// accumulated in the same order and summed by `hsum_ps_x8`, so every
+// output keeps its bits). One `vpdpbusd` + one `vfmadd` (the pair that
+// shares Zen 5's two FMA pipes) then serve two outputs instead of one. The
+// weights are unpacked once per row block with each dword duplicated
+// (`vpermd`), the activations interleaved (+128 as u8) once per call; the
+// scale of a token pair is a 64-bit broadcast of its two adjacent products
+// in the `[nb][R][8]` buffer of `scale_products`. Decodes and tail tokens
+// run the 256-bit `rows_one_token_q0` as before.
 
-/// The row block's `[nb][R]` blocks in the pair form: values with each
-/// dword duplicated, their −128·Σq lanes likewise, and the block scales.
-type UnpackedPairs = UnpackedQ0<(__m512i, __m512i)>;
-
-/// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`
-/// in the pair form.
-#[inline(always)]
-unsafe fn unpack_rows_pairs<U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedPairs) {
-    assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
-    let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    let zero = _mm512_setzero_si512();
-    for b in 0..nb {
-        for r in 0..rows {
-            let (q, d) = U::load_vnni(w.add(r * ws + b * U::BYTES));
-            let q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(q));
-            let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
-            u.w[b * rows + r] = (q2, bias);
-            u.dw[b * rows + r] = d;
-        }
+/// `Q0Groups` on 512-bit VNNI: `rows_group_pairs` on the activations
+/// interleaved by `interleave_act_pairs`; a weight block is its values with
+/// each dword duplicated (lanes 2i, 2i+1 = dword i) and their −128·Σq
+/// lanes likewise.
+struct ZmmPairs;
+impl Q0Groups for ZmmPairs {
+    type D = Vnni;
+    type W = (__m512i, __m512i);
+    type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
+    #[inline(always)]
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
+        let (q, d) = U::load_vnni(p);
+        let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        let q2 = _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(q));
+        let zero = _mm512_setzero_si512();
+        let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
+        ((q2, bias), d)
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self::W {
+        (_mm512_setzero_si512(), _mm512_setzero_si512())
+    }
+    #[inline(always)]
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
+        interleave_act_pairs(nb, a, s, n8)
+    }
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        acts: &Self::Acts,
+        g: usize,
+        _: *const u8,
+        _: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        assert!(acts.len() >= (g + 1) * nb * 4);
+        rows_group_pairs::<R>(nb, u, acts.as_ptr().add(g * nb * 4), da, sc, out, os)
     }
 }
 
@@ -973,7 +1066,7 @@ unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize) -> 
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and pair
 unsafe fn rows_group_pairs<const R: usize>(
     nb: usize,
-    u: &UnpackedPairs,
+    u: &UnpackedQ0<(__m512i, __m512i)>,
     act: *const __m512i,
     da: *const f32,
     sc: *mut f32,
@@ -1009,77 +1102,13 @@ unsafe fn rows_group_pairs<const R: usize>(
     }
 }
 
-/// `RowsFn` for the 32-block × Q8_0 types from 8 tokens: blocks of `R` (at
-/// most 4) rows × groups of 8 tokens in pairs, tail tokens one row at a time.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family_pairs<U: W32, const R: usize>(
-    n: usize,
-    w: &[u8],
-    ws: usize,
-    n_rows: usize,
-    a: &[u8],
-    s: usize,
-    nt: usize,
-    out: &mut [f32],
-    os: usize,
-) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 4 && nt >= 8);
-    let nb = n / QK;
-    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-    let n8 = nt - nt % 8;
-    let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8]
-    let act = interleave_act_pairs(nb, ap, s, n8); // [n8 / 8][nb][4]
-    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let z = _mm512_setzero_si512();
-    let mut u = UnpackedPairs { w: vec![(z, z); nb * R], dw: vec![0f32; nb * R] };
-    let mut r = 0;
-    while r < n_rows {
-        let (wp, op) = (wp.add(r * ws), op.add(r * os));
-        let rows_here = (n_rows - r).min(R);
-        unpack_rows_pairs::<U>(nb, wp, ws, rows_here, &mut u);
-        prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
-        for g in 0..n8 / 8 {
-            let (ag, dg, o) = (act.as_ptr().add(g * nb * 4), da.as_ptr().add(g * nb * 8), op.add(8 * g));
-            let scp = sc.as_mut_ptr();
-            match rows_here {
-                1 => rows_group_pairs::<1>(nb, &u, ag, dg, scp, o, os),
-                2 => rows_group_pairs::<2>(nb, &u, ag, dg, scp, o, os),
-                3 => rows_group_pairs::<3>(nb, &u, ag, dg, scp, o, os),
-                _ => rows_group_pairs::<4>(nb, &u, ag, dg, scp, o, os),
-            }
-        }
-        for rr in 0..rows_here {
-            for t in n8..nt {
-                rows_one_token_q0::<Vnni, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
-            }
-        }
-        r += rows_here;
-    }
-}
-
-/// `RowsFn` for the 32-block × Q8_0 types on VNNI: from 8 tokens
-/// `rows_q8_0_family_pairs` (4 rows × 4 token pairs of 512-bit vectors),
-/// fewer (decodes) `rows_q8_0_family` (3 rows × 8 tokens of 256-bit ones).
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family_vnni<U: W32>(
-    n: usize,
-    w: &[u8],
-    ws: usize,
-    n_rows: usize,
-    a: &[u8],
-    s: usize,
-    nt: usize,
-    out: &mut [f32],
-    os: usize,
-) {
-    if nt >= 8 {
-        rows_q8_0_family_pairs::<U, 4>(n, w, ws, n_rows, a, s, nt, out, os)
-    } else {
-        rows_q8_0_family::<Vnni, U, 3, 8>(n, w, ws, n_rows, a, s, nt, out, os)
-    }
+rows_entry! {
+    /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 4 rows × 4 token
+    /// pairs of 512-bit vectors (16 accumulators; on bench_kernels' Q8_0
+    /// GEMMs on Zen 5, 2 rows ran ~20 % slower, 3 ~10 %, 5 ~25 %, 6
+    /// (spilled) ~20 %). Where the 256-bit kernel (3 rows × 8 tokens) ran
+    /// ~83 GMAC/s, this one runs ~155.
+    rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<ZmmPairs, U, 4>
 }
 
 // --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens
@@ -1281,14 +1310,14 @@ rows_entry! {
     /// `RowsFn` for Q4_1/Q5_1 on VNNI: 3 rows × 8 tokens (24 accumulators; 2
     /// rows ran SmolLM2 prefills ~10 % slower, 4 rows (32 accumulators,
     /// spilled) about as slow as 2).
-    rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<Vnni, 3, 8>
+    rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<Vnni, U, 3, 8>
 }
 
 rows_entry! {
     /// `RowsFn` for Q4_1/Q5_1 on AVX2: 2 rows × 8 tokens in chunks of 4. On
     /// SmolLM2 Q4_1 pp256 (Zen 3, 1 thread, CPU time) 2 × 8 (spilled) and
     /// 3 × 4 took ~11 % more, 1 × 8 ~16 % more.
-    rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Avx2, 2, 4>
+    rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Avx2, U, 2, 4>
 }
 
 // --- super-blocks × Q8_K
