@@ -971,7 +971,6 @@ unsafe fn rows_q8_0_family<G: Q0Groups, U: W32, const R: usize>(
     }
 }
 
-
 rows_entry! {
     /// `RowsFn` for the 32-block × Q8_0 types on AVX2: 2 rows × 8 tokens in
     /// chunks of 4 (8 accumulators of the 16 registers). On SmolLM2 Q8_0
@@ -1069,7 +1068,6 @@ unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize, byt
 /// `[nb][4]` pairs), whose f32 scales are at `da[b * 8 + j]`; output
 /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
 #[inline(always)]
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and pair
 unsafe fn rows_group_pairs<const R: usize>(
     nb: usize,
     u: &UnpackedQ0<(__m512i, __m512i)>,
