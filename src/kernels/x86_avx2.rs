@@ -1080,8 +1080,8 @@ unsafe fn rows_group_pairs<const R: usize>(
     assert!(u.w.len() >= nb * R);
     scale_products::<R>(nb, &u.dw, da, 8, sc);
     let sums = pairs_accumulate::<_, R>(nb, u.w.as_ptr(), act, sc, |(q, bias), av| _mm512_dpbusd_epi32(bias, av, q));
-    for r in 0..R {
-        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&sums[r]));
+    for (r, row) in sums.iter().enumerate() {
+        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(row));
     }
 }
 
