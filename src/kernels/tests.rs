@@ -594,10 +594,10 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
     let sets = available_sets();
     let avx2 = sets.iter().find(|s| s.name == "avx2");
     let mut rng = Rng::new(91);
-    let n = 288; // 9 blocks of 32
     let nts: Vec<usize> = (1..=40).chain([256 + 3]).collect();
     let (max_rows, max_nt) = (9, 259);
-    for set in &sets {
+    // 1, 9 and 19 blocks of 32
+    for (set, n) in sets.iter().flat_map(|set| [32, 288, 608].map(|n| (set, n))) {
         for ty in [GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL] {
             let Some(rows_f) = (set.rows)(ty) else { continue };
             let act = ActType::for_weight(ty).expect("paired");

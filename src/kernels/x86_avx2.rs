@@ -591,9 +591,11 @@ unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, 
 // have 16 vector registers, AVX-512 VL 32); per output and block the main
 // loop runs the integer dot, one `vcvtdq2ps` and one `vfmadd`.
 //
-// The kernels are `#[inline(always)]` and generic over `Dot8`; each set's
-// entry points (`rows_q8_0_family_vnni`, `rows_q8_0_family_avx2`, ...)
-// instantiate them under their target features.
+// The kernels are `#[inline(always)]` and generic over `Dot8` (and the
+// Q8_0 family's driver over `Q0Groups`, the group kernel: 256-bit, or the
+// 512-bit token pairs below); each set's entry points
+// (`rows_q8_0_family_vnni`, `rows_q8_0_family_avx2`, ...) instantiate them
+// under their target features.
 
 /// The integer dot product of a row-block kernel: Σ over 4 adjacent bytes
 /// of w·a into 8 i32 lanes (lane i: elements 4i..4i+3), exactly.
@@ -674,10 +676,10 @@ impl Dot8 for Avx2 {
     }
 }
 
-/// A set's `RowsFn` entry point: `$body` (generic over `Dot8`, inlined)
-/// instantiated under the set's target features.
+/// A set's `RowsFn` entry point: `$body` (a generic driver, inlined, with
+/// its parameters given) instantiated under the set's target features.
 macro_rules! rows_entry {
-    ($(#[$doc:meta])* $name:ident<U: $bound:ident>, $features:literal, $body:ident::<$d:ident, $r:literal, $tc:literal>) => {
+    ($(#[$doc:meta])* $name:ident<U: $bound:ident>, $features:literal, $body:expr) => {
         $(#[$doc])*
         #[target_feature(enable = $features)]
         #[allow(clippy::too_many_arguments)]
@@ -692,7 +694,7 @@ macro_rules! rows_entry {
             out: &mut [f32],
             os: usize,
         ) {
-            $body::<$d, U, $r, $tc>(n, w, ws, n_rows, a, s, nt, out, os)
+            $body(n, w, ws, n_rows, a, s, nt, out, os)
         }
     };
 }
@@ -700,7 +702,7 @@ macro_rules! rows_entry {
 /// `$kernel::<D, U, R>` over `$n_rows` rows × one token, 4 rows per call
 /// (the last call 1–3).
 macro_rules! one_token_by_4_rows {
-    ($kernel:ident::<$d:ident, $u:ident>($nb:expr, $w:expr, $ws:expr, $a:expr, $out:expr, $os:expr), $n_rows:expr) => {{
+    ($kernel:ident::<$d:ty, $u:ident>($nb:expr, $w:expr, $ws:expr, $a:expr, $out:expr, $os:expr), $n_rows:expr) => {{
         let mut r = 0;
         while r < $n_rows {
             let (wp, op) = ($w.add(r * $ws), $out.add(r * $os));
@@ -730,21 +732,103 @@ unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
 
 /// The `R` unpacked rows' `[nb][R]` blocks: values and scales.
 struct UnpackedQ0<W> {
-    w: Vec<W>,    // the values as `Dot8::weight` keeps them
+    w: Vec<W>,    // the values as the group kernel keeps them
     dw: Vec<f32>, // block scales
+}
+
+/// How `rows_q8_0_family` runs R unpacked rows × a group of 8 tokens: the
+/// forms of a weight block and of the call's activations, and the kernel.
+trait Q0Groups {
+    /// The integer dot of the one-token kernel (decodes, tail tokens).
+    type D: Dot8;
+    /// A weight block as the group kernel keeps it.
+    type W: Copy;
+    /// The call's activations as the group kernel reads them.
+    type Acts;
+    /// The `W32` block at `p`: its values in the `W` form and its scale.
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32);
+    /// A block of zeros (the unpacked buffer's initial value).
+    unsafe fn zero() -> Self::W;
+    /// The first `n8` (a multiple of 8) tokens, `s` bytes apart from `a`.
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts;
+    /// R unpacked rows × tokens 8g..8g+8 (the first at `a`, `s` bytes
+    /// apart), whose f32 scales are at `da[b * 8 + j]`; output
+    /// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        acts: &Self::Acts,
+        g: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    );
+}
+
+/// `Q0Groups` on 256-bit vectors: `rows_group_q0`, 8 tokens in chunks of
+/// `TC`, reading the activation blocks in place.
+struct Ymm<D, const TC: usize>(std::marker::PhantomData<D>);
+impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
+    type D = D;
+    type W = D::W;
+    type Acts = ();
+    #[inline(always)]
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
+        let (q, d) = D::load::<U>(p);
+        (D::weight(q), d)
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self::W {
+        D::weight(_mm256_setzero_si256())
+    }
+    #[inline(always)]
+    unsafe fn acts(_: usize, _: *const u8, _: usize, _: usize) {}
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        _: &(),
+        _: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        rows_group_q0::<D, R, TC>(nb, u, a, s, da, sc, out, os)
+    }
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[inline(always)]
-unsafe fn unpack_rows_q0<D: Dot8, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<D::W>) {
+unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<G::W>) {
     assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
-            let (q, d) = D::load::<U>(w.add(r * ws + b * U::BYTES));
-            u.w[b * rows + r] = D::weight(q);
+            let (q, d) = G::unpack::<U>(w.add(r * ws + b * U::BYTES));
+            u.w[b * rows + r] = q;
             u.dw[b * rows + r] = d;
         }
     }
+}
+
+/// The f32 activation scales of `n8` (a multiple of 8) tokens (`s` bytes
+/// apart from `a`), `[n8 / 8][nb][8]`: token-minor per group of 8.
+#[inline(always)]
+unsafe fn act_scales_x8(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<f32> {
+    let mut da = vec![0f32; n8 * nb];
+    for g in 0..n8 / 8 {
+        for b in 0..nb {
+            let v = f16_at_x8(a.add(8 * g * s + b * 34), s);
+            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
+        }
+    }
+    da
 }
 
 /// The `R × 8` products dw·da of each block into `sc` (`[nb][R][8]`): per
@@ -825,11 +909,11 @@ unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(nb: usize, w: *cons
 }
 
 /// `RowsFn` for the 32-block × Q8_0 types: blocks of `R` (at most 4) rows
-/// × 8 tokens, tail tokens one row at a time; one token (a decode,
-/// `KernelSet::decode_rows_fn`) 4 rows at a time.
+/// × groups of 8 tokens by `G`, tail tokens one row at a time; one token
+/// (a decode, `KernelSet::decode_rows_fn`) 4 rows at a time.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
+unsafe fn rows_q8_0_family<G: Q0Groups, U: W32, const R: usize>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -841,55 +925,46 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 4 && 8 % TC == 0);
+    assert!(R <= 4);
     let nb = n / QK;
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     if nt == 1 {
-        one_token_by_4_rows!(rows_one_token_q0::<D, U>(nb, wp, ws, ap, op, os), n_rows);
+        one_token_by_4_rows!(rows_one_token_q0::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
         return;
     }
     let n8 = nt - nt % 8;
-    // [n8 / 8][nb][8] the activation block scales as f32 (token-minor per
-    // group of 8), shared by all rows
-    let mut da = vec![0f32; n8 * nb];
-    for g in 0..n8 / 8 {
-        for b in 0..nb {
-            let v = f16_at_x8(ap.add(8 * g * s + b * 34), s);
-            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
-        }
-    }
+    let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8], shared by all rows
+    let acts = G::acts(nb, ap, s, n8);
     // (kept per thread between calls, these buffers saved ~0.7 % of a
     // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
     // docs/PERFORMANCE.md, eighth session)
     let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedQ0 { w: vec![D::weight(_mm256_setzero_si256()); nb * R], dw: vec![0f32; nb * R] };
+    let mut u = UnpackedQ0 { w: vec![G::zero(); nb * R], dw: vec![0f32; nb * R] };
     let mut r = 0;
     while r < n_rows {
         let (wp, op) = (wp.add(r * ws), op.add(r * os));
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows_q0::<D, U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows_q0::<G, U>(nb, wp, ws, rows_here, &mut u);
             prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
         }
-        let mut t = 0;
-        while t + 8 <= nt {
-            let (ap, o) = (ap.add(t * s), op.add(t));
-            let dp = da.as_ptr().add((t / 8) * nb * 8);
+        for g in 0..n8 / 8 {
+            let (ag, o) = (ap.add(8 * g * s), op.add(8 * g));
+            let dp = da.as_ptr().add(g * nb * 8);
             let scp = sc.as_mut_ptr();
             match rows_here {
-                1 => rows_group_q0::<D, 1, TC>(nb, &u, ap, s, dp, scp, o, os),
-                2 => rows_group_q0::<D, 2, TC>(nb, &u, ap, s, dp, scp, o, os),
-                3 => rows_group_q0::<D, 3, TC>(nb, &u, ap, s, dp, scp, o, os),
-                _ => rows_group_q0::<D, 4, TC>(nb, &u, ap, s, dp, scp, o, os),
+                1 => G::group::<1>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                2 => G::group::<2>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                3 => G::group::<3>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                _ => G::group::<4>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
             }
-            t += 8;
         }
         // tail tokens: one row at a time, streaming each row once (two rows
         // interleaved ran decodes ~1.5x slower: the output head is bound by
         // the weight stream)
         for rr in 0..rows_here {
-            for t in t..nt {
-                rows_one_token_q0::<D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
+            for t in n8..nt {
+                rows_one_token_q0::<G::D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
             }
         }
         r += rows_here;
@@ -897,18 +972,166 @@ unsafe fn rows_q8_0_family<D: Dot8, U: W32, const R: usize, const TC: usize>(
 }
 
 rows_entry! {
-    /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 3 rows × 8 tokens (24
-    /// accumulators; on SmolLM2 Q8_0 pp512 2 rows took ~2 % more CPU time, 4
-    /// rows (32 accumulators, spilled) ~8 % more).
-    rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<Vnni, 3, 8>
-}
-
-rows_entry! {
     /// `RowsFn` for the 32-block × Q8_0 types on AVX2: 2 rows × 8 tokens in
     /// chunks of 4 (8 accumulators of the 16 registers). On SmolLM2 Q8_0
     /// pp256 (Zen 3, 1 thread, CPU time) 1 row × 8 took ~6 % more, 3 × 4
     /// ~20 % more, 3 × 2 ~15 %, 2 × 8 (spilled) ~30 %, 4 × 2 ~35 %.
-    rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Avx2, 2, 4>
+    rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Ymm<Avx2, 4>, U, 2>
+}
+
+// --- Q8_0 family on 512-bit VNNI: R weight rows × 4 token pairs
+//
+// `rows_group_q0` on `Vnni` with two tokens per 512-bit vector, their
+// dwords interleaved: lane 2i holds token t's lane i, lane 2i+1 token
+// t+1's (the lanes of one output are the same 8 as in `rows_group_q0`,
+// accumulated in the same order and summed by `hsum_ps_x8`, so every
+// output keeps its bits). One `vpdpbusd` + one `vfmadd` (the pair that
+// shares Zen 5's two FMA pipes) then serve two outputs instead of one. The
+// weights are unpacked once per row block with each dword duplicated
+// (`vpermd`), the activations interleaved (+128 as u8) once per call; the
+// scale of a token pair is a 64-bit broadcast of its two adjacent products
+// in the `[nb][R][8]` buffer of `scale_products`. Decodes and tail tokens
+// run the 256-bit `rows_one_token_q0` as before.
+
+/// `Q0Groups` on 512-bit VNNI: `rows_group_pairs` on the activations
+/// interleaved by `interleave_act_pairs`; a weight block is its values with
+/// each dword duplicated (lanes 2i, 2i+1 = dword i) and their −128·Σq
+/// lanes likewise.
+struct ZmmPairs;
+impl Q0Groups for ZmmPairs {
+    type D = Vnni;
+    type W = (__m512i, __m512i);
+    type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
+    #[inline(always)]
+    unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
+        let (q, d) = U::load_vnni(p);
+        let q2 = dup_dwords(q);
+        let zero = _mm512_setzero_si512();
+        let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
+        ((q2, bias), d)
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self::W {
+        (_mm512_setzero_si512(), _mm512_setzero_si512())
+    }
+    #[inline(always)]
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
+        interleave_act_pairs(nb, a, s, n8, 34, -128i8) // a + 128 as u8
+    }
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedQ0<Self::W>,
+        acts: &Self::Acts,
+        g: usize,
+        _: *const u8,
+        _: usize,
+        da: *const f32,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        assert!(acts.len() >= (g + 1) * nb * 4);
+        rows_group_pairs::<R>(nb, u, acts.as_ptr().add(g * nb * 4), da, sc, out, os)
+    }
+}
+
+/// Each dword of `v` twice: lanes 2i and 2i+1 hold dword i.
+#[inline(always)]
+unsafe fn dup_dwords(v: __m256i) -> __m512i {
+    let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v))
+}
+
+/// The 32 values of `n8` (a multiple of 8) tokens' activation blocks
+/// (`bytes` each, the values last; tokens `s` bytes apart from `a`) as
+/// token pairs, `[n8 / 8][nb][4]`: for group g, block b and pair p, tokens
+/// 8g+2p and 8g+2p+1 interleaved by dword, each byte xor `flip`.
+#[inline(always)]
+unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize, bytes: usize, flip: i8) -> Vec<__m512i> {
+    let mut v = vec![_mm512_setzero_si512(); n8 / 2 * nb];
+    let idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    for g in 0..n8 / 8 {
+        for b in 0..nb {
+            for p in 0..4 {
+                let t = 8 * g + 2 * p;
+                let at = |t: usize| _mm512_castsi256_si512(loadu(a.add(t * s + (b + 1) * bytes - 32)));
+                let pair = _mm512_permutex2var_epi32(at(t), idx, at(t + 1));
+                v[(g * nb + b) * 4 + p] = _mm512_xor_si512(pair, _mm512_set1_epi8(flip));
+            }
+        }
+    }
+    v
+}
+
+/// R unpacked rows × one group of 8 tokens as 4 pairs (`act`: the group's
+/// `[nb][4]` pairs), whose f32 scales are at `da[b * 8 + j]`; output
+/// `out[r * os + j]`. `sc` is scratch for `nb * R * 8` floats.
+#[inline(always)]
+unsafe fn rows_group_pairs<const R: usize>(
+    nb: usize,
+    u: &UnpackedQ0<(__m512i, __m512i)>,
+    act: *const __m512i,
+    da: *const f32,
+    sc: *mut f32,
+    out: *mut f32,
+    os: usize,
+) {
+    assert!(u.w.len() >= nb * R);
+    scale_products::<R>(nb, &u.dw, da, 8, sc);
+    let sums = pairs_accumulate::<_, R>(nb, u.w.as_ptr(), act, sc, |(q, bias), av| _mm512_dpbusd_epi32(bias, av, q));
+    for (r, row) in sums.iter().enumerate() {
+        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(row));
+    }
+}
+
+/// The token-pair main loop: R rows (`w`: `[nb][R]` blocks) × 4 token
+/// pairs (`act`: `[nb][4]`), per block and output pair
+/// acc = fmadd(scale, cvt(dot(w, pair)), acc) with the scales of the
+/// `[nb][R][8]` products `sc`; gives each row's 8 tokens' 8-lane
+/// accumulators, de-interleaved (`[R][8]`).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // register arrays by row and pair
+unsafe fn pairs_accumulate<W: Copy, const R: usize>(
+    nb: usize,
+    w: *const W,
+    act: *const __m512i,
+    sc: *const f32,
+    dot: impl Fn(W, __m512i) -> __m512i,
+) -> [[__m256; 8]; R] {
+    let mut acc = [[_mm512_setzero_ps(); 4]; R];
+    for b in 0..nb {
+        let w: [W; R] = std::array::from_fn(|r| *w.add(b * R + r));
+        for p in 0..4 {
+            let av = *act.add(b * 4 + p);
+            for r in 0..R {
+                let isum = dot(w[r], av);
+                // (s(r, 2p), s(r, 2p + 1)) in every 64-bit lane
+                let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(sc.add((b * R + r) * 8 + 2 * p) as *const f64)));
+                acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum), acc[r][p]);
+            }
+        }
+    }
+    // de-interleave: token 2p's 8 lanes to the low half, 2p+1's to the high
+    let split = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    let mut sums = [[_mm256_setzero_ps(); 8]; R];
+    for r in 0..R {
+        for p in 0..4 {
+            let v = _mm512_permutexvar_ps(split, acc[r][p]);
+            sums[r][2 * p] = _mm512_castps512_ps256(v);
+            sums[r][2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+        }
+    }
+    sums
+}
+
+rows_entry! {
+    /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 4 rows × 4 token
+    /// pairs of 512-bit vectors (16 accumulators; on bench_kernels' Q8_0
+    /// GEMMs on Zen 5, 2 rows ran ~20 % slower, 3 ~10 %, 5 ~25 %, 6
+    /// (spilled) ~20 %). Where the 256-bit kernel (3 rows × 8 tokens) ran
+    /// ~83 GMAC/s, this one runs ~155.
+    rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<ZmmPairs, U, 4>
 }
 
 // --- Q4_1/Q5_1 × Q8_1: R weight rows × 8 tokens
@@ -919,7 +1142,9 @@ rows_entry! {
 // sums `s` of the call are converted to f32 once, token-minor, so that for
 // a row and block the 8 tokens' dw·da (one `vmulps`) and their `acc_min`
 // updates (one `vmulps`, one `vaddps`) are vector operations whose lanes
-// each do the scalar one.
+// each do the scalar one. On VNNI the integer side runs in token pairs on
+// 512-bit vectors as the Q8_0 family's (`ZmmPairs`), the float side as
+// on 256-bit ones.
 
 /// The f32 activation scales and sums of `nt` Q8_1 rows (`s` bytes apart),
 /// `[nb][ntp]` each (token-minor, `ntp >= nt + 8` with zero padding so that
@@ -940,20 +1165,79 @@ unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usi
 }
 
 /// R weight rows unpacked for the row-block kernel.
-struct UnpackedRows {
-    q: Vec<__m256i>, // [nb][R] the values as u8
-    dw: Vec<f32>,    // [nb][R] block scales
-    mw: Vec<f32>,    // [nb][R] block minimums
+struct UnpackedRows<Q> {
+    q: Vec<Q>,    // [nb][R] the values as u8, as the group kernel keeps them
+    dw: Vec<f32>, // [nb][R] block scales
+    mw: Vec<f32>, // [nb][R] block minimums
+}
+
+/// How `rows_q8_1_family` runs R unpacked rows × a group of 8 tokens (as
+/// `Q0Groups` for the Q8_0 family).
+trait Q1Groups {
+    /// The integer dot of the one-token kernel (decodes).
+    type D: Dot8;
+    /// A block's values (u8) as the group kernel keeps them.
+    type Q: Copy;
+    /// The call's activations as the group kernel reads them.
+    type Acts;
+    unsafe fn unpack(q: __m256i) -> Self::Q;
+    /// The first `n8` (a multiple of 8) tokens, `s` bytes apart from `a`.
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts;
+    /// `rows_group_q8_1`'s contract, for tokens 8g..8g+8 (the first at `a`).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedRows<Self::Q>,
+        acts: &Self::Acts,
+        g: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sa: *const f32,
+        ntp: usize,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    );
+}
+
+impl<D: Dot8, const TC: usize> Q1Groups for Ymm<D, TC> {
+    type D = D;
+    type Q = __m256i;
+    type Acts = ();
+    #[inline(always)]
+    unsafe fn unpack(q: __m256i) -> __m256i {
+        q
+    }
+    #[inline(always)]
+    unsafe fn acts(_: usize, _: *const u8, _: usize, _: usize) {}
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedRows<__m256i>,
+        _: &(),
+        _: usize,
+        a: *const u8,
+        s: usize,
+        da: *const f32,
+        sa: *const f32,
+        ntp: usize,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        rows_group_q8_1::<D, R, TC>(nb, u, a, s, da, sa, ntp, sc, out, os)
+    }
 }
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows) {
+#[inline(always)]
+unsafe fn unpack_rows<G: Q1Groups, U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows<G::Q>) {
+    assert!(u.q.len() >= nb * rows && u.dw.len() >= nb * rows && u.mw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
             let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
-            u.q[b * rows + r] = q;
+            u.q[b * rows + r] = G::unpack(q);
             u.dw[b * rows + r] = _mm_cvtss_f32(dm);
             u.mw[b * rows + r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
         }
@@ -967,7 +1251,7 @@ unsafe fn unpack_rows<U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)] // register arrays by row and token
 unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     nb: usize,
-    u: &UnpackedRows,
+    u: &UnpackedRows<__m256i>,
     a: *const u8,
     s: usize,
     da: *const f32,
@@ -977,19 +1261,8 @@ unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // --- the float side first: dw·da per (block, row, token) into `sc`
-    // ([nb][R][8]) and the minimum terms, whole
-    assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
-    scale_products::<R>(nb, &u.dw, da, ntp, sc);
-    let (uq, umw) = (u.q.as_ptr(), u.mw.as_ptr());
-    let mut acc_min = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        let sav = _mm256_loadu_ps(sa.add(b * ntp));
-        for r in 0..R {
-            let mw = _mm256_set1_ps(*umw.add(b * R + r));
-            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
-        }
-    }
+    let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
+    let uq = u.q.as_ptr();
     // --- the integer sums, each scaled into its token's accumulator
     let mut sums = [[_mm256_setzero_ps(); 8]; R];
     for c in 0..8 / TC {
@@ -1014,6 +1287,74 @@ unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
         // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
         let v = _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]);
         _mm256_storeu_ps(out.add(r * os), v);
+    }
+}
+
+/// The float side of a Q8_1 group, first: dw·da per (block, row, token)
+/// into `sc` (`[nb][R][8]`) and the 8 tokens' minimum terms, whole.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // register arrays by row
+unsafe fn q8_1_float_side<Q, const R: usize>(
+    nb: usize,
+    u: &UnpackedRows<Q>,
+    da: *const f32,
+    sa: *const f32,
+    ntp: usize,
+    sc: *mut f32,
+) -> [__m256; R] {
+    assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
+    scale_products::<R>(nb, &u.dw, da, ntp, sc);
+    let umw = u.mw.as_ptr();
+    let mut acc_min = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let sav = _mm256_loadu_ps(sa.add(b * ntp));
+        for r in 0..R {
+            let mw = _mm256_set1_ps(*umw.add(b * R + r));
+            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
+        }
+    }
+    acc_min
+}
+
+/// `Q1Groups` on 512-bit VNNI: `pairs_accumulate` (see the Q8_0 family's
+/// `ZmmPairs`) with the values (u8) each dword duplicated against the
+/// activations (i8) interleaved by token pairs, one `vpdpbusd` from zero.
+impl Q1Groups for ZmmPairs {
+    type D = Vnni;
+    type Q = __m512i;
+    type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
+    #[inline(always)]
+    unsafe fn unpack(q: __m256i) -> __m512i {
+        dup_dwords(q)
+    }
+    #[inline(always)]
+    unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
+        interleave_act_pairs(nb, a, s, n8, 36, 0)
+    }
+    #[inline(always)]
+    unsafe fn group<const R: usize>(
+        nb: usize,
+        u: &UnpackedRows<__m512i>,
+        acts: &Self::Acts,
+        g: usize,
+        _: *const u8,
+        _: usize,
+        da: *const f32,
+        sa: *const f32,
+        ntp: usize,
+        sc: *mut f32,
+        out: *mut f32,
+        os: usize,
+    ) {
+        assert!(acts.len() >= (g + 1) * nb * 4);
+        let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
+        let act = acts.as_ptr().add(g * nb * 4);
+        let zero = _mm512_setzero_si512();
+        let sums = pairs_accumulate::<_, R>(nb, u.q.as_ptr(), act, sc, |q, av| _mm512_dpbusd_epi32(zero, q, av));
+        for r in 0..R {
+            // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
+            _mm256_storeu_ps(out.add(r * os), _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]));
+        }
     }
 }
 
@@ -1048,7 +1389,7 @@ unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(nb: usize, w: 
 /// `KernelSet::decode_rows_fn`) 4 rows at a time.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
+unsafe fn rows_q8_1_family<G: Q1Groups, U: W32Min, const R: usize>(
     n: usize,
     w: &[u8],
     ws: usize,
@@ -1060,19 +1401,20 @@ unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
     os: usize,
 ) {
     assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 3 && 8 % TC == 0);
+    assert!(R <= 4);
     let nb = n / QK;
     if nt == 1 {
         let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        one_token_by_4_rows!(rows_one_token_q8_1::<D, U>(nb, wp, ws, ap, op, os), n_rows);
+        one_token_by_4_rows!(rows_one_token_q8_1::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
         return;
     }
     let n8 = nt - nt % 8;
     let ntp = n8 + 8;
     let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+    let acts = G::acts(nb, a.as_ptr(), s, n8);
     let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
     let mut u = UnpackedRows {
-        q: vec![_mm256_setzero_si256(); nb * R],
+        q: vec![G::unpack(_mm256_setzero_si256()); nb * R],
         dw: vec![0f32; nb * R],
         mw: vec![0f32; nb * R],
     };
@@ -1082,23 +1424,23 @@ unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
         let op = out.as_mut_ptr().add(r * os);
         let rows_here = (n_rows - r).min(R);
         if n8 > 0 {
-            unpack_rows::<U>(nb, wp, ws, rows_here, &mut u);
+            unpack_rows::<G, U>(nb, wp, ws, rows_here, &mut u);
         }
-        let mut t = 0;
-        while t + 8 <= nt {
+        for g in 0..n8 / 8 {
+            let t = 8 * g;
             let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
             let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
             let scp = sc.as_mut_ptr();
             match rows_here {
-                1 => rows_group_q8_1::<D, 1, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                2 => rows_group_q8_1::<D, 2, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
-                _ => rows_group_q8_1::<D, 3, TC>(nb, &u, ap, s, dp, sp, ntp, scp, o, os),
+                1 => G::group::<1>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                2 => G::group::<2>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                3 => G::group::<3>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                _ => G::group::<4>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
             }
-            t += 8;
         }
         for rr in 0..rows_here {
             let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
-            for t in t..nt {
+            for t in n8..nt {
                 group_q8_1::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
             }
         }
@@ -1107,17 +1449,18 @@ unsafe fn rows_q8_1_family<D: Dot8, U: W32Min, const R: usize, const TC: usize>(
 }
 
 rows_entry! {
-    /// `RowsFn` for Q4_1/Q5_1 on VNNI: 3 rows × 8 tokens (24 accumulators; 2
-    /// rows ran SmolLM2 prefills ~10 % slower, 4 rows (32 accumulators,
-    /// spilled) about as slow as 2).
-    rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<Vnni, 3, 8>
+    /// `RowsFn` for Q4_1/Q5_1 on VNNI: 3 rows × 4 token pairs of 512-bit
+    /// vectors (12 accumulators; on bench_kernels' GEMMs on Zen 5 ~140
+    /// GMAC/s, 4 rows about the same, the 256-bit kernel of 3 rows × 8
+    /// tokens ~89).
+    rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<ZmmPairs, U, 3>
 }
 
 rows_entry! {
     /// `RowsFn` for Q4_1/Q5_1 on AVX2: 2 rows × 8 tokens in chunks of 4. On
     /// SmolLM2 Q4_1 pp256 (Zen 3, 1 thread, CPU time) 2 × 8 (spilled) and
     /// 3 × 4 took ~11 % more, 1 × 8 ~16 % more.
-    rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Avx2, 2, 4>
+    rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Ymm<Avx2, 4>, U, 2>
 }
 
 // --- super-blocks × Q8_K
