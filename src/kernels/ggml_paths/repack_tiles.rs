@@ -346,8 +346,10 @@ pub(super) mod x86 {
     /// Activation blocks per call whose sums and scales live on the stack.
     const STACK_SUMS: usize = 512;
 
-    /// Tokens per step of [`strip_zmm`].
+    /// Tokens per step of [`strip_zmm`] (the step match covers 1 to 5
+    /// tokens, then this many).
     const ZMM_TOKENS: usize = 6;
+    const _: () = assert!(ZMM_TOKENS == 6, "the match over the strip's token counts");
 
     /// The body of the Q4_0 / IQ4_NL `TiledFn`s.
     #[inline(always)]
@@ -412,9 +414,7 @@ pub(super) mod x86 {
                         3 => strip_zmm::<IQ, 3>(st.tokens(t)),
                         4 => strip_zmm::<IQ, 4>(st.tokens(t)),
                         5 => strip_zmm::<IQ, 5>(st.tokens(t)),
-                        6 => strip_zmm::<IQ, 6>(st.tokens(t)),
-                        7 => strip_zmm::<IQ, 7>(st.tokens(t)),
-                        _ => strip_zmm::<IQ, 8>(st.tokens(t)),
+                        _ => strip_zmm::<IQ, ZMM_TOKENS>(st.tokens(t)),
                     }
                     t += tt;
                 }
