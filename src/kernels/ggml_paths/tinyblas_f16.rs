@@ -21,12 +21,13 @@
 //! `avx512` ([`avx512_rows`], for every token count), on plain AVX2 those
 //! of `avx2` ([`avx2_rows`]), both from one definition (`f16_row_kernels!`,
 //! a 16-lane chain as one zmm or two ymm): tinyBLAS as tiles of weight rows
-//! × tokens (4 × 6 zmm accumulators; 3 × 2 pairs of ymm), ggml_vec_dot_f16
+//! × tokens (3 × 8 zmm accumulators; 3 × 2 pairs of ymm), ggml_vec_dot_f16
 //! up to 4 rows per call on AVX-512, one on AVX2 (on the activations' f16
-//! copy, [`round_act_row`]). The vec_dot kernels and AVX-512's tinyBLAS
-//! convert the f16 weights in registers; AVX2's tinyBLAS widens each block
-//! of 3 weight rows to f32 once per token chunk (`WIDEN`). Elsewhere the
-//! tile kernel widens each weight row into a scratch row first.
+//! copy, [`round_act_row`]). The vec_dot kernels convert the f16 weights in
+//! registers; tinyBLAS reads them widened to f32: on AVX-512 a panel of
+//! rows at a time (in L2, every 8-token tile running over it), on AVX2 each
+//! block of 3 rows once per token chunk. Elsewhere the tile kernel widens
+//! each weight row into a scratch row first.
 //!
 //! This serves the F16 weight matrices (here as tile kernels) and the
 //! attention products of the path without flash attention (K·Q and V·P on
@@ -229,16 +230,17 @@ pub fn avx2_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
 /// ggml_vec_dot_f16) in the same order: each 16-lane chain of the
 /// reference is `P` vectors of `LANES` lanes (`P · LANES = 16`), each lane
 /// its own fused chain, and `reduce` adds the 16 lanes as `reduce16`. Only
-/// the loads are shared: one f16 → f32 weight conversion serves several
-/// tokens, one activation load several rows.
+/// the loads are shared: one weight load (or f16 → f32 conversion) serves
+/// several tokens, one activation load several rows.
 ///
 /// The module has in scope: the vector type `H`, `LANES`, `P`, and for
 /// `$features` `zero() -> H`, `load_h(p) -> H` (`LANES` f16 at `p` as f32),
 /// `load_f(p) -> H` (`LANES` f32 at `p`), `fmadd(a, b, c) -> H` (a·b + c,
-/// fused), `add`, `reduce(&[H; P]) -> f32`; the tinyBLAS tile `RM` × `RN`
-/// and `CHUNK_BYTES`. It passes the full tile (`$full`), the other token
-/// counts of a tile (`$tb`: 1..`RN`), the row counts of one ggml_vec_dot
-/// call (`$k`) and the doc of `rows_vec_dot`.
+/// fused), `add`, `reduce(&[H; P]) -> f32`; the tinyBLAS tile `RM` × `RN`.
+/// It passes the full tile (`$full`), the other token counts of a tile
+/// (`$tb`: 1..`RN`), the row counts of one ggml_vec_dot call (`$k`) and
+/// the doc of `rows_vec_dot`. The module's `rows_tinyblas` walks the tiles
+/// (`tile_any`) over weight rows widened into `WIDENED`.
 #[cfg(target_arch = "x86_64")]
 macro_rules! f16_row_kernels {
     ($features:literal, $full:expr, [$($tb:literal),*], [$($k:literal),+], $(#[$doc:meta])*) => {
@@ -250,8 +252,8 @@ macro_rules! f16_row_kernels {
         }
 
         /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
-        /// weight row `i` at `w + i·ws` (f16, or f32 where the set widens
-        /// them, `WIDEN`), token `j` at `a + j·s`, output at `o + i·os + j`.
+        /// weight row `i` at `w + i·ws` (widened to f32), token `j` at
+        /// `a + j·s`, output at `o + i·os + j`.
         /// Per 16-element step the `P` parts one after the other: each
         /// part's `RB` weight vectors are live only for its
         /// FMAs. (Running all of a part's steps before the next part's, for
@@ -266,9 +268,9 @@ macro_rules! f16_row_kernels {
                     let e = l + LANES * p;
                     let mut wv = [zero(); RB];
                     for (i, wv) in wv.iter_mut().enumerate() {
-                        // SAFETY: e + LANES ≤ n: rows hold 2n f16 bytes, or 4n
-                        // widened (checked by the caller).
-                        *wv = unsafe { if WIDEN { load_f(w.add(i * ws + 4 * e)) } else { load_h(w.add(i * ws + 2 * e)) } };
+                        // SAFETY: e + LANES ≤ n: widened rows hold 4n bytes
+                        // (checked by the caller).
+                        *wv = unsafe { load_f(w.add(i * ws + 4 * e)) };
                     }
                     for j in 0..TB {
                         // SAFETY: as above, tokens hold 4n bytes.
@@ -291,53 +293,8 @@ macro_rules! f16_row_kernels {
         // one tile of the walk
         $crate::kernels::ggml_paths::tinyblas_f32::tile_any_fn!($features, $full, [$($tb),*]);
 
-        /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where
-        /// `n % 16 != 0`, as [`super::tile`]).
-        ///
-        /// # Safety
-        /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
-        #[allow(clippy::too_many_arguments)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
-            if n % KN != 0 {
-                // SAFETY: the same contract.
-                return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
-            }
-            check(n, w, ws, n_rows, a, s, nt, out, os);
-            let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
-            let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-            WIDENED.with(|wide| {
-                // wide: [RM][n] f32, the row block's weights (WIDEN sets only)
-                let wide = &mut *wide.borrow_mut();
-                if WIDEN {
-                    wide.resize(RM * n, 0.0);
-                }
-                $crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
-                    // the block's weight rows: widened here, or in place
-                    let (wr, wrs) = if WIDEN {
-                        for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
-                            super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
-                        }
-                        (wide.as_ptr() as *const u8, 4 * n)
-                    } else {
-                        // SAFETY: row r < n_rows lies within `w` (checked above).
-                        (unsafe { wp.add(r * ws) }, ws)
-                    };
-                    let mut t = t0;
-                    while t < end {
-                        let tb = RN.min(end - t);
-                        // SAFETY: rows r..r+rb ≤ n_rows (or their widened
-                        // copies, rb·n f32) and tokens t..t+tb ≤ nt lie within
-                        // the buffers checked above.
-                        unsafe { tile_any(rb, tb, n, wr, wrs, ap.add(t * s), s, op.add(r * os + t), os) };
-                        t += tb;
-                    }
-                });
-            });
-        }
-
         thread_local! {
-            /// Per-thread scratch of the widening sets: `RM` weight rows as f32.
+            /// Per-thread scratch of `rows_tinyblas`: weight rows widened to f32.
             static WIDENED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
         }
 
@@ -394,23 +351,19 @@ macro_rules! f16_row_kernels {
 }
 
 /// Row-block kernels on AVX-512F (`f16_row_kernels!` on one zmm per
-/// 16-lane chain), with the 4 × 6 tinyBLAS tile written out.
+/// 16-lane chain), with their own tinyBLAS walk (`rows_tinyblas`) and
+/// 3 × 8 tile (`tile_3x8_part`).
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx512 {
     use super::KN;
     use std::arch::x86_64::*;
 
-    /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators.
-    const RM: usize = 4;
-    const RN: usize = 6;
-
-    /// Activation bytes per token chunk: every row block of the call runs
-    /// over one chunk of tokens before the next, so the chunk stays in L2.
-    const CHUNK_BYTES: usize = 128 * 1024;
-
-    /// The weights are converted in registers: one conversion serves 6
-    /// tokens' FMAs.
-    const WIDEN: bool = false;
+    /// tinyBLAS register tile: RM weight rows × RN tokens = 24 accumulators
+    /// (with 3 weight vectors and an activation, 28 of the 32 registers).
+    /// 8 tokens: one row's outputs are reduced together (`reduce16_x8`).
+    /// Per step 3 weight vectors come from the panel in L2 and 8 from L1.
+    const RM: usize = 3;
+    const RN: usize = 8;
 
     /// One zmm holds a whole 16-lane chain.
     type H = __m512;
@@ -471,8 +424,8 @@ pub(super) mod avx512 {
 
     f16_row_kernels!(
         "avx2,fma,f16c,avx512f,avx512vl",
-        tile_4x6,
-        [1, 2, 3, 4, 5],
+        tile_3x8,
+        [1, 2, 3, 4, 5, 6, 7],
         [1, 2, 3, 4],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
         /// (`tinyblas_f32::rows_vec_dot_fn`). Rows 4 at a time: SmolLM2 F16
@@ -483,65 +436,203 @@ pub(super) mod avx512 {
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
     );
 
-    /// [`tile`] for RM × RN = 4 × 6, written out: with an array of
-    /// accumulators LLVM kept them on the stack (a load and a store around
-    /// every FMA).
+    /// `reduce16` of 8 accumulators at once, the results in order: the same
+    /// additions as eight `reduce16`s (each lane pair added in the same
+    /// tree: halves, quarters, then (0 + 2) + (1 + 3)), but the vectors are
+    /// paired before each step, so 8 outputs take 15 shuffles, a permute and
+    /// 8 adds instead of 8 × 7 operations.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn tile_4x6(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-        let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
-        let (mut c10, mut c11, mut c12, mut c13, mut c14, mut c15) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
-        let (mut c20, mut c21, mut c22, mut c23, mut c24, mut c25) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
-        let (mut c30, mut c31, mut c32, mut c33, mut c34, mut c35) = (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
-        let mut l = 0;
-        while l < n {
-            // SAFETY: l + 16 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
-            let w0 = load_h(w.add(2 * l));
-            let w1 = load_h(w.add(ws + 2 * l));
-            let w2 = load_h(w.add(2 * ws + 2 * l));
-            let w3 = load_h(w.add(3 * ws + 2 * l));
-            let a0 = _mm512_loadu_ps(a.add(4 * l) as *const f32);
-            c00 = _mm512_fmadd_ps(w0, a0, c00);
-            c10 = _mm512_fmadd_ps(w1, a0, c10);
-            c20 = _mm512_fmadd_ps(w2, a0, c20);
-            c30 = _mm512_fmadd_ps(w3, a0, c30);
-            let a1 = _mm512_loadu_ps(a.add(s + 4 * l) as *const f32);
-            c01 = _mm512_fmadd_ps(w0, a1, c01);
-            c11 = _mm512_fmadd_ps(w1, a1, c11);
-            c21 = _mm512_fmadd_ps(w2, a1, c21);
-            c31 = _mm512_fmadd_ps(w3, a1, c31);
-            let a2 = _mm512_loadu_ps(a.add(2 * s + 4 * l) as *const f32);
-            c02 = _mm512_fmadd_ps(w0, a2, c02);
-            c12 = _mm512_fmadd_ps(w1, a2, c12);
-            c22 = _mm512_fmadd_ps(w2, a2, c22);
-            c32 = _mm512_fmadd_ps(w3, a2, c32);
-            let a3 = _mm512_loadu_ps(a.add(3 * s + 4 * l) as *const f32);
-            c03 = _mm512_fmadd_ps(w0, a3, c03);
-            c13 = _mm512_fmadd_ps(w1, a3, c13);
-            c23 = _mm512_fmadd_ps(w2, a3, c23);
-            c33 = _mm512_fmadd_ps(w3, a3, c33);
-            let a4 = _mm512_loadu_ps(a.add(4 * s + 4 * l) as *const f32);
-            c04 = _mm512_fmadd_ps(w0, a4, c04);
-            c14 = _mm512_fmadd_ps(w1, a4, c14);
-            c24 = _mm512_fmadd_ps(w2, a4, c24);
-            c34 = _mm512_fmadd_ps(w3, a4, c34);
-            let a5 = _mm512_loadu_ps(a.add(5 * s + 4 * l) as *const f32);
-            c05 = _mm512_fmadd_ps(w0, a5, c05);
-            c15 = _mm512_fmadd_ps(w1, a5, c15);
-            c25 = _mm512_fmadd_ps(w2, a5, c25);
-            c35 = _mm512_fmadd_ps(w3, a5, c35);
+    #[inline]
+    pub(in crate::kernels::ggml_paths) fn reduce16_x8(v: [__m512; 8]) -> __m256 {
+        // halves: [v.q0 + v.q2, v.q1 + v.q3] of two vectors in one (q = 128-bit quarter)
+        let halves = |x: __m512, y: __m512| _mm512_add_ps(_mm512_shuffle_f32x4::<0x44>(x, y), _mm512_shuffle_f32x4::<0xEE>(x, y));
+        let (h01, h23, h45, h67) = (halves(v[0], v[1]), halves(v[2], v[3]), halves(v[4], v[5]), halves(v[6], v[7]));
+        // quarters: the two 4-lane halves of each 8-lane sum, four vectors in one
+        let quarters = |x: __m512, y: __m512| _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(x, y), _mm512_shuffle_f32x4::<0xDD>(x, y));
+        let (q0123, q4567) = (quarters(h01, h23), quarters(h45, h67));
+        // per 128-bit lane k: [v_k: 0 + 2, 1 + 3, v_(4+k): 0 + 2, 1 + 3]
+        let u = _mm512_add_ps(_mm512_shuffle_ps::<0x44>(q0123, q4567), _mm512_shuffle_ps::<0xEE>(q0123, q4567));
+        // (0 + 2) + (1 + 3): v_k's sum at element 4k, v_(4+k)'s at 4k + 2
+        let s = _mm512_add_ps(u, _mm512_shuffle_ps::<0xB1>(u, u));
+        let order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        _mm512_castps512_ps256(_mm512_permutexvar_ps(order, s))
+    }
+
+    /// Bytes of widened (f32) weight rows per panel: the panel stays in L2
+    /// while every token tile runs over it.
+    const PANEL_BYTES: usize = 384 * 1024;
+
+    /// Columns per part of a full tile: 8 tokens' activations (24 KB) stay
+    /// in L1 while the panel's row blocks stream past them.
+    const PART_COLS: usize = 768;
+
+    thread_local! {
+        /// Per-thread scratch: the saved accumulators of a panel's full
+        /// tiles between column parts, [row block][RM][RN] vectors.
+        static SAVED: std::cell::RefCell<Vec<__m512>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// `RowsFn` of the tinyBLAS path on AVX-512 (ggml_vec_dot_f16's where
+    /// `n % 16 != 0`): the weight rows widened to f32 a panel at a time (in
+    /// L2); per tile of `RN` tokens (in L1) every `RM`-row block of the
+    /// panel, the columns in parts where 8 tokens' rows would not fit L1
+    /// (SmolLM2's ffn_down, 1536 columns).
+    ///
+    /// `bench_kernels` GEMM, 512 tokens, 1 thread, Zen 5 (576×576,
+    /// 1536×576, 576×1536): 97–99, 102–103, 88–90 GMAC/s against 94–96,
+    /// 98–99, 93–95 for 4 × 6 tiles converting f16 weights in registers
+    /// with a `reduce16` per output and chunks of tokens streamed from L2
+    /// past a row block (3 × 8 that way: 75, 73, 68).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        if n % KN != 0 {
+            // SAFETY: the same contract.
+            return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
+        }
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        let panel_rows = (PANEL_BYTES / (4 * n) / RM * RM).max(RM);
+        // a full tile's columns in `parts` parts of `part` (a multiple of 16)
+        let parts = n.div_ceil(PART_COLS);
+        let part = (n / KN).div_ceil(parts) * KN;
+        let (ap, op) = (a.as_ptr(), out.as_mut_ptr());
+        WIDENED.with(|wide| {
+            SAVED.with(|saved| {
+                // wide: [panel rows][n] f32; saved: [row block][RM][RN]
+                let (wide, saved) = (&mut *wide.borrow_mut(), &mut *saved.borrow_mut());
+                let mut r0 = 0;
+                while r0 < n_rows {
+                    let pr = panel_rows.min(n_rows - r0);
+                    if wide.len() < pr * n {
+                        wide.resize(pr * n, 0.0);
+                    }
+                    if parts > 1 && saved.len() < pr.div_ceil(RM) * RM * RN {
+                        saved.resize(pr.div_ceil(RM) * RM * RN, _mm512_setzero_ps());
+                    }
+                    for (i, dst) in wide.chunks_exact_mut(n).take(pr).enumerate() {
+                        super::widen_row(&w[(r0 + i) * ws..(r0 + i) * ws + 2 * n], dst);
+                    }
+                    let wp = wide.as_ptr();
+                    let mut t = 0;
+                    while t < nt {
+                        let tb = RN.min(nt - t);
+                        let mut l0 = 0;
+                        while l0 < n {
+                            // a partial tile (fewer tokens, or the panel's
+                            // last rows) runs all columns in one go
+                            let l1 = if tb == RN { (l0 + part).min(n) } else { n };
+                            let mut r = 0;
+                            while r < pr {
+                                let rb = if r + RM <= pr { RM } else { 1 };
+                                // SAFETY: panel rows r..r+rb ≤ pr (widened, n
+                                // f32 each), tokens t..t+tb ≤ nt and outputs
+                                // (r0 + r.., t..) lie within the buffers
+                                // checked above; `saved` holds RM·RN vectors
+                                // per row block where parts > 1.
+                                unsafe {
+                                    let (wr, at, ot) = (wp.add(r * n) as *const u8, ap.add(t * s), op.add((r0 + r) * os + t));
+                                    if rb == RM && tb == RN {
+                                        let save = if parts > 1 { saved.as_mut_ptr().add(r * RN) } else { std::ptr::null_mut() };
+                                        let o = if l1 == n { Some((ot, os)) } else { None };
+                                        tile_3x8_part(l0, l1, wr, 4 * n, at, s, save, l0 == 0, o);
+                                    } else if l0 == 0 {
+                                        tile_any(rb, tb, n, wr, 4 * n, at, s, ot, os);
+                                    }
+                                }
+                                r += rb;
+                            }
+                            l0 = l1;
+                        }
+                        t += tb;
+                    }
+                    r0 += pr;
+                }
+            });
+        });
+    }
+
+    /// [`tile`] for RM × RN = 3 × 8 on widened (f32) weight rows, written
+    /// out (with an array of accumulators LLVM kept them on the stack: a
+    /// load and a store around every FMA). Each row's 8 outputs are reduced
+    /// together ([`reduce16_x8`]) and stored as one vector.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn tile_3x8(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+        // SAFETY: the caller's contract; one part over all columns.
+        unsafe { tile_3x8_part(0, n, w, ws, a, s, std::ptr::null_mut(), true, Some((o, os))) }
+    }
+
+    /// Columns `l0..l1` of a 3 × 8 tile: the 24 accumulators start at zero
+    /// (`first`) or from `acc` ([row][token], 24 vectors), and at the end are
+    /// reduced into `o` (`Some`) or saved to `acc`. Saving and resuming keeps
+    /// every lane's chain in order, so splitting the columns changes no bit.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn tile_3x8_part(l0: usize, l1: usize, w: *const u8, ws: usize, a: *const u8, s: usize, acc: *mut __m512, first: bool, o: Option<(*mut f32, usize)>) {
+        let z = _mm512_setzero_ps();
+        let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05, mut c06, mut c07) = (z, z, z, z, z, z, z, z);
+        let (mut c10, mut c11, mut c12, mut c13, mut c14, mut c15, mut c16, mut c17) = (z, z, z, z, z, z, z, z);
+        let (mut c20, mut c21, mut c22, mut c23, mut c24, mut c25, mut c26, mut c27) = (z, z, z, z, z, z, z, z);
+        macro_rules! each_acc {
+            ($f:ident) => {
+                $f!(0, c00); $f!(1, c01); $f!(2, c02); $f!(3, c03); $f!(4, c04); $f!(5, c05); $f!(6, c06); $f!(7, c07);
+                $f!(8, c10); $f!(9, c11); $f!(10, c12); $f!(11, c13); $f!(12, c14); $f!(13, c15); $f!(14, c16); $f!(15, c17);
+                $f!(16, c20); $f!(17, c21); $f!(18, c22); $f!(19, c23); $f!(20, c24); $f!(21, c25); $f!(22, c26); $f!(23, c27);
+            };
+        }
+        if !first {
+            // SAFETY: acc holds 24 vectors (the caller's scratch).
+            macro_rules! resume {
+                ($i:expr, $c:ident) => {
+                    $c = unsafe { _mm512_loadu_ps(acc.add($i) as *const f32) };
+                };
+            }
+            each_acc!(resume);
+        }
+        let (w, a) = (w as *const f32, a as *const f32);
+        let (ws, s) = (ws / 4, s / 4);
+        let mut l = l0;
+        while l < l1 {
+            // SAFETY: l + 16 ≤ l1 ≤ n: rows and tokens hold n f32 (checked by the caller).
+            let w0 = _mm512_loadu_ps(w.add(l));
+            let w1 = _mm512_loadu_ps(w.add(ws + l));
+            let w2 = _mm512_loadu_ps(w.add(2 * ws + l));
+            macro_rules! token {
+                ($j:expr, $c0:ident, $c1:ident, $c2:ident) => {
+                    let av = _mm512_loadu_ps(a.add($j * s + l));
+                    $c0 = _mm512_fmadd_ps(w0, av, $c0);
+                    $c1 = _mm512_fmadd_ps(w1, av, $c1);
+                    $c2 = _mm512_fmadd_ps(w2, av, $c2);
+                };
+            }
+            token!(0, c00, c10, c20);
+            token!(1, c01, c11, c21);
+            token!(2, c02, c12, c22);
+            token!(3, c03, c13, c23);
+            token!(4, c04, c14, c24);
+            token!(5, c05, c15, c25);
+            token!(6, c06, c16, c26);
+            token!(7, c07, c17, c27);
             l += KN;
         }
-        for (j, c) in [c00, c01, c02, c03, c04, c05].into_iter().enumerate() {
-            *o.add(0 * os + j) = reduce16(c);
-        }
-        for (j, c) in [c10, c11, c12, c13, c14, c15].into_iter().enumerate() {
-            *o.add(1 * os + j) = reduce16(c);
-        }
-        for (j, c) in [c20, c21, c22, c23, c24, c25].into_iter().enumerate() {
-            *o.add(2 * os + j) = reduce16(c);
-        }
-        for (j, c) in [c30, c31, c32, c33, c34, c35].into_iter().enumerate() {
-            *o.add(3 * os + j) = reduce16(c);
+        match o {
+            Some((o, os)) => {
+                // SAFETY: the 3 × 8 outputs lie within the caller's block.
+                _mm256_storeu_ps(o, reduce16_x8([c00, c01, c02, c03, c04, c05, c06, c07]));
+                _mm256_storeu_ps(o.add(os), reduce16_x8([c10, c11, c12, c13, c14, c15, c16, c17]));
+                _mm256_storeu_ps(o.add(2 * os), reduce16_x8([c20, c21, c22, c23, c24, c25, c26, c27]));
+            }
+            None => {
+                // SAFETY: as above.
+                macro_rules! save {
+                    ($i:expr, $c:ident) => {
+                        unsafe { _mm512_storeu_ps(acc.add($i) as *mut f32, $c) };
+                    };
+                }
+                each_acc!(save);
+            }
         }
     }
 }
@@ -565,15 +656,6 @@ mod avx2 {
 
     /// Activation bytes per token chunk (as `avx512`).
     const CHUNK_BYTES: usize = 128 * 1024;
-
-    /// Each block of `RM` weight rows is widened to f32 once per token
-    /// chunk (a scratch of `RM` rows, in L1), and the tiles load f32: in
-    /// 3 × 2 tiles a conversion in registers served only 2 tokens' FMAs, and
-    /// Zen 2 runs one `vcvtph2ps` per cycle. `bench_kernels` GEMM, 1 thread,
-    /// 512 tokens, CPU time, Zen 2 (1536×576, 576×1536, 2048×640, 640×2048):
-    /// 33–35, 31–33, 33–34, 27–28 GMAC/s against 22–24 for all four
-    /// converting in registers (2 × 3 tiles widened: 31–33, 30, 32–33, 27).
-    const WIDEN: bool = true;
 
     type H = __m256;
     const LANES: usize = 8;
@@ -634,6 +716,49 @@ mod avx2 {
         /// # Safety
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
     );
+
+    /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where
+    /// `n % 16 != 0`, as [`super::tile`]): per chunk of tokens, each block
+    /// of `RM` weight rows widened to f32 (in L1), then its tiles over the
+    /// chunk. In 3 × 2 tiles a conversion in registers served only 2
+    /// tokens' FMAs, and Zen 2 runs one `vcvtph2ps` per cycle.
+    /// `bench_kernels` GEMM, 1 thread, 512 tokens, CPU time, Zen 2 (1536×576,
+    /// 576×1536, 2048×640, 640×2048): 33–35, 31–33, 33–34, 27–28 GMAC/s
+    /// against 22–24 for all four converting in registers (2 × 3 tiles
+    /// widened: 31–33, 30, 32–33, 27).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+        if n % KN != 0 {
+            // SAFETY: the same contract.
+            return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
+        }
+        check(n, w, ws, n_rows, a, s, nt, out, os);
+        let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
+        let (ap, op) = (a.as_ptr(), out.as_mut_ptr());
+        WIDENED.with(|wide| {
+            // wide: [RM][n] f32, the row block's weights
+            let wide = &mut *wide.borrow_mut();
+            wide.resize(RM * n, 0.0);
+            crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
+                for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
+                    super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
+                }
+                let wr = wide.as_ptr() as *const u8;
+                let mut t = t0;
+                while t < end {
+                    let tb = RN.min(end - t);
+                    // SAFETY: the widened rows (rb·n f32) and tokens
+                    // t..t+tb ≤ nt lie within the buffers checked above.
+                    unsafe { tile_any(rb, tb, n, wr, 4 * n, ap.add(t * s), s, op.add(r * os + t), os) };
+                    t += tb;
+                }
+            });
+        });
+    }
 
     /// [`super::dot_scalar`] with lanes 0..8 in `lo`, 8..16 in `hi`.
     #[target_feature(enable = "avx2,fma")]
@@ -813,8 +938,11 @@ mod tests {
         // every row count to 9 (4-row blocks, vec_dot's 1-4 interleaved
         // rows), tokens around the 6-token tile and,
         // with 61 tokens of 576 columns, across the 54-token chunk
+        // (1552 = 97·16 columns: AVX-512 tiles of 8 tokens run in three
+        // column parts, of 33, 33 and 31 steps, resumed from saved
+        // accumulators)
         let (max_rows, max_nt) = (9, 61);
-        for n in [16, 40, 64, 576, 592] {
+        for n in [16, 40, 64, 576, 592, 1552] {
             let ws = 2 * n + 6; // weight rows not packed
             let s = 6 * n + 12;
             let wf: Vec<f32> = (0..max_rows)
@@ -833,8 +961,8 @@ mod tests {
                 round_act_row(row, &mut a[1 + t * s..1 + t * s + 6 * n]);
             }
             for n_rows in 1..=max_rows {
-                for nt in [1, 2, 5, 6, 7, 13, 61] {
-                    if nt == 61 && n != 576 {
+                for nt in [1, 2, 5, 6, 7, 8, 13, 17, 61] {
+                    if (nt == 61 && n != 576) || (n == 1552 && nt != 8 && nt != 17) {
                         continue;
                     }
                     for (f, tinyblas) in [(tiny, n % KN == 0), (vd, false)] {
