@@ -400,6 +400,18 @@ pub fn matmul_quantized_with(
             // spent ~40 % of the kernel's time transposing)
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
+        if rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
+            // F16 prefill: one task per thread, in whole blocks of 24 rows
+            // (the AVX-512 kernel's 3-row tiles, the 8-row groups above).
+            // Each task re-reads every token's activations and widens its
+            // own weight rows, and a row left over from the 3-row tiles runs
+            // alone. SmolLM2 F16, bench_kernels GEMM at 2 threads (576×576,
+            // 1536×576, 576×1536, 192×576): 176–186, 186, 165, 139 GMAC/s
+            // against 165–167, 178–180, 154–160, 118–121 for the tasks of
+            // the other row kernels (8 per thread, in 8-row groups) and
+            // 169–174, 182–186, 163–164, 135–136 for 2 per thread.
+            step = w.rows.div_ceil(pool.n_threads()).next_multiple_of(F16_TASK_ROWS);
+        }
         if tiled_f.is_some() {
             // the tiles come in strips of 16 rows
             step = step.next_multiple_of(super::ggml_paths::repack_tiles::STRIP_ROWS);
@@ -623,6 +635,9 @@ unsafe fn transpose8x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_st
 /// The tiled path's row-block kernel (`tiled`) transposes a block's
 /// activations and unpacks each weight row once per call: larger blocks,
 /// a multiple of its 16-token group.
+/// The row granularity of F16 prefill tasks (see `matmul_quantized_with`).
+const F16_TASK_ROWS: usize = 24;
+
 fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize, tiled: bool) -> usize {
     if matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) || nt <= 64 {
         return nt.max(1);
