@@ -46,10 +46,10 @@ pub fn cpu_ok_dotprod() -> bool {
 }
 
 pub(crate) static SET: KernelSet =
-    KernelSet { name: "neon", tile, ggml, rows: no_rows, ggml_rows: no_ggml_rows, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon", tile, ggml, rows: no_rows, ggml_rows: no_ggml_rows, ggml_token_major: super::dispatch::no_ggml_token_major, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
 
 pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, rows: no_rows, ggml_rows: no_ggml_rows, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
+    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, rows: no_rows, ggml_rows: no_ggml_rows, ggml_token_major: super::dispatch::no_ggml_token_major, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 

@@ -137,6 +137,28 @@ pub type TiledFn = unsafe fn(
     out_stride: usize,
 );
 
+/// [`RowsFn`] writing the matmul's `[token][row]` output itself:
+/// `out[t * out_stride + r] = W_r · act[t]` for `r < n_rows`, `t < nt`, with
+/// the bits of the set's [`RowsFn`] for the same type and path (no tile to
+/// transpose; for kernels whose tiles reduce several tokens of a row at once).
+///
+/// # Safety
+/// As [`RowsFn`] for the weights and activations; `out_stride >= n_rows`,
+/// `out` valid for writes at every `t * out_stride + r` above, and nothing
+/// else reads or writes those elements during the call (other threads may
+/// own the elements between them).
+pub type TokenMajorRowsFn = unsafe fn(
+    n: usize,
+    w: &[u8],
+    w_stride: usize,
+    n_rows: usize,
+    a: &[u8],
+    a_stride: usize,
+    nt: usize,
+    out: *mut f32,
+    out_stride: usize,
+);
+
 /// The output check every [`RowsFn`] makes (its contract's last clause).
 /// (Only the x86-64 sets have row kernels yet.)
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -159,6 +181,11 @@ pub(crate) fn no_ggml_rows(_: GgmlType, _: Path) -> Option<RowsFn> {
     None
 }
 
+/// For sets without token-major row-block kernels.
+pub(crate) fn no_ggml_token_major(_: GgmlType, _: Path) -> Option<TokenMajorRowsFn> {
+    None
+}
+
 /// Quantizes `x` (a multiple of the block size) into `out`
 /// (`act.row_bytes(x.len())` bytes).
 ///
@@ -178,6 +205,8 @@ pub struct KernelSet {
     pub(crate) rows: fn(GgmlType) -> Option<RowsFn>,
     /// row-block versions of some `ggml` emulations (same bits per output)
     pub(crate) ggml_rows: fn(GgmlType, Path) -> Option<RowsFn>,
+    /// token-major versions of some `ggml_rows` kernels (same bits)
+    pub(crate) ggml_token_major: fn(GgmlType, Path) -> Option<TokenMajorRowsFn>,
     /// kernels over weights interleaved at load (`repack_tiles`)
     pub(crate) tiled: fn(GgmlType) -> Option<TiledFn>,
     pub(crate) quant_q8_0: QuantFn,
@@ -235,6 +264,14 @@ impl KernelSet {
             Some(p) => (self.ggml_rows)(ty, p),
             None => (self.rows)(ty),
         }
+    }
+
+    /// A token-major version of `matmul_rows_fn(ty, rows, nt)` (the same
+    /// bits, written straight into the matmul's output), where the set has
+    /// one: F16 prefills on AVX-512.
+    pub(crate) fn matmul_token_major_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<TokenMajorRowsFn> {
+        self.matmul_rows_fn(ty, rows, nt)?;
+        (self.ggml_token_major)(ty, path(ty, rows, nt)?)
     }
 
     /// A row-block kernel for one token that interleaves the rows it is

@@ -367,6 +367,8 @@ pub fn matmul_quantized_with(
         f: super::dispatch::TileFn,
         rows_f: Option<super::dispatch::RowsFn>,
         tiled_f: Option<(super::dispatch::TiledFn, &'a [u8])>,
+        /// a version of `rows_f` writing y ([token][row]) itself
+        token_major_f: Option<super::dispatch::TokenMajorRowsFn>,
         y: SyncPtr<f32>,
         /// for one-token products on untiled weights: rows per stream
         /// segment (`decode_streams`); the job's tasks are then ranges of
@@ -393,6 +395,7 @@ pub fn matmul_quantized_with(
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
         // the tiles, where this set has a kernel over them (any token count)
         let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
+        let token_major_f = if tiled_f.is_none() { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
         if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
@@ -441,7 +444,7 @@ pub fn matmul_quantized_with(
                 r = r1;
             }
         }
-        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f }));
+        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f }));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -517,6 +520,16 @@ pub fn matmul_quantized_with(
                 unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.data[t0 * stride..], stride, t1 - t0, job.y.get().add(t0 * rows + r0), rows) };
                 t0 = t1;
             }
+            return;
+        }
+        if let Some(token_major_f) = job.token_major_f {
+            let rb = job.w.row_bytes;
+            // SAFETY: rows r0..r1 lie within `data` (`Weights::new`), `rb`
+            // apart; the activation rows are the checked ones; y is
+            // [nt][rows] (checked above), so y[t][r0..r1] is at t·rows + r0
+            // + r (rows ≥ n_rows apart), and those elements belong to this
+            // task alone.
+            unsafe { token_major_f(job.w.cols, &job.w.data[r0 * rb..r1 * rb], rb, n_rows, &job.a.data, stride, nt, job.y.get().add(r0), rows) };
             return;
         }
         // [n_rows][tb]: this task's rows for one token block

@@ -30,6 +30,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     ggml: super::ggml_paths::scalar_tile,
     rows: super::dispatch::no_rows,
     ggml_rows: super::dispatch::no_ggml_rows,
+    ggml_token_major: super::dispatch::no_ggml_token_major,
     tiled: super::dispatch::no_tiled,
     quant_q8_0: quant_q8_0,
     quant_q8_1: quant_q8_1,

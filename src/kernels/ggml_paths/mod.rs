@@ -69,7 +69,7 @@ pub mod vec_dot_k;
 mod tests;
 
 #[cfg(target_arch = "x86_64")]
-use super::dispatch::RowsFn;
+use super::dispatch::{RowsFn, TokenMajorRowsFn};
 use super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 
@@ -172,6 +172,16 @@ pub fn avx2_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
         Path::TinyBlasF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::TinyBlas),
         Path::VecDotF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::VecDot),
         Path::Tiled => tiled_vnni::avx2_rows(ty),
+        _ => None,
+    }
+}
+
+/// The token-major row-block kernel (AVX-512) of `path` for `ty`, if there
+/// is one: F16's tinyBLAS (`tinyblas_f16::avx512_token_major`).
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_token_major(ty: GgmlType, path: Path) -> Option<TokenMajorRowsFn> {
+    match path {
+        Path::TinyBlasF16 => tinyblas_f16::avx512_token_major(ty),
         _ => None,
     }
 }

@@ -35,7 +35,7 @@
 //! to f16 and held in f32.
 
 #[cfg(target_arch = "x86_64")]
-use super::super::dispatch::RowsFn;
+use super::super::dispatch::{RowsFn, TokenMajorRowsFn};
 use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::{self, reduce16};
@@ -195,18 +195,32 @@ pub fn tile_fn(ty: GgmlType, path: F16Path) -> Option<TileFn> {
 }
 
 /// The row-block kernel ([`RowsFn`]) of `path` on AVX-512F, where this CPU
-/// has it: weight rows converted f16 → f32 in registers (no scratch row),
-/// several rows × several tokens per pass (see `avx512`).
+/// has it: several rows × several tokens per pass, ggml_vec_dot_f16's
+/// converting the weights in registers, tinyBLAS's reading them widened a
+/// panel at a time (see `avx512`).
 #[cfg(target_arch = "x86_64")]
 pub fn avx512_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
-    use std::arch::is_x86_feature_detected as has;
-    if ty != GgmlType::F16 || !(has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma") && has!("f16c")) {
+    if ty != GgmlType::F16 || !avx512_ok() {
         return None;
     }
     Some(match path {
         F16Path::TinyBlas => avx512::rows_tinyblas,
         F16Path::VecDot => avx512::rows_vec_dot,
     })
+}
+
+/// The tinyBLAS kernel of [`avx512_rows`] writing the matmul's
+/// `[token][row]` output itself ([`TokenMajorRowsFn`]), where this CPU has
+/// AVX-512F.
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_token_major(ty: GgmlType) -> Option<TokenMajorRowsFn> {
+    (ty == GgmlType::F16 && avx512_ok()).then_some(avx512::rows_tinyblas_token_major as TokenMajorRowsFn)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512_ok() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma") && has!("f16c")
 }
 
 /// The row-block kernel ([`RowsFn`]) of `path` on plain AVX2 (+FMA, F16C):
@@ -473,16 +487,7 @@ pub(super) mod avx512 {
     }
 
     /// `RowsFn` of the tinyBLAS path on AVX-512 (ggml_vec_dot_f16's where
-    /// `n % 16 != 0`): the weight rows widened to f32 a panel at a time (in
-    /// L2); per tile of `RN` tokens (in L1) every `RM`-row block of the
-    /// panel, the columns in parts where 8 tokens' rows would not fit L1
-    /// (SmolLM2's ffn_down, 1536 columns).
-    ///
-    /// `bench_kernels` GEMM, 512 tokens, 1 thread, Zen 5 (576×576,
-    /// 1536×576, 576×1536): 97–99, 102–103, 88–90 GMAC/s against 94–96,
-    /// 98–99, 93–95 for 4 × 6 tiles converting f16 weights in registers
-    /// with a `reduce16` per output and chunks of tokens streamed from L2
-    /// past a row block (3 × 8 that way: 75, 73, 68).
+    /// `n % 16 != 0`), through [`walk`].
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
@@ -494,11 +499,60 @@ pub(super) mod avx512 {
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
         }
         check(n, w, ws, n_rows, a, s, nt, out, os);
+        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }) }
+    }
+
+    /// [`rows_tinyblas`] writing `out[t · os + r]` (a
+    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): straight into the matmul's
+    /// `[token][row]` output, with no tile to transpose.
+    ///
+    /// # Safety
+    /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX-512F/VL,
+    /// AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(super) unsafe fn rows_tinyblas_token_major(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: *mut f32, os: usize) {
+        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
+        if n % KN != 0 {
+            for t in 0..nt {
+                // SAFETY: token t's n_rows outputs are contiguous at t·os
+                // (the caller's contract); as a one-token row-major block
+                // (stride 1) they are the RowsFn's output.
+                unsafe { rows_vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, std::slice::from_raw_parts_mut(out.add(t * os), n_rows), 1) };
+            }
+            return;
+        }
+        let w_need = (n_rows - 1) * ws + 2 * n;
+        assert!(w.len() >= w_need && a.len() >= (nt - 1) * s + 6 * n, "f16 rows kernel: shapes");
+        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }) }
+    }
+
+    /// The tinyBLAS walk on AVX-512 (`n % 16 == 0`): the weight rows widened
+    /// to f32 a panel at a time (in L2); per tile of `RN` tokens (in L1)
+    /// every `RM`-row block of the panel, the columns in parts where 8
+    /// tokens' rows would not fit L1 (SmolLM2's ffn_down, 1536 columns).
+    /// Partial tiles (fewer tokens, a panel's last rows) run through a
+    /// local row-major block.
+    ///
+    /// `bench_kernels` GEMM, 512 tokens, 1 thread, Zen 5 (576×576,
+    /// 1536×576, 576×1536): 97–99, 102–103, 88–90 GMAC/s against 94–96,
+    /// 98–99, 93–95 for 4 × 6 tiles converting f16 weights in registers
+    /// with a `reduce16` per output and chunks of tokens streamed from L2
+    /// past a row block (3 × 8 that way: 75, 73, 68).
+    ///
+    /// # Safety
+    /// The shapes checked by the callers; every output (r, t) of `out` is
+    /// valid for writes; the CPU has the features.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn walk(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: Out) {
         let panel_rows = (PANEL_BYTES / (4 * n) / RM * RM).max(RM);
         // a full tile's columns in `parts` parts of `part` (a multiple of 16)
         let parts = n.div_ceil(PART_COLS);
         let part = (n / KN).div_ceil(parts) * KN;
-        let (ap, op) = (a.as_ptr(), out.as_mut_ptr());
+        let ap = a.as_ptr();
         WIDENED.with(|wide| {
             SAVED.with(|saved| {
                 // wide: [panel rows][n] f32; saved: [row block][RM][RN]
@@ -521,25 +575,29 @@ pub(super) mod avx512 {
                         let tb = RN.min(nt - t);
                         let mut l0 = 0;
                         while l0 < n {
-                            // a partial tile (fewer tokens, or the panel's
-                            // last rows) runs all columns in one go
+                            // a partial tile runs all columns in one go
                             let l1 = if tb == RN { (l0 + part).min(n) } else { n };
                             let mut r = 0;
                             while r < pr {
                                 let rb = if r + RM <= pr { RM } else { 1 };
+                                let (wr, at, o) = (wp.wrapping_add(r * n) as *const u8, ap.wrapping_add(t * s), out.at(r0 + r, t));
                                 // SAFETY: panel rows r..r+rb ≤ pr (widened, n
                                 // f32 each), tokens t..t+tb ≤ nt and outputs
                                 // (r0 + r.., t..) lie within the buffers
-                                // checked above; `saved` holds RM·RN vectors
-                                // per row block where parts > 1.
+                                // checked by the caller; `saved` holds RM·RN
+                                // vectors per row block where parts > 1.
                                 unsafe {
-                                    let (wr, at, ot) = (wp.add(r * n) as *const u8, ap.add(t * s), op.add((r0 + r) * os + t));
                                     if rb == RM && tb == RN {
                                         let save = if parts > 1 { saved.as_mut_ptr().add(r * RN) } else { std::ptr::null_mut() };
-                                        let o = if l1 == n { Some((ot, os)) } else { None };
-                                        tile_3x8_part(l0, l1, wr, 4 * n, at, s, save, l0 == 0, o);
+                                        tile_3x8_part(l0, l1, wr, 4 * n, at, s, save, l0 == 0, (l1 == n).then_some(o));
                                     } else if l0 == 0 {
-                                        tile_any(rb, tb, n, wr, 4 * n, at, s, ot, os);
+                                        let mut block = [0f32; RM * RN];
+                                        tile_any(rb, tb, n, wr, 4 * n, at, s, block.as_mut_ptr(), RN);
+                                        for i in 0..rb {
+                                            for j in 0..tb {
+                                                *o.p.add(i * o.row + j * o.token) = block[i * RN + j];
+                                            }
+                                        }
                                     }
                                 }
                                 r += rb;
@@ -561,7 +619,44 @@ pub(super) mod avx512 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     unsafe fn tile_3x8(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
         // SAFETY: the caller's contract; one part over all columns.
-        unsafe { tile_3x8_part(0, n, w, ws, a, s, std::ptr::null_mut(), true, Some((o, os))) }
+        unsafe { tile_3x8_part(0, n, w, ws, a, s, std::ptr::null_mut(), true, Some(Out { p: o, row: os, token: 1 })) }
+    }
+
+    /// Where a walk's outputs go: output (row r, token t) at
+    /// `p + r·row + t·token` (row-major: `token == 1`; token-major:
+    /// `row == 1`).
+    #[derive(Clone, Copy)]
+    struct Out {
+        p: *mut f32,
+        row: usize,
+        token: usize,
+    }
+
+    impl Out {
+        /// The outputs from (row r, token t) on.
+        fn at(self, r: usize, t: usize) -> Out {
+            // SAFETY (of the callers' later writes): the walk only forms
+            // offsets of outputs within the caller's block.
+            Out { p: self.p.wrapping_add(r * self.row + t * self.token), ..self }
+        }
+
+        /// Row i's `v.len()` outputs from token 0.
+        ///
+        /// # Safety
+        /// Those outputs are valid for writes.
+        #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+        unsafe fn put_row8(self, i: usize, v: __m256) {
+            let p = self.p.add(i * self.row);
+            if self.token == 1 {
+                _mm256_storeu_ps(p, v);
+            } else {
+                let mut x = [0f32; 8];
+                _mm256_storeu_ps(x.as_mut_ptr(), v);
+                for (j, x) in x.into_iter().enumerate() {
+                    *p.add(j * self.token) = x;
+                }
+            }
+        }
     }
 
     /// Columns `l0..l1` of a 3 × 8 tile: the 24 accumulators start at zero
@@ -570,7 +665,7 @@ pub(super) mod avx512 {
     /// every lane's chain in order, so splitting the columns changes no bit.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn tile_3x8_part(l0: usize, l1: usize, w: *const u8, ws: usize, a: *const u8, s: usize, acc: *mut __m512, first: bool, o: Option<(*mut f32, usize)>) {
+    unsafe fn tile_3x8_part(l0: usize, l1: usize, w: *const u8, ws: usize, a: *const u8, s: usize, acc: *mut __m512, first: bool, o: Option<Out>) {
         let z = _mm512_setzero_ps();
         let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05, mut c06, mut c07) = (z, z, z, z, z, z, z, z);
         let (mut c10, mut c11, mut c12, mut c13, mut c14, mut c15, mut c16, mut c17) = (z, z, z, z, z, z, z, z);
@@ -618,11 +713,11 @@ pub(super) mod avx512 {
             l += KN;
         }
         match o {
-            Some((o, os)) => {
+            Some(o) => {
                 // SAFETY: the 3 × 8 outputs lie within the caller's block.
-                _mm256_storeu_ps(o, reduce16_x8([c00, c01, c02, c03, c04, c05, c06, c07]));
-                _mm256_storeu_ps(o.add(os), reduce16_x8([c10, c11, c12, c13, c14, c15, c16, c17]));
-                _mm256_storeu_ps(o.add(2 * os), reduce16_x8([c20, c21, c22, c23, c24, c25, c26, c27]));
+                o.put_row8(0, reduce16_x8([c00, c01, c02, c03, c04, c05, c06, c07]));
+                o.put_row8(1, reduce16_x8([c10, c11, c12, c13, c14, c15, c16, c17]));
+                o.put_row8(2, reduce16_x8([c20, c21, c22, c23, c24, c25, c26, c27]));
             }
             None => {
                 // SAFETY: as above.
@@ -911,7 +1006,8 @@ mod tests {
             eprintln!("no AVX-512F/VL on this CPU: skipped");
             return;
         };
-        row_kernels_give_the_scalar_definitions_bits(tiny, vd);
+        let token_major = avx512_token_major(GgmlType::F16).expect("AVX-512F: a token-major kernel");
+        row_kernels_give_the_scalar_definitions_bits(tiny, vd, Some(token_major));
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -926,13 +1022,15 @@ mod tests {
         else {
             panic!("avx2_rows (F16) gives no kernel on an AVX2 CPU");
         };
-        row_kernels_give_the_scalar_definitions_bits(tiny, vd);
+        row_kernels_give_the_scalar_definitions_bits(tiny, vd, None);
     }
 
     /// The tinyBLAS and ggml_vec_dot_f16 row-block kernels `tiny`, `vd`
-    /// (which this CPU runs) against the scalar definitions, output by output.
+    /// (which this CPU runs) against the scalar definitions, output by
+    /// output; and the token-major tinyBLAS kernel, if any, against them,
+    /// leaving the outputs between its rows untouched.
     #[cfg(target_arch = "x86_64")]
-    fn row_kernels_give_the_scalar_definitions_bits(tiny: RowsFn, vd: RowsFn) {
+    fn row_kernels_give_the_scalar_definitions_bits(tiny: RowsFn, vd: RowsFn, token_major: Option<TokenMajorRowsFn>) {
         // cols: whole 64-steps, 16-steps with a 64-tail (592 = 9·64 + 16),
         // and 40 (not a multiple of 16: tinyBLAS declines, vec_dot runs);
         // every row count to 9 (4-row blocks, vec_dot's 1-4 interleaved
@@ -978,6 +1076,25 @@ mod tests {
                                 let want = if tinyblas { dot_scalar(x, y) } else { dot_f16_scalar(x, y) };
                                 let got = out[r * os + t];
                                 assert_eq!(got.to_bits(), want.to_bits(), "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got} vs {want}");
+                            }
+                        }
+                    }
+                    if let Some(f) = token_major {
+                        // [nt][os] with 2 untouched outputs after each token's rows
+                        let os = n_rows + 2;
+                        let mut out = vec![f32::NAN; nt * os];
+                        // SAFETY: as above; out holds nt rows of os ≥ n_rows outputs.
+                        unsafe { f(n, &w[1..], ws, n_rows, &a[1..], s, nt, out.as_mut_ptr(), os) };
+                        for t in 0..nt {
+                            for r in 0..os {
+                                let got = out[t * os + r];
+                                if r >= n_rows {
+                                    assert!(got.is_nan(), "n={n} rows={n_rows} nt={nt}: gap ({t}, {r}) written");
+                                    continue;
+                                }
+                                let (x, y) = (&wf[r * n..(r + 1) * n], &af[t * n..(t + 1) * n]);
+                                let want = if n % KN == 0 { dot_scalar(x, y) } else { dot_f16_scalar(x, y) };
+                                assert_eq!(got.to_bits(), want.to_bits(), "token-major n={n} rows={n_rows} nt={nt} r={r} t={t}");
                             }
                         }
                     }
