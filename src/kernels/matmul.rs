@@ -404,16 +404,20 @@ pub fn matmul_quantized_with(
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
         if rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
-            // F16 prefill: one task per thread, in whole blocks of 24 rows
+            // F16 prefill: two tasks per thread, in whole blocks of 24 rows
             // (the AVX-512 kernel's 3-row tiles, the 8-row groups above).
             // Each task re-reads every token's activations and widens its
             // own weight rows, and a row left over from the 3-row tiles runs
             // alone. SmolLM2 F16, bench_kernels GEMM at 2 threads (576×576,
-            // 1536×576, 576×1536, 192×576): 176–186, 186, 165, 139 GMAC/s
-            // against 165–167, 178–180, 154–160, 118–121 for the tasks of
-            // the other row kernels (8 per thread, in 8-row groups) and
-            // 169–174, 182–186, 163–164, 135–136 for 2 per thread.
-            step = w.rows.div_ceil(pool.n_threads()).next_multiple_of(F16_TASK_ROWS);
+            // 1536×576, 576×1536, 192×576): 169–174, 182–186, 163–164,
+            // 135–136 GMAC/s against 165–167, 178–180, 154–160, 118–121 for
+            // the tasks of the other row kernels (8 per thread, in 8-row
+            // groups). pp512 at 2 threads, 8 alternating rounds (token-major
+            // kernel): median 1543 t/s against 1526 for one task per thread
+            // (whose slowest round, 1379 against 1523, lost to the host's
+            // noise what a second task lets the other thread take over) and
+            // 1429 against 1444 for four.
+            step = w.rows.div_ceil(2 * pool.n_threads()).next_multiple_of(F16_TASK_ROWS);
         }
         if tiled_f.is_some() {
             // the tiles come in strips of 16 rows
