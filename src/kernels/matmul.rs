@@ -403,13 +403,16 @@ pub fn matmul_quantized_with(
             // spent ~40 % of the kernel's time transposing)
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
-        if rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
-            // F16 prefill: two tasks per thread, in whole blocks of 24 rows
-            // (the AVX-512 kernel's 3-row tiles, the 8-row groups above).
+        if token_major_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
+            // F16 prefill on AVX-512 (a token-major kernel, so no output
+            // tile per task, however many rows): two tasks per thread, in
+            // whole blocks of 24 rows (the kernel's 3-row tiles, the 8-row
+            // groups below).
             // Each task re-reads every token's activations and widens its
             // own weight rows, and a row left over from the 3-row tiles runs
-            // alone. SmolLM2 F16, bench_kernels GEMM at 2 threads (576×576,
-            // 1536×576, 576×1536, 192×576): 169–174, 182–186, 163–164,
+            // alone. SmolLM2 F16, bench_kernels GEMM at 2 threads, before
+            // the kernel was token-major (576×576, 1536×576, 576×1536,
+            // 192×576): 169–174, 182–186, 163–164,
             // 135–136 GMAC/s against 165–167, 178–180, 154–160, 118–121 for
             // the tasks of the other row kernels (8 per thread, in 8-row
             // groups). pp512 at 2 threads, 8 alternating rounds (token-major
