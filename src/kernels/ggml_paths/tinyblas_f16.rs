@@ -578,6 +578,14 @@ pub(super) mod avx512 {
                             // a partial tile runs all columns in one go
                             let l1 = if tb == RN { (l0 + part).min(n) } else { n };
                             let mut r = 0;
+                            if tb == RN {
+                                // the panel's full row blocks in one call
+                                let blocks = pr / RM;
+                                let save = if parts > 1 { saved.as_mut_ptr() } else { std::ptr::null_mut() };
+                                // SAFETY: as below, for rows 0..blocks·RM of the panel.
+                                unsafe { full_tiles(blocks, l0, l1, n, wp as *const f32, ap.wrapping_add(t * s), s, save, out.at(r0, t)) };
+                                r = blocks * RM;
+                            }
                             while r < pr {
                                 let rb = if r + RM <= pr { RM } else { 1 };
                                 let (wr, at, o) = (wp.wrapping_add(r * n) as *const u8, ap.wrapping_add(t * s), out.at(r0 + r, t));
@@ -610,6 +618,23 @@ pub(super) mod avx512 {
                 }
             });
         });
+    }
+
+    /// Columns `l0..l1` of the full tiles of `blocks` row blocks of a panel
+    /// (`wp`: widened rows, `n` f32 each) and one tile of `RN` tokens at
+    /// `a`; outputs from `o` on (written when `l1 == n`), the accumulators
+    /// saved in `save` between parts.
+    ///
+    /// # Safety
+    /// As [`walk`] for those rows and tokens; `save` holds RM·RN vectors per
+    /// block where `l0 > 0` or `l1 < n`.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn full_tiles(blocks: usize, l0: usize, l1: usize, n: usize, wp: *const f32, a: *const u8, s: usize, save: *mut __m512, o: Out) {
+        for b in 0..blocks {
+            let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
+            tile_3x8_part(l0, l1, wp.add(b * RM * n) as *const u8, 4 * n, a, s, acc, l0 == 0, (l1 == n).then_some(o.at(b * RM, 0)));
+        }
     }
 
     /// [`tile`] for RM × RN = 3 × 8 on widened (f32) weight rows, written
@@ -665,6 +690,7 @@ pub(super) mod avx512 {
     /// every lane's chain in order, so splitting the columns changes no bit.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    #[inline]
     unsafe fn tile_3x8_part(l0: usize, l1: usize, w: *const u8, ws: usize, a: *const u8, s: usize, acc: *mut __m512, first: bool, o: Option<Out>) {
         let z = _mm512_setzero_ps();
         let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05, mut c06, mut c07) = (z, z, z, z, z, z, z, z);
