@@ -565,10 +565,16 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
     };
     let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
-    let (rows, cols) = (12, 512);
+    let cols = 512;
     // F16: the VNNI set runs the AVX-512 row kernels of `tinyblas_f16` (both
-    // paths: tinyBLAS from 2 tokens, as rows % 4 == 0, and vec_dot for 1)
-    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::F16] {
+    // paths: tinyBLAS from 2 tokens, as rows % 4 == 0, and vec_dot for 1);
+    // with 100 rows its token-major tinyBLAS kernel runs in tasks of 48, 48
+    // and 4 rows (the last: a 3-row tile and a 1-row one) straight into y
+    let cases = [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::F16]
+        .map(|ty| (ty, 12))
+        .into_iter()
+        .chain([(GgmlType::F16, 100)]);
+    for (ty, rows) in cases {
         let mut w = vec![0u8; rows * ty.row_size(cols as u64).expect("size") as usize];
         quant::quantize_row(ty, &rng.data(rows * cols), &mut w).expect("quantize");
         let wv = Weights::new(&w, ty, rows, cols).expect("weights");
