@@ -438,7 +438,7 @@ pub(super) mod avx512 {
 
     f16_row_kernels!(
         "avx2,fma,f16c,avx512f,avx512vl",
-        tile_3x8,
+        tile::<RM, RN>,
         [1, 2, 3, 4, 5, 6, 7],
         [1, 2, 3, 4],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
@@ -577,34 +577,31 @@ pub(super) mod avx512 {
                         while l0 < n {
                             // a partial tile runs all columns in one go
                             let l1 = if tb == RN { (l0 + part).min(n) } else { n };
+                            // the full tiles: the panel's row blocks in one call
                             let mut r = 0;
                             if tb == RN {
-                                // the panel's full row blocks in one call
                                 let blocks = pr / RM;
                                 let save = if parts > 1 { saved.as_mut_ptr() } else { std::ptr::null_mut() };
                                 // SAFETY: as below, for rows 0..blocks·RM of the panel.
                                 unsafe { full_tiles(blocks, l0, l1, n, wp as *const f32, ap.wrapping_add(t * s), s, save, out.at(r0, t)) };
                                 r = blocks * RM;
                             }
-                            while r < pr {
+                            // the partial tiles (fewer tokens, or the panel's
+                            // last rows), all columns at once, through a
+                            // local row-major block
+                            while l0 == 0 && r < pr {
                                 let rb = if r + RM <= pr { RM } else { 1 };
                                 let (wr, at, o) = (wp.wrapping_add(r * n) as *const u8, ap.wrapping_add(t * s), out.at(r0 + r, t));
+                                let mut block = [0f32; RM * RN];
                                 // SAFETY: panel rows r..r+rb ≤ pr (widened, n
                                 // f32 each), tokens t..t+tb ≤ nt and outputs
                                 // (r0 + r.., t..) lie within the buffers
-                                // checked by the caller; `saved` holds RM·RN
-                                // vectors per row block where parts > 1.
+                                // checked by the caller.
                                 unsafe {
-                                    if rb == RM && tb == RN {
-                                        let save = if parts > 1 { saved.as_mut_ptr().add(r * RN) } else { std::ptr::null_mut() };
-                                        tile_3x8_part(l0, l1, wr, 4 * n, at, s, save, l0 == 0, (l1 == n).then_some(o));
-                                    } else if l0 == 0 {
-                                        let mut block = [0f32; RM * RN];
-                                        tile_any(rb, tb, n, wr, 4 * n, at, s, block.as_mut_ptr(), RN);
-                                        for i in 0..rb {
-                                            for j in 0..tb {
-                                                *o.p.add(i * o.row + j * o.token) = block[i * RN + j];
-                                            }
+                                    tile_any(rb, tb, n, wr, 4 * n, at, s, block.as_mut_ptr(), RN);
+                                    for i in 0..rb {
+                                        for j in 0..tb {
+                                            *o.p.add(i * o.row + j * o.token) = block[i * RN + j];
                                         }
                                     }
                                 }
@@ -635,16 +632,6 @@ pub(super) mod avx512 {
             let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
             tile_3x8_part(l0, l1, wp.add(b * RM * n) as *const u8, 4 * n, a, s, acc, l0 == 0, (l1 == n).then_some(o.at(b * RM, 0)));
         }
-    }
-
-    /// [`tile`] for RM × RN = 3 × 8 on widened (f32) weight rows, written
-    /// out (with an array of accumulators LLVM kept them on the stack: a
-    /// load and a store around every FMA). Each row's 8 outputs are reduced
-    /// together ([`reduce16_x8`]) and stored as one vector.
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn tile_3x8(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-        // SAFETY: the caller's contract; one part over all columns.
-        unsafe { tile_3x8_part(0, n, w, ws, a, s, std::ptr::null_mut(), true, Some(Out { p: o, row: os, token: 1 })) }
     }
 
     /// Where a walk's outputs go: output (row r, token t) at
@@ -684,10 +671,13 @@ pub(super) mod avx512 {
         }
     }
 
-    /// Columns `l0..l1` of a 3 × 8 tile: the 24 accumulators start at zero
-    /// (`first`) or from `acc` ([row][token], 24 vectors), and at the end are
-    /// reduced into `o` (`Some`) or saved to `acc`. Saving and resuming keeps
-    /// every lane's chain in order, so splitting the columns changes no bit.
+    /// Columns `l0..l1` of a 3 × 8 tile ([`tile`] for RM × RN on widened
+    /// rows, written out: with an array of accumulators LLVM kept them on
+    /// the stack, a load and a store around every FMA): the 24 accumulators
+    /// start at zero (`first`) or from `acc` ([row][token], 24 vectors), and
+    /// at the end a row's 8 are reduced together ([`reduce16_x8`]) into `o`
+    /// (`Some`) or all saved to `acc`. Saving and resuming keeps every lane's
+    /// chain in order, so splitting the columns changes no bit.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
