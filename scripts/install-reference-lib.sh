@@ -19,6 +19,16 @@
 # Idempotent: does nothing if the library of this version is already built.
 # MINFER_REF_VENV=/path/to/venv uses (or builds into) another venv instead.
 # Extra CMake options pass through the environment as usual (CMAKE_ARGS=...).
+#
+# On a CPU with AMX (Intel Sapphire Rapids and later) the reference is built
+# with -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 and is otherwise native. At
+# this commit its AMX path (ggml-cpu/amx, chosen for Q4_0, Q4_1, Q8_0, Q4_K,
+# Q5_K, Q6_K, IQ4_XS and F16 weights) dies with SIGILL on the first tile load
+# in a worker thread when built by GCC 12: the tile configuration it loads
+# from the stack is not the one it wrote (upstream pull request 26954, open).
+# Without AMX it runs its AVX-512 code, the paths minfer's numerics follow.
+# The flags of the build are kept in $VENV/minfer-build-flags; a build made
+# with other flags is rebuilt.
 # Quiet on success apart from one note before the long build; the build's full
 # output goes to ${MINFER_CACHE}/install-reference-lib.log and is shown on failure.
 set -euo pipefail
@@ -61,7 +71,16 @@ if [[ $print_dir == 1 ]]; then
   exit 0
 fi
 
-if lib="$(find_lib)" && [[ "$(installed_version || true)" == "$VERSION" ]]; then
+# The compiler flags this CPU needs (see the header).
+BUILD_FLAGS=""
+if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+  BUILD_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
+FLAGS_FILE="$VENV/minfer-build-flags"
+built_flags() { [[ -f $FLAGS_FILE ]] && cat "$FLAGS_FILE" || echo ""; }
+
+if lib="$(find_lib)" && [[ "$(installed_version || true)" == "$VERSION" ]] \
+   && [[ "$(built_flags)" == "$BUILD_FLAGS" ]]; then
   echo "$lib"
   exit 0
 fi
@@ -89,10 +108,20 @@ logged "$VENV/bin/python" -m pip install --disable-pip-version-check \
 
 jobs="$(nproc 2>/dev/null || echo 2)"
 echo "install-reference-lib.sh: compiling llama-cpp-python==$VERSION with $jobs jobs (5-25 min on 2 cores); follow with: tail -f $LOG" >&2
-logged env CMAKE_BUILD_PARALLEL_LEVEL="$jobs" "$VENV/bin/python" -m pip install \
-  --disable-pip-version-check --no-build-isolation -v "llama-cpp-python==$VERSION"
+cmake_args="${CMAKE_ARGS:-}"
+if [[ -n $BUILD_FLAGS ]]; then
+  echo "install-reference-lib.sh: this CPU has AMX; building the reference with $BUILD_FLAGS (see --help)" >&2
+  cmake_args="$cmake_args -DCMAKE_C_FLAGS='$BUILD_FLAGS' -DCMAKE_CXX_FLAGS='$BUILD_FLAGS'"
+fi
+# --no-cache-dir --force-reinstall: a wheel pip cached from a build with
+# other flags must not be reused.
+rm -f "$FLAGS_FILE"
+logged env CMAKE_BUILD_PARALLEL_LEVEL="$jobs" CMAKE_ARGS="$cmake_args" "$VENV/bin/python" -m pip install \
+  --disable-pip-version-check --no-build-isolation --no-cache-dir --force-reinstall \
+  -v "llama-cpp-python==$VERSION"
 
 lib="$(find_lib)" || die "pip finished but no libllama.so under $VENV/lib/python3*/site-packages/llama_cpp/lib/ (log: $LOG)"
 got="$(installed_version || true)"
 [[ $got == "$VERSION" ]] || die "installed llama-cpp-python is '$got', expected $VERSION (log: $LOG)"
+echo "$BUILD_FLAGS" > "$FLAGS_FILE"
 echo "$lib"
