@@ -10,6 +10,7 @@
 //! per matrix by (weight type, rows, `nt`) as the reference chooses its path
 //! (`KernelSet::matmul_fn`).
 
+use super::aligned::AlignedBytes;
 use super::dispatch::{check_dot_shapes, ActType, KernelSet};
 use super::ggml_paths::{path, Path};
 use super::pool::ThreadPool;
@@ -96,12 +97,12 @@ pub struct Activations {
     nt: usize,
     cols: usize,
     row_bytes: usize,
-    data: Vec<u8>, // [nt][row_bytes]
+    data: AlignedBytes, // [nt][row_bytes], from a cache line
 }
 
 impl Default for Activations {
     fn default() -> Self {
-        Activations { act: ActType::F32, nt: 0, cols: 0, row_bytes: 0, data: Vec::new() }
+        Activations { act: ActType::F32, nt: 0, cols: 0, row_bytes: 0, data: AlignedBytes::new() }
     }
 }
 
@@ -141,7 +142,7 @@ impl Activations {
             )));
         }
         let row_bytes = act.row_bytes(cols);
-        self.data.resize(nt * row_bytes, 0);
+        self.data.resize(nt * row_bytes);
         self.act = act;
         self.nt = nt;
         self.cols = cols;

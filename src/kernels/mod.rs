@@ -36,8 +36,10 @@
 //!
 //! Files: `dispatch.rs` (kernel sets, detection), `scalar.rs`,
 //! `x86_avx2.rs`, `aarch64_neon.rs`, `ggml_paths/` (the reference's
-//! repacked, tiled and k-quant vec_dot paths), `matmul.rs`, `pool.rs`.
+//! repacked, tiled and k-quant vec_dot paths), `matmul.rs`, `pool.rs`,
+//! `aligned.rs` (the cache-line-aligned buffer of activations and panels).
 
+pub mod aligned;
 pub mod dispatch;
 pub mod ggml_paths;
 pub mod matmul;
