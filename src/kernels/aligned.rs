@@ -34,6 +34,28 @@ impl AlignedBytes {
 }
 
 impl AlignedBytes {
+    /// A buffer holding the bytes of `values`.
+    pub fn from_f32s(values: &[f32]) -> AlignedBytes {
+        let mut b = AlignedBytes::new();
+        b.f32s_sized(values.len()).copy_from_slice(values);
+        b
+    }
+
+    /// The buffer as `len / 4` f32 values.
+    pub fn f32s(&self) -> &[f32] {
+        // SAFETY: as in `f32s_mut`, shared.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const f32, self.len / 4) }
+    }
+
+    /// The first `n` f32 values, the buffer first grown to hold them (it
+    /// never shrinks here; as `resize`, values are kept, not cleared).
+    pub fn f32s_sized(&mut self, n: usize) -> &mut [f32] {
+        if self.len < 4 * n {
+            self.resize(4 * n);
+        }
+        &mut self.f32s_mut()[..n]
+    }
+
     /// The buffer as `len / 4` f32 values (its start is 64-aligned, so
     /// 4-aligned).
     pub fn f32s_mut(&mut self) -> &mut [f32] {
@@ -87,5 +109,9 @@ mod tests {
         assert_eq!(f.len(), 3);
         f[2] = 1.5;
         assert_eq!(b[8..12], 1.5f32.to_ne_bytes());
+        assert_eq!(b.f32s_sized(2), &[0.0, 0.0]);
+        assert_eq!(b.f32s_sized(40).len(), 40);
+        assert_eq!((b.len(), b.f32s()[2]), (160, 1.5));
+        assert_eq!(AlignedBytes::from_f32s(&[1.0, -2.0]).f32s(), &[1.0, -2.0]);
     }
 }
