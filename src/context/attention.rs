@@ -35,7 +35,7 @@ use super::kv_cache::{KvCache, KvRows, KvType};
 use crate::error::Result;
 use crate::kernels::vecf::{self, TILE};
 use crate::kernels::ThreadPool;
-use crate::kernels::aligned::AlignedBytes;
+use crate::kernels::aligned::AlignedF32;
 
 /// Query rows per tile in the reference (GGML_FA_TILE_Q): ubatches with at
 /// least this many tokens take the tiled path.
@@ -61,11 +61,11 @@ pub struct LayerKv {
     /// Tiled path: per (tile, kv head), K transposed [hd_k][TILE] and V
     /// [TILE][hd_v]; columns of cells not in use are zero.
     /// One chunk: per cell, K [kw] and V [vw] (only cells in use are read).
-    /// f32 values from a cache line (`AlignedBytes`): rows of 64 values,
-    /// each a whole number of lines, so the 64-byte loads of the tile
-    /// products never straddle two.
-    k: AlignedBytes,
-    v: AlignedBytes,
+    /// From a cache line (`AlignedF32`): rows of 64 values, each a whole
+    /// number of lines, so the 64-byte loads of the tile products never
+    /// straddle two.
+    k: AlignedF32,
+    v: AlignedF32,
     /// Tile index → slot in `k`/`v`, or usize::MAX for tiles with no cell in use.
     tile_slot: Vec<usize>,
 }
@@ -85,7 +85,7 @@ pub fn attention(
     sh: AttnShape,
     flash: bool,
     layer: &mut LayerKv,
-    out: &mut Vec<f32>,
+    out: &mut AlignedF32,
 ) -> Result<()> {
     let nt = visible.len();
     if !flash {
@@ -109,10 +109,10 @@ pub fn attention(
     // (llama-graph.cpp build_attn_mha), so f32 caches take the f16 path with
     // their values rounded.
     if kv.k[il].ty() == KvType::F32 {
-        layer.k.f32s_mut().iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+        layer.k.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
     }
     if kv.v[il].ty() == KvType::F32 {
-        layer.v.f32s_mut().iter_mut().for_each(|x| *x = vecf::round_f16(*x));
+        layer.v.iter_mut().for_each(|x| *x = vecf::round_f16(*x));
     }
 
     let layer = &*layer;
@@ -132,7 +132,7 @@ pub fn attention(
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        row_one_chunk_of(sh, qh, &visible[t], layer.k.f32s(), layer.v.f32s(), g, row);
+        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
     })
 }
 
@@ -144,7 +144,7 @@ pub(super) fn per_row(
     pool: &ThreadPool,
     nt: usize,
     sh: AttnShape,
-    attn: &mut Vec<f32>,
+    attn: &mut AlignedF32,
     f: &(dyn Fn(usize, usize, usize, &mut [f32]) + Sync),
 ) -> Result<()> {
     let group = sh.n_head / sh.n_head_kv;
@@ -190,8 +190,8 @@ fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     }
     let k_tile = sh.hd_k * TILE; // one kv head's [hd_k][TILE]
     let v_tile = TILE * sh.hd_v; // one kv head's [TILE][hd_v]
-    let k = k.f32s_sized(n_slots * sh.n_head_kv * k_tile);
-    let v = v.f32s_sized(n_slots * sh.n_head_kv * v_tile);
+    let k = super::workspace::sized(k, n_slots * sh.n_head_kv * k_tile);
+    let v = super::workspace::sized(v, n_slots * sh.n_head_kv * v_tile);
     let mut krow = vec![0f32; sh.kw];
     let mut vrow = vec![0f32; sh.vw];
     for (t, &slot) in tile_slot.iter().enumerate() {
@@ -225,8 +225,8 @@ fn gather_tiles(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
 /// (rows of cells not in use keep old values: they are never read).
 fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     let n = kv.n_cells();
-    let k = layer.k.f32s_sized(n * sh.kw); // [n_cells][kw]
-    let v = layer.v.f32s_sized(n * sh.vw); // [n_cells][vw]
+    let k = super::workspace::sized(&mut layer.k, n * sh.kw); // [n_cells][kw]
+    let v = super::workspace::sized(&mut layer.v, n * sh.vw); // [n_cells][vw]
     for c in (0..n).filter(|&c| !kv.cells[c].is_empty()) {
         KvCache::read(&kv.k[il], c * sh.kw, &mut k[c * sh.kw..(c + 1) * sh.kw]);
         KvCache::read(&kv.v[il], c * sh.vw, &mut v[c * sh.vw..(c + 1) * sh.vw]);
@@ -265,7 +265,7 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
     while i < visible.len() {
         let t = visible[i] / TILE;
         let slot = layer.tile_slot[t];
-        let kt = &layer.k.f32s()[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
+        let kt = &layer.k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
         vecf::gemv_tile_rows::<R>(q, kt, &mut kq);
         // the cells of this tile the rows see (bit j: cell t * TILE + j)
         let mut seen = 0u64;
@@ -290,7 +290,7 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
             m[r] = m_new;
             s_sum[r] = (f64::from(s_sum[r]) + vecf::softmax_sum(row, m_new)) as f32;
         }
-        let vt = &layer.v.f32s()[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
+        let vt = &layer.v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
         vecf::axpy_tile_rows::<R>(&kq, vt, out);
     }
     for (r, o) in out.chunks_exact_mut(sh.hd_v).enumerate() {
@@ -378,8 +378,8 @@ mod tests {
         let n_slots = 3;
         let val = |i: usize, m: usize| ((i * m % 113) as f32 - 56.0) / 29.0;
         let layer = LayerKv {
-            k: AlignedBytes::from_f32s(&(0..n_slots * n_head_kv * hd_k * TILE).map(|i| val(i, 37)).collect::<Vec<_>>()),
-            v: AlignedBytes::from_f32s(&(0..n_slots * n_head_kv * TILE * hd_v).map(|i| val(i, 53)).collect::<Vec<_>>()),
+            k: AlignedF32::from_slice(&(0..n_slots * n_head_kv * hd_k * TILE).map(|i| val(i, 37)).collect::<Vec<_>>()),
+            v: AlignedF32::from_slice(&(0..n_slots * n_head_kv * TILE * hd_v).map(|i| val(i, 53)).collect::<Vec<_>>()),
             // tile 1 has no cell in use
             tile_slot: vec![0, usize::MAX, 1, 2],
         };

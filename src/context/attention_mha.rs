@@ -63,7 +63,7 @@ pub fn attention(
     q: &[f32],
     sh: AttnShape,
     visible: &[Vec<usize>],
-    out: &mut Vec<f32>,
+    out: &mut crate::kernels::aligned::AlignedF32,
 ) -> Result<()> {
     let nt = visible.len();
     let n_kv = kv.n_kv();

@@ -11,6 +11,7 @@ use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
 use super::workspace::{sized, Workspace};
+use crate::kernels::aligned::AlignedF32;
 use crate::error::Result;
 use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::Arch;
@@ -44,7 +45,7 @@ fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
 }
 
 /// Keeps only the rows `rows` (ascending) of `buf` ([n][width]), in place.
-fn keep_rows(buf: &mut Vec<f32>, width: usize, rows: &[usize]) {
+fn keep_rows(buf: &mut AlignedF32, width: usize, rows: &[usize]) {
     for (i, &t) in rows.iter().enumerate() {
         // t >= i: each row moves down (or stays) over rows already copied
         buf.copy_within(t * width..(t + 1) * width, i * width);
@@ -63,7 +64,7 @@ fn linear<const N: usize>(
     ws: [&Weight; N],
     x: &[f32],
     nt: usize,
-    ys: [&mut Vec<f32>; N],
+    ys: [&mut AlignedF32; N],
 ) -> Result<()> {
     let kws = ws.iter().map(|w| kw(model, w)).collect::<Result<Vec<_>>>()?;
     let mut outs: Vec<&mut [f32]> = ys.into_iter().zip(&ws).map(|(y, w)| sized(y, nt * w.rows())).collect();
@@ -84,7 +85,7 @@ fn linear_into(
 }
 
 /// `h = rms_norm(x) * w` ([n][width] each), rows in parallel.
-fn norm_into(pool: &ThreadPool, x: &[f32], h: &mut Vec<f32>, width: usize, w: &[f32], eps: f32) -> Result<()> {
+fn norm_into(pool: &ThreadPool, x: &[f32], h: &mut AlignedF32, width: usize, w: &[f32], eps: f32) -> Result<()> {
     let h = sized(h, x.len());
     pool.run_rows(h, width, pool.light_rows_per_task(x.len() / width), &|i, row| {
         row.copy_from_slice(&x[i * width..(i + 1) * width]);

@@ -1,11 +1,14 @@
-//! A growable byte buffer whose start is on a 64-byte cache line.
+//! Growable buffers whose start is on a 64-byte cache line: bytes
+//! (`AlignedBytes`) and f32 values (`AlignedF32`).
 //!
 //! Why: the row kernels load whole 64-byte vectors from activation rows whose
 //! stride is a multiple of 64 bytes (an F16 product's rows are 6·cols bytes).
 //! From a plain `Vec<u8>` (malloc: 16-byte aligned) every one of those loads
 //! straddles two cache lines, which Intel cores pay for with a second load
 //! slot: the AVX-512 F16 prefill kernel ran at about half its speed that way
-//! on a Xeon (docs/PERFORMANCE.md, sixteenth session).
+//! on a Xeon (docs/PERFORMANCE.md, sixteenth session). The forward pass's
+//! f32 buffers (rows of 576, 1536, 64 values...) are aligned for the same
+//! reason.
 
 /// One cache line of the buffer.
 #[derive(Clone, Copy)]
@@ -33,38 +36,6 @@ impl AlignedBytes {
     }
 }
 
-impl AlignedBytes {
-    /// A buffer holding the bytes of `values`.
-    pub fn from_f32s(values: &[f32]) -> AlignedBytes {
-        let mut b = AlignedBytes::new();
-        b.f32s_sized(values.len()).copy_from_slice(values);
-        b
-    }
-
-    /// The buffer as `len / 4` f32 values.
-    pub fn f32s(&self) -> &[f32] {
-        // SAFETY: as in `f32s_mut`, shared.
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const f32, self.len / 4) }
-    }
-
-    /// The first `n` f32 values, the buffer first grown to hold them (it
-    /// never shrinks here; as `resize`, values are kept, not cleared).
-    pub fn f32s_sized(&mut self, n: usize) -> &mut [f32] {
-        if self.len < 4 * n {
-            self.resize(4 * n);
-        }
-        &mut self.f32s_mut()[..n]
-    }
-
-    /// The buffer as `len / 4` f32 values (its start is 64-aligned, so
-    /// 4-aligned).
-    pub fn f32s_mut(&mut self) -> &mut [f32] {
-        // SAFETY: the start is 64-byte aligned, `len / 4` values lie within
-        // the `len` initialized bytes, and every bit pattern is a valid f32.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut f32, self.len / 4) }
-    }
-}
-
 impl std::ops::Deref for AlignedBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -87,6 +58,66 @@ impl std::fmt::Debug for AlignedBytes {
     }
 }
 
+/// f32 values starting on a 64-byte boundary; derefs to `[f32]`.
+#[derive(Default)]
+pub struct AlignedF32 {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+impl AlignedF32 {
+    pub fn new() -> AlignedF32 {
+        AlignedF32::default()
+    }
+
+    /// A buffer holding `values`.
+    pub fn from_slice(values: &[f32]) -> AlignedF32 {
+        let mut b = AlignedF32::new();
+        b.resize(values.len(), 0.0);
+        b.copy_from_slice(values);
+        b
+    }
+
+    /// Sets the length to `len` values, as `Vec::resize`: values within the
+    /// old length are kept, added ones are `fill`.
+    pub fn resize(&mut self, len: usize, fill: f32) {
+        let old = self.len;
+        self.lines.resize(len.div_ceil(16), Line([0; 64]));
+        self.len = len;
+        if len > old {
+            self[old..].fill(fill);
+        }
+    }
+
+    /// Shortens the buffer to `len` values (no effect if it is shorter).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+impl std::ops::Deref for AlignedF32 {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        // SAFETY: `lines` holds at least 4·`len` initialized bytes (resize),
+        // its start is 64-aligned (so 4-aligned), and every bit pattern is a
+        // valid f32.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const f32, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedF32 {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut f32, self.len) }
+    }
+}
+
+impl std::fmt::Debug for AlignedF32 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedF32").field("len", &self.len).finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,14 +135,21 @@ mod tests {
         assert_eq!((b[99], b[100], b[9_999]), (7, 0, 0));
         b.resize(5);
         assert_eq!(b.len(), 5);
-        b.resize(12);
-        let f = b.f32s_mut();
-        assert_eq!(f.len(), 3);
-        f[2] = 1.5;
-        assert_eq!(b[8..12], 1.5f32.to_ne_bytes());
-        assert_eq!(b.f32s_sized(2), &[0.0, 0.0]);
-        assert_eq!(b.f32s_sized(40).len(), 40);
-        assert_eq!((b.len(), b.f32s()[2]), (160, 1.5));
-        assert_eq!(AlignedBytes::from_f32s(&[1.0, -2.0]).f32s(), &[1.0, -2.0]);
+    }
+
+    #[test]
+    fn f32_buffer_starts_on_a_cache_line_and_resizes_as_a_vec() {
+        let mut b = AlignedF32::from_slice(&[1.0, -2.0]);
+        assert_eq!(&b[..], &[1.0, -2.0]);
+        assert_eq!(b.as_ptr() as usize % 64, 0);
+        b.resize(40, 7.0);
+        assert_eq!(b.as_ptr() as usize % 64, 0);
+        assert_eq!((b.len(), b[1], b[2], b[39]), (40, -2.0, 7.0, 7.0));
+        b.truncate(3);
+        assert_eq!(b.len(), 3);
+        b.resize(5, 0.5);
+        assert_eq!(&b[..], &[1.0, -2.0, 7.0, 0.5, 0.5]);
+        b.truncate(10);
+        assert_eq!(b.len(), 5);
     }
 }

@@ -311,8 +311,8 @@ macro_rules! f16_row_kernels {
             /// Per-thread scratch of `rows_tinyblas`: weight rows widened to
             /// f32, from a cache line (`aligned`: the kernels' 64-byte loads
             /// stay within one line).
-            static WIDENED: std::cell::RefCell<$crate::kernels::aligned::AlignedBytes> =
-                std::cell::RefCell::new($crate::kernels::aligned::AlignedBytes::new());
+            static WIDENED: std::cell::RefCell<$crate::kernels::aligned::AlignedF32> =
+                std::cell::RefCell::new($crate::kernels::aligned::AlignedF32::new());
         }
 
         /// ggml_vec_dot_f16 of `R` weight rows `ws` bytes apart with one
@@ -560,10 +560,9 @@ pub(super) mod avx512 {
             SAVED.with(|saved| {
                 // wide: [panel rows][n] f32; saved: [row block][RM][RN]
                 let (wide, saved) = (&mut *wide.borrow_mut(), &mut *saved.borrow_mut());
-                if wide.len() < panel_rows.min(n_rows) * n * 4 {
-                    wide.resize(panel_rows.min(n_rows) * n * 4);
+                if wide.len() < panel_rows.min(n_rows) * n {
+                    wide.resize(panel_rows.min(n_rows) * n, 0.0);
                 }
-                let wide = wide.f32s_mut();
                 let mut r0 = 0;
                 while r0 < n_rows {
                     let pr = panel_rows.min(n_rows - r0);
@@ -857,10 +856,9 @@ mod avx2 {
         WIDENED.with(|wide| {
             // wide: [RM][n] f32, the row block's weights
             let wide = &mut *wide.borrow_mut();
-            if wide.len() < RM * n * 4 {
-                wide.resize(RM * n * 4);
+            if wide.len() < RM * n {
+                wide.resize(RM * n, 0.0);
             }
-            let wide = wide.f32s_mut();
             crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
                 for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
                     super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
