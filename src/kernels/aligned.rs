@@ -10,79 +10,60 @@
 //! f32 buffers (rows of 576, 1536, 64 values...) are aligned for the same
 //! reason.
 
-/// One cache line of the buffer.
+/// One cache line of a buffer.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
-/// Bytes starting on a 64-byte boundary; derefs to `[u8]`.
-#[derive(Default)]
-pub struct AlignedBytes {
+/// Element types of an [`Aligned`] buffer.
+///
+/// # Safety
+/// Every bit pattern is a valid value, and the size divides 64 (so a line
+/// holds whole values and its start is aligned for them).
+pub unsafe trait Plain: Copy + Default + 'static {}
+// SAFETY: any byte is a u8; size 1.
+unsafe impl Plain for u8 {}
+// SAFETY: any 4 bytes are an f32; size 4.
+unsafe impl Plain for f32 {}
+
+/// Values starting on a 64-byte boundary; derefs to `[T]`.
+pub struct Aligned<T: Plain> {
     lines: Vec<Line>,
     len: usize,
+    _values: std::marker::PhantomData<T>,
 }
 
-impl AlignedBytes {
-    pub fn new() -> AlignedBytes {
-        AlignedBytes::default()
-    }
+/// Bytes from a cache line (the matmul's activations).
+pub type AlignedBytes = Aligned<u8>;
+/// f32 values from a cache line (the forward pass's buffers).
+pub type AlignedF32 = Aligned<f32>;
 
-    /// Sets the length to `len` bytes. Bytes within the old length keep
-    /// their values; the others hold zero or what an earlier, longer length
-    /// left there (callers overwrite what they read). The capacity only grows.
-    pub fn resize(&mut self, len: usize) {
-        self.lines.resize(len.div_ceil(64), Line([0; 64]));
-        self.len = len;
+impl<T: Plain> Default for Aligned<T> {
+    fn default() -> Self {
+        Aligned { lines: Vec::new(), len: 0, _values: std::marker::PhantomData }
     }
 }
 
-impl std::ops::Deref for AlignedBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: `lines` holds at least `len` initialized bytes (resize), and
-        // a `Line` is plain bytes with no padding.
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const u8, self.len) }
-    }
-}
+impl<T: Plain> Aligned<T> {
+    const PER_LINE: usize = 64 / std::mem::size_of::<T>();
 
-impl std::ops::DerefMut for AlignedBytes {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut u8, self.len) }
-    }
-}
-
-impl std::fmt::Debug for AlignedBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AlignedBytes").field("len", &self.len).finish()
-    }
-}
-
-/// f32 values starting on a 64-byte boundary; derefs to `[f32]`.
-#[derive(Default)]
-pub struct AlignedF32 {
-    lines: Vec<Line>,
-    len: usize,
-}
-
-impl AlignedF32 {
-    pub fn new() -> AlignedF32 {
-        AlignedF32::default()
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// A buffer holding `values`.
-    pub fn from_slice(values: &[f32]) -> AlignedF32 {
-        let mut b = AlignedF32::new();
-        b.resize(values.len(), 0.0);
+    pub fn from_slice(values: &[T]) -> Self {
+        let mut b = Self::new();
+        b.resize(values.len(), T::default());
         b.copy_from_slice(values);
         b
     }
 
     /// Sets the length to `len` values, as `Vec::resize`: values within the
     /// old length are kept, added ones are `fill`.
-    pub fn resize(&mut self, len: usize, fill: f32) {
+    pub fn resize(&mut self, len: usize, fill: T) {
         let old = self.len;
-        self.lines.resize(len.div_ceil(16), Line([0; 64]));
+        self.lines.resize(len.div_ceil(Self::PER_LINE), Line([0; 64]));
         self.len = len;
         if len > old {
             self[old..].fill(fill);
@@ -95,26 +76,26 @@ impl AlignedF32 {
     }
 }
 
-impl std::ops::Deref for AlignedF32 {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        // SAFETY: `lines` holds at least 4·`len` initialized bytes (resize),
-        // its start is 64-aligned (so 4-aligned), and every bit pattern is a
-        // valid f32.
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const f32, self.len) }
+impl<T: Plain> std::ops::Deref for Aligned<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `lines` holds at least `len` values' bytes (resize), its
+        // start is 64-aligned (so aligned for T), and any bit pattern is a T
+        // (`Plain`).
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const T, self.len) }
     }
 }
 
-impl std::ops::DerefMut for AlignedF32 {
-    fn deref_mut(&mut self) -> &mut [f32] {
+impl<T: Plain> std::ops::DerefMut for Aligned<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut f32, self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut T, self.len) }
     }
 }
 
-impl std::fmt::Debug for AlignedF32 {
+impl<T: Plain> std::fmt::Debug for Aligned<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AlignedF32").field("len", &self.len).finish()
+        f.debug_struct("Aligned").field("len", &self.len).finish()
     }
 }
 
@@ -123,22 +104,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn starts_on_a_cache_line_and_keeps_bytes_across_growth() {
+    fn bytes_start_on_a_cache_line_and_keep_values_across_growth() {
         let mut b = AlignedBytes::new();
         assert!(b.is_empty());
-        b.resize(100);
+        b.resize(100, 0);
         assert_eq!(b.len(), 100);
         assert_eq!(b.as_ptr() as usize % 64, 0);
         b[99] = 7;
-        b.resize(10_000);
+        b.resize(10_000, 3);
         assert_eq!(b.as_ptr() as usize % 64, 0);
-        assert_eq!((b[99], b[100], b[9_999]), (7, 0, 0));
-        b.resize(5);
-        assert_eq!(b.len(), 5);
+        assert_eq!((b[99], b[100], b[9_999]), (7, 3, 3));
     }
 
     #[test]
-    fn f32_buffer_starts_on_a_cache_line_and_resizes_as_a_vec() {
+    fn f32s_start_on_a_cache_line_and_resize_as_a_vec() {
         let mut b = AlignedF32::from_slice(&[1.0, -2.0]);
         assert_eq!(&b[..], &[1.0, -2.0]);
         assert_eq!(b.as_ptr() as usize % 64, 0);

@@ -142,7 +142,7 @@ impl Activations {
             )));
         }
         let row_bytes = act.row_bytes(cols);
-        self.data.resize(nt * row_bytes);
+        self.data.resize(nt * row_bytes, 0);
         self.act = act;
         self.nt = nt;
         self.cols = cols;
