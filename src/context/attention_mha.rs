@@ -30,6 +30,7 @@ use super::attention::{per_row, AttnShape};
 use super::kv_cache::{KvCache, KvType};
 use crate::error::Result;
 use crate::kernels::ggml_paths::tinyblas_f16;
+use crate::kernels::aligned::AlignedF32;
 use crate::kernels::vecf;
 use crate::kernels::ThreadPool;
 
@@ -63,7 +64,7 @@ pub fn attention(
     q: &[f32],
     sh: AttnShape,
     visible: &[Vec<usize>],
-    out: &mut crate::kernels::aligned::AlignedF32,
+    out: &mut AlignedF32,
 ) -> Result<()> {
     let nt = visible.len();
     let n_kv = kv.n_kv();

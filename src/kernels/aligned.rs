@@ -40,15 +40,15 @@ pub type AlignedF32 = Aligned<f32>;
 
 impl<T: Plain> Default for Aligned<T> {
     fn default() -> Self {
-        Aligned { lines: Vec::new(), len: 0, _values: std::marker::PhantomData }
+        Self::new()
     }
 }
 
 impl<T: Plain> Aligned<T> {
     const PER_LINE: usize = 64 / std::mem::size_of::<T>();
 
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Aligned { lines: Vec::new(), len: 0, _values: std::marker::PhantomData }
     }
 
     /// A buffer holding `values`.

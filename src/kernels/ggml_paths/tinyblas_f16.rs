@@ -312,7 +312,7 @@ macro_rules! f16_row_kernels {
             /// f32, from a cache line (`aligned`: the kernels' 64-byte loads
             /// stay within one line).
             static WIDENED: std::cell::RefCell<$crate::kernels::aligned::AlignedF32> =
-                std::cell::RefCell::new($crate::kernels::aligned::AlignedF32::new());
+                const { std::cell::RefCell::new($crate::kernels::aligned::AlignedF32::new()) };
         }
 
         /// ggml_vec_dot_f16 of `R` weight rows `ws` bytes apart with one
