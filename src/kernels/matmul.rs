@@ -120,6 +120,11 @@ impl Activations {
         self.cols
     }
 
+    /// The quantized rows, `[nt][row_bytes]` (the buffer may be longer).
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.nt * self.row_bytes]
+    }
+
     /// Quantizes `x` (`[nt][cols]`) to `act`, one token per pool task.
     pub fn quantize(
         &mut self,
@@ -142,7 +147,12 @@ impl Activations {
             )));
         }
         let row_bytes = act.row_bytes(cols);
-        self.data.resize(nt * row_bytes, 0);
+        // grow only: one buffer serves inputs of different widths in turn
+        // (576 then 1536 columns in a SmolLM2 layer), and growing back would
+        // zero what it adds (SmolLM2 F16 pp512: ~1 % of the samples in memset)
+        if self.data.len() < nt * row_bytes {
+            self.data.resize(nt * row_bytes, 0);
+        }
         self.act = act;
         self.nt = nt;
         self.cols = cols;
@@ -391,7 +401,7 @@ pub fn matmul_quantized_with(
         if a.nt == 0 || w.rows == 0 {
             continue;
         }
-        check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.data.len(), a.row_bytes, a.nt)?;
+        check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.bytes().len(), a.row_bytes, a.nt)?;
         let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
         let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
         // the tiles, where this set has a kernel over them (any token count)
@@ -479,7 +489,7 @@ pub fn matmul_quantized_with(
                     // `data` (`Weights::new`), `seg · rb` bytes apart from
                     // row l; activation row 0 within the checked ones; `out`
                     // holds n outputs 1 apart.
-                    unsafe { decode_f(job.w.cols, &job.w.data[l * rb..], seg * rb, n, &job.a.data, stride, 1, &mut out, 1) };
+                    unsafe { decode_f(job.w.cols, &job.w.data[l * rb..], seg * rb, n, job.a.bytes(), stride, 1, &mut out, 1) };
                     for (k, v) in out[..n].iter().enumerate() {
                         // SAFETY: l + k·seg < rows of y ([1][rows]); the
                         // local row l belongs to this task alone, so do
@@ -499,10 +509,10 @@ pub fn matmul_quantized_with(
                         // activation row 0 within the checked ones, `out`
                         // holds one row of one output.
                         Some(rows_f) => unsafe {
-                            rows_f(job.w.cols, &job.w.data[o * rb..(o + 1) * rb], rb, 1, &job.a.data, stride, 1, out, 1)
+                            rows_f(job.w.cols, &job.w.data[o * rb..(o + 1) * rb], rb, 1, job.a.bytes(), stride, 1, out, 1)
                         },
                         // SAFETY: as in the loop below, for activation row 0.
-                        None => unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data, stride, out) },
+                        None => unsafe { (job.f)(job.w.cols, job.w.row(o), job.a.bytes(), stride, out) },
                     }
                 }
             }
@@ -525,7 +535,7 @@ pub fn matmul_quantized_with(
                 // ones; y is [nt][rows] (checked above), so y[t][r0..r1] for
                 // t in t0..t1 is at t·rows + r (rows ≥ n_rows apart), and
                 // those elements belong to this task alone.
-                unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.data[t0 * stride..], stride, t1 - t0, job.y.get().add(t0 * rows + r0), rows) };
+                unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.bytes()[t0 * stride..], stride, t1 - t0, job.y.get().add(t0 * rows + r0), rows) };
                 t0 = t1;
             }
             return;
@@ -537,7 +547,7 @@ pub fn matmul_quantized_with(
             // [nt][rows] (checked above), so y[t][r0..r1] is at t·rows + r0
             // + r (rows ≥ n_rows apart), and those elements belong to this
             // task alone.
-            unsafe { token_major_f(job.w.cols, &job.w.data[r0 * rb..r1 * rb], rb, n_rows, &job.a.data, stride, nt, job.y.get().add(r0), rows) };
+            unsafe { token_major_f(job.w.cols, &job.w.data[r0 * rb..r1 * rb], rb, n_rows, job.a.bytes(), stride, nt, job.y.get().add(r0), rows) };
             return;
         }
         // [n_rows][tb]: this task's rows for one token block
@@ -557,7 +567,7 @@ pub fn matmul_quantized_with(
                             &job.w.data[r0 * rb..r1 * rb],
                             rb,
                             n_rows,
-                            &job.a.data[t0 * stride..],
+                            &job.a.bytes()[t0 * stride..],
                             stride,
                             len,
                             tile,
@@ -570,7 +580,7 @@ pub fn matmul_quantized_with(
                         // SAFETY: the shapes were checked by `check_dot_shapes`
                         // above and the kernel set matches this CPU; activation
                         // rows t0..t1 lie within the checked ones.
-                        unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.data[t0 * stride..], stride, out) };
+                        unsafe { (job.f)(job.w.cols, job.w.row(o), &job.a.bytes()[t0 * stride..], stride, out) };
                     }
                 }
                 // SAFETY: y is [nt][rows] (checked above) and t0..t1 < nt; rows

@@ -359,6 +359,33 @@ fn sibling_matmul_equals_separate_matmuls() {
 }
 
 #[test]
+fn reused_activation_buffers_give_fresh_results_at_every_width() {
+    // The forward pass keeps one activation buffer per format for the
+    // context's life and feeds it inputs of different widths in turn (576,
+    // then 1536 columns): wide, narrow, wide again, and more tokens than
+    // before, must each give the bits of a fresh buffer.
+    let pool = ThreadPool::new(2).expect("pool");
+    let ks = super::kernels();
+    let mut acts = Vec::new();
+    for (i, &(cols, nt)) in [(512, 9), (64, 3), (512, 9), (128, 40), (64, 2)].iter().enumerate() {
+        let x = Rng::new(20 + i as u64).data(nt * cols);
+        for ty in [GgmlType::F16, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q8_0] {
+            if cols % ty.block_size() != 0 {
+                continue;
+            }
+            let rows = 24;
+            let wb = weights_of(ty, rows, cols, cols as u64);
+            let w = Weights::new(&wb, ty, rows, cols).expect("weights");
+            let mut reused = vec![f32::NAN; nt * rows];
+            super::matmul::matmul_siblings_reusing(ks, &pool, &mut acts, &[w], &x, nt, &mut [&mut reused[..]]).expect("reusing");
+            let mut fresh = vec![f32::NAN; nt * rows];
+            matmul_with(ks, &pool, &w, &x, nt, &mut fresh).expect("fresh");
+            assert!(reused.iter().zip(&fresh).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} {cols} cols, {nt} tokens");
+        }
+    }
+}
+
+#[test]
 fn matmul_rejects_bad_shapes() {
     let pool = ThreadPool::new(2).expect("pool");
     let wb = vec![0u8; 18 * 8 * 4];
