@@ -53,8 +53,5 @@ pub struct Workspace {
 /// write every value it later reads, and use the returned slice: `buf`'s
 /// own length may be larger.
 pub fn sized(buf: &mut AlignedF32, len: usize) -> &mut [f32] {
-    if buf.len() < len {
-        buf.resize(len, 0.0);
-    }
-    &mut buf[..len]
+    buf.grown_to(len)
 }

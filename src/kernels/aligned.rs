@@ -70,6 +70,17 @@ impl<T: Plain> Aligned<T> {
         }
     }
 
+    /// The first `len` values, the buffer grown to hold them if it is
+    /// shorter; it never shrinks, so a buffer that serves sizes in turn is
+    /// not zeroed again each time it grows back. Values kept from earlier
+    /// use are not cleared (a new part is the default value).
+    pub fn grown_to(&mut self, len: usize) -> &mut [T] {
+        if self.len < len {
+            self.resize(len, T::default());
+        }
+        &mut self[..len]
+    }
+
     /// Shortens the buffer to `len` values (no effect if it is shorter).
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
@@ -130,5 +141,15 @@ mod tests {
         assert_eq!(&b[..], &[1.0, -2.0, 7.0, 0.5, 0.5]);
         b.truncate(10);
         assert_eq!(b.len(), 5);
+    }
+
+    #[test]
+    fn grown_to_grows_but_never_shrinks() {
+        let mut b = AlignedF32::from_slice(&[1.0, 2.0, 3.0]);
+        assert_eq!(b.grown_to(2), &[1.0, 2.0]);
+        assert_eq!(b.len(), 3);
+        b.grown_to(5)[4] = 9.0;
+        assert_eq!(&b[..], &[1.0, 2.0, 3.0, 0.0, 9.0]);
+        assert_eq!(b.as_ptr() as usize % 64, 0);
     }
 }

@@ -147,17 +147,15 @@ impl Activations {
             )));
         }
         let row_bytes = act.row_bytes(cols);
-        // grow only: one buffer serves inputs of different widths in turn
-        // (576 then 1536 columns in a SmolLM2 layer), and growing back would
-        // zero what it adds (SmolLM2 F16 pp512: ~1 % of the samples in memset)
-        if self.data.len() < nt * row_bytes {
-            self.data.resize(nt * row_bytes, 0);
-        }
+        // grown only: one buffer serves inputs of different widths in turn
+        // (576 then 1536 columns in a SmolLM2 layer), and shrinking then
+        // growing back zeroed the grown part every time (SmolLM2 F16 pp512:
+        // ~1 % of the samples in memset)
+        let out = SyncPtr(self.data.grown_to(nt * row_bytes).as_mut_ptr());
         self.act = act;
         self.nt = nt;
         self.cols = cols;
         self.row_bytes = row_bytes;
-        let out = SyncPtr(self.data.as_mut_ptr());
         pool.run(nt, &|t| {
             // SAFETY: task t writes only row t of `data`, which is
             // `row_bytes` long and in bounds (`data` holds nt rows); no other

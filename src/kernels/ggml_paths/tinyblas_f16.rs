@@ -560,9 +560,7 @@ pub(super) mod avx512 {
             SAVED.with(|saved| {
                 // wide: [panel rows][n] f32; saved: [row block][RM][RN]
                 let (wide, saved) = (&mut *wide.borrow_mut(), &mut *saved.borrow_mut());
-                if wide.len() < panel_rows.min(n_rows) * n {
-                    wide.resize(panel_rows.min(n_rows) * n, 0.0);
-                }
+                let wide = wide.grown_to(panel_rows.min(n_rows) * n);
                 let mut r0 = 0;
                 while r0 < n_rows {
                     let pr = panel_rows.min(n_rows - r0);
@@ -855,10 +853,8 @@ mod avx2 {
         let (ap, op) = (a.as_ptr(), out.as_mut_ptr());
         WIDENED.with(|wide| {
             // wide: [RM][n] f32, the row block's weights
-            let wide = &mut *wide.borrow_mut();
-            if wide.len() < RM * n {
-                wide.resize(RM * n, 0.0);
-            }
+            let mut wide = wide.borrow_mut();
+            let wide = wide.grown_to(RM * n);
             crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
                 for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
                     super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
