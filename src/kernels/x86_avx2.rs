@@ -42,7 +42,7 @@ pub(crate) static SET: KernelSet = KernelSet {
     ggml: super::ggml_paths::avx2_tile,
     rows: rows_avx2,
     ggml_rows: super::ggml_paths::avx2_rows,
-    ggml_token_major: super::dispatch::no_ggml_token_major,
+    ggml_token_major: super::ggml_paths::avx2_token_major,
     tiled: super::ggml_paths::repack_tiles::avx2_tiled,
     quant_q8_0,
     quant_q8_1,

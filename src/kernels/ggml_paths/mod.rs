@@ -176,6 +176,16 @@ pub fn avx2_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
     }
 }
 
+/// The token-major row-block kernel (plain AVX2) of `path` for `ty`, if
+/// there is one: F16's tinyBLAS (`tinyblas_f16::avx2_token_major`).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_token_major(ty: GgmlType, path: Path) -> Option<TokenMajorRowsFn> {
+    match path {
+        Path::TinyBlasF16 => tinyblas_f16::avx2_token_major(ty),
+        _ => None,
+    }
+}
+
 /// The token-major row-block kernel (AVX-512) of `path` for `ty`, if there
 /// is one: F16's tinyBLAS (`tinyblas_f16::avx512_token_major`).
 #[cfg(target_arch = "x86_64")]
