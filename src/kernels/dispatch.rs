@@ -268,7 +268,7 @@ impl KernelSet {
 
     /// A token-major version of `matmul_rows_fn(ty, rows, nt)` (the same
     /// bits, written straight into the matmul's output), where the set has
-    /// one: F16 prefills on AVX-512.
+    /// one: F16 prefills on AVX-512 and on plain AVX2.
     pub(crate) fn matmul_token_major_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<TokenMajorRowsFn> {
         self.matmul_rows_fn(ty, rows, nt)?;
         (self.ggml_token_major)(ty, path(ty, rows, nt)?)

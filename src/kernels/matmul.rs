@@ -413,7 +413,7 @@ pub fn matmul_quantized_with(
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
         if token_major_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
-            // F16 prefill on AVX-512 (a token-major kernel, so no output
+            // F16 prefill on AVX-512 or AVX2 (a token-major kernel, so no output
             // tile per task, however many rows): two tasks per thread, in
             // whole blocks of 24 rows (the kernel's 3-row tiles, the 8-row
             // groups below).
