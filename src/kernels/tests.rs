@@ -595,8 +595,9 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
     let cols = 512;
     // F16: the VNNI set runs the AVX-512 row kernels of `tinyblas_f16` (both
     // paths: tinyBLAS from 2 tokens, as rows % 4 == 0, and vec_dot for 1);
-    // with 100 rows its token-major tinyBLAS kernel runs in tasks of 48, 48
-    // and 4 rows (the last: a 3-row tile and a 1-row one) straight into y
+    // with 100 rows the token-major tinyBLAS kernels (both sets have one)
+    // run in tasks of 48, 48 and 4 rows (the last: a 3-row tile and a 1-row
+    // one) straight into y
     let cases = [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::F16]
         .map(|ty| (ty, 12))
         .into_iter()
