@@ -343,6 +343,25 @@ pub(super) mod x86 {
         tiled_b32::<Avx2, IQ>
     );
 
+    /// How far ahead of a one-token step the tiles are prefetched. SmolLM2
+    /// Q4_0 tg128 at 1 thread on the avx2 set (Xeon, `bench.c`, 5
+    /// alternating rounds): 1024 bytes 0.98, 4096 0.95 of 2048's speed.
+    const PF_DIST: usize = 2048;
+
+    /// Asks for the `len` bytes `PF_DIST` past `p` (a one-token step's
+    /// block) in L1. (The tiles are one linear stream, which the hardware
+    /// prefetchers follow, but not far enough ahead of a decode's step.)
+    #[inline(always)]
+    unsafe fn prefetch_ahead(p: *const u8, len: usize) {
+        let mut o = 0;
+        while o < len {
+            // SAFETY: a prefetch does not fault, even past the tiles' end
+            // (`wrapping_add`: no pointer arithmetic out of bounds).
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PF_DIST + o) as *const i8);
+            o += 64;
+        }
+    }
+
     /// Activation blocks per call whose sums and scales live on the stack.
     const STACK_SUMS: usize = 512;
 
@@ -483,6 +502,9 @@ pub(super) mod x86 {
         let mut acc = [_mm512_setzero_ps(); TT];
         for b in 0..nb {
             let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
+            if TT == 1 {
+                prefetch_ahead(bp, 2 * GROUP_BLOCK);
+            }
             let mut lo: [__m512i; TT] = std::array::from_fn(|j| _mm512_set1_epi32(*bias.add(b * ns + j)));
             let mut hi = [_mm512_setzero_si512(); TT];
             let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 34 + 2)); // block b's quants
@@ -542,6 +564,9 @@ pub(super) mod x86 {
         let mut acc = [[_mm256_setzero_ps(); TT]; R];
         for b in 0..nb {
             let bp = gp.add(b * R * GROUP_BLOCK); // [4][R][32] quants, [R][16] scales
+            if TT == 1 {
+                prefetch_ahead(bp, R * GROUP_BLOCK);
+            }
             let mut lo = [[D::start(zero); TT]; R];
             let mut hi = [[D::start(zero); TT]; R];
             if biased {
