@@ -28,7 +28,10 @@
 //!
 //! Every (token, head) row is independent, so rows run in parallel on the
 //! pool and the result does not depend on the thread count or the ubatch
-//! split (beyond the path choice above, which the reference makes too).
+//! split (beyond the path choice above, which the reference makes too). On
+//! the tiled path a task takes a block of tokens and runs their rows tile
+//! by tile together, each row's operations unchanged, so that a K/V tile is
+//! read from L1 by all of them.
 
 use super::batch::Token;
 use super::kv_cache::{KvCache, KvRows, KvType};
@@ -120,14 +123,32 @@ pub fn attention(
         // the query heads of one kv head and token read the same K/V tiles
         // under the same mask: they run together, each K/V value loaded once
         // for all of them (each row's arithmetic is the one it has alone)
+        // ... and blocks of tokens run tile by tile together (`tokens_tiled`):
+        // one task per (token block, kv head), the last blocks (the longest,
+        // under a causal mask) first
         let group = sh.n_head / sh.n_head_kv;
-        let out = super::workspace::sized(out, nt * sh.n_head * sh.hd_v);
-        return pool.run_rows(out, group * sh.hd_v, 1, &|j, rows| {
-            let (t, g) = (j / sh.n_head_kv, j % sh.n_head_kv);
-            // rows j * group .. (j + 1) * group of q and out: heads
-            // g * group.. of token t
-            let qs = &q[j * group * sh.hd_k..(j + 1) * group * sh.hd_k];
-            heads_tiled(layer, sh, g, qs, &visible[t], rows);
+        let out = super::workspace::sized(out, nt * sh.n_head * sh.hd_v); // [nt][n_head][hd_v]
+        let n_blocks = nt.div_ceil(TOKEN_BLOCK);
+        let out_ptr = OutPtr(out.as_mut_ptr());
+        let out_ptr = &out_ptr;
+        return pool.run(n_blocks * sh.n_head_kv, &|task| {
+            let (b, g) = (n_blocks - 1 - task / sh.n_head_kv, task % sh.n_head_kv);
+            let tokens = b * TOKEN_BLOCK..((b + 1) * TOKEN_BLOCK).min(nt);
+            // rows t * n_head_kv + g of q and out, in units of `group` heads:
+            // heads g * group.. of token t
+            let j = |t: usize| t * sh.n_head_kv + g;
+            let qs: Vec<&[f32]> = tokens.clone().map(|t| &q[j(t) * group * sh.hd_k..][..group * sh.hd_k]).collect();
+            let vis: Vec<&[usize]> = tokens.clone().map(|t| &visible[t][..]).collect();
+            let mut outs: Vec<&mut [f32]> = tokens
+                .map(|t| {
+                    // SAFETY: this task alone writes heads g * group.. of its
+                    // tokens (a (token, kv head) pair is one task's), within
+                    // `out` (nt * n_head * hd_v floats), borrowed mutably for
+                    // the whole submission.
+                    unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) }
+                })
+                .collect();
+            block_tiled(layer, sh, g, &qs, &vis, &mut outs);
         });
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
@@ -135,6 +156,12 @@ pub fn attention(
         row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
     })
 }
+
+/// The attention output of the tiled path, handed to its pool tasks.
+struct OutPtr(*mut f32);
+// SAFETY: each task of the tiled path writes only the rows of its own
+// (token block, kv head), and the buffer outlives the submission.
+unsafe impl Sync for OutPtr {}
 
 /// The attention output `attn` [nt][n_head * hd_v], each (token, query
 /// head) row `i` written whole by `f(i, token, kv head, row)` as one pool
@@ -234,39 +261,45 @@ fn gather_cells(kv: &KvCache, il: usize, sh: AttnShape, layer: &mut LayerKv) {
     layer.tile_slot.clear();
 }
 
-/// The tiled path for the query heads `qs` ([heads][hd_k]) of kv head `g`
-/// of one token, into `out` ([heads][hd_v]), in blocks of at most 3 rows
-/// (the AVX2 registers; 4 as 2 + 2).
-fn heads_tiled(layer: &LayerKv, sh: AttnShape, g: usize, qs: &[f32], visible: &[usize], out: &mut [f32]) {
-    let heads = qs.len() / sh.hd_k;
-    let mut h = 0;
-    while h < heads {
-        let r = if heads - h == 4 { 2 } else { (heads - h).min(3) };
-        let (qr, or) = (&qs[h * sh.hd_k..(h + r) * sh.hd_k], &mut out[h * sh.hd_v..(h + r) * sh.hd_v]);
-        match r {
-            1 => rows_tiled::<1>(layer, sh, g, qr, visible, or),
-            2 => rows_tiled::<2>(layer, sh, g, qr, visible, or),
-            _ => rows_tiled::<3>(layer, sh, g, qr, visible, or),
-        }
-        h += r;
-    }
+/// The online softmax of `R` (token, head) rows of one kv head that see
+/// the same cells, tile by tile: per tile the row's scores ([`scores`]),
+/// then its `P·V` ([`add_values`]), in ascending tile order. Each row's
+/// operations and their order are those of the reference's tiled loop, so
+/// the rows' bits do not depend on what runs between two calls (other
+/// rows, other tokens).
+///
+/// [`scores`]: Self::scores
+/// [`add_values`]: Self::add_values
+struct TiledRows<const R: usize> {
+    /// Running maximum and sum of each row.
+    m: [f32; R],
+    s_sum: [f32; R],
+    /// The current tile's scores, then its probabilities: [R][TILE].
+    kq: [[f32; TILE]; R],
+    /// Index in `visible` of the next cell the rows see.
+    i: usize,
 }
 
-/// The tiled path for `R` (token, head) rows of kv head `g` that see the
-/// same cells (`visible`): queries `q` [R][hd_k], outputs `out` [R][hd_v].
-fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) {
-    let k_tile = sh.hd_k * TILE;
-    let v_tile = TILE * sh.hd_v;
-    let mut s_sum = [0f32; R];
-    let mut m = [f32::NEG_INFINITY; R];
-    out.fill(0.0);
-    let mut kq = [[0f32; TILE]; R];
-    let mut i = 0;
-    while i < visible.len() {
+impl<const R: usize> TiledRows<R> {
+    fn new() -> Self {
+        TiledRows { m: [f32::NEG_INFINITY; R], s_sum: [0.0; R], kq: [[0.0; TILE]; R], i: 0 }
+    }
+
+    /// The tile holding the next cell the rows see, or None when done.
+    fn next_tile(&self, visible: &[usize]) -> Option<usize> {
+        visible.get(self.i).map(|&c| c / TILE)
+    }
+
+    /// Scores of the next tile (`q` [R][hd_k]) into `kq` as probabilities,
+    /// the running maxima and sums updated and `out` ([R][hd_v], the
+    /// accumulators) rescaled where a maximum grew. Returns the tile's slot.
+    fn scores(&mut self, layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) -> usize {
+        let k_tile = sh.hd_k * TILE;
+        let mut i = self.i;
         let t = visible[i] / TILE;
         let slot = layer.tile_slot[t];
         let kt = &layer.k[(slot * sh.n_head_kv + g) * k_tile..][..k_tile];
-        vecf::gemv_tile_rows::<R>(q, kt, &mut kq);
+        vecf::gemv_tile_rows::<R>(q, kt, &mut self.kq);
         // the cells of this tile the rows see (bit j: cell t * TILE + j)
         let mut seen = 0u64;
         if visible.get(i + TILE - 1) == Some(&(t * TILE + TILE - 1)) && visible[i] == t * TILE {
@@ -278,24 +311,103 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
             seen |= 1 << (visible[i] % TILE);
             i += 1;
         }
-        for (r, row) in kq.iter_mut().enumerate() {
+        self.i = i;
+        for (r, row) in self.kq.iter_mut().enumerate() {
             // scale, then the mask: visible cells add 0, the others are -inf
             let tile_max = vecf::scale_mask_max(row, sh.kq_scale, seen);
-            let m_new = m[r].max(tile_max);
-            if m_new > m[r] {
-                let ms = (m[r] - m_new).exp();
+            let m_new = self.m[r].max(tile_max);
+            if m_new > self.m[r] {
+                let ms = (self.m[r] - m_new).exp();
                 out[r * sh.hd_v..(r + 1) * sh.hd_v].iter_mut().for_each(|o| *o *= ms);
-                s_sum[r] *= ms;
+                self.s_sum[r] *= ms;
             }
-            m[r] = m_new;
-            s_sum[r] = (f64::from(s_sum[r]) + vecf::softmax_sum(row, m_new)) as f32;
+            self.m[r] = m_new;
+            self.s_sum[r] = (f64::from(self.s_sum[r]) + vecf::softmax_sum(row, m_new)) as f32;
         }
-        let vt = &layer.v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
-        vecf::axpy_tile_rows::<R>(&kq, vt, out);
+        slot
     }
-    for (r, o) in out.chunks_exact_mut(sh.hd_v).enumerate() {
-        let inv = if s_sum[r] == 0.0 { 0.0 } else { 1.0 / s_sum[r] };
-        o.iter_mut().for_each(|o| *o *= inv);
+
+    /// `out` += the probabilities of [`scores`](Self::scores) times the V
+    /// tile of `slot`.
+    fn add_values(&self, layer: &LayerKv, sh: AttnShape, g: usize, slot: usize, out: &mut [f32]) {
+        let v_tile = TILE * sh.hd_v;
+        let vt = &layer.v[(slot * sh.n_head_kv + g) * v_tile..][..v_tile];
+        vecf::axpy_tile_rows::<R>(&self.kq, vt, out);
+    }
+
+    /// The accumulators divided by the sums.
+    fn finish(&self, sh: AttnShape, out: &mut [f32]) {
+        for (r, o) in out.chunks_exact_mut(sh.hd_v).enumerate() {
+            let inv = if self.s_sum[r] == 0.0 { 0.0 } else { 1.0 / self.s_sum[r] };
+            o.iter_mut().for_each(|o| *o *= inv);
+        }
+    }
+}
+
+/// The tiled path for `R` (token, head) rows of kv head `g` that see the
+/// same cells (`visible`): queries `q` [R][hd_k], outputs `out` [R][hd_v]
+/// (the definition the tests hold [`block_tiled`] to).
+#[cfg(test)]
+fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) {
+    out.fill(0.0);
+    let mut rows = TiledRows::<R>::new();
+    while rows.next_tile(visible).is_some() {
+        let slot = rows.scores(layer, sh, g, q, visible, out);
+        rows.add_values(layer, sh, g, slot, out);
+    }
+    rows.finish(sh, out);
+}
+
+/// Tokens per task of the tiled path: their rows run tile by tile together,
+/// so each K/V tile is read from L1 by all of them instead of from L2 by
+/// each.
+const TOKEN_BLOCK: usize = 8;
+
+/// The tiled path for heads `h..h + R` (of kv head `g`'s `group`) of the
+/// tokens of `qs` (each [group][hd_k]) and `outs` (each [group][hd_v]),
+/// `visible[j]` the cells token j sees: per tile, the scores of every token
+/// that sees a cell of it, then their `P·V` (each row's operations as in
+/// [`rows_tiled`], so the same bits).
+fn tokens_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, h: usize, qs: &[&[f32]], visible: &[&[usize]], outs: &mut [&mut [f32]]) {
+    let n = qs.len();
+    assert!(n <= TOKEN_BLOCK && visible.len() == n && outs.len() == n, "tokens_tiled: shapes");
+    let (q_of, out_range) = (|j: usize| &qs[j][h * sh.hd_k..(h + R) * sh.hd_k], h * sh.hd_v..(h + R) * sh.hd_v);
+    let mut rows: [TiledRows<R>; TOKEN_BLOCK] = std::array::from_fn(|_| TiledRows::new());
+    for o in outs.iter_mut() {
+        o[out_range.clone()].fill(0.0);
+    }
+    let mut slots = [usize::MAX; TOKEN_BLOCK]; // this tile's slot per token, MAX if it sees none
+    // ascending tiles: the lowest next tile of any token
+    while let Some(t) = (0..n).filter_map(|j| rows[j].next_tile(visible[j])).min() {
+        for j in 0..n {
+            slots[j] = if rows[j].next_tile(visible[j]) == Some(t) {
+                rows[j].scores(layer, sh, g, q_of(j), visible[j], &mut outs[j][out_range.clone()])
+            } else {
+                usize::MAX
+            };
+        }
+        for j in (0..n).filter(|&j| slots[j] != usize::MAX) {
+            rows[j].add_values(layer, sh, g, slots[j], &mut outs[j][out_range.clone()]);
+        }
+    }
+    for j in 0..n {
+        rows[j].finish(sh, &mut outs[j][out_range.clone()]);
+    }
+}
+
+/// The heads of kv head `g` for a block of tokens, in blocks of at most 3
+/// heads (the AVX2 registers; 4 as 2 + 2).
+fn block_tiled(layer: &LayerKv, sh: AttnShape, g: usize, qs: &[&[f32]], visible: &[&[usize]], outs: &mut [&mut [f32]]) {
+    let heads = sh.n_head / sh.n_head_kv;
+    let mut h = 0;
+    while h < heads {
+        let r = if heads - h == 4 { 2 } else { (heads - h).min(3) };
+        match r {
+            1 => tokens_tiled::<1>(layer, sh, g, h, qs, visible, outs),
+            2 => tokens_tiled::<2>(layer, sh, g, h, qs, visible, outs),
+            _ => tokens_tiled::<3>(layer, sh, g, h, qs, visible, outs),
+        }
+        h += r;
     }
 }
 
@@ -369,33 +481,51 @@ fn row_one_chunk(
 mod tests {
     use super::*;
 
-    /// Every block size the heads of a kv head are split into gives each
-    /// row the bits it has alone (on the SIMD kernels where the CPU has
-    /// them, else the scalar ones), over partly visible and skipped tiles.
+    /// Every block of tokens and every block size the heads of a kv head
+    /// are split into give each (token, head) row the bits it has alone (on
+    /// the SIMD kernels where the CPU has them, else the scalar ones), over
+    /// partly visible and skipped tiles and tokens that see different tiles.
     #[test]
-    fn heads_in_blocks_equal_heads_alone() {
+    fn token_and_head_blocks_equal_rows_alone() {
         let (hd_k, hd_v, n_head_kv) = (72, 40, 2); // a tail past 32 columns in both
-        let n_slots = 3;
+        let n_slots = 4;
         let val = |i: usize, m: usize| ((i * m % 113) as f32 - 56.0) / 29.0;
         let layer = LayerKv {
             k: AlignedF32::from_slice(&(0..n_slots * n_head_kv * hd_k * TILE).map(|i| val(i, 37)).collect::<Vec<_>>()),
             v: AlignedF32::from_slice(&(0..n_slots * n_head_kv * TILE * hd_v).map(|i| val(i, 53)).collect::<Vec<_>>()),
             // tile 1 has no cell in use
-            tile_slot: vec![0, usize::MAX, 1, 2],
+            tile_slot: vec![0, usize::MAX, 1, 2, 3],
         };
-        // cells of tiles 0, 2 and 3; tile 3 in part
-        let visible: Vec<usize> = (0..TILE).chain(2 * TILE + 5..3 * TILE).chain(3 * TILE..3 * TILE + 9).collect();
+        // per token: all of tile 0 or a part of it or none, then tile 2 in
+        // part, then tiles 3 and 4 up to a cell that grows with the token
+        let visible_of = |j: usize| -> Vec<usize> {
+            let first: Vec<usize> = match j % 3 {
+                0 => (0..TILE).collect(),
+                1 => (3..TILE - 7).collect(),
+                _ => vec![],
+            };
+            let last = 3 * TILE + 1 + 13 * j; // in tile 3 or 4
+            first.into_iter().chain(2 * TILE + 5..3 * TILE).chain(3 * TILE..last).collect()
+        };
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         for heads in [1, 2, 3, 4, 5, 8] {
             let sh = AttnShape { n_head: heads * n_head_kv, n_head_kv, hd_k, hd_v, kw: n_head_kv * hd_k, vw: n_head_kv * hd_v, kq_scale: 0.11 };
-            let qs: Vec<f32> = (0..heads * hd_k).map(|i| val(i, 71) / 3.0).collect();
-            let mut together = vec![0f32; heads * hd_v];
-            heads_tiled(&layer, sh, 1, &qs, &visible, &mut together);
-            for h in 0..heads {
-                let mut alone = vec![0f32; hd_v];
-                rows_tiled::<1>(&layer, sh, 1, &qs[h * hd_k..(h + 1) * hd_k], &visible, &mut alone);
-                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&together[h * hd_v..(h + 1) * hd_v]), bits(&alone), "head {h} of {heads}");
-                assert!(alone.iter().any(|&v| v != 0.0), "head {h}: a real output");
+            for n in [1, 2, 5, TOKEN_BLOCK] {
+                let q: Vec<Vec<f32>> = (0..n).map(|j| (0..heads * hd_k).map(|i| val(i + 7 * j, 71) / 3.0).collect()).collect();
+                let visible: Vec<Vec<usize>> = (0..n).map(visible_of).collect();
+                let mut out = vec![vec![f32::NAN; heads * hd_v]; n]; // old values must not count
+                let qs: Vec<&[f32]> = q.iter().map(|x| &x[..]).collect();
+                let vis: Vec<&[usize]> = visible.iter().map(|x| &x[..]).collect();
+                let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|x| &mut x[..]).collect();
+                block_tiled(&layer, sh, 1, &qs, &vis, &mut outs);
+                for j in 0..n {
+                    for h in 0..heads {
+                        let mut alone = vec![0f32; hd_v];
+                        rows_tiled::<1>(&layer, sh, 1, &q[j][h * hd_k..(h + 1) * hd_k], &visible[j], &mut alone);
+                        assert_eq!(bits(&out[j][h * hd_v..(h + 1) * hd_v]), bits(&alone), "token {j} of {n}, head {h} of {heads}");
+                        assert!(alone.iter().any(|&v| v != 0.0), "token {j}, head {h}: a real output");
+                    }
+                }
             }
         }
     }
