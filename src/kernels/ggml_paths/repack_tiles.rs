@@ -343,16 +343,17 @@ pub(super) mod x86 {
         tiled_b32::<Avx2, IQ>
     );
 
-    /// How far ahead of a one-token step the tiles are prefetched. SmolLM2
-    /// Q4_0 tg128 at 1 thread on the avx2 set (Xeon, `bench.c`, 5
-    /// alternating rounds): 1024 bytes 0.98, 4096 0.95 of 2048's speed.
+    /// How far ahead of a one-token step the tiles (and the one-row F16
+    /// decode kernel's row, `tinyblas_f16`) are prefetched. SmolLM2 Q4_0
+    /// tg128 at 1 thread on the avx2 set (Xeon, `bench.c`, 5 alternating
+    /// rounds): 1024 bytes 0.98, 4096 0.95 of 2048's speed.
     const PF_DIST: usize = 2048;
 
     /// Asks for the `len` bytes `PF_DIST` past `p` (a one-token step's
     /// block) in L1. (The tiles are one linear stream, which the hardware
     /// prefetchers follow, but not far enough ahead of a decode's step.)
     #[inline(always)]
-    unsafe fn prefetch_ahead(p: *const u8, len: usize) {
+    pub(in crate::kernels::ggml_paths) unsafe fn prefetch_ahead(p: *const u8, len: usize) {
         let mut o = 0;
         while o < len {
             // SAFETY: a prefetch does not fault, even past the tiles' end

@@ -45,14 +45,6 @@ use std::cell::RefCell;
 /// Elements per tinyBLAS step (the f32 lanes of a `__m512`).
 pub const KN: usize = 16;
 
-/// How far ahead (bytes) the one-row ggml_vec_dot_f16 kernel prefetches
-/// its weight row: a decode reads the rows of each stream segment in turn
-/// (`matmul.rs`), and one row per call (AVX2's kernel) left the stream
-/// unprefetched far enough ahead. SmolLM2 F16 tg128 on the avx2 set (the
-/// Xeon, `MINFER_NO_VNNI=1`), alternating rounds: 1.32× at 2 threads (7
-/// rounds), 1.25× at 1 (5 rounds).
-pub(crate) const DECODE_PF_DIST: usize = 2048;
-
 /// Whether `llamafile_sgemm` runs tinyBLAS<16> for an F16 product of `m`
 /// output rows (rows of the matrix), `n` activation rows and `k` columns.
 pub fn runs(m: usize, n: usize, k: usize) -> bool {
@@ -347,13 +339,14 @@ macro_rules! f16_row_kernels {
             let mut l = 0;
             while l < np {
                 if R == 1 {
-                    // this step's two lines of weights, DECODE_PF_DIST ahead
-                    for o in [0usize, 64] {
-                        let ahead = w.wrapping_add(2 * l + o + $crate::kernels::ggml_paths::tinyblas_f16::DECODE_PF_DIST);
-                        // (a prefetch does not fault, even past the row's
-                        // end; `wrapping_add`: no out-of-bounds arithmetic)
-                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ahead as *const i8);
-                    }
+                    // this step's two lines of weights, prefetched ahead as
+                    // the tiles' (a decode reads each stream segment's rows
+                    // in turn, and one row per call, AVX2's kernel, left the
+                    // stream unprefetched far enough ahead: SmolLM2 F16
+                    // tg128 on the avx2 set, Xeon, 1.32× at 2 threads, 1.25×
+                    // at 1, alternating rounds)
+                    // SAFETY: a prefetch does not fault (no access is made).
+                    unsafe { $crate::kernels::ggml_paths::repack_tiles::x86::prefetch_ahead(w.wrapping_add(2 * l), 128) };
                 }
                 for c in 0..4 {
                     for p in 0..P {
