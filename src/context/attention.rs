@@ -137,18 +137,21 @@ pub fn attention(
             // rows t * n_head_kv + g of q and out, in units of `group` heads:
             // heads g * group.. of token t
             let j = |t: usize| t * sh.n_head_kv + g;
-            let qs: Vec<&[f32]> = tokens.clone().map(|t| &q[j(t) * group * sh.hd_k..][..group * sh.hd_k]).collect();
-            let vis: Vec<&[usize]> = tokens.clone().map(|t| &visible[t][..]).collect();
-            let mut outs: Vec<&mut [f32]> = tokens
-                .map(|t| {
-                    // SAFETY: this task alone writes heads g * group.. of its
-                    // tokens (a (token, kv head) pair is one task's), within
-                    // `out` (nt * n_head * hd_v floats), borrowed mutably for
-                    // the whole submission.
-                    unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) }
-                })
-                .collect();
-            block_tiled(layer, sh, g, &qs, &vis, &mut outs);
+            // (arrays, not Vecs: no allocation per task)
+            let n = tokens.len();
+            let mut qs: [&[f32]; TOKEN_BLOCK] = [&[]; TOKEN_BLOCK];
+            let mut vis: [&[usize]; TOKEN_BLOCK] = [&[]; TOKEN_BLOCK];
+            let mut outs: [&mut [f32]; TOKEN_BLOCK] = Default::default();
+            for (k, t) in tokens.enumerate() {
+                qs[k] = &q[j(t) * group * sh.hd_k..][..group * sh.hd_k];
+                vis[k] = &visible[t];
+                // SAFETY: this task alone writes heads g * group.. of its
+                // tokens (a (token, kv head) pair is one task's), within
+                // `out` (nt * n_head * hd_v floats), borrowed mutably for
+                // the whole submission.
+                outs[k] = unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) };
+            }
+            block_tiled(layer, sh, g, &qs[..n], &vis[..n], &mut outs[..n]);
         });
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
