@@ -26,10 +26,9 @@ fn main() {
     // Only src/ffi/ is read (its mod.rs and, through it, every file of the
     // module): it is the whole C surface, and nothing else's public items
     // belong in the header.
-    let builder = cbindgen::Builder::new().with_config(config).with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
-    let bindings = builder
-        .generate()
-        .expect("cbindgen could not generate llama.h");
+    let builder =
+        cbindgen::Builder::new().with_config(config).with_src(crate_dir.join("src").join("ffi").join("mod.rs"));
+    let bindings = builder.generate().expect("cbindgen could not generate llama.h");
     bindings.write_to_file(&out);
     println!("cargo:rustc-env=MINFER_GENERATED_HEADER={}", out.display());
 

@@ -26,16 +26,8 @@ use llama::kernels::ggml_paths::repack_tiles;
 use llama::kernels::{kernels, matmul, ThreadPool, Weights};
 use llama::quant::quantize_row;
 
-const DEFAULT_SHAPES: [(usize, usize); 8] = [
-    (576, 576),
-    (1536, 576),
-    (576, 1536),
-    (1024, 640),
-    (2048, 640),
-    (640, 2048),
-    (49152, 576),
-    (262144, 640),
-];
+const DEFAULT_SHAPES: [(usize, usize); 8] =
+    [(576, 576), (1536, 576), (576, 1536), (1024, 640), (2048, 640), (640, 2048), (49152, 576), (262144, 640)];
 
 fn parse_type(s: &str) -> Option<GgmlType> {
     GgmlType::ALL.iter().copied().find(|t| t.name().eq_ignore_ascii_case(s))
@@ -65,18 +57,25 @@ fn parse_args() -> Result<Args, String> {
         let v = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--types" => {
-                a.types = v.split(',').map(|s| parse_type(s).ok_or(format!("unknown type {s}"))).collect::<Result<_, _>>()?
+                a.types =
+                    v.split(',').map(|s| parse_type(s).ok_or(format!("unknown type {s}"))).collect::<Result<_, _>>()?
             }
             "--shapes" => {
                 a.shapes = v
                     .split(',')
                     .map(|s| {
                         let (r, c) = s.split_once('x').ok_or(format!("bad shape {s}"))?;
-                        Ok((r.parse().map_err(|_| format!("bad shape {s}"))?, c.parse().map_err(|_| format!("bad shape {s}"))?))
+                        Ok((
+                            r.parse().map_err(|_| format!("bad shape {s}"))?,
+                            c.parse().map_err(|_| format!("bad shape {s}"))?,
+                        ))
                     })
                     .collect::<Result<_, String>>()?
             }
-            "--threads" => a.threads = v.split(',').map(|s| s.parse().map_err(|_| format!("bad count {s}"))).collect::<Result<_, _>>()?,
+            "--threads" => {
+                a.threads =
+                    v.split(',').map(|s| s.parse().map_err(|_| format!("bad count {s}"))).collect::<Result<_, _>>()?
+            }
             "--nt" => a.nt = v.parse().map_err(|_| "bad --nt".to_string())?,
             "--min-time" => a.min_time = v.parse().map_err(|_| "bad --min-time".to_string())?,
             "--tiles" => a.tiles = v == "1",

@@ -55,7 +55,8 @@ fn main() {
         _ => HashSet::new(),
     };
 
-    let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) = (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
+    let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
+        (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
     for kv in args.iter().skip(6) {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
         let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
@@ -127,7 +128,8 @@ fn main() {
     };
     mat(&mut rng, "token_embd.weight".into(), n_embd, n_vocab);
     let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
-    let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> = vec![("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd))];
+    let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> =
+        vec![("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd))];
     for il in 0..n_layer {
         let t = |s: &str| format!("blk.{il}.{s}");
         vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
@@ -136,7 +138,9 @@ fn main() {
         mat(&mut rng, t("attn_v.weight"), n_embd, n_head_kv * hd);
         mat(&mut rng, t("attn_output.weight"), n_head * hd, n_embd);
         if arch == "qwen2" {
-            for (name, n) in [("attn_q.bias", n_head * hd), ("attn_k.bias", n_head_kv * hd), ("attn_v.bias", n_head_kv * hd)] {
+            for (name, n) in
+                [("attn_q.bias", n_head * hd), ("attn_k.bias", n_head_kv * hd), ("attn_v.bias", n_head_kv * hd)]
+            {
                 vecs.push((t(name), vec![n as u64], (0..n).map(|_| 0.1 * rng.uniform()).collect()));
             }
         }

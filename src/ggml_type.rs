@@ -286,10 +286,7 @@ mod tests {
         for v in 0..GGML_TYPE_COUNT + 10 {
             match GgmlType::from_u32(v) {
                 Some(_) => known += 1,
-                None => assert!(
-                    v >= GGML_TYPE_COUNT || removed_type_name(v).is_some(),
-                    "gap {v}"
-                ),
+                None => assert!(v >= GGML_TYPE_COUNT || removed_type_name(v).is_some(), "gap {v}"),
             }
         }
         assert_eq!(known, GgmlType::ALL.len());
@@ -297,9 +294,7 @@ mod tests {
             assert_eq!(GgmlType::from_u32(v), None);
         }
         // ALL is sorted and duplicate-free.
-        assert!(GgmlType::ALL
-            .windows(2)
-            .all(|w| (w[0] as u32) < (w[1] as u32)));
+        assert!(GgmlType::ALL.windows(2).all(|w| (w[0] as u32) < (w[1] as u32)));
     }
 
     #[test]

@@ -30,16 +30,16 @@ pub mod cpu;
 pub mod error;
 #[macro_use]
 pub mod log;
-pub mod ggml_type;
-pub mod kernels;
-pub mod quant;
-pub mod gguf;
-pub mod model;
-pub mod vocab;
 pub mod chat;
 pub mod context;
-pub mod sampling;
 pub mod ffi;
+pub mod ggml_type;
+pub mod gguf;
+pub mod kernels;
+pub mod model;
+pub mod quant;
+pub mod sampling;
+pub mod vocab;
 
 #[cfg(test)]
 mod test_alloc;

@@ -253,9 +253,13 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
         .write(&mut ss, chat, add_ass),
         Chatglm3 => Turns { prefix: "[gMASK]sop", open: "<|", mid: "|>\n ", assistant: "<|assistant|>", ..Turns::NONE }
             .write(&mut ss, chat, add_ass),
-        Chatglm4 => Turns { prefix: "[gMASK]<sop>", open: "<|", mid: "|>\n", assistant: "<|assistant|>\n", ..Turns::NONE }
-            .write(&mut ss, chat, add_ass),
-        Glmedge => Turns { open: "<|", mid: "|>\n", assistant: "<|assistant|>", ..Turns::NONE }.write(&mut ss, chat, add_ass),
+        Chatglm4 => {
+            Turns { prefix: "[gMASK]<sop>", open: "<|", mid: "|>\n", assistant: "<|assistant|>\n", ..Turns::NONE }
+                .write(&mut ss, chat, add_ass)
+        }
+        Glmedge => {
+            Turns { open: "<|", mid: "|>\n", assistant: "<|assistant|>", ..Turns::NONE }.write(&mut ss, chat, add_ass)
+        }
         Minicpm => {
             for m in chat {
                 if m.role == b"user" {

@@ -105,7 +105,8 @@ pub fn detect(tmpl: &[u8]) -> Option<Template> {
         } else {
             Granite3x
         }
-    } else if has("message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]") {
+    } else if has("message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]")
+    {
         Gigachat
     } else if has("<|role_start|>") {
         Megrez

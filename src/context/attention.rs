@@ -36,9 +36,9 @@
 use super::batch::Token;
 use super::kv_cache::{KvCache, KvRows, KvType};
 use crate::error::Result;
+use crate::kernels::aligned::AlignedF32;
 use crate::kernels::vecf::{self, TILE};
 use crate::kernels::ThreadPool;
-use crate::kernels::aligned::AlignedF32;
 
 /// Query rows per tile in the reference (GGML_FA_TILE_Q): ubatches with at
 /// least this many tokens take the tiled path.
@@ -149,7 +149,8 @@ pub fn attention(
                 // tokens (a (token, kv head) pair is one task's), within
                 // `out` (nt * n_head * hd_v floats), borrowed mutably for
                 // the whole submission.
-                outs[k] = unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) };
+                outs[k] =
+                    unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) };
             }
             block_tiled(layer, sh, g, &qs[..n], &vis[..n], &mut outs[..n]);
         });
@@ -296,7 +297,15 @@ impl<const R: usize> TiledRows<R> {
     /// Scores of the next tile (`q` [R][hd_k]) into `kq` as probabilities,
     /// the running maxima and sums updated and `out` ([R][hd_v], the
     /// accumulators) rescaled where a maximum grew. Returns the tile's slot.
-    fn scores(&mut self, layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32], visible: &[usize], out: &mut [f32]) -> usize {
+    fn scores(
+        &mut self,
+        layer: &LayerKv,
+        sh: AttnShape,
+        g: usize,
+        q: &[f32],
+        visible: &[usize],
+        out: &mut [f32],
+    ) -> usize {
         let k_tile = sh.hd_k * TILE;
         let mut i = self.i;
         let t = visible[i] / TILE;
@@ -371,7 +380,15 @@ const TOKEN_BLOCK: usize = 8;
 /// `visible[j]` the cells token j sees: per tile, the scores of every token
 /// that sees a cell of it, then their `P·V` (each row's operations as in
 /// [`rows_tiled`], so the same bits).
-fn tokens_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, h: usize, qs: &[&[f32]], visible: &[&[usize]], outs: &mut [&mut [f32]]) {
+fn tokens_tiled<const R: usize>(
+    layer: &LayerKv,
+    sh: AttnShape,
+    g: usize,
+    h: usize,
+    qs: &[&[f32]],
+    visible: &[&[usize]],
+    outs: &mut [&mut [f32]],
+) {
     let n = qs.len();
     assert!(n <= TOKEN_BLOCK && visible.len() == n && outs.len() == n, "tokens_tiled: shapes");
     let (q_of, out_range) = (|j: usize| &qs[j][h * sh.hd_k..(h + R) * sh.hd_k], h * sh.hd_v..(h + R) * sh.hd_v);
@@ -380,7 +397,7 @@ fn tokens_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, h: usi
         o[out_range.clone()].fill(0.0);
     }
     let mut slots = [usize::MAX; TOKEN_BLOCK]; // this tile's slot per token, MAX if it sees none
-    // ascending tiles: the lowest next tile of any token
+                                               // ascending tiles: the lowest next tile of any token
     while let Some(t) = (0..n).filter_map(|j| rows[j].next_tile(visible[j])).min() {
         for j in 0..n {
             slots[j] = if rows[j].next_tile(visible[j]) == Some(t) {
@@ -512,9 +529,18 @@ mod tests {
         };
         let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         for heads in [1, 2, 3, 4, 5, 8] {
-            let sh = AttnShape { n_head: heads * n_head_kv, n_head_kv, hd_k, hd_v, kw: n_head_kv * hd_k, vw: n_head_kv * hd_v, kq_scale: 0.11 };
+            let sh = AttnShape {
+                n_head: heads * n_head_kv,
+                n_head_kv,
+                hd_k,
+                hd_v,
+                kw: n_head_kv * hd_k,
+                vw: n_head_kv * hd_v,
+                kq_scale: 0.11,
+            };
             for n in [1, 2, 5, TOKEN_BLOCK] {
-                let q: Vec<Vec<f32>> = (0..n).map(|j| (0..heads * hd_k).map(|i| val(i + 7 * j, 71) / 3.0).collect()).collect();
+                let q: Vec<Vec<f32>> =
+                    (0..n).map(|j| (0..heads * hd_k).map(|i| val(i + 7 * j, 71) / 3.0).collect()).collect();
                 let visible: Vec<Vec<usize>> = (0..n).map(visible_of).collect();
                 let mut out = vec![vec![f32::NAN; heads * hd_v]; n]; // old values must not count
                 let qs: Vec<&[f32]> = q.iter().map(|x| &x[..]).collect();
@@ -525,7 +551,11 @@ mod tests {
                     for h in 0..heads {
                         let mut alone = vec![0f32; hd_v];
                         rows_tiled::<1>(&layer, sh, 1, &q[j][h * hd_k..(h + 1) * hd_k], &visible[j], &mut alone);
-                        assert_eq!(bits(&out[j][h * hd_v..(h + 1) * hd_v]), bits(&alone), "token {j} of {n}, head {h} of {heads}");
+                        assert_eq!(
+                            bits(&out[j][h * hd_v..(h + 1) * hd_v]),
+                            bits(&alone),
+                            "token {j} of {n}, head {h} of {heads}"
+                        );
                         assert!(alone.iter().any(|&v| v != 0.0), "token {j}, head {h}: a real output");
                     }
                 }

@@ -29,8 +29,8 @@
 use super::attention::{per_row, AttnShape};
 use super::kv_cache::{KvCache, KvType};
 use crate::error::Result;
-use crate::kernels::ggml_paths::tinyblas_f16;
 use crate::kernels::aligned::AlignedF32;
+use crate::kernels::ggml_paths::tinyblas_f16;
 use crate::kernels::vecf;
 use crate::kernels::ThreadPool;
 

@@ -11,8 +11,8 @@ use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
 use super::workspace::{sized, Workspace};
-use crate::kernels::aligned::AlignedF32;
 use crate::error::Result;
+use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::Arch;
 use crate::model::weights::{Weight, Weights};
@@ -184,7 +184,10 @@ pub fn forward(
     let row_bytes = embd_bytes.len() / tok_embd.rows();
     let embd_input = tokens.iter().any(|t| t.id.is_none());
     if embd_input && inp_embd.len() != nt * n_embd {
-        return Err(crate::Error::invalid(format!("embedding input has {} values, want {nt}x{n_embd}", inp_embd.len())));
+        return Err(crate::Error::invalid(format!(
+            "embedding input has {} values, want {nt}x{n_embd}",
+            inp_embd.len()
+        )));
     }
     for (t, tok) in tokens.iter().enumerate() {
         let xt = &mut x[t * n_embd..(t + 1) * n_embd];

@@ -165,7 +165,13 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    pub fn new(n_cells: usize, k_width: Vec<usize>, v_width: Vec<usize>, type_k: KvType, type_v: KvType) -> Result<KvCache> {
+    pub fn new(
+        n_cells: usize,
+        k_width: Vec<usize>,
+        v_width: Vec<usize>,
+        type_k: KvType,
+        type_v: KvType,
+    ) -> Result<KvCache> {
         let total: usize = k_width.iter().chain(&v_width).map(|w| w.saturating_mul(n_cells)).sum();
         let bytes = total.saturating_mul(if type_k == KvType::F16 { 2 } else { 4 });
         if bytes > (1usize << 40) {
@@ -194,7 +200,8 @@ impl KvCache {
 
     /// Free cells for `n` tokens (lowest indices first), or None if full.
     pub fn find_slots(&self, n: usize) -> Option<Vec<usize>> {
-        let free: Vec<usize> = self.cells.iter().enumerate().filter(|(_, c)| c.is_empty()).map(|(i, _)| i).take(n).collect();
+        let free: Vec<usize> =
+            self.cells.iter().enumerate().filter(|(_, c)| c.is_empty()).map(|(i, _)| i).take(n).collect();
         (free.len() == n).then_some(free)
     }
 

@@ -97,9 +97,8 @@ impl CParams {
             if per_seq == 0 {
                 return Err(Error::invalid("n_ctx / n_seq_max is 0"));
             }
-            let total = per_seq
-                .checked_mul(n_seq_max)
-                .ok_or_else(|| Error::invalid("n_ctx is too large for n_seq_max"))?;
+            let total =
+                per_seq.checked_mul(n_seq_max).ok_or_else(|| Error::invalid("n_ctx is too large for n_seq_max"))?;
             if total != n_ctx {
                 log_warn!("llama_init_from_model: n_ctx is not divisible by n_seq_max - rounding to {total}");
                 n_ctx = total;
@@ -276,7 +275,9 @@ impl Context {
         let pooled = self.embeddings && self.pooling != Pooling::None;
         let mut tokens = batch.tokens.clone();
         if pooled && tokens.iter().any(|t| !t.output) {
-            log_warn!("llama_decode: embeddings required but some input tokens were not marked as outputs -> overriding");
+            log_warn!(
+                "llama_decode: embeddings required but some input tokens were not marked as outputs -> overriding"
+            );
             tokens.iter_mut().for_each(|t| t.output = true);
         }
         let n_out = tokens.iter().filter(|t| t.output).count();
@@ -449,8 +450,11 @@ impl Context {
             }
             for il in 0..self.kv.k.len() {
                 let (base, swa) = (self.kv.k_width[il], hp.is_swa[il]);
-                let (freq_base, freq_scale) =
-                    if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
+                let (freq_base, freq_scale) = if swa {
+                    (hp.rope_freq_base_train_swa, 1.0)
+                } else {
+                    (hp.rope_freq_base_train, hp.rope_freq_scale_train)
+                };
                 for g in 0..base / hd {
                     let at = c * base + g * hd;
                     KvCache::read(&self.kv.k[il], at, &mut head);

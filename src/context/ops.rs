@@ -2,7 +2,6 @@
 //! (ggml-cpu ops.cpp / vec.h): where ggml sums in double or rounds through
 //! f16, so do these, because logits parity depends on it.
 
-
 /// RMS norm of each row of `x` ([n][d]) times `w` ([d]), in place:
 /// `x * (1/sqrt(mean(x²) + eps)) * w`, the square sum in f64 as ggml does.
 pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
@@ -84,7 +83,11 @@ fn gelu_table() -> &'static [u16] {
                 let h = half::f16::from_f32(gelu_f32(half::f16::from_bits(i).to_f32()));
                 // NaNs come out of the reference's table quiet and without
                 // payload (only used for NaN inputs; any NaN would do)
-                if h.is_nan() { (h.to_bits() & 0x8000) | 0x7e00 } else { h.to_bits() }
+                if h.is_nan() {
+                    (h.to_bits() & 0x8000) | 0x7e00
+                } else {
+                    h.to_bits()
+                }
             })
             .collect()
     })
@@ -104,7 +107,13 @@ fn gelu_f32(x: f32) -> f32 {
 /// pairs, as ggml_rope_cache_init computes them: theta starts at `pos` and
 /// is multiplied by base^(-2/n_rot) per pair, all in f32. Shared by every
 /// head of the position (as the reference's cache is).
-pub fn rope_angles(pos: i32, n_rot: usize, freq_base: f32, freq_scale: f32, factors: Option<&[f32]>) -> Vec<(f32, f32)> {
+pub fn rope_angles(
+    pos: i32,
+    n_rot: usize,
+    freq_base: f32,
+    freq_scale: f32,
+    factors: Option<&[f32]>,
+) -> Vec<(f32, f32)> {
     let theta_scale = freq_base.powf(-2.0 / n_rot as f32);
     let mut theta = pos as f32;
     (0..n_rot / 2)
@@ -155,7 +164,15 @@ fn rope_pairs(v: &mut [f32], angles: &[(f32, f32)], neox: bool) {
 
 /// Rotary embedding of one head vector at position `pos` ([`rope_angles`]
 /// then [`rope_by`]).
-pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, freq_base: f32, freq_scale: f32, factors: Option<&[f32]>, neox: bool) {
+pub fn rope(
+    v: &mut [f32],
+    pos: i32,
+    n_rot: usize,
+    freq_base: f32,
+    freq_scale: f32,
+    factors: Option<&[f32]>,
+    neox: bool,
+) {
     rope_by(v, &rope_angles(pos, n_rot, freq_base, freq_scale, factors), neox);
 }
 
@@ -178,7 +195,20 @@ mod tests {
     fn geglu_simd_equals_the_scalar_definition() {
         // around and beyond ±10, tiny (f16 subnormal) values, infinities, NaN
         let mut g: Vec<f32> = (0..4000).map(|i| (i as f32 - 2000.0) / 150.0).collect();
-        g.extend([1e-6, -1e-6, 3e-8, 0.0, -0.0, 9.999, 10.0, -10.0, -9.999, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+        g.extend([
+            1e-6,
+            -1e-6,
+            3e-8,
+            0.0,
+            -0.0,
+            9.999,
+            10.0,
+            -10.0,
+            -9.999,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ]);
         g.extend([0.5; 5]); // a tail past the last group of 8
         let u: Vec<f32> = (0..g.len()).map(|i| 1.0 + (i % 7) as f32 / 3.0).collect();
         let (mut a, mut b) = (g.clone(), g.clone());

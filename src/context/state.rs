@@ -121,7 +121,10 @@ impl Sink for SliceSink<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
         let end = self.at.checked_add(bytes.len()).filter(|&e| e <= self.buf.len());
         let end = end.ok_or_else(|| {
-            Error::state(format!("unexpectedly reached end of buffer (the state needs more than its {} bytes)", self.buf.len()))
+            Error::state(format!(
+                "unexpectedly reached end of buffer (the state needs more than its {} bytes)",
+                self.buf.len()
+            ))
         })?;
         self.buf[self.at..end].copy_from_slice(bytes);
         self.at = end;
@@ -227,7 +230,11 @@ impl<'a> Source<'a> for SliceSource<'a> {
     }
     fn finished(&self) -> Result<()> {
         if self.exact && self.rest() != 0 {
-            return Err(Error::state(format!("did not read all of the session file data! size {}, got {}", self.buf.len(), self.at)));
+            return Err(Error::state(format!(
+                "did not read all of the session file data! size {}, got {}",
+                self.buf.len(),
+                self.at
+            )));
         }
         Ok(())
     }
@@ -315,7 +322,8 @@ impl Layout {
             v_trans: ctx.v_trans,
             swa_keep: (!ctx.swa_full).then(|| {
                 let n_seq = if ctx.cparams.kv_unified { n_seq_max as u32 } else { 1 };
-                let size = ctx.cparams.n_ctx_seq.min(hp.n_swa.saturating_mul(n_seq).saturating_add(ctx.cparams.n_ubatch));
+                let size =
+                    ctx.cparams.n_ctx_seq.min(hp.n_swa.saturating_mul(n_seq).saturating_add(ctx.cparams.n_ubatch));
                 size.div_ceil(256).saturating_mul(256).min(i32::MAX as u32) as i32
             }),
             sections,
@@ -337,7 +345,11 @@ impl Layout {
         let n_cells = kv.n_cells();
         let mut total = 4 + 256 + 8;
         for sec in &self.sections {
-            let rows: usize = sec.layers.iter().map(|&il| kv.k_width[il] * kv.k[il].elem_size() + kv.v_width[il] * kv.v[il].elem_size()).sum();
+            let rows: usize = sec
+                .layers
+                .iter()
+                .map(|&il| kv.k_width[il] * kv.k[il].elem_size() + kv.v_width[il] * kv.v[il].elem_size())
+                .sum();
             total += 4 + self.n_stream * (12 + sec.layers.len() * 24) + n_cells * (8 + 4 * self.n_seq_max + rows);
         }
         total
@@ -565,18 +577,26 @@ fn read_stream<'a>(
         let mut seqs = SeqSet::default();
         if seq >= 0 {
             if n_seq_id != 1 {
-                return Err(Error::state(format!("invalid seq_id-agnostic kv cell ({n_seq_id} sequence ids, 1 expected)")));
+                return Err(Error::state(format!(
+                    "invalid seq_id-agnostic kv cell ({n_seq_id} sequence ids, 1 expected)"
+                )));
             }
             i32_of(src)?; // the saved id; the cell goes to `seq`
             seqs.add(seq as usize);
         } else {
             if n_seq_id > layout.n_seq_max {
-                return Err(Error::state(format!("cell {i} lists {n_seq_id} sequences (n_seq_max is {})", layout.n_seq_max)));
+                return Err(Error::state(format!(
+                    "cell {i} lists {n_seq_id} sequences (n_seq_max is {})",
+                    layout.n_seq_max
+                )));
             }
             for _ in 0..n_seq_id {
                 let id = i32_of(src)?;
                 if id < 0 || id as usize >= layout.n_seq_max {
-                    return Err(Error::state(format!("invalid seq_id, {id} is out of range [0, {})", layout.n_seq_max)));
+                    return Err(Error::state(format!(
+                        "invalid seq_id, {id} is out of range [0, {})",
+                        layout.n_seq_max
+                    )));
                 }
                 seqs.add(id as usize);
             }
@@ -590,7 +610,10 @@ fn read_stream<'a>(
         return Err(Error::state(format!("mismatched layer count ({n_layer} instead of {})", sec.layers.len())));
     }
     if v_trans > 1 || (v_trans == 1) != layout.v_trans {
-        return Err(Error::state(format!("incompatible V transposition (saved {v_trans}, this context {})", u32::from(layout.v_trans))));
+        return Err(Error::state(format!(
+            "incompatible V transposition (saved {v_trans}, this context {})",
+            u32::from(layout.v_trans)
+        )));
     }
     let mut k = Vec::with_capacity(n_layer);
     for &il in &sec.layers {
@@ -601,7 +624,10 @@ fn read_stream<'a>(
         }
         let row = u64_of(src)?;
         if row != (width * rows.elem_size()) as u64 {
-            return Err(Error::state(format!("mismatched key row size ({} != {row}, layer {il})", width * rows.elem_size())));
+            return Err(Error::state(format!(
+                "mismatched key row size ({} != {row}, layer {il})",
+                width * rows.elem_size()
+            )));
         }
         k.push(src.take_tensor(count * width * rows.elem_size())?);
     }
@@ -615,7 +641,10 @@ fn read_stream<'a>(
         if layout.v_trans {
             let el = u32_of(src)?;
             if el as usize != rows.elem_size() {
-                return Err(Error::state(format!("mismatched value element size ({} != {el}, layer {il})", rows.elem_size())));
+                return Err(Error::state(format!(
+                    "mismatched value element size ({} != {el}, layer {il})",
+                    rows.elem_size()
+                )));
             }
             let n_embd = u32_of(src)?;
             if n_embd as usize != width {
@@ -624,7 +653,10 @@ fn read_stream<'a>(
         } else {
             let row = u64_of(src)?;
             if row != (width * rows.elem_size()) as u64 {
-                return Err(Error::state(format!("mismatched value row size ({} != {row}, layer {il})", width * rows.elem_size())));
+                return Err(Error::state(format!(
+                    "mismatched value row size ({} != {row}, layer {il})",
+                    width * rows.elem_size()
+                )));
             }
         }
         v.push(src.take_tensor(count * width * rows.elem_size())?);
@@ -633,7 +665,13 @@ fn read_stream<'a>(
 }
 
 /// A cache's streams as read (None: an empty stream).
-fn read_cache<'a>(kv: &KvCache, layout: &Layout, sec: &Section, src: &mut dyn Source<'a>, seq: i32) -> Result<Vec<Option<Stream<'a>>>> {
+fn read_cache<'a>(
+    kv: &KvCache,
+    layout: &Layout,
+    sec: &Section,
+    src: &mut dyn Source<'a>,
+    seq: i32,
+) -> Result<Vec<Option<Stream<'a>>>> {
     let n_stream = u32_of(src)? as usize;
     if n_stream != layout.n_stream {
         return Err(Error::state(format!("n_stream mismatch ({n_stream} saved, {} in this context)", layout.n_stream)));
@@ -721,8 +759,14 @@ fn held_cells(kv: &KvCache, seq: i32) -> Vec<(usize, i32, SeqSet)> {
 }
 
 /// Decides where every cell of a parsed state goes, or why it cannot.
-fn plan_restore<'a, 's>(kv: &KvCache, layout: &'s Layout, sections: Vec<(&'s Section, Vec<Option<Stream<'a>>>)>, seq: i32) -> Result<Plan<'a, 's>> {
-    let mut plan = Plan { clear: false, remove_seq: None, new_cells: Vec::new(), zero_layers: Vec::new(), writes: Vec::new() };
+fn plan_restore<'a, 's>(
+    kv: &KvCache,
+    layout: &'s Layout,
+    sections: Vec<(&'s Section, Vec<Option<Stream<'a>>>)>,
+    seq: i32,
+) -> Result<Plan<'a, 's>> {
+    let mut plan =
+        Plan { clear: false, remove_seq: None, new_cells: Vec::new(), zero_layers: Vec::new(), writes: Vec::new() };
     // Cells the non-SWA cache places, by stream, for matching the SWA cache's.
     let mut placed: Vec<Vec<(usize, i32, SeqSet)>> = vec![Vec::new(); layout.n_stream];
     let mut next_cell = 0;
@@ -743,7 +787,11 @@ fn plan_restore<'a, 's>(kv: &KvCache, layout: &'s Layout, sections: Vec<(&'s Sec
             let targets = if base && seq < 0 {
                 // Whole restore: stream after stream from cell 0.
                 if next_cell + n > kv.n_cells() {
-                    return Err(Error::state(format!("not enough cells in kv cache ({} > {})", next_cell + n, kv.n_cells())));
+                    return Err(Error::state(format!(
+                        "not enough cells in kv cache ({} > {})",
+                        next_cell + n,
+                        kv.n_cells()
+                    )));
                 }
                 next_cell += n;
                 (next_cell - n..next_cell).collect()
@@ -847,7 +895,10 @@ pub fn read_state<'a>(ctx: &mut Context, src: &mut dyn Source<'a>) -> Result<usi
     }
     let saved = src.take(n)?;
     if saved != arch.as_bytes() {
-        return Err(Error::state(format!("wrong model arch: '{}' instead of '{arch}'", String::from_utf8_lossy(saved))));
+        return Err(Error::state(format!(
+            "wrong model arch: '{}' instead of '{arch}'",
+            String::from_utf8_lossy(saved)
+        )));
     }
     read_memory(ctx, src, -1, 0)
 }
@@ -887,7 +938,8 @@ fn create(path: &Path) -> Result<FileSink> {
 }
 
 fn put_header(sink: &mut FileSink, magic: u32, version: u32, tokens: &[i32]) -> Result<()> {
-    let n = u32::try_from(tokens.len()).map_err(|_| Error::invalid(format!("{} tokens do not fit a session file", tokens.len())))?;
+    let n = u32::try_from(tokens.len())
+        .map_err(|_| Error::invalid(format!("{} tokens do not fit a session file", tokens.len())))?;
     sink.put(&magic.to_le_bytes())?;
     sink.put(&version.to_le_bytes())?;
     sink.put(&n.to_le_bytes())?;
@@ -929,10 +981,15 @@ fn open_head(path: &Path, magic: u32, version: u32, what: &str) -> Result<FileHe
     let mut file = std::fs::File::open(path).map_err(|e| open_err(path, e))?;
     let len = file.metadata().map_err(|e| open_err(path, e))?.len();
     let mut head = [0u8; 12];
-    file.read_exact(&mut head).map_err(|_| Error::state(format!("{}: {len} bytes are too few for a {what} file", path.display())))?;
+    file.read_exact(&mut head)
+        .map_err(|_| Error::state(format!("{}: {len} bytes are too few for a {what} file", path.display())))?;
     let word = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
     if word(0) != magic || word(4) != version {
-        return Err(Error::state(format!("unknown (magic, version) for {what} file: {:08x}, {:08x}", word(0), word(4))));
+        return Err(Error::state(format!(
+            "unknown (magic, version) for {what} file: {:08x}, {:08x}",
+            word(0),
+            word(4)
+        )));
     }
     Ok(FileHead { file, n_token: word(8) as usize, rest: len - 12 })
 }
@@ -940,7 +997,8 @@ fn open_head(path: &Path, magic: u32, version: u32, what: &str) -> Result<FileHe
 /// Reads `n` bytes of a state file.
 fn read_bytes(file: &mut std::fs::File, n: usize, path: &Path) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
-    file.read_exact(&mut buf).map_err(|e| Error::state(format!("{}: failed to read {n} bytes: {e}", path.display())))?;
+    file.read_exact(&mut buf)
+        .map_err(|e| Error::state(format!("{}: failed to read {n} bytes: {e}", path.display())))?;
     Ok(buf)
 }
 
@@ -954,7 +1012,10 @@ fn tokens_of(bytes: &[u8]) -> Vec<i32> {
 pub fn load_session_file(ctx: &mut Context, path: &Path, capacity: usize) -> Result<Vec<i32>> {
     let mut head = open_head(path, SESSION_MAGIC, SESSION_VERSION, "session")?;
     if head.n_token > capacity {
-        return Err(Error::state(format!("token count in session file exceeded capacity! {} > {capacity}", head.n_token)));
+        return Err(Error::state(format!(
+            "token count in session file exceeded capacity! {} > {capacity}",
+            head.n_token
+        )));
     }
     let token_bytes = head.n_token as u64 * 4;
     if token_bytes > head.rest {
@@ -963,7 +1024,10 @@ pub fn load_session_file(ctx: &mut Context, path: &Path, capacity: usize) -> Res
     let state_len = head.rest - token_bytes;
     let max = Layout::of(ctx).max_bytes(&ctx.kv) as u64;
     if state_len > max {
-        return Err(Error::state(format!("{}: {state_len} bytes of state are more than this context can hold ({max})", path.display())));
+        return Err(Error::state(format!(
+            "{}: {state_len} bytes of state are more than this context can hold ({max})",
+            path.display()
+        )));
     }
     let tokens = tokens_of(&read_bytes(&mut head.file, token_bytes as usize, path)?);
     let state = read_bytes(&mut head.file, state_len as usize, path)?;
@@ -997,7 +1061,10 @@ pub fn load_seq_file(ctx: &mut Context, path: &Path, seq: i32, capacity: Option<
         return Ok(SeqFile { n_read: 12, n_token: head.n_token, tokens: Vec::new() });
     };
     if head.n_token > capacity {
-        return Err(Error::state(format!("token count in sequence state file exceeded capacity! {} > {capacity}", head.n_token)));
+        return Err(Error::state(format!(
+            "token count in sequence state file exceeded capacity! {} > {capacity}",
+            head.n_token
+        )));
     }
     if token_bytes > head.rest {
         return Err(Error::state(format!("{}: {} tokens do not fit in the file", path.display(), head.n_token)));
@@ -1076,11 +1143,21 @@ mod tests {
         let expected = words(&[
             &1u32.to_le_bytes(), // n_stream
             &2u32.to_le_bytes(), // cell_count
-            &0i32.to_le_bytes(), &1u32.to_le_bytes(), &0i32.to_le_bytes(), // pos 0, seq [0]
-            &1i32.to_le_bytes(), &2u32.to_le_bytes(), &0i32.to_le_bytes(), &1i32.to_le_bytes(), // pos 1, seqs [0, 1]
-            &0u32.to_le_bytes(), &1u32.to_le_bytes(), // v_trans, n_layer
-            &1i32.to_le_bytes(), &4u64.to_le_bytes(), &f16s(&[1.0, 2.0, 3.0, 4.0]), // K: F16, 4-byte rows
-            &1i32.to_le_bytes(), &4u64.to_le_bytes(), &f16s(&[-1.0, 0.5, -3.0, 1.5]), // V rows
+            &0i32.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &0i32.to_le_bytes(), // pos 0, seq [0]
+            &1i32.to_le_bytes(),
+            &2u32.to_le_bytes(),
+            &0i32.to_le_bytes(),
+            &1i32.to_le_bytes(), // pos 1, seqs [0, 1]
+            &0u32.to_le_bytes(),
+            &1u32.to_le_bytes(), // v_trans, n_layer
+            &1i32.to_le_bytes(),
+            &4u64.to_le_bytes(),
+            &f16s(&[1.0, 2.0, 3.0, 4.0]), // K: F16, 4-byte rows
+            &1i32.to_le_bytes(),
+            &4u64.to_le_bytes(),
+            &f16s(&[-1.0, 0.5, -3.0, 1.5]), // V rows
         ]);
         assert_eq!(save(&kv, &l, -1, 0), expected);
 
@@ -1088,16 +1165,29 @@ mod tests {
         let lt = layout(1, 2, true, 1);
         let mut t = expected[..expected.len() - 12 - 8].to_vec();
         t[36..40].copy_from_slice(&1u32.to_le_bytes()); // v_trans
-        t.extend(words(&[&1i32.to_le_bytes(), &2u32.to_le_bytes(), &2u32.to_le_bytes(), &f16s(&[-1.0, -3.0, 0.5, 1.5])]));
+        t.extend(words(&[
+            &1i32.to_le_bytes(),
+            &2u32.to_le_bytes(),
+            &2u32.to_le_bytes(),
+            &f16s(&[-1.0, -3.0, 0.5, 1.5]),
+        ]));
         assert_eq!(save(&kv, &lt, -1, 0), t);
 
         // Sequence 1: only its cell, listed with id 1 alone.
         let seq1 = words(&[
-            &1u32.to_le_bytes(), &1u32.to_le_bytes(),
-            &1i32.to_le_bytes(), &1u32.to_le_bytes(), &1i32.to_le_bytes(),
-            &0u32.to_le_bytes(), &1u32.to_le_bytes(),
-            &1i32.to_le_bytes(), &4u64.to_le_bytes(), &f16s(&[3.0, 4.0]),
-            &1i32.to_le_bytes(), &4u64.to_le_bytes(), &f16s(&[-3.0, 1.5]),
+            &1u32.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &1i32.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &1i32.to_le_bytes(),
+            &0u32.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &1i32.to_le_bytes(),
+            &4u64.to_le_bytes(),
+            &f16s(&[3.0, 4.0]),
+            &1i32.to_le_bytes(),
+            &4u64.to_le_bytes(),
+            &f16s(&[-3.0, 1.5]),
         ]);
         assert_eq!(save(&kv, &l, 1, 0), seq1);
 
@@ -1220,7 +1310,10 @@ mod tests {
         let mut full = cache(8, 2, KvType::F16);
         (0..7).for_each(|c| put(&mut full, c, c as i32, &[0], 1.0));
         let full_before = save(&full, &l, -1, 0);
-        assert!(restore(&mut full, &l, &seq, 1, 0).unwrap_err().to_string().contains("failed to find 3 available cells"));
+        assert!(restore(&mut full, &l, &seq, 1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("failed to find 3 available cells"));
         assert_eq!(save(&full, &l, -1, 0), full_before);
         assert!(restore(&mut dst, &l, &seq, 2, 0).unwrap_err().to_string().contains("out of range"));
         assert_eq!(save(&dst, &l, -1, 0), before);
@@ -1241,7 +1334,10 @@ mod tests {
     fn counts(bytes: &[u8], l: &Layout) -> Vec<u32> {
         let mut src = SliceSource::new(bytes);
         let kv = cache(8, 2, KvType::F16);
-        l.sections.iter().map(|sec| read_cache(&kv, l, sec, &mut src, -1).unwrap()[0].as_ref().map_or(0, |s| s.cells.len() as u32)).collect()
+        l.sections
+            .iter()
+            .map(|sec| read_cache(&kv, l, sec, &mut src, -1).unwrap()[0].as_ref().map_or(0, |s| s.cells.len() as u32))
+            .collect()
     }
 
     #[test]
@@ -1302,7 +1398,10 @@ mod tests {
         let kv = sample(8, 2, KvType::F16);
         let n = save(&kv, &l, -1, 0).len();
         let mut buf = vec![0u8; n - 1];
-        assert!(write_kv(&kv, &l, &mut SliceSink::new(&mut buf), -1, 0).unwrap_err().to_string().contains("end of buffer"));
+        assert!(write_kv(&kv, &l, &mut SliceSink::new(&mut buf), -1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("end of buffer"));
         // ON_DEVICE: only the metadata reaches the sink; the K/V bytes are kept.
         let mut meta = vec![0u8; n];
         let mut sink = SliceSink::new(&mut meta);
@@ -1325,6 +1424,9 @@ mod tests {
         let mut src = SliceSource::new(&meta[..n_meta]);
         let longer = [&kept[..], &[0u8, 0]].concat();
         let mut dsrc = DeviceSource { meta: &mut src, tensors: SliceSource::new(&longer) };
-        assert!(restore_kv(&mut back, &l, &mut dsrc, -1, 0).unwrap_err().to_string().contains("memory buffer mismatch"));
+        assert!(restore_kv(&mut back, &l, &mut dsrc, -1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("memory buffer mismatch"));
     }
 }

@@ -30,11 +30,27 @@ macro_rules! fields {
 fn table() -> HashMap<String, (usize, usize)> {
     let mut rows = HashMap::new();
     let s = structs![
-        llama_token_data, llama_token_data_array, llama_batch, llama_model_kv_override,
-        llama_model_tensor_buft_override, llama_model_params, llama_sampler_seq_config, llama_context_params,
-        llama_model_tensor_override, llama_model_imatrix_data, llama_model_quantize_params, llama_logit_bias,
-        llama_sampler_chain_params, llama_chat_message, llama_embd, llama_sampler_data, llama_sampler_i,
-        llama_sampler, llama_perf_context_data, llama_perf_sampler_data, llama_opt_params,
+        llama_token_data,
+        llama_token_data_array,
+        llama_batch,
+        llama_model_kv_override,
+        llama_model_tensor_buft_override,
+        llama_model_params,
+        llama_sampler_seq_config,
+        llama_context_params,
+        llama_model_tensor_override,
+        llama_model_imatrix_data,
+        llama_model_quantize_params,
+        llama_logit_bias,
+        llama_sampler_chain_params,
+        llama_chat_message,
+        llama_embd,
+        llama_sampler_data,
+        llama_sampler_i,
+        llama_sampler,
+        llama_perf_context_data,
+        llama_perf_sampler_data,
+        llama_opt_params,
     ];
     for (name, size, align) in s {
         rows.insert(name, (size, align));

@@ -10,17 +10,28 @@ use std::ffi::c_char;
 use std::ptr;
 
 #[no_mangle]
-pub extern "C" fn llama_adapter_lora_init(model: *mut llama_model, path_lora: *const c_char) -> *mut llama_adapter_lora {
+pub extern "C" fn llama_adapter_lora_init(
+    model: *mut llama_model,
+    path_lora: *const c_char,
+) -> *mut llama_adapter_lora {
     not_implemented("llama_adapter_lora_init", ptr::null_mut())
 }
 
 #[no_mangle]
-pub extern "C" fn llama_adapter_lora_init_from_file_ptr(model: *mut llama_model, file: *mut libc::FILE) -> *mut llama_adapter_lora {
+pub extern "C" fn llama_adapter_lora_init_from_file_ptr(
+    model: *mut llama_model,
+    file: *mut libc::FILE,
+) -> *mut llama_adapter_lora {
     not_implemented("llama_adapter_lora_init_from_file_ptr", ptr::null_mut())
 }
 
 #[no_mangle]
-pub extern "C" fn llama_adapter_meta_val_str(adapter: *const llama_adapter_lora, key: *const c_char, buf: *mut c_char, buf_size: usize) -> i32 {
+pub extern "C" fn llama_adapter_meta_val_str(
+    adapter: *const llama_adapter_lora,
+    key: *const c_char,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
     not_implemented("llama_adapter_meta_val_str", -1)
 }
 
@@ -30,12 +41,22 @@ pub extern "C" fn llama_adapter_meta_count(adapter: *const llama_adapter_lora) -
 }
 
 #[no_mangle]
-pub extern "C" fn llama_adapter_meta_key_by_index(adapter: *const llama_adapter_lora, i: i32, buf: *mut c_char, buf_size: usize) -> i32 {
+pub extern "C" fn llama_adapter_meta_key_by_index(
+    adapter: *const llama_adapter_lora,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
     not_implemented("llama_adapter_meta_key_by_index", -1)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_adapter_meta_val_str_by_index(adapter: *const llama_adapter_lora, i: i32, buf: *mut c_char, buf_size: usize) -> i32 {
+pub extern "C" fn llama_adapter_meta_val_str_by_index(
+    adapter: *const llama_adapter_lora,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
     not_implemented("llama_adapter_meta_val_str_by_index", -1)
 }
 
@@ -55,11 +76,23 @@ pub extern "C" fn llama_adapter_get_alora_invocation_tokens(adapter: *const llam
 }
 
 #[no_mangle]
-pub extern "C" fn llama_set_adapters_lora(ctx: *mut llama_context, adapters: *mut *mut llama_adapter_lora, n_adapters: usize, scales: *mut f32) -> i32 {
+pub extern "C" fn llama_set_adapters_lora(
+    ctx: *mut llama_context,
+    adapters: *mut *mut llama_adapter_lora,
+    n_adapters: usize,
+    scales: *mut f32,
+) -> i32 {
     not_implemented("llama_set_adapters_lora", -1)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_set_adapter_cvec(ctx: *mut llama_context, data: *const f32, len: usize, n_embd: i32, il_start: i32, il_end: i32) -> i32 {
+pub extern "C" fn llama_set_adapter_cvec(
+    ctx: *mut llama_context,
+    data: *const f32,
+    len: usize,
+    n_embd: i32,
+    il_start: i32,
+    il_end: i32,
+) -> i32 {
     not_implemented("llama_set_adapter_cvec", -1)
 }

@@ -1,8 +1,8 @@
 //! Batches, decode and encode.
 
 use super::boundary::*;
-use super::types::*;
 use super::context::ctx_mut;
+use super::types::*;
 use crate::context::batch::{Batch, Token};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -343,7 +343,13 @@ pub extern "C" fn llama_batch_ext_add_embd(batch: *mut llama_batch_ext, seq_id: 
         let b = ext_mut(batch)?;
         let idx = b.add(seq_id, None);
         // as the reference: a token whose embedding is refused stays added
-        Ok(if idx < 0 { idx } else if b.set_embd(idx, &embd)? { idx } else { -2 })
+        Ok(if idx < 0 {
+            idx
+        } else if b.set_embd(idx, &embd)? {
+            idx
+        } else {
+            -2
+        })
     })
 }
 
@@ -407,7 +413,11 @@ pub extern "C" fn llama_batch_ext_set_pos(batch: *mut llama_batch_ext, idx: i32,
 }
 
 #[no_mangle]
-pub extern "C" fn llama_process(ctx: *mut llama_context, r#type: enum_llama_process_type, batch: *mut llama_batch_ext) -> i32 {
+pub extern "C" fn llama_process(
+    ctx: *mut llama_context,
+    r#type: enum_llama_process_type,
+    batch: *mut llama_batch_ext,
+) -> i32 {
     guard("llama_process", -1, || {
         let c = ctx_mut(ctx)?;
         let b = ext_mut(batch)?;
@@ -433,7 +443,9 @@ pub extern "C" fn llama_process(ctx: *mut llama_context, r#type: enum_llama_proc
                     )))
                 }
                 (false, _, Some(id)) => Some(id),
-                (false, _, None) => return Err(Error::invalid(format!("token {i} has neither an id nor an embedding"))),
+                (false, _, None) => {
+                    return Err(Error::invalid(format!("token {i} has neither an id nor an embedding")))
+                }
             };
             input.tokens.push(Token { id, pos: t.pos, seqs: t.seqs.clone(), output: t.output });
         }

@@ -12,7 +12,14 @@ use std::ffi::c_char;
 // reference's semantics: no NUL when the text fills the buffer, the rest
 // zero-filled otherwise), or -1 when the template is not recognized.
 #[no_mangle]
-pub extern "C" fn llama_chat_apply_template(tmpl: *const c_char, chat: *const llama_chat_message, n_msg: usize, add_ass: bool, buf: *mut c_char, length: i32) -> i32 {
+pub extern "C" fn llama_chat_apply_template(
+    tmpl: *const c_char,
+    chat: *const llama_chat_message,
+    n_msg: usize,
+    add_ass: bool,
+    buf: *mut c_char,
+    length: i32,
+) -> i32 {
     guard("llama_chat_apply_template", -1, || {
         let tmpl = if tmpl.is_null() { &b"chatml"[..] } else { c_str(tmpl, "tmpl")?.to_bytes() };
         let messages: &[llama_chat_message] = if n_msg == 0 {
@@ -35,10 +42,13 @@ pub extern "C" fn llama_chat_apply_template(tmpl: *const c_char, chat: *const ll
             .collect::<Result<Vec<_>, Error>>()?;
         let Some(template) = chat::detect(tmpl) else {
             let shown = String::from_utf8_lossy(&tmpl[..tmpl.len().min(60)]);
-            return Err(Error::invalid(format!("chat template not supported (not a built-in name, not recognized): \"{shown}\"")));
+            return Err(Error::invalid(format!(
+                "chat template not supported (not a built-in name, not recognized): \"{shown}\""
+            )));
         };
         let text = chat::apply(template, &messages, add_ass);
-        let n = i32::try_from(text.len()).map_err(|_| Error::invalid(format!("formatted chat of {} bytes exceeds INT32_MAX", text.len())))?;
+        let n = i32::try_from(text.len())
+            .map_err(|_| Error::invalid(format!("formatted chat of {} bytes exceeds INT32_MAX", text.len())))?;
         if !buf.is_null() && length > 0 {
             let length = length as usize;
             let copied = text.len().min(length);

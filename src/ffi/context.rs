@@ -6,9 +6,9 @@
 
 use super::boundary::*;
 use super::types::*;
-use std::ffi::{c_int, c_void};
 use crate::context::{Context, ContextParams};
 use crate::error::{Error, Result};
+use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
@@ -49,7 +49,11 @@ fn with_ctx<T>(name: &str, fail: T, ctx: *const llama_context, f: impl FnOnce(&C
 }
 
 #[no_mangle]
-pub extern "C" fn llama_attach_threadpool(ctx: *mut llama_context, threadpool: ggml_threadpool_t, threadpool_batch: ggml_threadpool_t) {
+pub extern "C" fn llama_attach_threadpool(
+    ctx: *mut llama_context,
+    threadpool: ggml_threadpool_t,
+    threadpool_batch: ggml_threadpool_t,
+) {
     not_implemented("llama_attach_threadpool", ())
 }
 
@@ -86,7 +90,10 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
 }
 
 #[no_mangle]
-pub extern "C" fn llama_new_context_with_model(model: *mut llama_model, params: llama_context_params) -> *mut llama_context {
+pub extern "C" fn llama_new_context_with_model(
+    model: *mut llama_model,
+    params: llama_context_params,
+) -> *mut llama_context {
     llama_init_from_model(model, params)
 }
 
@@ -192,7 +199,11 @@ pub extern "C" fn llama_set_warmup(ctx: *mut llama_context, warmup: bool) {
 }
 
 #[no_mangle]
-pub extern "C" fn llama_set_abort_callback(ctx: *mut llama_context, abort_callback: ggml_abort_callback, abort_callback_data: *mut c_void) {
+pub extern "C" fn llama_set_abort_callback(
+    ctx: *mut llama_context,
+    abort_callback: ggml_abort_callback,
+    abort_callback_data: *mut c_void,
+) {
     guard("llama_set_abort_callback", (), || {
         let c = ctx_mut(ctx)?;
         c.abort = abort_closure(abort_callback, abort_callback_data);

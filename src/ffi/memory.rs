@@ -74,7 +74,13 @@ pub extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_i
 }
 
 #[no_mangle]
-pub extern "C" fn llama_memory_seq_add(mem: llama_memory_t, seq_id: llama_seq_id, p0: llama_pos, p1: llama_pos, delta: llama_pos) {
+pub extern "C" fn llama_memory_seq_add(
+    mem: llama_memory_t,
+    seq_id: llama_seq_id,
+    p0: llama_pos,
+    p1: llama_pos,
+    delta: llama_pos,
+) {
     guard("llama_memory_seq_add", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -84,7 +90,13 @@ pub extern "C" fn llama_memory_seq_add(mem: llama_memory_t, seq_id: llama_seq_id
 }
 
 #[no_mangle]
-pub extern "C" fn llama_memory_seq_div(mem: llama_memory_t, seq_id: llama_seq_id, p0: llama_pos, p1: llama_pos, d: c_int) {
+pub extern "C" fn llama_memory_seq_div(
+    mem: llama_memory_t,
+    seq_id: llama_seq_id,
+    p0: llama_pos,
+    p1: llama_pos,
+    d: c_int,
+) {
     guard("llama_memory_seq_div", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;

@@ -2,16 +2,17 @@
 
 use super::boundary::*;
 use super::types::*;
-use std::ffi::{c_char, c_int};
 use crate::error::Error;
 use std::ffi::CStr;
+use std::ffi::{c_char, c_int};
 use std::ptr;
 use std::sync::OnceLock;
 
 /// "minfer <version>" (the version of Cargo.toml), returned by llama_version.
 /// The reference returns its bare version ("0.5.0-dev"); naming the
 /// implementation tells a host which library it actually loaded.
-static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!("minfer ", env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+static VERSION: &CStr = match CStr::from_bytes_with_nul(concat!("minfer ", env!("CARGO_PKG_VERSION"), "\0").as_bytes())
+{
     Ok(v) => v,
     Err(_) => panic!("the version has no interior NUL"),
 };
@@ -193,7 +194,13 @@ pub extern "C" fn llama_supports_rpc() -> bool {
 }
 
 #[no_mangle]
-pub extern "C" fn llama_split_path(split_path: *mut c_char, maxlen: usize, path_prefix: *const c_char, split_no: i32, split_count: i32) -> i32 {
+pub extern "C" fn llama_split_path(
+    split_path: *mut c_char,
+    maxlen: usize,
+    path_prefix: *const c_char,
+    split_no: i32,
+    split_count: i32,
+) -> i32 {
     // snprintf(split_path, maxlen, "%s-%05d-of-%05d.gguf", ...): the length
     // written, or 0 when it does not fit.
     guard("llama_split_path", 0, || {
@@ -208,7 +215,13 @@ pub extern "C" fn llama_split_path(split_path: *mut c_char, maxlen: usize, path_
 }
 
 #[no_mangle]
-pub extern "C" fn llama_split_prefix(split_prefix: *mut c_char, maxlen: usize, split_path: *const c_char, split_no: i32, split_count: i32) -> i32 {
+pub extern "C" fn llama_split_prefix(
+    split_prefix: *mut c_char,
+    maxlen: usize,
+    split_path: *const c_char,
+    split_no: i32,
+    split_count: i32,
+) -> i32 {
     // The prefix of `split_path` if it ends in "-%05d-of-%05d.gguf" for these
     // numbers: its length (the buffer gets it snprintf-style), else 0.
     guard("llama_split_prefix", 0, || {

@@ -5,6 +5,8 @@
 pub mod boundary;
 pub mod types;
 
+#[cfg(test)]
+mod abi_tests;
 pub mod adapter;
 pub mod batch;
 pub mod chat;
@@ -18,8 +20,6 @@ pub mod opt;
 pub mod quantize;
 pub mod sampler;
 pub mod state;
-pub mod vocab;
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks;
-#[cfg(test)]
-mod abi_tests;
+pub mod vocab;

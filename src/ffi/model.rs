@@ -159,7 +159,10 @@ pub(super) fn c_path(p: *const c_char, what: &str) -> Result<PathBuf> {
 // ---------------------------------------------------------------------------
 
 #[no_mangle]
-pub extern "C" fn llama_model_load_from_file(path_model: *const c_char, params: llama_model_params) -> *mut llama_model {
+pub extern "C" fn llama_model_load_from_file(
+    path_model: *const c_char,
+    params: llama_model_params,
+) -> *mut llama_model {
     let path = match guard("llama_model_load_from_file", None, || c_path(path_model, "path_model").map(Some)) {
         Some(p) => p,
         None => return ptr::null_mut(),
@@ -168,12 +171,18 @@ pub extern "C" fn llama_model_load_from_file(path_model: *const c_char, params: 
 }
 
 #[no_mangle]
-pub extern "C" fn llama_load_model_from_file(path_model: *const c_char, params: llama_model_params) -> *mut llama_model {
+pub extern "C" fn llama_load_model_from_file(
+    path_model: *const c_char,
+    params: llama_model_params,
+) -> *mut llama_model {
     llama_model_load_from_file(path_model, params)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_model_load_from_file_ptr(file: *mut libc::FILE, params: llama_model_params) -> *mut llama_model {
+pub extern "C" fn llama_model_load_from_file_ptr(
+    file: *mut libc::FILE,
+    params: llama_model_params,
+) -> *mut llama_model {
     use std::os::fd::FromRawFd;
     let opened = guard("llama_model_load_from_file_ptr", None, || {
         if file.is_null() {
@@ -374,19 +383,14 @@ pub extern "C" fn llama_model_meta_count(model: *const llama_model) -> i32 {
 
 /// Writes metadata entry `i` (its key or its value) to the caller's buffer;
 /// -1 with the buffer cleared when `i` is out of range.
-fn meta_by_index(
-    name: &str,
-    model: *const llama_model,
-    i: i32,
-    buf: *mut c_char,
-    buf_size: usize,
-    value: bool,
-) -> i32 {
+fn meta_by_index(name: &str, model: *const llama_model, i: i32, buf: *mut c_char, buf_size: usize, value: bool) -> i32 {
     guard(name, -1, || {
         let m = model_ref(model)?;
         let file = &m.files[0];
         let entry =
-            usize::try_from(i).ok().and_then(|i| if value { m.metadata.value(file, i) } else { m.metadata.key(file, i) });
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| if value { m.metadata.value(file, i) } else { m.metadata.key(file, i) });
         match entry {
             Some(s) => Ok(write_c_string(s.to_bytes(), buf, buf_size)),
             None => {
@@ -398,7 +402,12 @@ fn meta_by_index(
 }
 
 #[no_mangle]
-pub extern "C" fn llama_model_meta_key_by_index(model: *const llama_model, i: i32, buf: *mut c_char, buf_size: usize) -> i32 {
+pub extern "C" fn llama_model_meta_key_by_index(
+    model: *const llama_model,
+    i: i32,
+    buf: *mut c_char,
+    buf_size: usize,
+) -> i32 {
     meta_by_index("llama_model_meta_key_by_index", model, i, buf, buf_size, false)
 }
 
@@ -486,9 +495,7 @@ pub extern "C" fn llama_model_chat_template(model: *const llama_model, name: *co
 
 #[no_mangle]
 pub extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const llama_vocab {
-    guard("llama_model_get_vocab", ptr::null(), || {
-        Ok(ptr::from_ref(&model_ref(model)?.vocab).cast::<llama_vocab>())
-    })
+    guard("llama_model_get_vocab", ptr::null(), || Ok(ptr::from_ref(&model_ref(model)?.vocab).cast::<llama_vocab>()))
 }
 
 // ---------------------------------------------------------------------------
@@ -497,7 +504,12 @@ pub extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const lla
 
 #[no_mangle]
 #[allow(unused_variables)]
-pub extern "C" fn llama_model_init_from_user(metadata: *mut gguf_context, set_tensor_data: llama_model_set_tensor_data_t, set_tensor_data_ud: *mut c_void, params: llama_model_params) -> *mut llama_model {
+pub extern "C" fn llama_model_init_from_user(
+    metadata: *mut gguf_context,
+    set_tensor_data: llama_model_set_tensor_data_t,
+    set_tensor_data_ud: *mut c_void,
+    params: llama_model_params,
+) -> *mut llama_model {
     not_implemented("llama_model_init_from_user", ptr::null_mut())
 }
 

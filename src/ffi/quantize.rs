@@ -111,7 +111,11 @@ fn decode(c: &llama_model_quantize_params) -> Result<QuantizeParams> {
 
 /// Returns 0 on success, 1 on failure (with a logged message).
 #[no_mangle]
-pub extern "C" fn llama_model_quantize(fname_inp: *const c_char, fname_out: *const c_char, params: *const llama_model_quantize_params) -> u32 {
+pub extern "C" fn llama_model_quantize(
+    fname_inp: *const c_char,
+    fname_out: *const c_char,
+    params: *const llama_model_quantize_params,
+) -> u32 {
     guard("llama_model_quantize", 1, || {
         let inp = c_path(fname_inp, "fname_inp")?;
         let out = c_path(fname_out, "fname_out")?;

@@ -406,7 +406,10 @@ fn copy_sampler(src: *const llama_sampler, dst: *mut llama_sampler) -> Result<()
 // the library, those calls fail and the constructors say so.
 // ---------------------------------------------------------------------------
 
-use super::vocab::{llama_detokenize, llama_token_to_piece, llama_tokenize, llama_vocab_eos, llama_vocab_eot, llama_vocab_is_eog, llama_vocab_n_tokens};
+use super::vocab::{
+    llama_detokenize, llama_token_to_piece, llama_tokenize, llama_vocab_eos, llama_vocab_eot, llama_vocab_is_eog,
+    llama_vocab_n_tokens,
+};
 use crate::sampling::VocabView;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -442,7 +445,8 @@ fn c_piece(vocab: *const llama_vocab, token: i32, special: bool) -> Option<Vec<u
 fn c_tokenize(vocab: *const llama_vocab, text: &[u8], parse_special: bool) -> Vec<i32> {
     let Ok(len) = i32::try_from(text.len()) else { return Vec::new() };
     let mut out = vec![0i32; text.len() + 2];
-    let mut n = llama_tokenize(vocab, text.as_ptr().cast(), len, out.as_mut_ptr(), out.len() as i32, false, parse_special);
+    let mut n =
+        llama_tokenize(vocab, text.as_ptr().cast(), len, out.as_mut_ptr(), out.len() as i32, false, parse_special);
     if n < 0 && n != i32::MIN {
         out.resize(n.unsigned_abs() as usize, 0);
         n = llama_tokenize(vocab, text.as_ptr().cast(), len, out.as_mut_ptr(), out.len() as i32, false, parse_special);
@@ -485,7 +489,15 @@ impl CVocab {
             offs.push(u32::try_from(bytes.len()).map_err(|_| Error::invalid("vocabulary pieces over 4 GiB"))?);
             eog.push(llama_vocab_is_eog(vocab, t));
         }
-        Ok(CVocab { ptr: vocab as usize, special, bytes, offs, eog, eot: llama_vocab_eot(vocab), eos: llama_vocab_eos(vocab) })
+        Ok(CVocab {
+            ptr: vocab as usize,
+            special,
+            bytes,
+            offs,
+            eog,
+            eot: llama_vocab_eot(vocab),
+            eos: llama_vocab_eos(vocab),
+        })
     }
 
     fn handle(&self) -> *const llama_vocab {
@@ -575,7 +587,8 @@ pub extern "C" fn llama_sampler_apply(smpl: *mut llama_sampler, cur_p: *mut llam
         if cur_p.is_null() {
             return Err(Error::invalid("cur_p is NULL"));
         }
-        let f = iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
+        let f =
+            iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
         // SAFETY: the sampler's own callback with its handle and the caller's array.
         unsafe { f(smpl, cur_p) };
         Ok(())
@@ -724,7 +737,13 @@ pub extern "C" fn llama_sampler_init_top_n_sigma(n: f32) -> *mut llama_sampler {
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_mirostat(n_vocab: i32, seed: u32, tau: f32, eta: f32, m: i32) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_mirostat(
+    n_vocab: i32,
+    seed: u32,
+    tau: f32,
+    eta: f32,
+    m: i32,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_mirostat", ptr::null_mut(), || {
         Ok(new_handle(Box::new(mirostat::Mirostat::new(n_vocab, seed, tau, eta, m))))
     })
@@ -738,12 +757,26 @@ pub extern "C" fn llama_sampler_init_mirostat_v2(seed: u32, tau: f32, eta: f32) 
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_grammar(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char) -> *mut llama_sampler {
-    guard("llama_sampler_init_grammar", ptr::null_mut(), || init_grammar(vocab, grammar_str, grammar_root, false, &[], ptr::null(), 0))
+pub extern "C" fn llama_sampler_init_grammar(
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+) -> *mut llama_sampler {
+    guard("llama_sampler_init_grammar", ptr::null_mut(), || {
+        init_grammar(vocab, grammar_str, grammar_root, false, &[], ptr::null(), 0)
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_grammar_lazy(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, trigger_words: *mut *const c_char, num_trigger_words: usize, trigger_tokens: *const llama_token, num_trigger_tokens: usize) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_grammar_lazy(
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+    trigger_words: *mut *const c_char,
+    num_trigger_words: usize,
+    trigger_tokens: *const llama_token,
+    num_trigger_tokens: usize,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_grammar_lazy", ptr::null_mut(), || {
         // the deprecated trigger words become one pattern, as in the reference
         let words = c_strings(trigger_words, num_trigger_words, "trigger_words")?;
@@ -754,7 +787,15 @@ pub extern "C" fn llama_sampler_init_grammar_lazy(vocab: *const llama_vocab, gra
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_grammar_lazy_patterns(vocab: *const llama_vocab, grammar_str: *const c_char, grammar_root: *const c_char, trigger_patterns: *mut *const c_char, num_trigger_patterns: usize, trigger_tokens: *const llama_token, num_trigger_tokens: usize) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_grammar_lazy_patterns(
+    vocab: *const llama_vocab,
+    grammar_str: *const c_char,
+    grammar_root: *const c_char,
+    trigger_patterns: *mut *const c_char,
+    num_trigger_patterns: usize,
+    trigger_tokens: *const llama_token,
+    num_trigger_tokens: usize,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_grammar_lazy_patterns", ptr::null_mut(), || {
         let patterns = c_strings(trigger_patterns, num_trigger_patterns, "trigger_patterns")?;
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string_lossy().into_owned()).collect();
@@ -793,7 +834,11 @@ fn init_grammar(
     if text.is_empty() {
         return Ok(new_handle(Box::new(grammar::Inactive)));
     }
-    let root = if grammar_root.is_null() { "root".to_string() } else { c_str(grammar_root, "grammar_root")?.to_string_lossy().into_owned() };
+    let root = if grammar_root.is_null() {
+        "root".to_string()
+    } else {
+        c_str(grammar_root, "grammar_root")?.to_string_lossy().into_owned()
+    };
     let tokens: Vec<i32> = if num_trigger_tokens == 0 {
         Vec::new()
     } else if trigger_tokens.is_null() {
@@ -806,7 +851,8 @@ fn init_grammar(
     // grammar is reported as such (`<text>` token references need it)
     match grammar::parser::parse(text) {
         Ok(parsed) => {
-            grammar::matcher::Grammar::new(&parsed, &root, false, Vec::new()).map_err(|e| Error::invalid(e.to_string()))?;
+            grammar::matcher::Grammar::new(&parsed, &root, false, Vec::new())
+                .map_err(|e| Error::invalid(e.to_string()))?;
         }
         Err(e) if !vocab.is_null() && e.message.starts_with("no vocab to parse token") => {}
         Err(e) => return Err(Error::invalid(format!("failed to parse grammar: {e}"))),
@@ -819,14 +865,28 @@ fn init_grammar(
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_penalties(n_vocab: i32, penalty_last_n: i32, penalty_repeat: f32, penalty_freq: f32, penalty_present: f32) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_penalties(
+    n_vocab: i32,
+    penalty_last_n: i32,
+    penalty_repeat: f32,
+    penalty_freq: f32,
+    penalty_present: f32,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_penalties", ptr::null_mut(), || {
         Ok(new_handle(penalties::penalties(n_vocab, penalty_last_n, penalty_repeat, penalty_freq, penalty_present)))
     })
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_dry(vocab: *const llama_vocab, dry_multiplier: f32, dry_base: f32, dry_allowed_length: i32, dry_penalty_last_n: i32, seq_breakers: *mut *const c_char, num_breakers: usize) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_dry(
+    vocab: *const llama_vocab,
+    dry_multiplier: f32,
+    dry_base: f32,
+    dry_allowed_length: i32,
+    dry_penalty_last_n: i32,
+    seq_breakers: *mut *const c_char,
+    num_breakers: usize,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_dry", ptr::null_mut(), || {
         let last_n = dry_penalty_last_n.max(0);
         let mut breakers = penalties::Breakers::new();
@@ -911,11 +971,17 @@ impl VocabView for CVocabLite {
 
 #[no_mangle]
 pub extern "C" fn llama_sampler_init_adaptive_p(target: f32, decay: f32, seed: u32) -> *mut llama_sampler {
-    guard("llama_sampler_init_adaptive_p", ptr::null_mut(), || Ok(new_handle(Box::new(adaptive::AdaptiveP::new(target, decay, seed)))))
+    guard("llama_sampler_init_adaptive_p", ptr::null_mut(), || {
+        Ok(new_handle(Box::new(adaptive::AdaptiveP::new(target, decay, seed))))
+    })
 }
 
 #[no_mangle]
-pub extern "C" fn llama_sampler_init_logit_bias(n_vocab: i32, n_logit_bias: i32, logit_bias: *const llama_logit_bias) -> *mut llama_sampler {
+pub extern "C" fn llama_sampler_init_logit_bias(
+    n_vocab: i32,
+    n_logit_bias: i32,
+    logit_bias: *const llama_logit_bias,
+) -> *mut llama_sampler {
     guard("llama_sampler_init_logit_bias", ptr::null_mut(), || {
         let biases = if n_logit_bias <= 0 {
             Vec::new()
@@ -970,8 +1036,10 @@ pub extern "C" fn llama_sampler_sample(smpl: *mut llama_sampler, ctx: *mut llama
         };
         buf.clear();
         buf.extend(logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as i32, logit: l, p: 0.0 }));
-        let mut arr = llama_token_data_array { data: buf.as_mut_ptr().cast(), size: buf.len(), selected: -1, sorted: false };
-        let apply = iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
+        let mut arr =
+            llama_token_data_array { data: buf.as_mut_ptr().cast(), size: buf.len(), selected: -1, sorted: false };
+        let apply =
+            iface_of(smpl).and_then(|i| i.apply).ok_or_else(|| Error::invalid("the sampler has no apply callback"))?;
         // SAFETY: the sampler's own callback with its handle and our array.
         unsafe { apply(smpl, &mut arr) };
         // Samplers may point `data` elsewhere; `selected` indexes whatever it is now.

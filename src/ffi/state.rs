@@ -155,12 +155,24 @@ fn load_file(
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_load_file(ctx: *mut llama_context, path_session: *const c_char, tokens_out: *mut llama_token, n_token_capacity: usize, n_token_count_out: *mut usize) -> bool {
+pub extern "C" fn llama_state_load_file(
+    ctx: *mut llama_context,
+    path_session: *const c_char,
+    tokens_out: *mut llama_token,
+    n_token_capacity: usize,
+    n_token_count_out: *mut usize,
+) -> bool {
     load_file("llama_state_load_file", ctx, path_session, tokens_out, n_token_capacity, n_token_count_out)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_load_session_file(ctx: *mut llama_context, path_session: *const c_char, tokens_out: *mut llama_token, n_token_capacity: usize, n_token_count_out: *mut usize) -> bool {
+pub extern "C" fn llama_load_session_file(
+    ctx: *mut llama_context,
+    path_session: *const c_char,
+    tokens_out: *mut llama_token,
+    n_token_capacity: usize,
+    n_token_count_out: *mut usize,
+) -> bool {
     load_file("llama_load_session_file", ctx, path_session, tokens_out, n_token_capacity, n_token_count_out)
 }
 
@@ -173,12 +185,22 @@ fn save_file(name: &str, ctx: *mut llama_context, path: *const c_char, tokens: *
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_save_file(ctx: *mut llama_context, path_session: *const c_char, tokens: *const llama_token, n_token_count: usize) -> bool {
+pub extern "C" fn llama_state_save_file(
+    ctx: *mut llama_context,
+    path_session: *const c_char,
+    tokens: *const llama_token,
+    n_token_count: usize,
+) -> bool {
     save_file("llama_state_save_file", ctx, path_session, tokens, n_token_count)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_save_session_file(ctx: *mut llama_context, path_session: *const c_char, tokens: *const llama_token, n_token_count: usize) -> bool {
+pub extern "C" fn llama_save_session_file(
+    ctx: *mut llama_context,
+    path_session: *const c_char,
+    tokens: *const llama_token,
+    n_token_count: usize,
+) -> bool {
     save_file("llama_save_session_file", ctx, path_session, tokens, n_token_count)
 }
 
@@ -188,17 +210,33 @@ pub extern "C" fn llama_state_seq_get_size(ctx: *mut llama_context, seq_id: llam
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_get_data(ctx: *mut llama_context, dst: *mut u8, size: usize, seq_id: llama_seq_id) -> usize {
+pub extern "C" fn llama_state_seq_get_data(
+    ctx: *mut llama_context,
+    dst: *mut u8,
+    size: usize,
+    seq_id: llama_seq_id,
+) -> usize {
     seq_get_data("llama_state_seq_get_data", ctx, dst, size, seq_id, 0)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_set_data(ctx: *mut llama_context, src: *const u8, size: usize, dest_seq_id: llama_seq_id) -> usize {
+pub extern "C" fn llama_state_seq_set_data(
+    ctx: *mut llama_context,
+    src: *const u8,
+    size: usize,
+    dest_seq_id: llama_seq_id,
+) -> usize {
     seq_set_data("llama_state_seq_set_data", ctx, src, size, dest_seq_id, 0)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_save_file(ctx: *mut llama_context, filepath: *const c_char, seq_id: llama_seq_id, tokens: *const llama_token, n_token_count: usize) -> usize {
+pub extern "C" fn llama_state_seq_save_file(
+    ctx: *mut llama_context,
+    filepath: *const c_char,
+    seq_id: llama_seq_id,
+    tokens: *const llama_token,
+    n_token_count: usize,
+) -> usize {
     guard("llama_state_seq_save_file", 0, || {
         let c = ctx_ref(ctx)?;
         state::save_seq_file(c, path_of(filepath, "filepath")?, seq_id, tokens_in(tokens, n_token_count)?)
@@ -208,7 +246,14 @@ pub extern "C" fn llama_state_seq_save_file(ctx: *mut llama_context, filepath: *
 /// With `tokens_out` NULL only the token count is reported (and the
 /// header's size returned); no state is loaded.
 #[no_mangle]
-pub extern "C" fn llama_state_seq_load_file(ctx: *mut llama_context, filepath: *const c_char, dest_seq_id: llama_seq_id, tokens_out: *mut llama_token, n_token_capacity: usize, n_token_count_out: *mut usize) -> usize {
+pub extern "C" fn llama_state_seq_load_file(
+    ctx: *mut llama_context,
+    filepath: *const c_char,
+    dest_seq_id: llama_seq_id,
+    tokens_out: *mut llama_token,
+    n_token_capacity: usize,
+    n_token_count_out: *mut usize,
+) -> usize {
     guard("llama_state_seq_load_file", 0, || {
         let c = ctx_mut(ctx)?;
         let path = path_of(filepath, "filepath")?;
@@ -229,7 +274,14 @@ pub extern "C" fn llama_state_seq_load_file(ctx: *mut llama_context, filepath: *
     })
 }
 
-fn seq_get_data(name: &str, ctx: *mut llama_context, dst: *mut u8, size: usize, seq: llama_seq_id, flags: u32) -> usize {
+fn seq_get_data(
+    name: &str,
+    ctx: *mut llama_context,
+    dst: *mut u8,
+    size: usize,
+    seq: llama_seq_id,
+    flags: u32,
+) -> usize {
     guard(name, 0, || {
         let c = ctx_mut(ctx)?;
         let buf = out_buf(dst, size, state::seq_size(c, seq, flags)?)?;
@@ -237,21 +289,44 @@ fn seq_get_data(name: &str, ctx: *mut llama_context, dst: *mut u8, size: usize, 
     })
 }
 
-fn seq_set_data(name: &str, ctx: *mut llama_context, src: *const u8, size: usize, seq: llama_seq_id, flags: u32) -> usize {
+fn seq_set_data(
+    name: &str,
+    ctx: *mut llama_context,
+    src: *const u8,
+    size: usize,
+    seq: llama_seq_id,
+    flags: u32,
+) -> usize {
     guard(name, 0, || state::seq_set_data(ctx_mut(ctx)?, in_buf(src, size)?, seq, flags))
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_get_size_ext(ctx: *mut llama_context, seq_id: llama_seq_id, flags: llama_state_seq_flags) -> usize {
+pub extern "C" fn llama_state_seq_get_size_ext(
+    ctx: *mut llama_context,
+    seq_id: llama_seq_id,
+    flags: llama_state_seq_flags,
+) -> usize {
     guard("llama_state_seq_get_size_ext", 0, || state::seq_size(ctx_ref(ctx)?, seq_id, flags))
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_get_data_ext(ctx: *mut llama_context, dst: *mut u8, size: usize, seq_id: llama_seq_id, flags: llama_state_seq_flags) -> usize {
+pub extern "C" fn llama_state_seq_get_data_ext(
+    ctx: *mut llama_context,
+    dst: *mut u8,
+    size: usize,
+    seq_id: llama_seq_id,
+    flags: llama_state_seq_flags,
+) -> usize {
     seq_get_data("llama_state_seq_get_data_ext", ctx, dst, size, seq_id, flags)
 }
 
 #[no_mangle]
-pub extern "C" fn llama_state_seq_set_data_ext(ctx: *mut llama_context, src: *const u8, size: usize, dest_seq_id: llama_seq_id, flags: llama_state_seq_flags) -> usize {
+pub extern "C" fn llama_state_seq_set_data_ext(
+    ctx: *mut llama_context,
+    src: *const u8,
+    size: usize,
+    dest_seq_id: llama_seq_id,
+    flags: llama_state_seq_flags,
+) -> usize {
     seq_set_data("llama_state_seq_set_data_ext", ctx, src, size, dest_seq_id, flags)
 }

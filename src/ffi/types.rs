@@ -117,7 +117,8 @@ pub type ggml_opt_epoch_callback = Option<
 >;
 pub type llama_progress_callback = Option<unsafe extern "C" fn(progress: f32, user_data: *mut c_void) -> bool>;
 pub type llama_model_set_tensor_data_t = Option<unsafe extern "C" fn(tensor: *mut ggml_tensor, userdata: *mut c_void)>;
-pub type llama_opt_param_filter = Option<unsafe extern "C" fn(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool>;
+pub type llama_opt_param_filter =
+    Option<unsafe extern "C" fn(tensor: *const ggml_tensor, userdata: *mut c_void) -> bool>;
 
 // ---------------------------------------------------------------------------
 // Structs
@@ -335,7 +336,11 @@ pub struct llama_sampler_i {
     pub clone: Option<unsafe extern "C" fn(smpl: *const llama_sampler) -> *mut llama_sampler>,
     pub free: Option<unsafe extern "C" fn(smpl: *mut llama_sampler)>,
     pub backend_init: Option<
-        unsafe extern "C" fn(smpl: *mut llama_sampler, buft: ggml_backend_buffer_type_t, n_outputs_max_per_seq: u32) -> bool,
+        unsafe extern "C" fn(
+            smpl: *mut llama_sampler,
+            buft: ggml_backend_buffer_type_t,
+            n_outputs_max_per_seq: u32,
+        ) -> bool,
     >,
     pub backend_accept: Option<
         unsafe extern "C" fn(

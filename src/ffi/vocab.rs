@@ -135,7 +135,10 @@ pub extern "C" fn llama_vocab_get_add_sep(vocab: *const llama_vocab) -> bool {
 }
 
 #[no_mangle]
-pub extern "C" fn llama_vocab_get_suppress_tokens(vocab: *const llama_vocab, n_suppress_tokens: *mut i32) -> *const llama_token {
+pub extern "C" fn llama_vocab_get_suppress_tokens(
+    vocab: *const llama_vocab,
+    n_suppress_tokens: *mut i32,
+) -> *const llama_token {
     guard("llama_vocab_get_suppress_tokens", ptr::null(), || {
         let v = vocab_ref(vocab)?;
         if !n_suppress_tokens.is_null() {
@@ -282,7 +285,15 @@ pub extern "C" fn llama_vocab_cls(vocab: *const llama_vocab) -> llama_token {
 }
 
 #[no_mangle]
-pub extern "C" fn llama_tokenize(vocab: *const llama_vocab, text: *const c_char, text_len: i32, tokens: *mut llama_token, n_tokens_max: i32, add_special: bool, parse_special: bool) -> i32 {
+pub extern "C" fn llama_tokenize(
+    vocab: *const llama_vocab,
+    text: *const c_char,
+    text_len: i32,
+    tokens: *mut llama_token,
+    n_tokens_max: i32,
+    add_special: bool,
+    parse_special: bool,
+) -> i32 {
     guard("llama_tokenize", i32::MIN, || {
         let v = vocab_ref(vocab)?;
         let len = usize::try_from(text_len).map_err(|_| Error::invalid(format!("text_len {text_len} is negative")))?;
@@ -317,7 +328,14 @@ pub extern "C" fn llama_tokenize(vocab: *const llama_vocab, text: *const c_char,
 }
 
 #[no_mangle]
-pub extern "C" fn llama_token_to_piece(vocab: *const llama_vocab, token: llama_token, buf: *mut c_char, length: i32, lstrip: i32, special: bool) -> i32 {
+pub extern "C" fn llama_token_to_piece(
+    vocab: *const llama_vocab,
+    token: llama_token,
+    buf: *mut c_char,
+    length: i32,
+    lstrip: i32,
+    special: bool,
+) -> i32 {
     guard("llama_token_to_piece", 0, || {
         let v = vocab_ref(vocab)?;
         let p = v.piece(token, lstrip, special)?;
@@ -337,10 +355,19 @@ pub extern "C" fn llama_token_to_piece(vocab: *const llama_vocab, token: llama_t
 }
 
 #[no_mangle]
-pub extern "C" fn llama_detokenize(vocab: *const llama_vocab, tokens: *const llama_token, n_tokens: i32, text: *mut c_char, text_len_max: i32, remove_special: bool, unparse_special: bool) -> i32 {
+pub extern "C" fn llama_detokenize(
+    vocab: *const llama_vocab,
+    tokens: *const llama_token,
+    n_tokens: i32,
+    text: *mut c_char,
+    text_len_max: i32,
+    remove_special: bool,
+    unparse_special: bool,
+) -> i32 {
     guard("llama_detokenize", 0, || {
         let v = vocab_ref(vocab)?;
-        let count = usize::try_from(n_tokens).map_err(|_| Error::invalid(format!("n_tokens {n_tokens} is negative")))?;
+        let count =
+            usize::try_from(n_tokens).map_err(|_| Error::invalid(format!("n_tokens {n_tokens} is negative")))?;
         let ids: &[llama_token] = if count == 0 {
             &[]
         } else if tokens.is_null() {

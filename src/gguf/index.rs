@@ -80,23 +80,12 @@ impl Index {
                 let elem_type: u32 = cur.read(&String::new).ok()?;
                 let len: u64 = cur.read(&String::new).ok()?;
                 let offset = cur.pos();
-                Value::Array(ArrayRef {
-                    elem_type,
-                    len,
-                    offset,
-                    byte_len: end.checked_sub(offset)?,
-                    depth: 0,
-                })
+                Value::Array(ArrayRef { elem_type, len, offset, byte_len: end.checked_sub(offset)?, depth: 0 })
             }
             // Scalars and strings: O(1) to read again.
             _ => read_value(&mut cur, ty, 0, &String::new).ok()?,
         };
-        Some(KvParts {
-            key,
-            type_offset,
-            value_offset,
-            value,
-        })
+        Some(KvParts { key, type_offset, value_offset, value })
     }
 
     /// The pair whose key is `key`.
@@ -133,11 +122,7 @@ fn sort_by_name<'a>(n: usize, name: impl Fn(usize) -> &'a [u8]) -> Vec<u32> {
     // `parse` rejects more than u32::MAX items before getting here. (A
     // u32 range collects into an exactly sized Vec.)
     let mut order: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
-    order.sort_unstable_by(|&a, &b| {
-        name(to_index(a))
-            .cmp(name(to_index(b)))
-            .then(a.cmp(&b))
-    });
+    order.sort_unstable_by(|&a, &b| name(to_index(a)).cmp(name(to_index(b))).then(a.cmp(&b)));
     order
 }
 
@@ -145,10 +130,7 @@ fn sort_by_name<'a>(n: usize, name: impl Fn(usize) -> &'a [u8]) -> Vec<u32> {
 /// `(repeat, first)` with `repeat` the smallest index whose name an earlier
 /// item already had, and `first` that earlier item — what a front-to-back
 /// scan with a set of seen names would report.
-fn first_duplicate<'a>(
-    order: &[u32],
-    name: impl Fn(usize) -> &'a [u8],
-) -> Option<(usize, usize)> {
+fn first_duplicate<'a>(order: &[u32], name: impl Fn(usize) -> &'a [u8]) -> Option<(usize, usize)> {
     let mut best: Option<(usize, usize)> = None;
     let mut run_start = 0;
     for k in 1..=order.len() {
@@ -175,11 +157,7 @@ fn first_duplicate<'a>(
 
 /// Binary search of a name-sorted order (names are unique in a parsed file).
 fn lookup<'a>(order: &[u32], name: impl Fn(usize) -> &'a [u8], want: &[u8]) -> Option<usize> {
-    order
-        .binary_search_by(|&j| name(to_index(j)).cmp(want))
-        .ok()
-        .and_then(|k| order.get(k))
-        .map(|&j| to_index(j))
+    order.binary_search_by(|&j| name(to_index(j)).cmp(want)).ok().and_then(|k| order.get(k)).map(|&j| to_index(j))
 }
 
 fn to_index(j: u32) -> usize {

@@ -33,10 +33,7 @@ fn put_str(b: &mut Vec<u8>, s: &[u8]) {
 fn name(i: usize, ascii: bool) -> Vec<u8> {
     let digits = [i % 64, (i / 64) % 64, (i / 4096) % 64, i / 262_144];
     let n = if i < 262_144 { 3 } else { 4 };
-    digits[..n]
-        .iter()
-        .map(|&d| if ascii { b'0' + d as u8 } else { 0x80 + d as u8 })
-        .collect()
+    digits[..n].iter().map(|&d| if ascii { b'0' + d as u8 } else { 0x80 + d as u8 }).collect()
 }
 
 /// `n` pairs `name(i)` = u8 `i`; `last_type` replaces the last pair's type.
@@ -198,6 +195,9 @@ fn model_load_peak_memory_is_bounded_by_the_file_size() {
     let _ = std::fs::remove_file(&path);
     let err = r.expect("a file without a vocabulary is refused").to_string();
     assert!(err.contains("tokenizer.ggml.model"), "{err}");
-    eprintln!("peak memory: model load (vocab_only) of {n} tiny pairs: file {len} bytes, peak {peak} bytes ({:.2}x)", peak as f64 / len as f64);
+    eprintln!(
+        "peak memory: model load (vocab_only) of {n} tiny pairs: file {len} bytes, peak {peak} bytes ({:.2}x)",
+        peak as f64 / len as f64
+    );
     assert!(peak <= len + SLACK, "the load peaked at {peak} bytes for a {len}-byte file");
 }

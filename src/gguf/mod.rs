@@ -46,8 +46,7 @@ use index::Index;
 pub use reader::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, HEADER_SIZE};
 pub use tensor::{TensorInfo, MAX_DIMS, MAX_NAME_LEN};
 pub use value::{
-    type_name_of, ArrayRef, ArrayValues, GgufScalar, GgufType, ScalarIter, StrIter, StrRef, Value,
-    MAX_ARRAY_DEPTH,
+    type_name_of, ArrayRef, ArrayValues, GgufScalar, GgufType, ScalarIter, StrIter, StrRef, Value, MAX_ARRAY_DEPTH,
 };
 pub use writer::{GgufWriter, OwnedArray, OwnedValue};
 
@@ -91,10 +90,7 @@ impl GgufFile {
     /// Maps and parses the GGUF file at `path`. Fails with `Error::Io` if the
     /// file cannot be opened or mapped, `Error::Gguf` if it is not valid.
     pub fn open(path: &Path) -> Result<GgufFile> {
-        let io_err = |e: std::io::Error| Error::Io {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        };
+        let io_err = |e: std::io::Error| Error::Io { path: path.display().to_string(), reason: e.to_string() };
         let file = File::open(path).map_err(io_err)?;
         let map = map_file(&file).map_err(io_err)?;
         GgufFile::from_storage(Storage::Mapped { map, base: 0, file })
@@ -105,20 +101,12 @@ impl GgufFile {
     /// the FILE*'s current position). Offsets reported by the result are
     /// relative to `base`.
     pub fn open_file_at(file: &File, base: u64) -> Result<GgufFile> {
-        let io_err = |reason: String| Error::Io {
-            path: String::from("(open file)"),
-            reason,
-        };
+        let io_err = |reason: String| Error::Io { path: String::from("(open file)"), reason };
         let map = map_file(file).map_err(|e| io_err(e.to_string()))?;
         let len = value::to_u64(map.len());
-        let base = usize::try_from(base)
-            .ok()
-            .filter(|&b| b <= map.len())
-            .ok_or_else(|| {
-                io_err(format!(
-                    "the GGUF data would start at byte {base}, past the end of the {len}-byte file"
-                ))
-            })?;
+        let base = usize::try_from(base).ok().filter(|&b| b <= map.len()).ok_or_else(|| {
+            io_err(format!("the GGUF data would start at byte {base}, past the end of the {len}-byte file"))
+        })?;
         let file = file.try_clone().map_err(|e| io_err(e.to_string()))?;
         GgufFile::from_storage(Storage::Mapped { map, base, file })
     }
@@ -223,9 +211,7 @@ impl GgufFile {
 
     /// The value of key `key`.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.find_key(key)
-            .and_then(|i| self.index.kv(self.bytes(), i))
-            .map(|kv| kv.value)
+        self.find_key(key).and_then(|i| self.index.kv(self.bytes(), i)).map(|kv| kv.value)
     }
 
     /// The bytes of string value `key`, if it exists and is a string.
@@ -240,10 +226,7 @@ impl GgufFile {
 
     /// The bytes of a string view (empty if the view is not of this file).
     pub fn str_bytes(&self, s: &StrRef) -> &[u8] {
-        s.offset
-            .checked_add(s.len)
-            .and_then(|end| self.bytes().get(s.offset..end))
-            .unwrap_or(&[])
+        s.offset.checked_add(s.len).and_then(|end| self.bytes().get(s.offset..end)).unwrap_or(&[])
     }
 
     /// The elements of array `a` as `T`, or `None` if the element type is
@@ -267,8 +250,7 @@ impl GgufFile {
         if a.elem_type != GgufType::U8 as u32 {
             return None;
         }
-        a.elems(self.bytes())
-            .filter(|e| u64::try_from(e.len()).ok() == Some(a.len))
+        a.elems(self.bytes()).filter(|e| u64::try_from(e.len()).ok() == Some(a.len))
     }
 
     /// An i32 array as a Vec.
@@ -353,9 +335,7 @@ impl GgufFile {
     /// allocated), or `None` if `i` is out of range.
     pub fn tensor(&self, i: usize) -> Option<TensorInfo> {
         let at = *self.index.tensor_at.get(i)?;
-        tensor::read_tensor_at(self.bytes(), at, i, self.alignment)
-            .ok()
-            .map(|t| t.to_info())
+        tensor::read_tensor_at(self.bytes(), at, i, self.alignment).ok().map(|t| t.to_info())
     }
 
     /// The tensor table, in file order.
@@ -465,9 +445,7 @@ impl GgufFile {
 
     /// Offset of tensor `t`'s data in the underlying file (base included).
     pub fn tensor_file_offset(&self, t: &TensorInfo) -> Option<u64> {
-        self.base()
-            .checked_add(self.data_offset())?
-            .checked_add(t.offset)
+        self.base().checked_add(self.data_offset())?.checked_add(t.offset)
     }
 
     /// Sum of the tensors' sizes in bytes.
@@ -486,7 +464,10 @@ impl GgufFile {
                 return Err(Error::gguf(
                     t.info_offset,
                     format!("tensor[{i}] '{}'.offset", value::show(t.name.as_bytes())),
-                    format!("the data offset is {}, expected {expected} (tensors must be contiguous, in order)", t.offset),
+                    format!(
+                        "the data offset is {}, expected {expected} (tensors must be contiguous, in order)",
+                        t.offset
+                    ),
                 ));
             }
             let padded = t
@@ -495,11 +476,7 @@ impl GgufFile {
                 .map(|n| n & !(self.alignment - 1))
                 .and_then(|n| expected.checked_add(n));
             expected = padded.ok_or_else(|| {
-                Error::gguf(
-                    t.info_offset,
-                    format!("tensor[{i}].nbytes"),
-                    "the data section size overflows",
-                )
+                Error::gguf(t.info_offset, format!("tensor[{i}].nbytes"), "the data section size overflows")
             })?;
         }
         Ok(())

@@ -59,10 +59,7 @@ impl<'a> Cursor<'a> {
 
     /// The next `n` bytes.
     pub(crate) fn take(&mut self, n: usize, field: Field) -> Result<&'a [u8]> {
-        let slice = self
-            .pos
-            .checked_add(n)
-            .and_then(|end| self.buf.get(self.pos..end));
+        let slice = self.pos.checked_add(n).and_then(|end| self.buf.get(self.pos..end));
         match slice {
             Some(s) => {
                 self.pos += s.len();
@@ -71,10 +68,7 @@ impl<'a> Cursor<'a> {
             None => Err(Error::gguf(
                 to_u64(self.pos),
                 field(),
-                format!(
-                    "unexpected end of file: {n} bytes needed, {} left (the file is truncated)",
-                    self.remaining()
-                ),
+                format!("unexpected end of file: {n} bytes needed, {} left (the file is truncated)", self.remaining()),
             )),
         }
     }
@@ -111,12 +105,7 @@ impl<'a> Cursor<'a> {
 /// Reads one value of type `ty`, validating it completely (bool bytes,
 /// string lengths, array counts, nesting). `depth` is the number of arrays
 /// enclosing the value.
-pub(crate) fn read_value(
-    cur: &mut Cursor,
-    ty: GgufType,
-    depth: u32,
-    field: Field,
-) -> Result<Value> {
+pub(crate) fn read_value(cur: &mut Cursor, ty: GgufType, depth: u32, field: Field) -> Result<Value> {
     let at = cur.pos();
     Ok(match ty {
         GgufType::U8 => Value::U8(cur.read(field)?),
@@ -142,11 +131,7 @@ fn check_bool(b: u8, at: usize, field: Field) -> Result<bool> {
     match b {
         0 => Ok(false),
         1 => Ok(true),
-        _ => Err(Error::gguf(
-            to_u64(at),
-            field(),
-            format!("a bool must be 0 or 1, found {b}"),
-        )),
+        _ => Err(Error::gguf(to_u64(at), field(), format!("a bool must be 0 or 1, found {b}"))),
     }
 }
 
@@ -185,9 +170,7 @@ fn read_array(cur: &mut Cursor, depth: u32, field: Field) -> Result<ArrayRef> {
             return Err(Error::gguf(
                 to_u64(len_at),
                 len_field(),
-                format!(
-                    "an array of {len} {elem} elements needs {need} bytes but only {left} are left"
-                ),
+                format!("an array of {len} {elem} elements needs {need} bytes but only {left} are left"),
             ));
         }
     };
@@ -206,19 +189,11 @@ fn read_array(cur: &mut Cursor, depth: u32, field: Field) -> Result<ArrayRef> {
         }
         None => {
             for j in 0..count {
-                read_value(cur, elem, depth.saturating_add(1), &|| {
-                    format!("{}[{j}]", field())
-                })?;
+                read_value(cur, elem, depth.saturating_add(1), &|| format!("{}[{j}]", field()))?;
             }
         }
     }
-    Ok(ArrayRef {
-        elem_type,
-        len,
-        offset: start,
-        byte_len: cur.pos().saturating_sub(start),
-        depth,
-    })
+    Ok(ArrayRef { elem_type, len, offset: start, byte_len: cur.pos().saturating_sub(start), depth })
 }
 
 /// Everything `parse` learns about a valid file.
@@ -273,27 +248,18 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
         Error::gguf(
             to_u64(at),
             format!("kv[{repeat}].key"),
-            format!(
-                "duplicate key '{}' (first defined by kv[{first}])",
-                show(index::name_at(buf, at))
-            ),
+            format!("duplicate key '{}' (first defined by kv[{first}])", show(index::name_at(buf, at))),
         )
     })?;
     kvs_read?;
-    let mut index = Index {
-        kv_end: cur.pos(),
-        kv_at,
-        kv_by_key,
-        ..Index::default()
-    };
+    let mut index = Index { kv_end: cur.pos(), kv_at, kv_by_key, ..Index::default() };
 
     // --- alignment
     let alignment = match index.find_key(buf, ALIGNMENT_KEY.as_bytes()) {
         None => DEFAULT_ALIGNMENT,
         Some(j) => {
-            let kv = index.kv(buf, j).ok_or_else(|| {
-                Error::gguf(0, format!("kv[{j}]"), "cannot read the pair again")
-            })?;
+            let kv =
+                index.kv(buf, j).ok_or_else(|| Error::gguf(0, format!("kv[{j}]"), "cannot read the pair again"))?;
             match kv.value {
                 Value::U32(a) if a.is_power_of_two() => u64::from(a),
                 Value::U32(a) => {
@@ -322,10 +288,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
         Error::gguf(
             to_u64(at),
             format!("tensor[{repeat}].name"),
-            format!(
-                "duplicate tensor name '{}' (first used by tensor[{first}])",
-                show(index::name_at(buf, at))
-            ),
+            format!("duplicate tensor name '{}' (first used by tensor[{first}])", show(index::name_at(buf, at))),
         )
     })?;
     infos_read?;
@@ -356,13 +319,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Parsed> {
     index.tensor_at = tensor_at;
     index.tensor_by_name = tensor_by_name;
 
-    Ok(Parsed {
-        version,
-        alignment,
-        data_offset,
-        index,
-        total_bytes,
-    })
+    Ok(Parsed { version, alignment, data_offset, index, total_bytes })
 }
 
 /// Reads and validates `n_kv` pairs, recording where each starts in
@@ -373,22 +330,14 @@ fn read_kvs(cur: &mut Cursor, n_kv: usize, kv_at: &mut Vec<usize>) -> Result<()>
         let key_field = || format!("kv[{i}].key");
         let (_, key) = cur.string(&key_field)?;
         if key.is_empty() {
-            return Err(Error::gguf(
-                to_u64(key_offset),
-                key_field(),
-                "the key is empty",
-            ));
+            return Err(Error::gguf(to_u64(key_offset), key_field(), "the key is empty"));
         }
         kv_at.push(key_offset);
         let type_offset = cur.pos();
         let type_field = || format!("kv[{i}] '{}'.type", show(key));
         let t: u32 = cur.read(&type_field)?;
         let ty = GgufType::from_u32(t).ok_or_else(|| {
-            Error::gguf(
-                to_u64(type_offset),
-                type_field(),
-                format!("unknown value type {t} (value types are 0..=12)"),
-            )
+            Error::gguf(to_u64(type_offset), type_field(), format!("unknown value type {t} (value types are 0..=12)"))
         })?;
         read_value(cur, ty, 0, &|| format!("kv[{i}] '{}'.value", show(key)))?;
     }
@@ -397,12 +346,7 @@ fn read_kvs(cur: &mut Cursor, n_kv: usize, kv_at: &mut Vec<usize>) -> Result<()>
 
 /// Reads and validates `n_tensors` tensor infos, recording where each
 /// starts in `tensor_at` once its name is read.
-fn read_tensor_infos(
-    cur: &mut Cursor,
-    n_tensors: usize,
-    alignment: u64,
-    tensor_at: &mut Vec<usize>,
-) -> Result<()> {
+fn read_tensor_infos(cur: &mut Cursor, n_tensors: usize, alignment: u64, tensor_at: &mut Vec<usize>) -> Result<()> {
     for i in 0..n_tensors {
         let at = cur.pos();
         let name = tensor::read_tensor_name(cur, i)?;
@@ -413,21 +357,10 @@ fn read_tensor_infos(
 }
 
 fn bad_magic(magic: &[u8]) -> String {
-    let printable: String = magic
-        .iter()
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                char::from(b)
-            } else {
-                '?'
-            }
-        })
-        .collect();
+    let printable: String =
+        magic.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b) } else { '?' }).collect();
     let hex: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "not a GGUF file: the magic is '{printable}' ({}), expected 'GGUF' (47 47 55 46)",
-        hex.join(" ")
-    )
+    format!("not a GGUF file: the magic is '{printable}' ({}), expected 'GGUF' (47 47 55 46)", hex.join(" "))
 }
 
 fn check_version(v: u32) -> Result<()> {
@@ -509,8 +442,6 @@ fn check_counts(n_tensors: u64, n_kv: u64, left: usize) -> Result<(usize, usize)
 
 /// `x` rounded up to a multiple of `align` (a power of two), if it fits.
 pub(crate) fn align_up(x: usize, align: u64) -> Option<usize> {
-    let align = usize::try_from(align)
-        .ok()
-        .filter(|a| a.is_power_of_two())?;
+    let align = usize::try_from(align).ok().filter(|a| a.is_power_of_two())?;
     Some(x.checked_add(align - 1)? & !(align - 1))
 }

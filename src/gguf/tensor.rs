@@ -37,16 +37,12 @@ pub struct TensorInfo {
 impl TensorInfo {
     /// Number of elements (product of `ne`).
     pub fn n_elements(&self) -> u64 {
-        self.ne.iter().fold(1u64, |acc, &n| {
-            acc.saturating_mul(u64::try_from(n).unwrap_or(0))
-        })
+        self.ne.iter().fold(1u64, |acc, &n| acc.saturating_mul(u64::try_from(n).unwrap_or(0)))
     }
 
     /// The shape as given in the file: the first `n_dims` entries of `ne`.
     pub fn shape(&self) -> &[i64] {
-        let n = usize::try_from(self.n_dims)
-            .unwrap_or(MAX_DIMS)
-            .min(MAX_DIMS);
+        let n = usize::try_from(self.n_dims).unwrap_or(MAX_DIMS).min(MAX_DIMS);
         self.ne.get(..n).unwrap_or(&self.ne)
     }
 
@@ -63,17 +59,12 @@ impl TensorInfo {
 
     /// Bytes of one row (`ne[0]` elements).
     pub fn row_size(&self) -> u64 {
-        u64::try_from(self.ne[0])
-            .ok()
-            .and_then(|n| self.ggml_type.row_size(n))
-            .unwrap_or(0)
+        u64::try_from(self.ne[0]).ok().and_then(|n| self.ggml_type.row_size(n)).unwrap_or(0)
     }
 
     /// Number of rows: `ne[1] * ne[2] * ne[3]`.
     pub fn n_rows(&self) -> u64 {
-        self.ne[1..].iter().fold(1u64, |acc, &n| {
-            acc.saturating_mul(u64::try_from(n).unwrap_or(0))
-        })
+        self.ne[1..].iter().fold(1u64, |acc, &n| acc.saturating_mul(u64::try_from(n).unwrap_or(0)))
     }
 }
 
@@ -179,11 +170,7 @@ pub(crate) fn read_tensor_fields<'a>(
     let ne_field = || format!("{}.ne", label());
     // Same order as ggml: a zero dimension after an overflowing prefix does
     // not save the shape.
-    if ne
-        .iter()
-        .try_fold(1i64, |acc, &n| acc.checked_mul(n))
-        .is_none()
-    {
+    if ne.iter().try_fold(1i64, |acc, &n| acc.checked_mul(n)).is_none() {
         return Err(Error::gguf(
             to_u64(ne_at),
             ne_field(),
@@ -227,11 +214,7 @@ pub(crate) fn read_tensor_fields<'a>(
             Error::gguf(
                 to_u64(ne_at),
                 ne_field(),
-                format!(
-                    "a tensor of shape {} and type {} takes more than i64::MAX bytes",
-                    shape(),
-                    ggml_type.name()
-                ),
+                format!("a tensor of shape {} and type {} takes more than i64::MAX bytes", shape(), ggml_type.name()),
             )
         })?;
 
@@ -247,16 +230,7 @@ pub(crate) fn read_tensor_fields<'a>(
         ));
     }
 
-    Ok(RawTensor {
-        name,
-        n_dims,
-        ne,
-        ggml_type,
-        offset,
-        nbytes,
-        info_offset,
-        offset_field: offset_at,
-    })
+    Ok(RawTensor { name, n_dims, ne, ggml_type, offset, nbytes, info_offset, offset_field: offset_at })
 }
 
 /// Checks that every tensor's data lies inside the file and that no two
@@ -280,9 +254,7 @@ pub(crate) fn check_layout(
     // --- bounds
     for i in 0..tensor_at.len() {
         let t = tensor(i)?;
-        let end = data_start
-            .checked_add(t.offset)
-            .and_then(|s| s.checked_add(t.nbytes));
+        let end = data_start.checked_add(t.offset).and_then(|s| s.checked_add(t.nbytes));
         if end.map_or(true, |e| e > file_len) {
             return Err(Error::gguf(
                 to_u64(t.offset_field),
@@ -306,9 +278,7 @@ pub(crate) fn check_layout(
     // field of an info, so it is read straight from before the next one.
     let data_offset_of = |i: usize| -> u64 {
         let end = tensor_at.get(i + 1).copied().unwrap_or(info_end);
-        end.checked_sub(8)
-            .and_then(|at| Cursor::new(buf, at).read::<u64>(&String::new).ok())
-            .unwrap_or(0)
+        end.checked_sub(8).and_then(|at| Cursor::new(buf, at).read::<u64>(&String::new).ok()).unwrap_or(0)
     };
     // 4 bytes per tensor, sorted in place.
     let mut order: Vec<u32> = (0..u32::try_from(tensor_at.len()).unwrap_or(u32::MAX)).collect();

@@ -19,15 +19,8 @@ fn parse(bytes: Vec<u8>) -> GgufFile {
 #[track_caller]
 fn expect_err(bytes: Vec<u8>, field: &str, offset: u64) -> String {
     match GgufFile::from_bytes(bytes) {
-        Err(Error::Gguf {
-            offset: o,
-            field: f,
-            reason,
-        }) => {
-            assert!(
-                f.contains(field),
-                "field {f:?} does not contain {field:?} (reason: {reason})"
-            );
+        Err(Error::Gguf { offset: o, field: f, reason }) => {
+            assert!(f.contains(field), "field {f:?} does not contain {field:?} (reason: {reason})");
             assert_eq!(o, offset, "offset of {f}: {reason}");
             assert!(!reason.is_empty());
             reason
@@ -40,19 +33,9 @@ fn expect_err(bytes: Vec<u8>, field: &str, offset: u64) -> String {
 /// Position of the only occurrence of `needle`.
 #[track_caller]
 fn find(hay: &[u8], needle: &[u8]) -> usize {
-    let hits: Vec<usize> = hay
-        .windows(needle.len())
-        .enumerate()
-        .filter(|(_, w)| *w == needle)
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(
-        hits.len(),
-        1,
-        "{:?} occurs {} times",
-        String::from_utf8_lossy(needle),
-        hits.len()
-    );
+    let hits: Vec<usize> =
+        hay.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(i, _)| i).collect();
+    assert_eq!(hits.len(), 1, "{:?} occurs {} times", String::from_utf8_lossy(needle), hits.len());
     hits[0]
 }
 
@@ -85,13 +68,7 @@ fn tensor_at(b: &[u8], name: &str) -> TensorAt {
     let n_dims = u32::from_le_bytes(b[n_dims_at..n_dims_at + 4].try_into().unwrap()) as usize;
     let ne = n_dims_at + 4;
     let ty = ne + 8 * n_dims;
-    TensorAt {
-        info: n - 8,
-        n_dims: n_dims_at,
-        ne,
-        ty,
-        offset: ty + 4,
-    }
+    TensorAt { info: n - 8, n_dims: n_dims_at, ne, ty, offset: ty + 4 }
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -144,10 +121,7 @@ fn every_value() -> Vec<(&'static str, OwnedValue)> {
         ("v.bool.f", OwnedValue::Bool(false)),
         ("v.str", OwnedValue::from("héllo \"world\"")),
         ("v.str.empty", OwnedValue::from("")),
-        (
-            "v.str.binary",
-            OwnedValue::Str(vec![0xff, 0x00, 0xfe, b'x']),
-        ),
+        ("v.str.binary", OwnedValue::Str(vec![0xff, 0x00, 0xfe, b'x'])),
         ("v.u64", OwnedValue::U64(u64::MAX)),
         ("v.i64", OwnedValue::I64(i64::MIN)),
         ("v.f64", OwnedValue::F64(-2.25e300)),
@@ -157,10 +131,7 @@ fn every_value() -> Vec<(&'static str, OwnedValue)> {
         ("a.i16", OwnedValue::from(vec![-32768i16, 7])),
         ("a.u32", OwnedValue::from(vec![0u32, u32::MAX])),
         ("a.i32", OwnedValue::from(vec![-1i32, 2, -3])),
-        (
-            "a.f32",
-            OwnedValue::from(vec![0.5f32, -1.25, f32::INFINITY]),
-        ),
+        ("a.f32", OwnedValue::from(vec![0.5f32, -1.25, f32::INFINITY])),
         ("a.bool", OwnedValue::from(vec![true, false, true])),
         ("a.str", OwnedValue::from(vec!["a", "", "c\"\\d"])),
         ("a.u64", OwnedValue::from(vec![u64::MAX, 0])),
@@ -217,23 +188,14 @@ fn gguf_round_trips_every_value_type() {
     assert_eq!(f.get("a.u8").unwrap().type_name(), "arr");
     assert_eq!(f.get_str("v.str"), Some("héllo \"world\""));
     assert_eq!(f.get_str("v.str.binary"), None);
-    assert_eq!(
-        f.get_str_bytes("v.str.binary"),
-        Some(&[0xff, 0x00, 0xfe, b'x'][..])
-    );
+    assert_eq!(f.get_str_bytes("v.str.binary"), Some(&[0xff, 0x00, 0xfe, b'x'][..]));
     let arr = |k: &str| f.get(k).unwrap().as_array().unwrap();
     assert_eq!(f.array_u8(&arr("a.u8")), Some(&[1u8, 2, 255][..]));
     assert_eq!(f.array_i32(&arr("a.i32")), Some(vec![-1, 2, -3]));
     assert_eq!(f.array_i32(&arr("a.u32")), None);
     assert_eq!(f.array_u32(&arr("a.u32")), Some(vec![0, u32::MAX]));
-    assert_eq!(
-        f.array_f32(&arr("a.f32")),
-        Some(vec![0.5, -1.25, f32::INFINITY])
-    );
-    assert_eq!(
-        f.array_vec::<bool>(&arr("a.bool")),
-        Some(vec![true, false, true])
-    );
+    assert_eq!(f.array_f32(&arr("a.f32")), Some(vec![0.5, -1.25, f32::INFINITY]));
+    assert_eq!(f.array_vec::<bool>(&arr("a.bool")), Some(vec![true, false, true]));
     assert_eq!(f.array_iter::<i64>(&arr("a.i64")).unwrap().len(), 2);
     let strs: Vec<&[u8]> = f.array_strings(&arr("a.str")).unwrap().collect();
     assert_eq!(strs, vec![&b"a"[..], b"", b"c\"\\d"]);
@@ -245,12 +207,7 @@ fn gguf_round_trips_every_value_type() {
 #[test]
 fn gguf_nested_arrays_are_reachable() {
     let values = every_value();
-    let nested = values
-        .iter()
-        .find(|(k, _)| *k == "a.nested")
-        .unwrap()
-        .1
-        .clone();
+    let nested = values.iter().find(|(k, _)| *k == "a.nested").unwrap().1.clone();
     let f = parse(one_kv("nested", nested));
     let a = f.get("nested").unwrap().as_array().unwrap();
     assert_eq!(a.elem_type, GgufType::Array as u32);
@@ -262,10 +219,7 @@ fn gguf_nested_arrays_are_reachable() {
     assert_eq!(s, vec![&b"x"[..], &[0xff][..]]);
     let deeper: Vec<Value> = f.array_values(&inner[2]).collect();
     assert_eq!(f.array_f32(&deeper[0].as_array().unwrap()), Some(vec![9.0]));
-    assert_eq!(
-        f.array_vec::<bool>(&deeper[1].as_array().unwrap()),
-        Some(vec![])
-    );
+    assert_eq!(f.array_vec::<bool>(&deeper[1].as_array().unwrap()), Some(vec![]));
     assert_eq!(f.array_u8(&inner[3]), Some(&[][..]));
 }
 
@@ -277,10 +231,7 @@ fn gguf_array_nesting_depth_is_limited() {
         a = OwnedArray::Array(vec![a]);
     }
     let f = parse(one_kv("deep", a.clone()));
-    assert_eq!(
-        f.to_owned_value(&f.get("deep").unwrap()),
-        Some(OwnedValue::Array(a.clone()))
-    );
+    assert_eq!(f.to_owned_value(&f.get("deep").unwrap()), Some(OwnedValue::Array(a.clone())));
     // The writer refuses a ninth level.
     let mut w = GgufWriter::new();
     w.add("deep", OwnedArray::Array(vec![a]));
@@ -300,11 +251,8 @@ fn gguf_array_nesting_depth_is_limited() {
     }
     deep.extend([5u32.to_le_bytes().to_vec(), 0u64.to_le_bytes().to_vec()].concat());
     let value_at = 24 + 8 + 1 + 4;
-    let r = expect_err(
-        raw_kv("d", 9, &deep),
-        "kv[0] 'd'.value[0][0][0][0][0][0][0].elem_type",
-        (value_at + 7 * 12) as u64,
-    );
+    let r =
+        expect_err(raw_kv("d", 9, &deep), "kv[0] 'd'.value[0][0][0][0][0][0][0].elem_type", (value_at + 7 * 12) as u64);
     assert!(r.contains("nested"), "{r}");
 }
 
@@ -342,9 +290,7 @@ fn gguf_alignment_variants() {
 fn gguf_versions_2_and_3_are_read() {
     for v in [2, 3] {
         let mut w = GgufWriter::new();
-        w.set_version(v)
-            .add("k", 1u32)
-            .add_tensor("t", GgmlType::F16, &[2, 2], vec![0u8; 8]);
+        w.set_version(v).add("k", 1u32).add_tensor("t", GgmlType::F16, &[2, 2], vec![0u8; 8]);
         let f = parse(w.to_bytes().unwrap());
         assert_eq!(f.version(), v);
         assert_eq!(f.get("k"), Some(Value::U32(1)));
@@ -358,43 +304,26 @@ fn gguf_versions_2_and_3_are_read() {
 fn gguf_tensor_table_is_read() {
     let mut w = GgufWriter::new();
     let q4k = vec![7u8; 144 * 2];
-    w.add_tensor(
-        "blk.0.ffn_down.weight",
-        GgmlType::Q4_K,
-        &[256, 2, 1, 1],
-        q4k.clone(),
-    );
+    w.add_tensor("blk.0.ffn_down.weight", GgmlType::Q4_K, &[256, 2, 1, 1], q4k.clone());
     w.add_tensor("scalar", GgmlType::F32, &[], f32_bytes(&[3.5]));
     w.add_tensor("empty", GgmlType::F32, &[0, 4], Vec::new());
     w.add_tensor(&"n".repeat(63), GgmlType::I8, &[3], vec![1, 2, 3]);
     let f = parse(w.to_bytes().unwrap());
     let t = f.find_tensor("blk.0.ffn_down.weight").unwrap();
-    assert_eq!(
-        (t.n_dims, t.ne, t.ggml_type, t.nbytes),
-        (4, [256, 2, 1, 1], GgmlType::Q4_K, 288)
-    );
+    assert_eq!((t.n_dims, t.ne, t.ggml_type, t.nbytes), (4, [256, 2, 1, 1], GgmlType::Q4_K, 288));
     assert_eq!(t.n_elements(), 512);
     assert_eq!(t.row_size(), 144);
     assert_eq!(t.n_rows(), 2);
     assert_eq!(t.shape(), &[256, 2, 1, 1]);
     assert_eq!(f.tensor_data(&t), &q4k[..]);
-    assert_eq!(
-        t.info_offset,
-        find(f.bytes(), b"blk.0.ffn_down.weight") as u64 - 8
-    );
+    assert_eq!(t.info_offset, find(f.bytes(), b"blk.0.ffn_down.weight") as u64 - 8);
     let s = f.find_tensor("scalar").unwrap();
-    assert_eq!(
-        (s.n_dims, s.ne, s.nbytes, s.n_elements()),
-        (0, [1, 1, 1, 1], 4, 1)
-    );
+    assert_eq!((s.n_dims, s.ne, s.nbytes, s.n_elements()), (0, [1, 1, 1, 1], 4, 1));
     assert_eq!(s.shape(), &[] as &[i64]);
     let e = f.find_tensor("empty").unwrap();
     assert_eq!((e.nbytes, e.n_elements()), (0, 0));
     assert_eq!(f.tensor_data(&e), &[] as &[u8]);
-    assert_eq!(
-        f.tensor_data(&f.find_tensor(&"n".repeat(63)).unwrap()),
-        &[1, 2, 3]
-    );
+    assert_eq!(f.tensor_data(&f.find_tensor(&"n".repeat(63)).unwrap()), &[1, 2, 3]);
     assert_eq!(f.find_tensor_index("scalar"), Some(1));
     assert!(f.find_tensor("nope").is_none());
     assert_eq!(f.total_bytes(), 288 + 4 + 3);
@@ -441,8 +370,7 @@ fn gguf_writer_rejects_invalid_input() {
         w.add_tensor(&"n".repeat(64), GgmlType::F32, &[1], vec![0; 4]);
     });
     bad(&|w| {
-        w.add_tensor("t", GgmlType::F32, &[1], vec![0; 4])
-            .add_tensor("t", GgmlType::F32, &[1], vec![0; 4]);
+        w.add_tensor("t", GgmlType::F32, &[1], vec![0; 4]).add_tensor("t", GgmlType::F32, &[1], vec![0; 4]);
     });
     bad(&|w| {
         w.add_tensor("t", GgmlType::F32, &[2], vec![0; 4]);
@@ -473,10 +401,7 @@ fn gguf_format_value_matches_llama_cpp() {
         .add("ai", vec![1i32, -2, 3])
         .add("ab", vec![true, false])
         .add("af", vec![1.0f32, f32::NAN])
-        .add(
-            "aa",
-            OwnedArray::Array(vec![OwnedArray::U8(vec![1]), OwnedArray::U8(vec![])]),
-        )
+        .add("aa", OwnedArray::Array(vec![OwnedArray::U8(vec![1]), OwnedArray::U8(vec![])]))
         .add("ae", OwnedArray::U16(vec![]));
     let f = parse(w.to_bytes().unwrap());
     let fmt = |k: &str| f.format_value_lossy(&f.get(k).unwrap());
@@ -502,10 +427,7 @@ fn gguf_opens_files_and_embedded_files() {
     std::fs::write(&path, &bytes).unwrap();
     let f = GgufFile::open(&path).unwrap();
     assert_eq!(f.base(), 0);
-    assert_eq!(
-        f.tensor_data(&f.find_tensor("wb").unwrap()),
-        &f32_bytes(&[2.0; 16])[..]
-    );
+    assert_eq!(f.tensor_data(&f.find_tensor("wb").unwrap()), &f32_bytes(&[2.0; 16])[..]);
 
     // The same GGUF 13 bytes into a file.
     let mut embedded = b"prefix-junk!!".to_vec();
@@ -517,10 +439,7 @@ fn gguf_opens_files_and_embedded_files() {
     assert_eq!(g.data_offset(), f.data_offset());
     let wb = g.find_tensor("wb").unwrap();
     assert_eq!(g.tensor_data(&wb), &f32_bytes(&[2.0; 16])[..]);
-    assert_eq!(
-        g.tensor_file_offset(&wb),
-        Some(13 + g.data_offset() + wb.offset)
-    );
+    assert_eq!(g.tensor_file_offset(&wb), Some(13 + g.data_offset() + wb.offset));
     // Errors are relative to the base.
     embedded[13 + 4] = 9;
     std::fs::write(&path, &embedded).unwrap();
@@ -529,14 +448,8 @@ fn gguf_opens_files_and_embedded_files() {
         Err(Error::Gguf { offset: 4, .. }) => {}
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        GgufFile::open_file_at(&file, embedded.len() as u64 + 1),
-        Err(Error::Io { .. })
-    ));
-    assert!(matches!(
-        GgufFile::open_file_at(&file, u64::MAX),
-        Err(Error::Io { .. })
-    ));
+    assert!(matches!(GgufFile::open_file_at(&file, embedded.len() as u64 + 1), Err(Error::Io { .. })));
+    assert!(matches!(GgufFile::open_file_at(&file, u64::MAX), Err(Error::Io { .. })));
     // Base at the very end: an empty GGUF.
     expect_too_short(GgufFile::open_file_at(&file, embedded.len() as u64));
     std::fs::remove_file(&path).unwrap();
@@ -550,11 +463,7 @@ fn gguf_opens_files_and_embedded_files() {
 
 fn expect_too_short(r: Result<GgufFile>) {
     match r {
-        Err(Error::Gguf {
-            offset: 0,
-            field,
-            reason,
-        }) => {
+        Err(Error::Gguf { offset: 0, field, reason }) => {
             assert_eq!(field, "header");
             assert!(reason.contains("too short"), "{reason}");
         }
@@ -587,15 +496,9 @@ fn gguf_contiguous_layout_check_matches_reference() {
     set_u64(&mut b, ta.offset, 32);
     set_u64(&mut b, tb.offset, 0);
     let f = parse(b);
-    assert_eq!(
-        f.tensor_data(&f.find_tensor("tb").unwrap()),
-        &f32_bytes(&[1.0; 8])[..]
-    );
+    assert_eq!(f.tensor_data(&f.find_tensor("tb").unwrap()), &f32_bytes(&[1.0; 8])[..]);
     let e = f.check_contiguous_layout().unwrap_err();
-    assert!(
-        matches!(e, Error::Gguf { ref field, .. } if field.contains("'ta'.offset")),
-        "{e}"
-    );
+    assert!(matches!(e, Error::Gguf { ref field, .. } if field.contains("'ta'.offset")), "{e}");
 }
 
 // ---------------------------------------------------------------- header
@@ -606,11 +509,7 @@ fn gguf_rejects_bad_magic() {
     b[..4].copy_from_slice(b"GGML");
     let r = expect_err(b, "header.magic", 0);
     assert!(r.contains("'GGML'"), "{r}");
-    expect_err(
-        b"\x00\x01".iter().chain(&[0u8; 30]).copied().collect(),
-        "header.magic",
-        0,
-    );
+    expect_err(b"\x00\x01".iter().chain(&[0u8; 30]).copied().collect(), "header.magic", 0);
 }
 
 #[test]
@@ -801,11 +700,7 @@ fn gguf_rejects_bad_alignment() {
         (5, 32i32.to_le_bytes().to_vec()),
         (8, [1u64.to_le_bytes().to_vec(), b"x".to_vec()].concat()),
     ] {
-        let r = expect_err(
-            raw_kv(ALIGNMENT_KEY, ty, &payload),
-            "kv[0] 'general.alignment'.type",
-            ty_at,
-        );
+        let r = expect_err(raw_kv(ALIGNMENT_KEY, ty, &payload), "kv[0] 'general.alignment'.type", ty_at);
         assert!(r.contains("must be of type u32"), "{r}");
     }
     // The writer refuses to write it.
@@ -887,13 +782,7 @@ fn gguf_rejects_byte_size_overflow() {
 
 #[test]
 fn gguf_rejects_unknown_tensor_types() {
-    for (t, word) in [
-        (0xFFFF_FFFFu32, "unknown"),
-        (43, "unknown"),
-        (4, "removed"),
-        (31, "Q4_0_4_4"),
-        (38, "removed"),
-    ] {
+    for (t, word) in [(0xFFFF_FFFFu32, "unknown"), (43, "unknown"), (4, "removed"), (31, "Q4_0_4_4"), (38, "removed")] {
         let mut b = two_tensors(None);
         let wa = tensor_at(&b, "wa");
         set_u32(&mut b, wa.ty, t);
@@ -990,10 +879,7 @@ fn gguf_rejects_padding_past_the_end() {
     let d = f.data_offset() as usize;
     let wb = tensor_at(&b, "wb");
     let info_end = wb.offset + 8;
-    assert!(
-        info_end < d,
-        "the test needs padding after the tensor infos"
-    );
+    assert!(info_end < d, "the test needs padding after the tensor infos");
     for cut in [info_end, d - 1] {
         let r = expect_err(b[..cut].to_vec(), "data section", info_end as u64);
         assert!(r.contains("past"), "{r}");
@@ -1014,10 +900,7 @@ fn gguf_every_truncation_fails_cleanly() {
     w.add_tensor("b", GgmlType::F32, &[8, 2], f32_bytes(&[1.0; 16]));
     let b = w.to_bytes().unwrap();
     let f = parse(b.clone());
-    assert_eq!(
-        f.tensor_file_offset(&f.tensor(1).unwrap()).unwrap() + 64,
-        b.len() as u64
-    );
+    assert_eq!(f.tensor_file_offset(&f.tensor(1).unwrap()).unwrap() + 64, b.len() as u64);
     for n in 0..b.len() {
         match GgufFile::from_bytes(b[..n].to_vec()) {
             Err(Error::Gguf { offset, .. }) => {
@@ -1072,9 +955,7 @@ fn gguf_random_corruption_never_panics() {
 #[test]
 fn gguf_views_from_another_file_do_not_panic() {
     let mut w = GgufWriter::new();
-    w.add("s", "a fairly long string value")
-        .add("a", vec!["x"; 50])
-        .add("n", vec![7u64; 40]);
+    w.add("s", "a fairly long string value").add("a", vec!["x"; 50]).add("n", vec![7u64; 40]);
     let big = parse(w.to_bytes().unwrap());
     let small = parse(one_kv("k", 1u8));
     let s = big.get("s").unwrap().as_str_ref().unwrap();
@@ -1101,8 +982,7 @@ fn write_fuzz_seeds() {
     let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
 
     let mut w = GgufWriter::new();
-    w.add("general.architecture", "llama")
-        .add("general.name", "tiny");
+    w.add("general.architecture", "llama").add("general.name", "tiny");
     seeds.push(("metadata_only.gguf", w.to_bytes().unwrap()));
 
     let mut w = GgufWriter::new();
@@ -1118,18 +998,8 @@ fn write_fuzz_seeds() {
         .add("tokenizer.ggml.tokens", vec!["<s>", "</s>", "a", "b"])
         .add("tokenizer.ggml.scores", vec![0.0f32, 0.0, -1.0, -2.0])
         .add("tokenizer.ggml.token_type", vec![3i32, 3, 1, 1])
-        .add_tensor(
-            "blk.0.attn_q.weight",
-            GgmlType::Q4_0,
-            &[32, 2],
-            vec![0x11u8; 36],
-        )
-        .add_tensor(
-            "blk.0.ffn_down.weight",
-            GgmlType::Q6_K,
-            &[256],
-            vec![0x22u8; 210],
-        )
+        .add_tensor("blk.0.attn_q.weight", GgmlType::Q4_0, &[32, 2], vec![0x11u8; 36])
+        .add_tensor("blk.0.ffn_down.weight", GgmlType::Q6_K, &[256], vec![0x22u8; 210])
         .add_tensor("output_norm.weight", GgmlType::F16, &[4], vec![0u8; 8])
         .add_tensor("empty", GgmlType::F32, &[0, 3], Vec::new())
         .add_tensor("scalar", GgmlType::I32, &[], vec![1, 0, 0, 0]);
@@ -1140,9 +1010,7 @@ fn write_fuzz_seeds() {
         a = OwnedArray::Array(vec![a, OwnedArray::Bool(vec![true])]);
     }
     let mut w = GgufWriter::new();
-    w.set_alignment(1)
-        .add("nested", a)
-        .add_tensor("t", GgmlType::BF16, &[3], vec![0u8; 6]);
+    w.set_alignment(1).add("nested", a).add_tensor("t", GgmlType::BF16, &[3], vec![0u8; 6]);
     seeds.push(("nested_align1.gguf", w.to_bytes().unwrap()));
 
     for (name, bytes) in seeds {
@@ -1297,7 +1165,9 @@ fn released_pages_are_kept_out_of_huge_mappings() {
     let inner = f.tensor_data(&t)[data.len() / 2..].as_ptr() as usize;
     let head = f.bytes().as_ptr() as usize;
     assert!(f.release_pages(&t) > 0);
-    let has = |addr: usize, flag: &str| vm_flags_at(addr).expect("the mapping in smaps").split_whitespace().any(|f| f == flag);
+    let has = |addr: usize, flag: &str| {
+        vm_flags_at(addr).expect("the mapping in smaps").split_whitespace().any(|f| f == flag)
+    };
     assert!(has(inner, "nh") && !has(inner, "hg"), "released range: {:?}", vm_flags_at(inner));
     assert!(has(head, "hg"), "the header's page keeps the advice: {:?}", vm_flags_at(head));
     assert_eq!(f.tensor_data(&t), &data[..], "the bytes still read back");

@@ -372,10 +372,7 @@ pub struct ScalarIter<'a, T> {
 
 impl<'a, T: GgufScalar> ScalarIter<'a, T> {
     pub(crate) fn new(elems: &'a [u8]) -> Self {
-        ScalarIter {
-            chunks: elems.chunks_exact(T::SIZE),
-            _t: PhantomData,
-        }
+        ScalarIter { chunks: elems.chunks_exact(T::SIZE), _t: PhantomData }
     }
 }
 
@@ -400,10 +397,7 @@ pub struct StrIter<'a> {
 
 impl<'a> StrIter<'a> {
     pub(crate) fn new(elems: &'a [u8], len: u64) -> Self {
-        StrIter {
-            rest: elems,
-            remaining: len,
-        }
+        StrIter { rest: elems, remaining: len }
     }
 }
 
@@ -472,9 +466,8 @@ impl Iterator for ArrayValues<'_> {
         }
         let elem = self.elem?;
         let mut cur = super::reader::Cursor::new(self.data, self.pos);
-        match super::reader::read_value(&mut cur, elem, self.depth.saturating_add(1), &|| {
-            String::from("array element")
-        }) {
+        match super::reader::read_value(&mut cur, elem, self.depth.saturating_add(1), &|| String::from("array element"))
+        {
             Ok(v) => {
                 self.pos = cur.pos();
                 self.remaining -= 1;
@@ -517,11 +510,7 @@ pub(crate) fn show(bytes: &[u8]) -> String {
 /// (six decimals; "inf", "-inf", "nan", "-nan").
 pub(crate) fn c_float(v: f64) -> String {
     if v.is_nan() {
-        return if v.is_sign_negative() {
-            "-nan".into()
-        } else {
-            "nan".into()
-        };
+        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf".into() } else { "inf".into() };

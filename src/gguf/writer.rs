@@ -158,16 +158,12 @@ impl From<String> for OwnedValue {
 }
 impl From<Vec<&str>> for OwnedValue {
     fn from(v: Vec<&str>) -> Self {
-        OwnedValue::Array(OwnedArray::Str(
-            v.into_iter().map(|s| s.as_bytes().to_vec()).collect(),
-        ))
+        OwnedValue::Array(OwnedArray::Str(v.into_iter().map(|s| s.as_bytes().to_vec()).collect()))
     }
 }
 impl From<Vec<String>> for OwnedValue {
     fn from(v: Vec<String>) -> Self {
-        OwnedValue::Array(OwnedArray::Str(
-            v.into_iter().map(String::into_bytes).collect(),
-        ))
+        OwnedValue::Array(OwnedArray::Str(v.into_iter().map(String::into_bytes).collect()))
     }
 }
 impl From<OwnedArray> for OwnedValue {
@@ -257,11 +253,7 @@ impl Default for GgufWriter<'_> {
 impl<'a> GgufWriter<'a> {
     /// An empty GGUF v3 file.
     pub fn new() -> Self {
-        GgufWriter {
-            version: 3,
-            kvs: Vec::new(),
-            tensors: Vec::new(),
-        }
+        GgufWriter { version: 3, kvs: Vec::new(), tensors: Vec::new() }
     }
 
     /// A writer holding a copy of `file`'s pairs and tensors (data
@@ -275,11 +267,7 @@ impl<'a> GgufWriter<'a> {
             }
         }
         for t in file.tensors() {
-            let ne = t
-                .shape()
-                .iter()
-                .map(|&n| u64::try_from(n).unwrap_or(0))
-                .collect();
+            let ne = t.shape().iter().map(|&n| u64::try_from(n).unwrap_or(0)).collect();
             w.tensors.push(PendingTensor {
                 name: t.name.clone(),
                 ggml_type: t.ggml_type,
@@ -312,11 +300,7 @@ impl<'a> GgufWriter<'a> {
     /// place, or appends a pair.
     pub fn set(&mut self, key: &str, value: impl Into<OwnedValue>) -> &mut Self {
         let value = value.into();
-        match self
-            .kvs
-            .iter_mut()
-            .find(|(k, _)| k.as_slice() == key.as_bytes())
-        {
+        match self.kvs.iter_mut().find(|(k, _)| k.as_slice() == key.as_bytes()) {
             Some((_, v)) => *v = value,
             None => self.kvs.push((key.as_bytes().to_vec(), value)),
         }
@@ -351,12 +335,7 @@ impl<'a> GgufWriter<'a> {
         ne: &[u64],
         data: impl Into<Cow<'a, [u8]>>,
     ) -> &mut Self {
-        self.tensors.push(PendingTensor {
-            name: name.to_owned(),
-            ggml_type,
-            ne: ne.to_vec(),
-            data: Some(data.into()),
-        });
+        self.tensors.push(PendingTensor { name: name.to_owned(), ggml_type, ne: ne.to_vec(), data: Some(data.into()) });
         self
     }
 
@@ -405,16 +384,12 @@ impl<'a> GgufWriter<'a> {
 
     /// The alignment the file will use: `general.alignment` or 32.
     pub fn alignment(&self) -> Result<u64> {
-        match self
-            .kvs
-            .iter()
-            .find(|(k, _)| k.as_slice() == ALIGNMENT_KEY.as_bytes())
-        {
+        match self.kvs.iter().find(|(k, _)| k.as_slice() == ALIGNMENT_KEY.as_bytes()) {
             None => Ok(DEFAULT_ALIGNMENT),
             Some((_, OwnedValue::U32(a))) if a.is_power_of_two() => Ok(u64::from(*a)),
-            Some((_, v)) => Err(Error::invalid(format!(
-                "GGUF writer: '{ALIGNMENT_KEY}' must be a u32 power of two, got {v:?}"
-            ))),
+            Some((_, v)) => {
+                Err(Error::invalid(format!("GGUF writer: '{ALIGNMENT_KEY}' must be a u32 power of two, got {v:?}")))
+            }
         }
     }
 
@@ -426,9 +401,7 @@ impl<'a> GgufWriter<'a> {
         for t in &self.tensors {
             offsets.push(end);
             let len = t.nbytes();
-            end = end
-                .checked_add(pad_len(len, alignment)?)
-                .ok_or_else(overflow)?;
+            end = end.checked_add(pad_len(len, alignment)?).ok_or_else(overflow)?;
         }
         Ok((offsets, end))
     }
@@ -436,10 +409,7 @@ impl<'a> GgufWriter<'a> {
     fn validate(&self) -> Result<u64> {
         let bad = |m: String| Err(Error::invalid(format!("GGUF writer: {m}")));
         if !(2..=3).contains(&self.version) {
-            return bad(format!(
-                "version {} cannot be written (2 or 3)",
-                self.version
-            ));
+            return bad(format!("version {} cannot be written (2 or 3)", self.version));
         }
         let mut keys = HashSet::new();
         for (k, v) in &self.kvs {
@@ -459,10 +429,7 @@ impl<'a> GgufWriter<'a> {
         let mut names = HashSet::new();
         for t in &self.tensors {
             if t.name.len() > MAX_NAME_LEN {
-                return bad(format!(
-                    "tensor name '{}' is longer than {MAX_NAME_LEN} bytes",
-                    t.name
-                ));
+                return bad(format!("tensor name '{}' is longer than {MAX_NAME_LEN} bytes", t.name));
             }
             if !names.insert(t.name.as_str()) {
                 return bad(format!("duplicate tensor name '{}'", t.name));
@@ -471,10 +438,7 @@ impl<'a> GgufWriter<'a> {
                 return bad(format!("tensor '{}': bad shape {:?}", t.name, t.ne));
             }
             let Some(expected) = t.ggml_type.nbytes(&t.ne) else {
-                return bad(format!(
-                    "tensor '{}': type {} cannot hold shape {:?}",
-                    t.name, t.ggml_type, t.ne
-                ));
+                return bad(format!("tensor '{}': type {} cannot hold shape {:?}", t.name, t.ggml_type, t.ne));
             };
             if let Some(data) = &t.data {
                 if u64::try_from(data.len()).ok() != Some(expected) {
@@ -500,10 +464,7 @@ impl<'a> GgufWriter<'a> {
 
     /// Writes the file to `path` (created or truncated).
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let io_err = |e: std::io::Error| Error::Io {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        };
+        let io_err = |e: std::io::Error| Error::Io { path: path.display().to_string(), reason: e.to_string() };
         let file = std::fs::File::create(path).map_err(io_err)?;
         let mut w = std::io::BufWriter::new(file);
         self.write_to(&mut w)?;
@@ -516,10 +477,7 @@ impl<'a> GgufWriter<'a> {
             return Err(Error::invalid(format!("GGUF writer: tensor '{}' has no data", t.name)));
         }
         let meta = self.meta_bytes()?;
-        let io = |e: std::io::Error| Error::Io {
-            path: String::from("(GGUF writer)"),
-            reason: e.to_string(),
-        };
+        let io = |e: std::io::Error| Error::Io { path: String::from("(GGUF writer)"), reason: e.to_string() };
         w.write_all(&meta).map_err(io)?;
 
         // --- data

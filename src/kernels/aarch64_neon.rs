@@ -28,8 +28,8 @@
 
 use std::arch::aarch64::*;
 
-use super::ggml_paths::{self, tiled::TiledFold, Path};
 use super::dispatch::{no_ggml_rows, no_rows, KernelSet, TileFn};
+use super::ggml_paths::{self, tiled::TiledFold, Path};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
@@ -45,11 +45,31 @@ pub fn cpu_ok_dotprod() -> bool {
     cpu_ok() && std::arch::is_aarch64_feature_detected!("dotprod")
 }
 
-pub(crate) static SET: KernelSet =
-    KernelSet { name: "neon", tile, ggml, rows: no_rows, ggml_rows: no_ggml_rows, ggml_token_major: super::dispatch::no_ggml_token_major, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
+pub(crate) static SET: KernelSet = KernelSet {
+    name: "neon",
+    tile,
+    ggml,
+    rows: no_rows,
+    ggml_rows: no_ggml_rows,
+    ggml_token_major: super::dispatch::no_ggml_token_major,
+    tiled: super::dispatch::no_tiled,
+    quant_q8_0,
+    quant_q8_1,
+    quant_q8_k,
+};
 
-pub(crate) static SET_DOTPROD: KernelSet =
-    KernelSet { name: "neon-dotprod", tile: tile_dp, ggml: ggml_dp, rows: no_rows, ggml_rows: no_ggml_rows, ggml_token_major: super::dispatch::no_ggml_token_major, tiled: super::dispatch::no_tiled, quant_q8_0, quant_q8_1, quant_q8_k };
+pub(crate) static SET_DOTPROD: KernelSet = KernelSet {
+    name: "neon-dotprod",
+    tile: tile_dp,
+    ggml: ggml_dp,
+    rows: no_rows,
+    ggml_rows: no_ggml_rows,
+    ggml_token_major: super::dispatch::no_ggml_token_major,
+    tiled: super::dispatch::no_tiled,
+    quant_q8_0,
+    quant_q8_1,
+    quant_q8_k,
+};
 
 // --- the int8 dot: 4 lanes of Σ over 4 products each
 
@@ -207,12 +227,7 @@ impl W32 for WQ5_1 {
         let (lo, hi) = nibbles(p.add(8));
         let (b0, b1) = bits32(p.add(4));
         let h = vdupq_n_u8(0x10);
-        (
-            s8(vorrq_u8(lo, vandq_u8(b0, h))),
-            s8(vorrq_u8(hi, vandq_u8(b1, h))),
-            f16_at(p),
-            f16_at(p.add(2)),
-        )
+        (s8(vorrq_u8(lo, vandq_u8(b0, h))), s8(vorrq_u8(hi, vandq_u8(b1, h))), f16_at(p), f16_at(p.add(2)))
     }
 }
 
@@ -226,7 +241,11 @@ unsafe fn group32<U: W32, D: Dot, const T: usize>(nb: usize, w: *const u8, a: *c
         let (q0, q1, dw, mw) = U::load(w.add(b * U::BYTES));
         for j in 0..T {
             let ab = a.add(j * s + b * ablock);
-            let p = D::dot(D::dot(vdupq_n_s32(0), q0, vld1q_s8(ab.add(aq) as *const i8)), q1, vld1q_s8(ab.add(aq + 16) as *const i8));
+            let p = D::dot(
+                D::dot(vdupq_n_s32(0), q0, vld1q_s8(ab.add(aq) as *const i8)),
+                q1,
+                vld1q_s8(ab.add(aq + 16) as *const i8),
+            );
             acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(p), vdupq_n_f32(dw * f16_at(ab)));
             if U::HAS_MIN {
                 acc_min[j] += mw * f16_at(ab.add(2));

@@ -314,15 +314,7 @@ impl KernelSet {
 
     /// Checked tile dot: `out[t] = dot(w, act row t)`, rows `a_stride` bytes
     /// apart in `a`.
-    pub fn dot_tile(
-        &self,
-        ty: GgmlType,
-        n: usize,
-        w: &[u8],
-        a: &[u8],
-        a_stride: usize,
-        out: &mut [f32],
-    ) -> Result<()> {
+    pub fn dot_tile(&self, ty: GgmlType, n: usize, w: &[u8], a: &[u8], a_stride: usize, out: &mut [f32]) -> Result<()> {
         self.run_checked(self.tile_fn(ty)?, ty, n, w, a, a_stride, out)
     }
 
@@ -358,11 +350,7 @@ impl KernelSet {
     /// Checked activation quantizer for `act` (`F32` copies the bytes).
     pub fn quantize_act(&self, act: ActType, x: &[f32], out: &mut [u8]) -> Result<()> {
         if x.len() % act.block_size() != 0 || out.len() != act.row_bytes(x.len()) {
-            return Err(Error::invalid(format!(
-                "quantize_act {act:?}: {} elements into {} bytes",
-                x.len(),
-                out.len()
-            )));
+            return Err(Error::invalid(format!("quantize_act {act:?}: {} elements into {} bytes", x.len(), out.len())));
         }
         let f = match act {
             ActType::F32 => {

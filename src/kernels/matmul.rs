@@ -40,14 +40,10 @@ impl<'a> Weights<'a> {
         let act = ActType::for_weight(ty)
             .ok_or_else(|| Error::invalid(format!("matmul: no dot kernel for weight type {ty}")))?;
         if cols == 0 || cols % ty.block_size() != 0 || cols % act.block_size() != 0 {
-            return Err(Error::invalid(format!(
-                "matmul: {cols} columns is not a multiple of the {ty} block size"
-            )));
+            return Err(Error::invalid(format!("matmul: {cols} columns is not a multiple of the {ty} block size")));
         }
         let row_bytes = cols / ty.block_size() * ty.type_size();
-        let need = rows
-            .checked_mul(row_bytes)
-            .ok_or_else(|| Error::invalid("matmul: weight size overflows"))?;
+        let need = rows.checked_mul(row_bytes).ok_or_else(|| Error::invalid("matmul: weight size overflows"))?;
         if data.len() < need {
             return Err(Error::invalid(format!(
                 "matmul: {rows}x{cols} {ty} weights need {need} bytes, got {}",
@@ -141,10 +137,7 @@ impl Activations {
             )));
         }
         if nt.checked_mul(cols) != Some(x.len()) {
-            return Err(Error::invalid(format!(
-                "activations: {} values for {nt} tokens of {cols}",
-                x.len()
-            )));
+            return Err(Error::invalid(format!("activations: {} values for {nt} tokens of {cols}", x.len())));
         }
         let row_bytes = act.row_bytes(cols);
         // grown only: one buffer serves inputs of different widths in turn
@@ -269,27 +262,14 @@ pub fn matmul(pool: &ThreadPool, w: &Weights, x: &[f32], nt: usize, y: &mut [f32
 }
 
 /// [`matmul`] with an explicit kernel set (tests, A/B runs).
-pub fn matmul_with(
-    ks: &KernelSet,
-    pool: &ThreadPool,
-    w: &Weights,
-    x: &[f32],
-    nt: usize,
-    y: &mut [f32],
-) -> Result<()> {
+pub fn matmul_with(ks: &KernelSet, pool: &ThreadPool, w: &Weights, x: &[f32], nt: usize, y: &mut [f32]) -> Result<()> {
     matmul_siblings_with(ks, pool, &[*w], x, nt, &mut [y])
 }
 
 /// Several matrices that read the same input (q/k/v, gate/up): `x` is
 /// quantized once per activation format, and all rows of all matrices are
 /// computed in one pool submission. `ys[i]` is `[nt][ws[i].rows]`.
-pub fn matmul_siblings(
-    pool: &ThreadPool,
-    ws: &[Weights],
-    x: &[f32],
-    nt: usize,
-    ys: &mut [&mut [f32]],
-) -> Result<()> {
+pub fn matmul_siblings(pool: &ThreadPool, ws: &[Weights], x: &[f32], nt: usize, ys: &mut [&mut [f32]]) -> Result<()> {
     matmul_siblings_with(super::kernels(), pool, ws, x, nt, ys)
 }
 
@@ -331,11 +311,7 @@ pub fn matmul_siblings_reusing(
             return Err(Error::invalid("matmul: sibling matrices must have the same columns"));
         }
         if nt.checked_mul(w.rows) != Some(y.len()) {
-            return Err(Error::invalid(format!(
-                "matmul: output has {} values, want {nt}x{}",
-                y.len(),
-                w.rows
-            )));
+            return Err(Error::invalid(format!("matmul: output has {} values, want {nt}x{}", y.len(), w.rows)));
         }
         ks.tile_fn(w.ty)?;
     }
@@ -445,11 +421,8 @@ pub fn matmul_quantized_with(
         // ~32 KB pieces at 2 threads: SmolLM2 decodes ran 8–28 % slower.)
         let decode = a.nt == 1 && tiled_f.is_none();
         let decode_f = if decode { ks.decode_rows_fn(w.ty, w.rows) } else { None };
-        let segment = if decode {
-            w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, decode_f.is_some()))
-        } else {
-            0
-        };
+        let segment =
+            if decode { w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, decode_f.is_some())) } else { 0 };
         if segment > 0 {
             tasks.extend(balanced_tasks(segment, step, pool.n_threads()).map(|(r0, r1)| (i, r0, r1)));
         } else {
@@ -460,7 +433,10 @@ pub fn matmul_quantized_with(
                 r = r1;
             }
         }
-        jobs.push((i, Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f }));
+        jobs.push((
+            i,
+            Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f },
+        ));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
@@ -487,7 +463,9 @@ pub fn matmul_quantized_with(
                     // `data` (`Weights::new`), `seg · rb` bytes apart from
                     // row l; activation row 0 within the checked ones; `out`
                     // holds n outputs 1 apart.
-                    unsafe { decode_f(job.w.cols, &job.w.data[l * rb..], seg * rb, n, job.a.bytes(), stride, 1, &mut out, 1) };
+                    unsafe {
+                        decode_f(job.w.cols, &job.w.data[l * rb..], seg * rb, n, job.a.bytes(), stride, 1, &mut out, 1)
+                    };
                     for (k, v) in out[..n].iter().enumerate() {
                         // SAFETY: l + k·seg < rows of y ([1][rows]); the
                         // local row l belongs to this task alone, so do
@@ -507,7 +485,17 @@ pub fn matmul_quantized_with(
                         // activation row 0 within the checked ones, `out`
                         // holds one row of one output.
                         Some(rows_f) => unsafe {
-                            rows_f(job.w.cols, &job.w.data[o * rb..(o + 1) * rb], rb, 1, job.a.bytes(), stride, 1, out, 1)
+                            rows_f(
+                                job.w.cols,
+                                &job.w.data[o * rb..(o + 1) * rb],
+                                rb,
+                                1,
+                                job.a.bytes(),
+                                stride,
+                                1,
+                                out,
+                                1,
+                            )
                         },
                         // SAFETY: as in the loop below, for activation row 0.
                         None => unsafe { (job.f)(job.w.cols, job.w.row(o), job.a.bytes(), stride, out) },
@@ -522,7 +510,8 @@ pub fn matmul_quantized_with(
         if let Some((tiled_f, tiles)) = job.tiled_f {
             // the tiled kernels write [token][row] themselves: straight into y
             use super::ggml_paths::repack_tiles::rows_offset;
-            let (c, o0, o1) = (job.w.cols, rows_offset(job.w.ty, job.w.cols, r0), rows_offset(job.w.ty, job.w.cols, r1));
+            let (c, o0, o1) =
+                (job.w.cols, rows_offset(job.w.ty, job.w.cols, r0), rows_offset(job.w.ty, job.w.cols, r1));
             let mut t0 = 0;
             while t0 < nt {
                 let t1 = (t0 + tb).min(nt);
@@ -533,7 +522,18 @@ pub fn matmul_quantized_with(
                 // ones; y is [nt][rows] (checked above), so y[t][r0..r1] for
                 // t in t0..t1 is at t·rows + r (rows ≥ n_rows apart), and
                 // those elements belong to this task alone.
-                unsafe { tiled_f(c, &tiles[o0..o1], n_rows, &job.a.bytes()[t0 * stride..], stride, t1 - t0, job.y.get().add(t0 * rows + r0), rows) };
+                unsafe {
+                    tiled_f(
+                        c,
+                        &tiles[o0..o1],
+                        n_rows,
+                        &job.a.bytes()[t0 * stride..],
+                        stride,
+                        t1 - t0,
+                        job.y.get().add(t0 * rows + r0),
+                        rows,
+                    )
+                };
                 t0 = t1;
             }
             return;
@@ -545,7 +545,19 @@ pub fn matmul_quantized_with(
             // [nt][rows] (checked above), so y[t][r0..r1] is at t·rows + r0
             // + r (rows ≥ n_rows apart), and those elements belong to this
             // task alone.
-            unsafe { token_major_f(job.w.cols, &job.w.data[r0 * rb..r1 * rb], rb, n_rows, job.a.bytes(), stride, nt, job.y.get().add(r0), rows) };
+            unsafe {
+                token_major_f(
+                    job.w.cols,
+                    &job.w.data[r0 * rb..r1 * rb],
+                    rb,
+                    n_rows,
+                    job.a.bytes(),
+                    stride,
+                    nt,
+                    job.y.get().add(r0),
+                    rows,
+                )
+            };
             return;
         }
         // [n_rows][tb]: this task's rows for one token block
@@ -700,7 +712,9 @@ mod tests {
         use super::balanced_tasks;
         // (extent, step, threads): the SmolLM2 F16 576-row case, a head, a
         // remainder, fewer rows than threads, one thread
-        for (extent, step, threads) in [(144, 40, 2), (12288, 120, 2), (100, 7, 3), (3, 8, 4), (1, 8, 2), (64, 16, 1), (144, 40, 3)] {
+        for (extent, step, threads) in
+            [(144, 40, 2), (12288, 120, 2), (100, 7, 3), (3, 8, 4), (1, 8, 2), (64, 16, 1), (144, 40, 3)]
+        {
             let tasks: Vec<_> = balanced_tasks(extent, step, threads).collect();
             assert_eq!(tasks.first().map(|t| t.0), Some(0), "{extent}/{step}/{threads}");
             assert_eq!(tasks.last().map(|t| t.1), Some(extent), "{extent}/{step}/{threads}");
@@ -708,7 +722,11 @@ mod tests {
             let sizes: Vec<usize> = tasks.iter().map(|t| t.1 - t.0).collect();
             let (lo, hi) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
             assert!(hi - lo <= 1 && lo >= 1, "{extent}/{step}/{threads}: {sizes:?}");
-            assert!(tasks.len() % threads == 0 || tasks.len() == extent, "{extent}/{step}/{threads}: {} tasks", tasks.len());
+            assert!(
+                tasks.len() % threads == 0 || tasks.len() == extent,
+                "{extent}/{step}/{threads}: {} tasks",
+                tasks.len()
+            );
             assert!(hi <= step.max(extent.div_ceil(threads)), "{extent}/{step}/{threads}: {sizes:?}");
         }
         assert_eq!(balanced_tasks(144, 40, 2).collect::<Vec<_>>(), [(0, 36), (36, 72), (72, 108), (108, 144)]);

@@ -39,6 +39,8 @@
 //! repacked, tiled and k-quant vec_dot paths), `matmul.rs`, `pool.rs`,
 //! `aligned.rs` (the cache-line-aligned buffer of activations and panels).
 
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64_neon;
 pub mod aligned;
 pub mod dispatch;
 pub mod ggml_paths;
@@ -48,8 +50,6 @@ pub mod scalar;
 pub mod vecf;
 #[cfg(target_arch = "x86_64")]
 pub mod x86_avx2;
-#[cfg(target_arch = "aarch64")]
-pub mod aarch64_neon;
 
 #[cfg(test)]
 mod tests;

@@ -143,8 +143,7 @@ impl ThreadPool {
             park_lock: Mutex::new(()),
             park_cv: Condvar::new(),
         });
-        let mut pool =
-            ThreadPool { n_threads, shared: shared.clone(), workers: Vec::new(), submit: Mutex::new(()) };
+        let mut pool = ThreadPool { n_threads, shared: shared.clone(), workers: Vec::new(), submit: Mutex::new(()) };
         for i in 1..n_threads {
             let sh = shared.clone();
             let handle = std::thread::Builder::new()
@@ -185,9 +184,7 @@ impl ThreadPool {
             // waits for `active` to drop to zero before returning, so no
             // worker uses the pointer after `f`'s borrow ends.
             let job: JobPtr = JobPtr(unsafe {
-                std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(
-                    f as *const _,
-                )
+                std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(f as *const _)
             });
             sh.split(n_tasks);
             *sh.job.lock() = Some(job);

@@ -20,8 +20,7 @@ use super::dispatch::{KernelSet, TileFn};
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
 use crate::quant::{
-    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q8_k,
-    Block, QK, QK_K,
+    as_blocks, as_blocks_mut, bf16_to_f32, f16_to_f32, iq4, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q8_k, Block, QK, QK_K,
 };
 
 pub(crate) static SET: KernelSet = KernelSet {
@@ -103,9 +102,7 @@ fn tile_q5_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_x_q8_0(n, w, a, s, out, |b: &q5_0::BlockQ5_0| (b.unpack(), f16_to_f32(b.d)));
 }
 fn tile_q8_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_0(n, w, a, s, out, |b: &q8_0::BlockQ8_0| {
-        (b.qs.map(|v| v as i8), f16_to_f32(b.d))
-    });
+    tile_x_q8_0(n, w, a, s, out, |b: &q8_0::BlockQ8_0| (b.qs.map(|v| v as i8), f16_to_f32(b.d)));
 }
 fn tile_iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_x_q8_0(n, w, a, s, out, |b: &iq4::BlockIq4Nl| (b.unpack(), f16_to_f32(b.d)));
@@ -137,14 +134,10 @@ fn tile_x_q8_1<B: Block>(
 }
 
 fn tile_q4_1(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_1(n, w, a, s, out, |b: &q4_1::BlockQ4_1| {
-        (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m))
-    });
+    tile_x_q8_1(n, w, a, s, out, |b: &q4_1::BlockQ4_1| (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m)));
 }
 fn tile_q5_1(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_1(n, w, a, s, out, |b: &q5_1::BlockQ5_1| {
-        (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m))
-    });
+    tile_x_q8_1(n, w, a, s, out, |b: &q5_1::BlockQ5_1| (b.unpack(), f16_to_f32(b.d), f16_to_f32(b.m)));
 }
 
 // --- super-blocks × Q8_K

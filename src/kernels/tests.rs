@@ -243,11 +243,25 @@ fn simd_dots_equal_scalar_dots() {
                     let single = set.dot(ty, n, &w, &a[t * stride..t * stride + row]).expect("valid");
                     assert_eq!(single.to_bits(), got[t].to_bits(), "{} {ty} n={n} t={t}: tile vs single", set.name);
                     if exact {
-                        assert_eq!(got[t].to_bits(), want[t].to_bits(), "{} {ty} n={n} t={t}: {} vs {}", set.name, got[t], want[t]);
+                        assert_eq!(
+                            got[t].to_bits(),
+                            want[t].to_bits(),
+                            "{} {ty} n={n} t={t}: {} vs {}",
+                            set.name,
+                            got[t],
+                            want[t]
+                        );
                     } else {
                         let scale = abs_dot(&wf, &af[t]).max(f64::MIN_POSITIVE);
                         let err = (got[t] as f64 - want[t] as f64).abs();
-                        assert!(err <= 1e-6 * scale, "{} {ty} n={n} t={t}: {} vs {} (rel {})", set.name, got[t], want[t], err / scale);
+                        assert!(
+                            err <= 1e-6 * scale,
+                            "{} {ty} n={n} t={t}: {} vs {} (rel {})",
+                            set.name,
+                            got[t],
+                            want[t],
+                            err / scale
+                        );
                     }
                 }
             }
@@ -313,7 +327,8 @@ fn matmul_is_identical_for_1_2_3_threads_and_computes_the_kernel_of_its_shape() 
                 let act = ActType::for_weight(ty).expect("paired");
                 let a: Vec<u8> = (0..nt).flat_map(|t| quantize_acts(set, act, &x[t * cols..(t + 1) * cols])).collect();
                 let stride = act.row_bytes(cols);
-                let checked: Vec<usize> = if nt == 1 { (0..rows).collect() } else { vec![0, 1, 32, 33, rows - 2, rows - 1] };
+                let checked: Vec<usize> =
+                    if nt == 1 { (0..rows).collect() } else { vec![0, 1, 32, 33, rows - 2, rows - 1] };
                 for o in checked {
                     let wr = &w.data[o * w.row_bytes()..(o + 1) * w.row_bytes()];
                     let mut want = vec![0f32; nt];
@@ -340,11 +355,8 @@ fn sibling_matmul_equals_separate_matmuls() {
     let x = Rng::new(8).data(nt * cols);
     let specs = [(GgmlType::Q4_K, 40), (GgmlType::Q6_K, 24), (GgmlType::Q8_0, 24), (GgmlType::F16, 8)];
     let bufs: Vec<Vec<u8>> = specs.iter().map(|&(ty, r)| weights_of(ty, r, cols, r as u64)).collect();
-    let ws: Vec<Weights> = specs
-        .iter()
-        .zip(&bufs)
-        .map(|(&(ty, r), b)| Weights::new(b, ty, r, cols).expect("weights"))
-        .collect();
+    let ws: Vec<Weights> =
+        specs.iter().zip(&bufs).map(|(&(ty, r), b)| Weights::new(b, ty, r, cols).expect("weights")).collect();
     let ks = super::kernels();
     let mut outs: Vec<Vec<f32>> = specs.iter().map(|&(_, r)| vec![0f32; nt * r]).collect();
     {
@@ -377,10 +389,14 @@ fn reused_activation_buffers_give_fresh_results_at_every_width() {
             let wb = weights_of(ty, rows, cols, cols as u64);
             let w = Weights::new(&wb, ty, rows, cols).expect("weights");
             let mut reused = vec![f32::NAN; nt * rows];
-            super::matmul::matmul_siblings_reusing(ks, &pool, &mut acts, &[w], &x, nt, &mut [&mut reused[..]]).expect("reusing");
+            super::matmul::matmul_siblings_reusing(ks, &pool, &mut acts, &[w], &x, nt, &mut [&mut reused[..]])
+                .expect("reusing");
             let mut fresh = vec![f32::NAN; nt * rows];
             matmul_with(ks, &pool, &w, &x, nt, &mut fresh).expect("fresh");
-            assert!(reused.iter().zip(&fresh).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} {cols} cols, {nt} tokens");
+            assert!(
+                reused.iter().zip(&fresh).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{ty} {cols} cols, {nt} tokens"
+            );
         }
     }
 }
@@ -575,7 +591,6 @@ fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
     }
 }
 
-
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn vnni_set_equals_avx2_set_bit_for_bit() {
@@ -598,10 +613,18 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
     // with 100 rows the token-major tinyBLAS kernels (both sets have one)
     // run in tasks of 48, 48 and 4 rows (the last: a 3-row tile and a 1-row
     // one) straight into y
-    let cases = [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::F16]
-        .map(|ty| (ty, 12))
-        .into_iter()
-        .chain([(GgmlType::F16, 100)]);
+    let cases = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::IQ4_NL,
+        GgmlType::F16,
+    ]
+    .map(|ty| (ty, 12))
+    .into_iter()
+    .chain([(GgmlType::F16, 100)]);
     for (ty, rows) in cases {
         let mut w = vec![0u8; rows * ty.row_size(cols as u64).expect("size") as usize];
         quant::quantize_row(ty, &rng.data(rows * cols), &mut w).expect("quantize");

@@ -80,10 +80,7 @@ pub fn expf(x: f32) -> f32 {
         return if n <= 0.0 { 0.0 } else { f32::INFINITY };
     }
     let u = b * b;
-    let j = c(P5)
-        .mul_add(b, c(P4))
-        .mul_add(u, c(P3).mul_add(b, c(P2)))
-        .mul_add(u, c(P1).mul_add(b, 1.0));
+    let j = c(P5).mul_add(b, c(P4)).mul_add(u, c(P3).mul_add(b, c(P2))).mul_add(u, c(P1).mul_add(b, 1.0));
     scalef(j, n)
 }
 
@@ -117,7 +114,13 @@ pub fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: use_avx2() checked AVX2, FMA and F16C on this CPU.
-        return unsafe { if use_avx512() { avx512::softmax_sum(row, max) } else { avx2::softmax_sum(row, max) } };
+        return unsafe {
+            if use_avx512() {
+                avx512::softmax_sum(row, max)
+            } else {
+                avx2::softmax_sum(row, max)
+            }
+        };
     }
     let mut sum = 0f64;
     for group in row.chunks_exact_mut(16) {
@@ -151,7 +154,13 @@ fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
         // SAFETY: use_avx2() checked AVX2, FMA and F16C on this CPU.
-        return unsafe { if use_avx512() { avx512::soft_max16(g, max) } else { avx2::soft_max16(g, max) } };
+        return unsafe {
+            if use_avx512() {
+                avx512::soft_max16(g, max)
+            } else {
+                avx2::soft_max16(g, max)
+            }
+        };
     }
     g.iter_mut().for_each(|v| *v = expf(*v - max));
     reduce16(g)
@@ -357,7 +366,13 @@ pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
 /// whole groups of 8 rounded (vectorised), the last `(n - np) % 8` fused.
 /// `x(i)`, `y(i)` read element i.
 #[inline]
-pub(crate) fn dot_f32_tail(np: usize, n: usize, mut sum: f32, x: impl Fn(usize) -> f32, y: impl Fn(usize) -> f32) -> f32 {
+pub(crate) fn dot_f32_tail(
+    np: usize,
+    n: usize,
+    mut sum: f32,
+    x: impl Fn(usize) -> f32,
+    y: impl Fn(usize) -> f32,
+) -> f32 {
     let fused = np + (n - np) / 8 * 8;
     for i in np..fused {
         sum += x(i) * y(i);
@@ -435,76 +450,76 @@ pub(crate) unsafe fn avx2_reduce_lo_hi(lo: std::arch::x86_64::__m256, hi: std::a
 #[cfg(target_arch = "x86_64")]
 macro_rules! exp_kernels {
     ($features:literal, $scalef:ident) => {
-    /// [`super::expf`] on 8 lanes.
-    #[target_feature(enable = $features)]
-    pub(super) fn expf8(x: __m256) -> __m256 {
-        let r = _mm256_set1_ps(EXP_SHIFT);
-        let z = _mm256_fmadd_ps(x, _mm256_set1_ps(c(LOG2E)), r);
-        let n = _mm256_sub_ps(z, r);
-        let b = _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_LO)), _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_HI)), x));
-        let abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0), n);
-        let d = _mm256_cmp_ps::<_CMP_GT_OQ>(abs_n, _mm256_set1_ps(192.0));
-        let u = _mm256_mul_ps(b, b);
-        let j = _mm256_fmadd_ps(
-            _mm256_fmadd_ps(
-                _mm256_fmadd_ps(_mm256_set1_ps(c(P5)), b, _mm256_set1_ps(c(P4))),
+        /// [`super::expf`] on 8 lanes.
+        #[target_feature(enable = $features)]
+        pub(super) fn expf8(x: __m256) -> __m256 {
+            let r = _mm256_set1_ps(EXP_SHIFT);
+            let z = _mm256_fmadd_ps(x, _mm256_set1_ps(c(LOG2E)), r);
+            let n = _mm256_sub_ps(z, r);
+            let b = _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_LO)), _mm256_fnmadd_ps(n, _mm256_set1_ps(c(LN2_HI)), x));
+            let abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0), n);
+            let d = _mm256_cmp_ps::<_CMP_GT_OQ>(abs_n, _mm256_set1_ps(192.0));
+            let u = _mm256_mul_ps(b, b);
+            let j = _mm256_fmadd_ps(
+                _mm256_fmadd_ps(
+                    _mm256_fmadd_ps(_mm256_set1_ps(c(P5)), b, _mm256_set1_ps(c(P4))),
+                    u,
+                    _mm256_fmadd_ps(_mm256_set1_ps(c(P3)), b, _mm256_set1_ps(c(P2))),
+                ),
                 u,
-                _mm256_fmadd_ps(_mm256_set1_ps(c(P3)), b, _mm256_set1_ps(c(P2))),
-            ),
-            u,
-            _mm256_fmadd_ps(_mm256_set1_ps(c(P1)), b, _mm256_set1_ps(1.0)),
-        );
-        // lanes with |n| > 192 (or NaN) are replaced below
-        let res = $scalef(j, _mm256_andnot_ps(d, n));
-        let le0 = _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_setzero_ps());
-        let alt = _mm256_blendv_ps(_mm256_set1_ps(f32::INFINITY), _mm256_setzero_ps(), le0);
-        _mm256_blendv_ps(res, alt, d)
-    }
+                _mm256_fmadd_ps(_mm256_set1_ps(c(P1)), b, _mm256_set1_ps(1.0)),
+            );
+            // lanes with |n| > 192 (or NaN) are replaced below
+            let res = $scalef(j, _mm256_andnot_ps(d, n));
+            let le0 = _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_setzero_ps());
+            let alt = _mm256_blendv_ps(_mm256_set1_ps(f32::INFINITY), _mm256_setzero_ps(), le0);
+            _mm256_blendv_ps(res, alt, d)
+        }
 
-    #[target_feature(enable = $features)]
-    pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
-        let m = _mm256_set1_ps(max);
-        let mut sum = 0f64;
-        for g in 0..TILE / 16 {
-            let p = row.as_mut_ptr().add(16 * g);
-            // SAFETY: lanes 16g..16g+16 are in the row.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
+            let m = _mm256_set1_ps(max);
+            let mut sum = 0f64;
+            for g in 0..TILE / 16 {
+                let p = row.as_mut_ptr().add(16 * g);
+                // SAFETY: lanes 16g..16g+16 are in the row.
+                let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
+                let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
+                _mm256_storeu_ps(p, lo);
+                _mm256_storeu_ps(p.add(8), hi);
+                sum += f64::from(reduce_lo_hi(lo, hi));
+            }
+            sum
+        }
+
+        /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
+            let m = _mm256_set1_ps(max);
+            let p = g.as_mut_ptr();
+            // SAFETY: the group has 16 lanes.
             let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
             let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
             _mm256_storeu_ps(p, lo);
             _mm256_storeu_ps(p.add(8), hi);
-            sum += f64::from(reduce_lo_hi(lo, hi));
+            reduce_lo_hi(lo, hi)
         }
-        sum
-    }
 
-    /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
-    #[target_feature(enable = $features)]
-    pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
-        let m = _mm256_set1_ps(max);
-        let p = g.as_mut_ptr();
-        // SAFETY: the group has 16 lanes.
-        let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
-        let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
-        _mm256_storeu_ps(p, lo);
-        _mm256_storeu_ps(p.add(8), hi);
-        reduce_lo_hi(lo, hi)
-    }
-
-    #[target_feature(enable = $features)]
-    pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
-        let one = _mm256_set1_ps(1.0);
-        let n = g.len().min(u.len());
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: i + 8 ≤ len of both slices.
-            let x = _mm256_loadu_ps(g.as_ptr().add(i));
-            let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-            let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
-            _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
-            i += 8;
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
+            let one = _mm256_set1_ps(1.0);
+            let n = g.len().min(u.len());
+            let mut i = 0;
+            while i + 8 <= n {
+                // SAFETY: i + 8 ≤ len of both slices.
+                let x = _mm256_loadu_ps(g.as_ptr().add(i));
+                let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+                let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
+                _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
+                i += 8;
+            }
+            swiglu_scalar(&mut g[i..n], &u[i..n]);
         }
-        swiglu_scalar(&mut g[i..n], &u[i..n]);
-    }
     };
 }
 
@@ -607,7 +622,8 @@ mod avx2 {
         while d + 32 <= dv {
             let a = acc.as_mut_ptr().add(d);
             // SAFETY: columns d..d+32 of each of the R rows of acc.
-            let mut x: [[__m256; 4]; R] = std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(a.add(r * dv + 8 * c))));
+            let mut x: [[__m256; 4]; R] =
+                std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(a.add(r * dv + 8 * c))));
             for j in 0..TILE {
                 let b: [__m256; R] = std::array::from_fn(|r| _mm256_set1_ps(p[r][j]));
                 // SAFETY: v holds TILE rows of dv.
@@ -642,7 +658,11 @@ mod avx2 {
         while i + 64 <= x.len() {
             for (r, a) in acc.iter_mut().enumerate() {
                 // SAFETY: i + 64 ≤ len of both.
-                *a = _mm256_fmadd_ps(X::load8(x.as_ptr().add(i + 8 * r)), _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)), *a);
+                *a = _mm256_fmadd_ps(
+                    X::load8(x.as_ptr().add(i + 8 * r)),
+                    _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)),
+                    *a,
+                );
             }
             i += 64;
         }
@@ -728,7 +748,10 @@ mod avx512 {
     /// `reduce16` of the 16 lanes (halves, quarters, (0 + 2) + (1 + 3)).
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     fn reduce16_zmm(v: __m512) -> f32 {
-        avx2::reduce_lo_hi(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))))
+        avx2::reduce_lo_hi(
+            _mm512_castps512_ps256(v),
+            _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))),
+        )
     }
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
@@ -809,7 +832,8 @@ mod avx512 {
         unsafe fn cols<const R: usize, const C: usize>(p: &[[f32; TILE]; R], v: *const f32, a: *mut f32, dv: usize) {
             // SAFETY (all below): columns d..d+16C of the R rows of acc (at
             // `a`, rows dv apart) and of the TILE rows of v (at `v`).
-            let mut x: [[__m512; C]; R] = std::array::from_fn(|r| std::array::from_fn(|c| _mm512_loadu_ps(a.add(r * dv + 16 * c))));
+            let mut x: [[__m512; C]; R] =
+                std::array::from_fn(|r| std::array::from_fn(|c| _mm512_loadu_ps(a.add(r * dv + 16 * c))));
             for j in 0..TILE {
                 let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(p[r][j]));
                 let row = v.add(j * dv);
@@ -854,7 +878,13 @@ mod tests {
     /// # Safety
     /// As the kernel's; AVX-512F where `wide`.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn gemv_tile_rows_on<const R: usize>(wide: bool, q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
+    unsafe fn gemv_tile_rows_on<const R: usize>(
+        wide: bool,
+        q: &[f32],
+        hd: usize,
+        kt: &[f32],
+        out: &mut [[f32; TILE]; R],
+    ) {
         if wide {
             avx512::gemv_tile_rows::<R>(q, hd, kt, out)
         } else {
@@ -867,7 +897,13 @@ mod tests {
     /// # Safety
     /// As the kernel's; AVX-512F where `wide`.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn axpy_tile_rows_on<const R: usize>(wide: bool, p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
+    unsafe fn axpy_tile_rows_on<const R: usize>(
+        wide: bool,
+        p: &[[f32; TILE]; R],
+        v: &[f32],
+        acc: &mut [f32],
+        dv: usize,
+    ) {
         if wide {
             avx512::axpy_tile_rows::<R>(p, v, acc, dv)
         } else {
@@ -944,7 +980,12 @@ mod tests {
         for chunk in xs.chunks_exact(8) {
             let mut out = [0f32; 8];
             // SAFETY: use_avx2() checked the features.
-            unsafe { std::arch::x86_64::_mm256_storeu_ps(out.as_mut_ptr(), avx2::expf8(std::arch::x86_64::_mm256_loadu_ps(chunk.as_ptr()))) };
+            unsafe {
+                std::arch::x86_64::_mm256_storeu_ps(
+                    out.as_mut_ptr(),
+                    avx2::expf8(std::arch::x86_64::_mm256_loadu_ps(chunk.as_ptr())),
+                )
+            };
             for (o, &x) in out.iter().zip(chunk) {
                 assert_eq!(o.to_bits(), expf(x).to_bits(), "expf8({x})");
             }
@@ -953,7 +994,12 @@ mod tests {
             for chunk in xs.chunks_exact(16) {
                 let mut out = [0f32; 16];
                 // SAFETY: use_avx512() checked AVX-512 F and VL.
-                unsafe { std::arch::x86_64::_mm512_storeu_ps(out.as_mut_ptr(), avx512::expf16(std::arch::x86_64::_mm512_loadu_ps(chunk.as_ptr()))) };
+                unsafe {
+                    std::arch::x86_64::_mm512_storeu_ps(
+                        out.as_mut_ptr(),
+                        avx512::expf16(std::arch::x86_64::_mm512_loadu_ps(chunk.as_ptr())),
+                    )
+                };
                 for (o, &x) in out.iter().zip(chunk) {
                     assert_eq!(o.to_bits(), expf(x).to_bits(), "AVX-512 expf16({x})");
                 }

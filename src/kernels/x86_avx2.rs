@@ -320,12 +320,8 @@ pub(crate) unsafe fn nibbles32(p: *const u8) -> __m256i {
 #[inline]
 unsafe fn bits32(p: *const u8) -> __m256i {
     let x = std::ptr::read_unaligned(p as *const u32);
-    let shuf = _mm256_set_epi64x(
-        0x0303_0303_0303_0303,
-        0x0202_0202_0202_0202,
-        0x0101_0101_0101_0101,
-        0x0000_0000_0000_0000,
-    );
+    let shuf =
+        _mm256_set_epi64x(0x0303_0303_0303_0303, 0x0202_0202_0202_0202, 0x0101_0101_0101_0101, 0x0000_0000_0000_0000);
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
     let bit_mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
     _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit_mask), _mm256_set1_epi64x(-1))
@@ -808,7 +804,13 @@ impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[inline(always)]
-unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedQ0<G::W>) {
+unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    rows: usize,
+    u: &mut UnpackedQ0<G::W>,
+) {
     assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
@@ -894,7 +896,14 @@ unsafe fn rows_group_q0<D: Dot8, const R: usize, const TC: usize>(
 /// interleaved (a lone row waits on its `vfmadd`'s latency every block).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
-unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
+unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    a: *const u8,
+    out: *mut f32,
+    os: usize,
+) {
     let mut acc = [_mm256_setzero_ps(); R];
     for b in 0..nb {
         let ab = a.add(b * 34);
@@ -1109,7 +1118,9 @@ unsafe fn pairs_accumulate<W: Copy, const R: usize>(
             for r in 0..R {
                 let isum = dot(w[r], av);
                 // (s(r, 2p), s(r, 2p + 1)) in every 64-bit lane
-                let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(sc.add((b * R + r) * 8 + 2 * p) as *const f64)));
+                let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(
+                    sc.add((b * R + r) * 8 + 2 * p) as *const f64
+                )));
                 acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum), acc[r][p]);
             }
         }
@@ -1234,7 +1245,13 @@ impl<D: Dot8, const TC: usize> Q1Groups for Ymm<D, TC> {
 
 /// Unpacks `rows` rows (`ws` bytes apart from `w`) of `nb` blocks into `u`.
 #[inline(always)]
-unsafe fn unpack_rows<G: Q1Groups, U: W32Min>(nb: usize, w: *const u8, ws: usize, rows: usize, u: &mut UnpackedRows<G::Q>) {
+unsafe fn unpack_rows<G: Q1Groups, U: W32Min>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    rows: usize,
+    u: &mut UnpackedRows<G::Q>,
+) {
     assert!(u.q.len() >= nb * rows && u.dw.len() >= nb * rows && u.mw.len() >= nb * rows);
     for b in 0..nb {
         for r in 0..rows {
@@ -1367,7 +1384,14 @@ impl Q1Groups for ZmmPairs {
 /// once for all rows.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
-unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(nb: usize, w: *const u8, ws: usize, a: *const u8, out: *mut f32, os: usize) {
+unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(
+    nb: usize,
+    w: *const u8,
+    ws: usize,
+    a: *const u8,
+    out: *mut f32,
+    os: usize,
+) {
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_min = [0f32; R];
     for b in 0..nb {
@@ -1673,14 +1697,7 @@ impl WK for WQ4K {
             q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         }
         let (sc, mins) = k4_scales(p.add(4));
-        KRegs {
-            q,
-            sc: scale_vectors32(&sc),
-            mins,
-            has_min: true,
-            d: f16_at(p),
-            dmin: f16_at(p.add(2)),
-        }
+        KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
     }
 }
 
@@ -1703,18 +1720,10 @@ impl WK for WQ5K {
         for c in 0..4 {
             let v = loadu(p.add(48 + 32 * c));
             q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4), fifth(2 * c as i32));
-            q[2 * c + 1] =
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), fifth(2 * c as i32 + 1));
+            q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), fifth(2 * c as i32 + 1));
         }
         let (sc, mins) = k4_scales(p.add(4));
-        KRegs {
-            q,
-            sc: scale_vectors32(&sc),
-            mins,
-            has_min: true,
-            d: f16_at(p),
-            dmin: f16_at(p.add(2)),
-        }
+        KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
     }
 }
 
@@ -1752,14 +1761,7 @@ impl WK for WQ6K {
             q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
         }
         let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(192) as *const __m128i));
-        KRegs {
-            q,
-            sc: scale_vectors_v(sc),
-            mins: sc,
-            has_min: false,
-            d: f16_at(p.add(208)),
-            dmin: 0.0,
-        }
+        KRegs { q, sc: scale_vectors_v(sc), mins: sc, has_min: false, d: f16_at(p.add(208)), dmin: 0.0 }
     }
 }
 
@@ -1783,14 +1785,7 @@ impl WK for WIq4Xs {
             let ls = ((l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i16 | ((((h >> (2 * ib)) & 3) as i16) << 4);
             *o = ls - 32;
         }
-        KRegs {
-            q,
-            sc: scale_vectors32(&sc),
-            mins: _mm256_setzero_si256(),
-            has_min: false,
-            d: f16_at(p),
-            dmin: 0.0,
-        }
+        KRegs { q, sc: scale_vectors32(&sc), mins: _mm256_setzero_si256(), has_min: false, d: f16_at(p), dmin: 0.0 }
     }
 }
 
@@ -1818,7 +1813,13 @@ pub(crate) unsafe fn q8k_d(ab: *const u8) -> f32 {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(
+    nb: usize,
+    w: *const u8,
+    a: *const u8,
+    s: usize,
+    out: &mut [f32],
+) {
     let mut acc = [0f32; T];
     for b in 0..nb {
         let k = U::unpack(w.add(b * U::BYTES));
@@ -1970,7 +1971,6 @@ unsafe fn low_bytes(v: [__m256i; 4]) -> __m256i {
     let r = _mm256_packus_epi16(ab, cd);
     _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
-
 
 /// One block of 32 activations, as ggml-cpu's x86 quantize_row_q8_0/_q8_1
 /// make it: `x·(127/amax)` rounded half to even, converted, saturated to i8

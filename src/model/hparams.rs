@@ -50,13 +50,19 @@ impl Keys<'_> {
     pub fn u32(&self, key: &str) -> Result<Option<u32>> {
         let key = self.full(key);
         if let Some(Override::Int(v)) = self.overrides.get(&key) {
-            return u32::try_from(*v).map(Some).map_err(|_| Error::model(format!("override of '{key}' is out of range: {v}")));
+            return u32::try_from(*v)
+                .map(Some)
+                .map_err(|_| Error::model(format!("override of '{key}' is out of range: {v}")));
         }
         match self.file.get(&key).as_ref() {
             None => Ok(None),
             Some(v) => match v.as_u64() {
-                Some(x) => u32::try_from(x).map(Some).map_err(|_| Error::model(format!("key '{key}' is out of range: {x}"))),
-                None => Err(Error::model(format!("key '{key}' has type {}, expected an unsigned integer", v.type_name()))),
+                Some(x) => {
+                    u32::try_from(x).map(Some).map_err(|_| Error::model(format!("key '{key}' is out of range: {x}")))
+                }
+                None => {
+                    Err(Error::model(format!("key '{key}' has type {}, expected an unsigned integer", v.type_name())))
+                }
             },
         }
     }
@@ -162,7 +168,8 @@ impl HParams {
             )));
         }
         let n_ff = keys.u32_per_layer("%s.feed_forward_length", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
-        let n_head = keys.u32_per_layer("%s.attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
+        let n_head =
+            keys.u32_per_layer("%s.attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
         let n_head_kv = keys.u32_per_layer("%s.attention.head_count_kv", n_layer)?.unwrap_or_else(|| n_head.clone());
 
         let h0 = n_head[0];

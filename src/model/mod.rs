@@ -14,12 +14,12 @@ pub mod weights;
 
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo, Value};
+use crate::vocab::Vocab;
 use arch::Arch;
 use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
 use std::ffi::CString;
-use crate::vocab::Vocab;
 use weights::Weights;
 
 /// LLAMA_MAX_SEQ of the reference: the most sequences a context can hold.
@@ -138,13 +138,9 @@ impl Model {
             None => ftype::guess(files.iter().flat_map(|f| f.tensors().map(|t| t.ggml_type))),
         };
         let size_name = match arch {
-            Some(a) if !params.vocab_only => a.size_name(
-                hparams.n_layer,
-                hparams.n_embd,
-                hparams.n_head[0],
-                hparams.n_head_kv[0],
-                hparams.n_vocab,
-            ),
+            Some(a) if !params.vocab_only => {
+                a.size_name(hparams.n_layer, hparams.n_embd, hparams.n_head[0], hparams.n_head_kv[0], hparams.n_vocab)
+            }
             _ => "?B",
         };
         // With vocab_only the reference reads no file type and leaves the

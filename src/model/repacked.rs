@@ -186,7 +186,8 @@ impl Repacked {
             if second.is_empty() {
                 build_part(first);
             } else {
-                let helper = std::thread::Builder::new().name("minfer-load".into()).spawn_scoped(scope, || build_part(second));
+                let helper =
+                    std::thread::Builder::new().name("minfer-load".into()).spawn_scoped(scope, || build_part(second));
                 build_part(first);
                 match helper {
                     Ok(h) => {

@@ -85,10 +85,7 @@ fn read_hparams(m: &Model) -> Result<Saved> {
     };
     let rope_scaling = keys.string("%s.rope.scaling.type")?.unwrap_or_else(|| b"linear".to_vec());
     if !["none", "linear", "yarn", "longrope"].iter().any(|n| n.as_bytes() == rope_scaling.as_slice()) {
-        return Err(Error::model(format!(
-            "unknown rope scaling type '{}'",
-            String::from_utf8_lossy(&rope_scaling)
-        )));
+        return Err(Error::model(format!("unknown rope scaling type '{}'", String::from_utf8_lossy(&rope_scaling))));
     }
     let classifier_labels = match f.get(&keys.full("%s.classifier.output_labels")) {
         Some(crate::gguf::Value::Array(a)) => f.array_strings(&a).map_or_else(Vec::new, |it| it.map(c_trunc).collect()),
@@ -126,7 +123,11 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         rope_scale: {
             // stored as a frequency scale, written back as its inverse (0 for 1)
             let freq_scale = if rope_scale_key == 0.0 { 1.0 } else { 1.0 / rope_scale_key };
-            if freq_scale == 1.0 { 0.0 } else { 1.0 / freq_scale }
+            if freq_scale == 1.0 {
+                0.0
+            } else {
+                1.0 / freq_scale
+            }
         },
         rope_attn_factor: keys.f32("%s.rope.scaling.attn_factor")?.unwrap_or(1.0),
         n_ctx_orig: keys.u32("%s.rope.scaling.original_context_length")?.unwrap_or(n_ctx_train),
@@ -309,7 +310,12 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     if let Some(v) = per_layer(&h.n_ff) {
         put(&k("feed_forward_length"), v);
     }
-    for s in ["expert_feed_forward_length", "expert_latent_length", "expert_shared_feed_forward_length", "expert_chunk_feed_forward_length"] {
+    for s in [
+        "expert_feed_forward_length",
+        "expert_latent_length",
+        "expert_shared_feed_forward_length",
+        "expert_chunk_feed_forward_length",
+    ] {
         put(&k(s), U32(0));
     }
     if h.n_layer_all > 0 {
@@ -491,7 +497,14 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
         // the reference aborts on a non-empty charsmap (it has no writer for char arrays)
         return Err(Error::invalid("cannot save a model with a UGM (T5) vocabulary"));
     }
-    let fim = [("pre", v.fim_pre), ("suf", v.fim_suf), ("mid", v.fim_mid), ("pad", v.fim_pad), ("rep", v.fim_rep), ("sep", v.fim_sep)];
+    let fim = [
+        ("pre", v.fim_pre),
+        ("suf", v.fim_suf),
+        ("mid", v.fim_mid),
+        ("pad", v.fim_pad),
+        ("rep", v.fim_rep),
+        ("sep", v.fim_sep),
+    ];
     for (name, id) in fim {
         if id != -1 {
             put(&format!("tokenizer.ggml.fim_{name}_token_id"), U32(id as u32));

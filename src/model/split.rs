@@ -61,9 +61,8 @@ pub fn split_count(first: &GgufFile) -> Result<u16> {
 /// (llama_get_list_splits).
 pub fn list_splits(first: &Path, n_split: u16) -> Result<Vec<PathBuf>> {
     let n = i32::from(n_split);
-    let prefix = split_prefix(path_bytes(first), 0, n)
-        .filter(|p| !p.is_empty() && p.len() < PATH_MAX)
-        .ok_or_else(|| {
+    let prefix =
+        split_prefix(path_bytes(first), 0, n).filter(|p| !p.is_empty() && p.len() < PATH_MAX).ok_or_else(|| {
             Error::model(format!(
                 "invalid split file name: {} (the first of {n} splits must end in -00001-of-{n:05}.gguf)",
                 first.display()
@@ -90,8 +89,8 @@ pub fn open_parts(first: &Path, given: &[PathBuf]) -> Result<Vec<GgufFile>> {
         }
         return Ok(vec![main]);
     }
-    let idx = get_u16(&main, KEY_SPLIT_NO)?
-        .ok_or_else(|| Error::model(format!("key not found in model: {KEY_SPLIT_NO}")))?;
+    let idx =
+        get_u16(&main, KEY_SPLIT_NO)?.ok_or_else(|| Error::model(format!("key not found in model: {KEY_SPLIT_NO}")))?;
     if idx != 0 {
         return Err(Error::model(format!(
             "illegal split file idx: {idx} (file: {}), model must be loaded with the first split",
@@ -107,17 +106,12 @@ pub fn open_parts(first: &Path, given: &[PathBuf]) -> Result<Vec<GgufFile>> {
     }
     let mut files = vec![main];
     for (i, p) in paths.iter().enumerate().skip(1) {
-        let f = GgufFile::open(p).map_err(|e| {
-            Error::model(format!("failed to load GGUF split from {}: {e}", p.display()))
-        })?;
-        let no = get_u16(&f, KEY_SPLIT_NO)?.ok_or_else(|| {
-            Error::model(format!("missing key {KEY_SPLIT_NO} in GGUF split {}", p.display()))
-        })?;
+        let f = GgufFile::open(p)
+            .map_err(|e| Error::model(format!("failed to load GGUF split from {}: {e}", p.display())))?;
+        let no = get_u16(&f, KEY_SPLIT_NO)?
+            .ok_or_else(|| Error::model(format!("missing key {KEY_SPLIT_NO} in GGUF split {}", p.display())))?;
         if usize::from(no) != i {
-            return Err(Error::model(format!(
-                "invalid split file idx: {no} (file: {}), expected {i}",
-                p.display()
-            )));
+            return Err(Error::model(format!("invalid split file idx: {no} (file: {}), expected {i}", p.display())));
         }
         files.push(f);
     }
@@ -180,10 +174,38 @@ mod tests {
     #[test]
     fn broken_sets_are_refused_with_the_reference_messages() {
         let cases: [(&dyn Fn(usize, &mut GgufWriter), &str); 4] = [
-            (&|i, w| if i == 0 { w.set_last(KEY_SPLIT_TENSORS_COUNT.as_bytes(), OwnedValue::I32(3)); }, "corrupted model: 3 tensors expected but 2 found"),
-            (&|i, w| if i == 1 { w.set_last(KEY_SPLIT_NO.as_bytes(), OwnedValue::U32(1)); }, "key split.no has wrong type u32"),
-            (&|i, w| if i == 1 { w.remove(KEY_SPLIT_NO); }, "missing key split.no in GGUF split"),
-            (&|i, w| if i == 0 { w.set_last(KEY_SPLIT_COUNT.as_bytes(), OwnedValue::I32(2)); }, "key split.count has wrong type i32"),
+            (
+                &|i, w| {
+                    if i == 0 {
+                        w.set_last(KEY_SPLIT_TENSORS_COUNT.as_bytes(), OwnedValue::I32(3));
+                    }
+                },
+                "corrupted model: 3 tensors expected but 2 found",
+            ),
+            (
+                &|i, w| {
+                    if i == 1 {
+                        w.set_last(KEY_SPLIT_NO.as_bytes(), OwnedValue::U32(1));
+                    }
+                },
+                "key split.no has wrong type u32",
+            ),
+            (
+                &|i, w| {
+                    if i == 1 {
+                        w.remove(KEY_SPLIT_NO);
+                    }
+                },
+                "missing key split.no in GGUF split",
+            ),
+            (
+                &|i, w| {
+                    if i == 0 {
+                        w.set_last(KEY_SPLIT_COUNT.as_bytes(), OwnedValue::I32(2));
+                    }
+                },
+                "key split.count has wrong type i32",
+            ),
         ];
         for (edit, want) in cases {
             let (dir, paths) = two_parts(edit);

@@ -1,7 +1,6 @@
 //! The tokenizer model kinds (llama_vocab_type). The vocabulary itself is
 //! `crate::vocab::Vocab`.
 
-
 /// llama_vocab_type values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VocabType {

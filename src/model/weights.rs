@@ -33,22 +33,22 @@ impl Weight {
 /// q/k/v biases (qwen2), q/k norms (qwen3, gemma3), post norms (gemma3).
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
-    pub attn_norm: Weight,     // [n_embd]
-    pub wq: Weight,            // [n_embd, n_head * head_dim]
-    pub wk: Weight,            // [n_embd, n_head_kv * head_dim]
-    pub wv: Weight,            // [n_embd, n_head_kv * head_dim]
-    pub wo: Weight,            // [n_head * head_dim, n_embd]
-    pub bq: Option<Weight>,    // [n_head * head_dim]
-    pub bk: Option<Weight>,    // [n_head_kv * head_dim]
-    pub bv: Option<Weight>,    // [n_head_kv * head_dim]
-    pub q_norm: Option<Weight>, // [head_dim]
-    pub k_norm: Option<Weight>, // [head_dim]
+    pub attn_norm: Weight,              // [n_embd]
+    pub wq: Weight,                     // [n_embd, n_head * head_dim]
+    pub wk: Weight,                     // [n_embd, n_head_kv * head_dim]
+    pub wv: Weight,                     // [n_embd, n_head_kv * head_dim]
+    pub wo: Weight,                     // [n_head * head_dim, n_embd]
+    pub bq: Option<Weight>,             // [n_head * head_dim]
+    pub bk: Option<Weight>,             // [n_head_kv * head_dim]
+    pub bv: Option<Weight>,             // [n_head_kv * head_dim]
+    pub q_norm: Option<Weight>,         // [head_dim]
+    pub k_norm: Option<Weight>,         // [head_dim]
     pub attn_post_norm: Option<Weight>, // [n_embd]
-    pub ffn_norm: Weight,      // [n_embd]
-    pub ffn_gate: Weight,      // [n_embd, n_ff]
-    pub ffn_up: Weight,        // [n_embd, n_ff]
-    pub ffn_down: Weight,      // [n_ff, n_embd]
-    pub ffn_post_norm: Option<Weight>, // [n_embd]
+    pub ffn_norm: Weight,               // [n_embd]
+    pub ffn_gate: Weight,               // [n_embd, n_ff]
+    pub ffn_up: Weight,                 // [n_embd, n_ff]
+    pub ffn_down: Weight,               // [n_ff, n_embd]
+    pub ffn_post_norm: Option<Weight>,  // [n_embd]
 }
 
 #[derive(Debug, Clone)]
@@ -69,10 +69,7 @@ struct Binder<'a> {
 
 impl Binder<'_> {
     fn find(&self, name: &str) -> Option<Weight> {
-        self.files
-            .iter()
-            .enumerate()
-            .find_map(|(file, f)| Some(Weight { file, info: f.find_tensor(name)? }))
+        self.files.iter().enumerate().find_map(|(file, f)| Some(Weight { file, info: f.find_tensor(name)? }))
     }
 
     /// A tensor of exactly `shape` (ne order, trailing 1s implied).
@@ -98,11 +95,7 @@ impl Binder<'_> {
 }
 
 impl Weights {
-    pub fn bind(
-        arch: Arch,
-        hp: &HParams,
-        files: &[GgufFile],
-    ) -> Result<Weights> {
+    pub fn bind(arch: Arch, hp: &HParams, files: &[GgufFile]) -> Result<Weights> {
         let b = Binder { files };
         let n_embd = hp.n_embd as usize;
         let n_vocab = hp.n_vocab as usize;
@@ -131,12 +124,28 @@ impl Weights {
                 wk: b.required(&t("attn_k.weight"), &[n_embd, n_head_kv * hd_k])?,
                 wv: b.required(&t("attn_v.weight"), &[n_embd, n_head_kv * hd_v])?,
                 wo: b.required(&t("attn_output.weight"), &[n_head * hd_v, n_embd])?,
-                bq: if is_qwen2 { Some(b.required(&t("attn_q.bias"), &[n_head * hd_k])?) } else { b.optional(&t("attn_q.bias"), &[n_head * hd_k])? },
-                bk: if is_qwen2 { Some(b.required(&t("attn_k.bias"), &[n_head_kv * hd_k])?) } else { b.optional(&t("attn_k.bias"), &[n_head_kv * hd_k])? },
-                bv: if is_qwen2 { Some(b.required(&t("attn_v.bias"), &[n_head_kv * hd_v])?) } else { b.optional(&t("attn_v.bias"), &[n_head_kv * hd_v])? },
+                bq: if is_qwen2 {
+                    Some(b.required(&t("attn_q.bias"), &[n_head * hd_k])?)
+                } else {
+                    b.optional(&t("attn_q.bias"), &[n_head * hd_k])?
+                },
+                bk: if is_qwen2 {
+                    Some(b.required(&t("attn_k.bias"), &[n_head_kv * hd_k])?)
+                } else {
+                    b.optional(&t("attn_k.bias"), &[n_head_kv * hd_k])?
+                },
+                bv: if is_qwen2 {
+                    Some(b.required(&t("attn_v.bias"), &[n_head_kv * hd_v])?)
+                } else {
+                    b.optional(&t("attn_v.bias"), &[n_head_kv * hd_v])?
+                },
                 q_norm: if has_qk_norm { Some(b.required(&t("attn_q_norm.weight"), &[hd_k])?) } else { None },
                 k_norm: if has_qk_norm { Some(b.required(&t("attn_k_norm.weight"), &[hd_k])?) } else { None },
-                attn_post_norm: if is_gemma3 { Some(b.required(&t("post_attention_norm.weight"), &[n_embd])?) } else { None },
+                attn_post_norm: if is_gemma3 {
+                    Some(b.required(&t("post_attention_norm.weight"), &[n_embd])?)
+                } else {
+                    None
+                },
                 ffn_norm: b.required(&t("ffn_norm.weight"), &[n_embd])?,
                 ffn_gate: b.required(&t("ffn_gate.weight"), &[n_embd, n_ff])?,
                 ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, n_ff])?,
@@ -155,7 +164,9 @@ impl Weights {
         v.extend(&self.rope_freqs);
         for l in &self.layers {
             v.extend([&l.attn_norm, &l.ffn_norm]);
-            v.extend([&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.attn_post_norm, &l.ffn_post_norm].into_iter().flatten());
+            v.extend(
+                [&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.attn_post_norm, &l.ffn_post_norm].into_iter().flatten(),
+            );
         }
         v
     }

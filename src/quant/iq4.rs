@@ -7,8 +7,7 @@ use super::{f16_to_f32, f32_to_f16, nearest_int, Block, QK, QK_K};
 use crate::ggml_type::GgmlType;
 
 /// ggml's `kvalues_iq4nl`.
-pub const KVALUES_IQ4NL: [i8; 16] =
-    [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+pub const KVALUES_IQ4NL: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
 /// ggml's `block_iq4_nl`.
 #[repr(C)]
@@ -68,8 +67,7 @@ impl BlockIq4Xs {
     #[inline]
     pub fn sub_scale(&self, ib: usize) -> i32 {
         let h = u16::from_le_bytes(self.scales_h);
-        let ls = ((self.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i32
-            | ((((h >> (2 * ib)) & 3) as i32) << 4);
+        let ls = ((self.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i32 | ((((h >> (2 * ib)) & 3) as i32) << 4);
         ls - 32
     }
 

@@ -25,8 +25,7 @@ pub struct KBlock {
 }
 
 impl KBlock {
-    pub const ZERO: KBlock =
-        KBlock { q: [0; QK_K], scales: [0; 16], mins: [0; 16], d: 0.0, dmin: 0.0 };
+    pub const ZERO: KBlock = KBlock { q: [0; QK_K], scales: [0; 16], mins: [0; 16], d: 0.0, dmin: 0.0 };
 }
 
 /// ggml's `make_qx_quants` without quant weights (`qw == NULL`).
@@ -53,8 +52,7 @@ pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_typ
         }
         return 1.0 / iscale;
     }
-    let (rmse_type, return_early) =
-        if rmse_type < 0 { (-rmse_type, true) } else { (rmse_type, false) };
+    let (rmse_type, return_early) = if rmse_type < 0 { (-rmse_type, true) } else { (rmse_type, false) };
     let weight = |v: f32| -> f32 {
         match rmse_type {
             1 => v * v,
@@ -272,12 +270,7 @@ pub fn get_scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
 /// 32, the weighted (scale, min) search, then the 6-bit packing and the
 /// super-block scales. Returns (d bits, dmin bits, packed scales, L) where L
 /// holds the quants (0..=nmax) requantized with the packed scales.
-pub fn quantize_kx_superblock(
-    x: &[f32],
-    nmax: i32,
-    rmin: f32,
-    nstep: i32,
-) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
+pub fn quantize_kx_superblock(x: &[f32], nmax: i32, rmin: f32, nstep: i32) -> ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K]) {
     use super::{f16_to_f32, f32_to_f16};
     let mut l = [0u8; QK_K];
     let mut l_aux = [0u8; 32];
@@ -296,18 +289,8 @@ pub fn quantize_kx_superblock(
         for (w, &v) in weights.iter_mut().zip(xs) {
             *w = av_x + v.abs();
         }
-        let (s, m) = make_qkx2_quants(
-            32,
-            nmax,
-            xs,
-            &weights,
-            &mut l[32 * j..32 * j + 32],
-            &mut l_aux,
-            rmin,
-            0.1,
-            nstep,
-            false,
-        );
+        let (s, m) =
+            make_qkx2_quants(32, nmax, xs, &weights, &mut l[32 * j..32 * j + 32], &mut l_aux, rmin, 0.1, nstep, false);
         scales[j] = s;
         mins[j] = m;
         if s > max_scale {

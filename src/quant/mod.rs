@@ -120,11 +120,8 @@ pub fn bf16_to_f32(bits: [u8; 2]) -> f32 {
 #[inline]
 pub fn f32_to_bf16(f: f32) -> [u8; 2] {
     let u = f.to_bits();
-    let h = if (u & 0x7fff_ffff) > 0x7f80_0000 {
-        (u >> 16) | 64
-    } else {
-        u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16
-    };
+    let h =
+        if (u & 0x7fff_ffff) > 0x7f80_0000 { (u >> 16) | 64 } else { u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16 };
     (h as u16).to_le_bytes()
 }
 
@@ -160,15 +157,11 @@ pub fn c_roundf(x: f32) -> f32 {
 fn check_row(ty: GgmlType, n: usize, bytes: usize, what: &str) -> Result<()> {
     let bs = ty.block_size();
     if n % bs != 0 {
-        return Err(Error::invalid(format!(
-            "{what}: {n} elements is not a multiple of the {ty} block size {bs}"
-        )));
+        return Err(Error::invalid(format!("{what}: {n} elements is not a multiple of the {ty} block size {bs}")));
     }
     let need = n / bs * ty.type_size();
     if bytes != need {
-        return Err(Error::invalid(format!(
-            "{what}: {n} {ty} elements take {need} bytes, got {bytes}"
-        )));
+        return Err(Error::invalid(format!("{what}: {n} {ty} elements take {need} bytes, got {bytes}")));
     }
     Ok(())
 }
@@ -178,8 +171,22 @@ pub fn is_supported(ty: GgmlType) -> bool {
     use GgmlType::*;
     matches!(
         ty,
-        F32 | F16 | BF16 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1 | Q2_K | Q3_K | Q4_K | Q5_K
-            | Q6_K | Q8_K | IQ4_NL | IQ4_XS
+        F32 | F16
+            | BF16
+            | Q4_0
+            | Q4_1
+            | Q5_0
+            | Q5_1
+            | Q8_0
+            | Q8_1
+            | Q2_K
+            | Q3_K
+            | Q4_K
+            | Q5_K
+            | Q6_K
+            | Q8_K
+            | IQ4_NL
+            | IQ4_XS
     )
 }
 

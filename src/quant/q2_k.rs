@@ -84,18 +84,8 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ2K]) {
             for (w, &v) in weights.iter_mut().zip(xs) {
                 *w = v.abs();
             }
-            let (s, m) = make_qkx2_quants(
-                16,
-                3,
-                xs,
-                &weights,
-                &mut l[16 * j..16 * j + 16],
-                &mut l_aux,
-                -0.5,
-                0.1,
-                15,
-                true,
-            );
+            let (s, m) =
+                make_qkx2_quants(16, 3, xs, &weights, &mut l[16 * j..16 * j + 16], &mut l_aux, -0.5, 0.1, 15, true);
             scales[j] = s;
             mins[j] = m;
             if s > max_scale {

@@ -143,8 +143,7 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ3K]) {
         for h in 0..2 {
             for i in 0..32 {
                 let j = 128 * h + i;
-                b.qs[32 * h + i] =
-                    (l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6)) as u8;
+                b.qs[32 * h + i] = (l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6)) as u8;
             }
         }
     }

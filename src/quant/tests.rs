@@ -13,10 +13,7 @@ macro_rules! golden {
 /// The golden input: 24 super-blocks of 256 (all-zero, negative-zero, huge,
 /// tiny, subnormal, constant, sparse, wild-scale blocks; see make_goldens.c).
 pub(crate) fn golden_input() -> Vec<f32> {
-    golden!("input.f32")
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    golden!("input.f32").chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
 pub(crate) fn golden_types() -> Vec<(GgmlType, &'static [u8])> {

@@ -12,8 +12,7 @@ fn f16_fields(ty: GgmlType) -> Option<&'static [usize]> {
     use GgmlType::*;
     Some(match ty {
         // d first
-        Q1_0 | Q2_0 | Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
-        | IQ3_S | IQ1_S => &[0],
+        Q1_0 | Q2_0 | Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S => &[0],
         // d, m / d, dmin first
         Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
         // scales[16], qs[64], d, dmin
@@ -85,10 +84,14 @@ pub fn validate_row_data(ty: GgmlType, data: &[u8]) -> Result<()> {
             }
             let n = data.len() / 2;
             if nans > 0 {
-                return Err(Error::model(format!("ggml_validate_row_data: found {nans} NaNs in row of {n} BF16 values")));
+                return Err(Error::model(format!(
+                    "ggml_validate_row_data: found {nans} NaNs in row of {n} BF16 values"
+                )));
             }
             if infs > 0 {
-                return Err(Error::model(format!("ggml_validate_row_data: found {infs} infinities in row of {n} BF16 values")));
+                return Err(Error::model(format!(
+                    "ggml_validate_row_data: found {infs} infinities in row of {n} BF16 values"
+                )));
             }
             Ok(())
         }

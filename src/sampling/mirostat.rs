@@ -47,7 +47,8 @@ impl Sampler for Mirostat {
         let s_hat = sum_ti_bi / sum_ti_sq;
 
         let epsilon_hat = s_hat - 1.0;
-        let k = ((epsilon_hat * 2.0f32.powf(self.mu)) / (1.0 - (self.n_vocab as f32).powf(-epsilon_hat))).powf(1.0 / s_hat);
+        let k =
+            ((epsilon_hat * 2.0f32.powf(self.mu)) / (1.0 - (self.n_vocab as f32).powf(-epsilon_hat))).powf(1.0 / s_hat);
 
         top_k_impl(cur, cvtt(k).max(1));
         softmax(cur, true);

@@ -416,7 +416,10 @@ mod edge_tests {
             Box::new(mirostat::MirostatV2::new(1, 5.0, 0.1)),
             penalties::penalties(300, 8, 1.2, 0.1, 0.1),
             penalties::dry(0.8, 1.75, 2, 16, Default::default()),
-            penalties::logit_bias(300, vec![penalties::Bias { token: 1, bias: 1.0 }, penalties::Bias { token: -5, bias: 1.0 }]),
+            penalties::logit_bias(
+                300,
+                vec![penalties::Bias { token: 1, bias: 1.0 }, penalties::Bias { token: -5, bias: 1.0 }],
+            ),
             Box::new(adaptive::AdaptiveP::new(0.5, 0.9, 1)),
             Box::new(adaptive::AdaptiveP::new(-1.0, 0.9, 1)),
         ]
@@ -443,7 +446,10 @@ mod edge_tests {
                     let mut c = Candidates::new(&mut v);
                     s.apply(&mut c);
                     if c.selected >= 0 {
-                        assert!((c.selected as usize) < c.size() || c.size() == 0, "case {ci} sampler {si} round {round}");
+                        assert!(
+                            (c.selected as usize) < c.size() || c.size() == 0,
+                            "case {ci} sampler {si} round {round}"
+                        );
                     }
                     if let Some(t) = c.data.first() {
                         s.accept(t.id);
@@ -460,7 +466,13 @@ mod edge_tests {
     #[test]
     fn nan_logits_do_not_break_the_simple_samplers() {
         let mk = || vec![td(0, f32::NAN), td(1, 1.0), td(2, 2.0)];
-        for mut s in [Box::new(basic::Greedy) as Box<dyn Sampler>, Box::new(basic::Dist::new(2)), basic::temp(0.7), basic::top_k(2), basic::min_p(0.1, 1)] {
+        for mut s in [
+            Box::new(basic::Greedy) as Box<dyn Sampler>,
+            Box::new(basic::Dist::new(2)),
+            basic::temp(0.7),
+            basic::top_k(2),
+            basic::min_p(0.1, 1),
+        ] {
             let mut v = mk();
             s.apply(&mut Candidates::new(&mut v));
         }

@@ -216,7 +216,13 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// `llama_sampler_init_dry` given processed breakers (`None` when disabled:
 /// the caller returns the "?dry" empty sampler).
-pub fn dry(multiplier: f32, base: f32, allowed_length: i32, penalty_last_n: i32, breakers: Breakers) -> Box<dyn Sampler> {
+pub fn dry(
+    multiplier: f32,
+    base: f32,
+    allowed_length: i32,
+    penalty_last_n: i32,
+    breakers: Breakers,
+) -> Box<dyn Sampler> {
     let last_n = penalty_last_n.max(0);
     if !dry_enabled(multiplier, base, last_n) {
         return Box::new(basic::Empty { name: c"?dry" });

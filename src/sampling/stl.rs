@@ -90,7 +90,14 @@ fn pop_heap<T: Copy>(v: &mut [T], first: usize, last: usize, result: usize, comp
     adjust_heap(v, first, 0, last - first, value, comp);
 }
 
-fn adjust_heap<T: Copy>(v: &mut [T], first: usize, mut hole: usize, len: usize, value: T, comp: &impl Fn(&T, &T) -> bool) {
+fn adjust_heap<T: Copy>(
+    v: &mut [T],
+    first: usize,
+    mut hole: usize,
+    len: usize,
+    value: T,
+    comp: &impl Fn(&T, &T) -> bool,
+) {
     let top = hole;
     let mut second = hole;
     // the C++ code uses signed distances: (len - 1) / 2 with len >= 1 here
@@ -117,7 +124,13 @@ fn adjust_heap<T: Copy>(v: &mut [T], first: usize, mut hole: usize, len: usize, 
     v[first + hole] = value;
 }
 
-fn introsort_loop<T: Copy>(v: &mut [T], first: usize, mut last: usize, mut depth: usize, comp: &impl Fn(&T, &T) -> bool) {
+fn introsort_loop<T: Copy>(
+    v: &mut [T],
+    first: usize,
+    mut last: usize,
+    mut depth: usize,
+    comp: &impl Fn(&T, &T) -> bool,
+) {
     while last - first > THRESHOLD {
         if depth == 0 {
             partial_sort_range(v, first, last, last, comp);
@@ -130,7 +143,14 @@ fn introsort_loop<T: Copy>(v: &mut [T], first: usize, mut last: usize, mut depth
     }
 }
 
-fn move_median_to_first<T: Copy>(v: &mut [T], result: usize, a: usize, b: usize, c: usize, comp: &impl Fn(&T, &T) -> bool) {
+fn move_median_to_first<T: Copy>(
+    v: &mut [T],
+    result: usize,
+    a: usize,
+    b: usize,
+    c: usize,
+    comp: &impl Fn(&T, &T) -> bool,
+) {
     let pick = if comp(&v[a], &v[b]) {
         if comp(&v[b], &v[c]) {
             b
@@ -149,7 +169,13 @@ fn move_median_to_first<T: Copy>(v: &mut [T], result: usize, a: usize, b: usize,
     v.swap(result, pick);
 }
 
-fn unguarded_partition<T: Copy>(v: &mut [T], mut first: usize, mut last: usize, pivot: usize, comp: &impl Fn(&T, &T) -> bool) -> usize {
+fn unguarded_partition<T: Copy>(
+    v: &mut [T],
+    mut first: usize,
+    mut last: usize,
+    pivot: usize,
+    comp: &impl Fn(&T, &T) -> bool,
+) -> usize {
     loop {
         while comp(&v[first], &v[pivot]) {
             first += 1;
@@ -244,7 +270,8 @@ mod tests {
     fn introsort_depth_limit_path_is_exercised() {
         // all-equal keys force the partitions to the middle; a saw-tooth
         // input stresses median-of-three; both must still sort
-        let mut v: Vec<(i32, u32)> = (0..4096u32).map(|i| ((i % 7) as i32 * if i % 2 == 0 { 1 } else { -1 }, i)).collect();
+        let mut v: Vec<(i32, u32)> =
+            (0..4096u32).map(|i| ((i % 7) as i32 * if i % 2 == 0 { 1 } else { -1 }, i)).collect();
         sort(&mut v, &|a: &(i32, u32), b: &(i32, u32)| a.0 < b.0);
         assert!(v.windows(2).all(|w| w[0].0 <= w[1].0));
     }

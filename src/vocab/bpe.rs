@@ -65,7 +65,8 @@ impl<'a> Session<'a> {
             return;
         }
         let (l, r) = (self.syms[left as usize], self.syms[right as usize]);
-        let rank = self.vocab.find_bpe_rank(&mut self.key, &word[l.start..l.start + l.n], &word[r.start..r.start + r.n]);
+        let rank =
+            self.vocab.find_bpe_rank(&mut self.key, &word[l.start..l.start + l.n], &word[r.start..r.start + r.n]);
         if rank < 0 {
             return;
         }
@@ -129,7 +130,11 @@ impl<'a> Session<'a> {
                 let mut key = k.to_vec();
                 key.extend_from_slice(super::DNA_KMER_MARKER);
                 let t = v.text_to_token(&key);
-                if t != TOKEN_NULL { t } else { oov }
+                if t != TOKEN_NULL {
+                    t
+                } else {
+                    oov
+                }
             };
             let mut i = 0;
             while i + 6 <= seq.len() {
@@ -191,7 +196,12 @@ impl<'a> Session<'a> {
                 let n = (word.len() - offset).min(unicode::len_utf8(word[offset]));
                 let start = offset;
                 offset += n;
-                self.syms.push(Sym { prev: index - 1, next: if offset == word.len() { -1 } else { index + 1 }, start, n });
+                self.syms.push(Sym {
+                    prev: index - 1,
+                    next: if offset == word.len() { -1 } else { index + 1 },
+                    start,
+                    n,
+                });
                 index += 1;
             }
             for i in 1..self.syms.len() as i32 {

@@ -17,6 +17,8 @@
 mod bpe;
 mod hash;
 mod plamo2;
+// Generated tables keep their generators' layout.
+#[rustfmt::skip]
 mod pre_table;
 pub mod pretokenize;
 pub mod regex;
@@ -26,6 +28,7 @@ mod stdmap;
 mod stdsort;
 mod ugm;
 pub mod unicode;
+#[rustfmt::skip]
 mod unicode_data;
 mod wpm;
 
@@ -194,7 +197,10 @@ fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayR
                 Value::Array(a) => format!("is an array of element type {}", type_name_of(a.elem_type)),
                 v => format!("has type {}", v.type_name()),
             };
-            Err(Error::model(format!("invalid gguf type for {key}: {key} {got}, expected an array of {}", want.join(" or "))))
+            Err(Error::model(format!(
+                "invalid gguf type for {key}: {key} {got}, expected an array of {}",
+                want.join(" or ")
+            )))
         }
     }
 }
@@ -210,7 +216,8 @@ pub(crate) fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
     (exprs.to_vec(), *byte_encode)
 }
 
-const CONTROL_WARN: &str = "control-looking token was not control-type; this is probably a bug in the model. its type will be overridden";
+const CONTROL_WARN: &str =
+    "control-looking token was not control-type; this is probably a bug in the model. its type will be overridden";
 
 impl Vocab {
     pub fn n_tokens(&self) -> usize {
@@ -289,7 +296,8 @@ impl Vocab {
 
     pub fn load(f: &GgufFile, overrides: &Overrides) -> Result<Vocab> {
         let k = Keys { f, ov: overrides };
-        let model_name = k.string("tokenizer.ggml.model")?
+        let model_name = k
+            .string("tokenizer.ggml.model")?
             .ok_or_else(|| Error::model("key not found in model: tokenizer.ggml.model"))?;
         let mut pre_name = k.string("tokenizer.ggml.pre")?.unwrap_or_default();
         let n_token_types = k.u32("tokenizer.ggml.token_type_count")?.unwrap_or(0);
@@ -376,7 +384,10 @@ impl Vocab {
             "gpt2" | "gemma4" | "whitespace" | "hybriddna" => {
                 v.kind = VocabType::Bpe;
                 let merges = match get_array(f, "tokenizer.ggml.merges", &[GgufType::Str])? {
-                    Some(a) => Some(f.array_strings(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.merges"))?),
+                    Some(a) => Some(
+                        f.array_strings(&a)
+                            .ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.merges"))?,
+                    ),
                     // Kimi-K2 tokenizes without merges
                     None if model_name != "gemma4" && pre_name == "kimi-k2" => None,
                     None => return Err(Error::model("cannot find tokenizer merges in model file")),
@@ -469,8 +480,9 @@ impl Vocab {
         }
 
         // --- tokens, scores, types
-        let ta = get_array(f, "tokenizer.ggml.tokens", &[GgufType::Str])?
-            .ok_or_else(|| Error::model("cannot find tokenizer vocab in model file (tokenizer.ggml.tokens is missing)"))?;
+        let ta = get_array(f, "tokenizer.ggml.tokens", &[GgufType::Str])?.ok_or_else(|| {
+            Error::model("cannot find tokenizer vocab in model file (tokenizer.ggml.tokens is missing)")
+        })?;
         let n_tokens = u32::try_from(ta.len).map_err(|_| Error::model("tokenizer.ggml.tokens has too many entries"))?;
         let scores: Option<Vec<f32>> = match f.get("tokenizer.ggml.scores").as_ref() {
             None => None,
@@ -487,14 +499,17 @@ impl Vocab {
         }
         let toktypes: Option<Vec<i32>> = match get_array(f, "tokenizer.ggml.token_type", &[GgufType::I32])? {
             None => None,
-            Some(a) => Some(f.array_i32(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.token_type"))?),
+            Some(a) => {
+                Some(f.array_i32(&a).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.token_type"))?)
+            }
         };
         if let Some(t) = &toktypes {
             if t.len() < n_tokens as usize {
                 return Err(Error::model(format!("Index out of array bounds for toktypes ({} < {n_tokens})", t.len())));
             }
         }
-        let strings = f.array_strings(&ta).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.tokens"))?;
+        let strings =
+            f.array_strings(&ta).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.tokens"))?;
         v.tokens.reserve(n_tokens as usize);
         v.token_to_id.reserve(n_tokens as usize);
         for (i, word) in strings.enumerate() {
@@ -612,12 +627,17 @@ impl Vocab {
                 .bpe_ranks
                 .keys()
                 .filter(|k| match k.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
-                    Some(p) => !self.token_to_id.contains_key(&k[..p + 1]) || !self.token_to_id.contains_key(&k[p + 2..]),
+                    Some(p) => {
+                        !self.token_to_id.contains_key(&k[..p + 1]) || !self.token_to_id.contains_key(&k[p + 2..])
+                    }
                     None => true,
                 })
                 .count();
             if unknown > 0 {
-                log_warn!("{unknown} of {} BPE merges name strings that are not tokens (kept, as in the reference)", self.bpe_ranks.len());
+                log_warn!(
+                    "{unknown} of {} BPE merges name strings that are not tokens (kept, as in the reference)",
+                    self.bpe_ranks.len()
+                );
             }
         }
     }
@@ -718,20 +738,75 @@ impl Vocab {
     /// Auto-detected special tokens, unused tokens, end-of-generation set.
     fn derive_specials(&mut self) {
         const EOT: &[&str] = &[
-            "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
-            "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+            "<|eot_id|>",
+            "<|im_end|>",
+            "<|end|>",
+            "<end_of_turn>",
+            "<|endoftext|>",
+            "<|end_of_text|>",
+            "<EOT>",
+            "_<EOT>",
+            "[EOT]",
+            "<｜end▁of▁sentence｜>",
+            "<end_of_utterance>",
         ];
         const EOM: &[&str] = &["<|eom_id|>"];
-        const FIM_PRE: &[&str] = &["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"];
-        const FIM_SUF: &[&str] = &["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"];
-        const FIM_MID: &[&str] = &["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"];
+        const FIM_PRE: &[&str] = &[
+            "<|fim_prefix|>",
+            "<fim-prefix>",
+            "<fim_prefix>",
+            "<｜fim▁begin｜>",
+            "<PRE>",
+            "▁<PRE>",
+            "<|code_prefix|>",
+            "<|prefix|>",
+        ];
+        const FIM_SUF: &[&str] = &[
+            "<|fim_suffix|>",
+            "<fim-suffix>",
+            "<fim_suffix>",
+            "<｜fim▁hole｜>",
+            "<SUF>",
+            "▁<SUF>",
+            "<|code_suffix|>",
+            "<|suffix|>",
+        ];
+        const FIM_MID: &[&str] = &[
+            "<|fim_middle|>",
+            "<fim-middle>",
+            "<fim_middle>",
+            "<｜fim▁end｜>",
+            "<MID>",
+            "▁<MID>",
+            "<|code_middle|>",
+            "<|middle|>",
+        ];
         const FIM_PAD: &[&str] = &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"];
         const FIM_REP: &[&str] = &["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"];
         const FIM_SEP: &[&str] = &["<|file_sep|>"];
         const EOG: &[&str] = &[
-            "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-            "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-            "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
+            "<|eot_id|>",
+            "<|im_end|>",
+            "<|end|>",
+            "<|return|>",
+            "<|call|>",
+            "<|flush|>",
+            "<|calls|>",
+            "<end_of_turn>",
+            "<|endoftext|>",
+            "</s>",
+            "<|eom_id|>",
+            "<EOT>",
+            "_<EOT>",
+            "[EOT]",
+            "[EOS]",
+            "<|end_of_text|>",
+            "<end_of_utterance>",
+            "<eos>",
+            "<turn|>",
+            "<|tool_response>",
+            "<｜end▁of▁sentence｜>",
+            "[e~[",
         ];
 
         // The reference walks its unordered_map token_to_id and keeps the
@@ -796,7 +871,8 @@ impl Vocab {
             }
         }
         let text_of = |v: &Vocab, id: i32| v.token(id).map(|t| t.text().to_vec()).unwrap_or_default();
-        let (mut has_return, mut has_call, mut has_end, mut has_flush, mut end_id) = (false, false, false, false, TOKEN_NULL);
+        let (mut has_return, mut has_call, mut has_end, mut has_flush, mut end_id) =
+            (false, false, false, false, TOKEN_NULL);
         for &id in &self.eog {
             match text_of(self, id).as_slice() {
                 b"<|return|>" => has_return = true,
@@ -1126,7 +1202,9 @@ impl Vocab {
         if self.kind == VocabType::None {
             return Err(Error::invalid("the vocabulary has no tokens' text (no tokenizer model)"));
         }
-        let t = self.token(id).ok_or_else(|| Error::invalid(format!("token id {id} is out of range [0, {})", self.tokens.len())))?;
+        let t = self
+            .token(id)
+            .ok_or_else(|| Error::invalid(format!("token id {id} is out of range [0, {})", self.tokens.len())))?;
         if !special && t.attr & (ATTR_UNKNOWN | ATTR_CONTROL) != 0 {
             return Ok(&[]);
         }
@@ -1143,7 +1221,13 @@ impl Vocab {
     /// the clean-up passes, which is what a too-small buffer is told; the
     /// text). When that length exceeds `max`, the text is what the reference
     /// leaves in the short buffer: the leading whole pieces that fit.
-    pub fn detokenize(&self, ids: &[i32], remove_special: bool, unparse_special: bool, max: usize) -> Result<(usize, Vec<u8>)> {
+    pub fn detokenize(
+        &self,
+        ids: &[i32],
+        remove_special: bool,
+        unparse_special: bool,
+        max: usize,
+    ) -> Result<(usize, Vec<u8>)> {
         if self.kind == VocabType::None {
             return Ok((0, Vec::new()));
         }

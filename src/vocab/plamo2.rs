@@ -35,7 +35,11 @@ impl Plamo2 {
             let text = t.text();
             token_to_id.insert(text.to_vec(), id as i32);
             if t.attr & ATTR_BYTE != 0 {
-                if text.len() == 6 && text.starts_with(b"<0x") && text[5] == b'>' && text[3..5].iter().all(u8::is_ascii_hexdigit) {
+                if text.len() == 6
+                    && text.starts_with(b"<0x")
+                    && text[5] == b'>'
+                    && text[3..5].iter().all(u8::is_ascii_hexdigit)
+                {
                     let v = u8::from_str_radix(std::str::from_utf8(&text[3..5]).unwrap_or("0"), 16).unwrap_or(0);
                     bytes[v as usize] = id as i32;
                 }
@@ -146,7 +150,13 @@ impl Plamo2 {
                 let c = data[pos];
                 let s = 1 + (c >= 0x80) as u32 + (c >= 0x800) as u32 + (c >= 0x10000) as u32;
                 for i in 0..s {
-                    let b: u32 = if s == 1 { c & 0xFF } else if i == 0 { (0xF00 >> s) & 0xFF } else { 0x80 };
+                    let b: u32 = if s == 1 {
+                        c & 0xFF
+                    } else if i == 0 {
+                        (0xF00 >> s) & 0xFF
+                    } else {
+                        0x80
+                    };
                     let idx = (b | ((c >> ((s - i - 1) * 6)) & 0x3F)) & 0xFF;
                     out.push(self.bytes[idx as usize]);
                 }

@@ -425,8 +425,7 @@ fn split_llama3(cpts: &[u32], offsets: &[usize], digits: usize, marks: bool) -> 
                 }
             }
             // [^\r\n\p{L}\p{N}]?\p{L}+
-            if !(cpt == '\r' as u32 || cpt == '\n' as u32 || is(fl, u::NUMBER))
-                && (letter(fl) || letter(f.fl(pos + 1)))
+            if !(cpt == '\r' as u32 || cpt == '\n' as u32 || is(fl, u::NUMBER)) && (letter(fl) || letter(f.fl(pos + 1)))
             {
                 pos += 1;
                 while letter(f.fl(pos)) {
@@ -710,7 +709,10 @@ mod tests {
 
     #[test]
     fn gpt2_contractions_letters_digits_punct_spaces() {
-        assert_eq!(words(&[GPT2_RE], "I'm here, it's 2024!!  ok"), ["I", "'m", " here", ",", " it", "'s", " 2024", "!!", " ", " ok"]);
+        assert_eq!(
+            words(&[GPT2_RE], "I'm here, it's 2024!!  ok"),
+            ["I", "'m", " here", ",", " it", "'s", " 2024", "!!", " ", " ok"]
+        );
         assert_eq!(words(&[GPT2_RE], "DON'T"), ["DON", "'", "T"]);
         assert_eq!(words(&[GPT2_RE], "a   \n"), ["a", "   \n"]);
     }

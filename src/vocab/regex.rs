@@ -76,7 +76,12 @@ enum Node {
     Both(Box<Node>, Box<Node>),
     Concat(Vec<Node>),
     Alt(Vec<Node>),
-    Repeat { node: Box<Node>, min: u32, max: u32, greedy: bool },
+    Repeat {
+        node: Box<Node>,
+        min: u32,
+        max: u32,
+        greedy: bool,
+    },
 }
 
 impl Node {
@@ -202,7 +207,10 @@ impl Parser<'_> {
                 let n = if e == c('x') { 2 } else { 4 };
                 let mut v = 0u32;
                 for _ in 0..n {
-                    let d = self.peek().and_then(|d| char::from_u32(d)?.to_digit(16)).ok_or_else(|| self.err("bad hex escape"))?;
+                    let d = self
+                        .peek()
+                        .and_then(|d| char::from_u32(d)?.to_digit(16))
+                        .ok_or_else(|| self.err("bad hex escape"))?;
                     v = v * 16 + d;
                     self.i += 1;
                 }
@@ -279,12 +287,30 @@ impl Parser<'_> {
                 let e = self.peek().ok_or_else(|| self.err("trailing backslash"))?;
                 self.i += 1;
                 match char::from_u32(e).unwrap_or('\0') {
-                    's' => { cl.space = true; continue; }
-                    'S' => { cl.not_space = true; continue; }
-                    'd' => { cl.digit = true; continue; }
-                    'D' => { cl.not_digit = true; continue; }
-                    'w' => { cl.word = true; continue; }
-                    'W' => { cl.not_word = true; continue; }
+                    's' => {
+                        cl.space = true;
+                        continue;
+                    }
+                    'S' => {
+                        cl.not_space = true;
+                        continue;
+                    }
+                    'd' => {
+                        cl.digit = true;
+                        continue;
+                    }
+                    'D' => {
+                        cl.not_digit = true;
+                        continue;
+                    }
+                    'w' => {
+                        cl.word = true;
+                        continue;
+                    }
+                    'W' => {
+                        cl.not_word = true;
+                        continue;
+                    }
                     'b' => 0x08,
                     _ => self.escape_char(e)?,
                 }

@@ -90,7 +90,8 @@ impl<'a> Session<'a> {
 }
 
 pub fn tokenize(vocab: &Vocab, text: &[u8], out: &mut Vec<i32>) -> Result<()> {
-    let mut s = Session { vocab, text, syms: Vec::with_capacity(text.len()), queue: BinaryHeap::with_capacity(text.len()) };
+    let mut s =
+        Session { vocab, text, syms: Vec::with_capacity(text.len()), queue: BinaryHeap::with_capacity(text.len()) };
     let mut offs = 0;
     let mut index = 0i32;
     while offs < text.len() {

@@ -17,7 +17,13 @@ pub fn sort_by<T: Copy>(v: &mut [T], less: &impl Fn(&T, &T) -> bool) {
     }
 }
 
-fn introsort_loop<T: Copy>(v: &mut [T], first: usize, mut last: usize, mut depth: usize, less: &impl Fn(&T, &T) -> bool) {
+fn introsort_loop<T: Copy>(
+    v: &mut [T],
+    first: usize,
+    mut last: usize,
+    mut depth: usize,
+    less: &impl Fn(&T, &T) -> bool,
+) {
     while last - first > THRESHOLD {
         if depth == 0 {
             heap_sort(v, first, last, less);
@@ -36,7 +42,14 @@ fn partition_pivot<T: Copy>(v: &mut [T], first: usize, last: usize, less: &impl 
     unguarded_partition(v, first + 1, last, first, less)
 }
 
-fn move_median_to_first<T: Copy>(v: &mut [T], result: usize, a: usize, b: usize, c: usize, less: &impl Fn(&T, &T) -> bool) {
+fn move_median_to_first<T: Copy>(
+    v: &mut [T],
+    result: usize,
+    a: usize,
+    b: usize,
+    c: usize,
+    less: &impl Fn(&T, &T) -> bool,
+) {
     let m = if less(&v[a], &v[b]) {
         if less(&v[b], &v[c]) {
             b
@@ -55,7 +68,13 @@ fn move_median_to_first<T: Copy>(v: &mut [T], result: usize, a: usize, b: usize,
     v.swap(result, m);
 }
 
-fn unguarded_partition<T: Copy>(v: &mut [T], mut first: usize, mut last: usize, pivot: usize, less: &impl Fn(&T, &T) -> bool) -> usize {
+fn unguarded_partition<T: Copy>(
+    v: &mut [T],
+    mut first: usize,
+    mut last: usize,
+    pivot: usize,
+    less: &impl Fn(&T, &T) -> bool,
+) -> usize {
     loop {
         while less(&v[first], &v[pivot]) {
             first += 1;
@@ -182,7 +201,8 @@ mod tests {
         assert_eq!(ids[..20], EXPECTED);
     }
 
-    const EXPECTED: [u32; 20] = [120, 89, 36, 95, 28, 87, 41, 86, 143, 164, 22, 185, 107, 127, 161, 110, 119, 154, 78, 70];
+    const EXPECTED: [u32; 20] =
+        [120, 89, 36, 95, 28, 87, 41, 86, 143, 164, 22, 185, 107, 127, 161, 110, 119, 154, 78, 70];
 
     fn checksum(ids: &[u32]) -> u64 {
         ids.iter().fold(0u64, |h, &i| h.wrapping_mul(1000003).wrapping_add(u64::from(i)))

@@ -130,7 +130,10 @@ impl Ugm {
                 .get(best_off..)
                 .filter(|r| !r.is_empty())
                 .ok_or_else(|| Error::model("Index out of array bounds in precompiled charsmap!"))?;
-            let n = rest.iter().position(|&b| b == 0).ok_or_else(|| Error::model("Unterminated string in precompiled charsmap!"))?;
+            let n = rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| Error::model("Unterminated string in precompiled charsmap!"))?;
             return Ok((&rest[..n], best_len));
         }
         let mut p = off;
@@ -200,7 +203,8 @@ impl Ugm {
                     if p - off == n_units {
                         single = true;
                     }
-                    let score = if vocab.is_user_defined(id) { 0.0 } else { f64::from(vocab.tokens[id as usize].score) };
+                    let score =
+                        if vocab.is_user_defined(id) { 0.0 } else { f64::from(vocab.tokens[id as usize].score) };
                     let ch = cur + score;
                     if ch > best[p].2 {
                         best[p] = (id, off, ch);

@@ -53,24 +53,24 @@
 //! the per-row quantizers serve for all paths.
 
 pub mod repack;
-pub mod repack_tiles;
-pub mod repack_tiles_k;
 #[cfg(target_arch = "x86_64")]
 pub mod repack_rows;
+pub mod repack_tiles;
+pub mod repack_tiles_k;
 pub mod tiled;
 #[cfg(target_arch = "x86_64")]
 pub mod tiled_vnni;
 pub mod tinyblas_bf16;
-pub mod tinyblas_f32;
 pub mod tinyblas_f16;
+pub mod tinyblas_f32;
 pub mod vec_dot_k;
 
 #[cfg(test)]
 mod tests;
 
+use super::dispatch::TileFn;
 #[cfg(target_arch = "x86_64")]
 use super::dispatch::{RowsFn, TokenMajorRowsFn};
-use super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 
 /// Which of the reference's matmul paths a product runs.

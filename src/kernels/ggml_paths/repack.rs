@@ -142,7 +142,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{
-        dot_pairs_k, dot_pairs_signed, f16_at, f16_at_x8, hsum_epi32, hsum_epi32_x8, loadu, pairs_to_i32, q8k_d, q8k_d_x8, W32, WK,
+        dot_pairs_k, dot_pairs_signed, f16_at, f16_at_x8, hsum_epi32, hsum_epi32_x8, loadu, pairs_to_i32, q8k_d,
+        q8k_d_x8, W32, WK,
     };
     use super::gemm_rows;
     use crate::quant::{QK, QK_K};

@@ -308,13 +308,8 @@ unsafe fn rows_kmin<U: RepackedK>(
     let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
     let n4 = gemm_rows(nt);
     let zero = _mm256_setzero_si256();
-    let empty = KTile {
-        q: [[zero; 8]; 8],
-        sc: [zero; 16],
-        mn: [zero; 8],
-        d: _mm256_setzero_ps(),
-        dmin: _mm256_setzero_ps(),
-    };
+    let empty =
+        KTile { q: [[zero; 8]; 8], sc: [zero; 16], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
     let mut tiles = vec![empty; nb]; // [nb]
     let mut r0 = 0;
     while r0 + 8 <= n_rows {

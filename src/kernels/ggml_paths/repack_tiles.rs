@@ -485,7 +485,13 @@ pub(super) mod x86 {
         /// The same strip from `t` tokens on.
         #[inline(always)]
         unsafe fn tokens(self, t: usize) -> Step {
-            Step { a: self.a.add(t * self.s), bias: self.bias.add(t), da: self.da.add(t), out: self.out.add(t * self.os), ..self }
+            Step {
+                a: self.a.add(t * self.s),
+                bias: self.bias.add(t),
+                da: self.da.add(t),
+                out: self.out.add(t * self.os),
+                ..self
+            }
         }
     }
 
@@ -499,7 +505,8 @@ pub(super) mod x86 {
         let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
         let mask = _mm512_set1_epi8(0x0F);
         // IQ4_NL: nibble → table value + 128, in each 128-bit lane
-        let table = if IQ { _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table())) } else { _mm512_setzero_si512() };
+        let table =
+            if IQ { _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table())) } else { _mm512_setzero_si512() };
         let mut acc = [_mm512_setzero_ps(); TT];
         for b in 0..nb {
             let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
@@ -615,7 +622,8 @@ pub(super) mod x86 {
                 let daj = _mm256_set1_ps(*da.add(b * ns + j));
                 for h in 0..R {
                     let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
-                    let isum = if TT == 1 { _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j])) } else { D::end(lo[h][j]) };
+                    let isum =
+                        if TT == 1 { _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j])) } else { D::end(lo[h][j]) };
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
                 }
             }

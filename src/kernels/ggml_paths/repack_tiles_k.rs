@@ -269,7 +269,7 @@ pub(super) mod x86 {
                 let mut imin = [zero; TT];
                 for pj in p0..p0 + P / 2 {
                     let pb = bp.add(64 + pj * 2 * PAIR); // [8][64] quants, [2][16] scales, [16][2] minimums
-                    // 8 dots per sum (each a 32-chunk's Σq·a)
+                                                         // 8 dots per sum (each a 32-chunk's Σq·a)
                     let mut slo = [zero; TT];
                     let mut shi = [zero; TT];
                     for k in 0..8 {

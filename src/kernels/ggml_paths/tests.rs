@@ -157,7 +157,14 @@ fn every_set_computes_the_scalar_emulations_bits() {
                 let mut y = vec![f32::NAN; nt * rows];
                 matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
                 for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}", set.name, i / rows, i % rows);
+                    assert_eq!(
+                        a.to_bits(),
+                        b.to_bits(),
+                        "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}",
+                        set.name,
+                        i / rows,
+                        i % rows
+                    );
                 }
             }
         }
@@ -233,7 +240,12 @@ fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: 
                     unsafe { one(cols, &w[1 + r * ws..], &a[1..], s, &mut want) };
                     for t in 0..nt {
                         let got = y[r * os + t];
-                        assert_eq!(got.to_bits(), want[t].to_bits(), "{set_name} {ty} {path:?} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}", want[t]);
+                        assert_eq!(
+                            got.to_bits(),
+                            want[t].to_bits(),
+                            "{set_name} {ty} {path:?} n_rows={n_rows} nt={nt} y[{r}][{t}]: {got} vs {}",
+                            want[t]
+                        );
                     }
                 }
             }
@@ -278,10 +290,11 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     use crate::kernels::dispatch::ActType;
     use GgmlType::*;
     // every set's kernel where it has one (the AVX2 and the VNNI sets)
-    let kernels: Vec<(&crate::kernels::dispatch::KernelSet, GgmlType, crate::kernels::dispatch::TiledFn)> = available_sets()
-        .into_iter()
-        .flat_map(|set| [Q4_0, IQ4_NL, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
-        .collect();
+    let kernels: Vec<(&crate::kernels::dispatch::KernelSet, GgmlType, crate::kernels::dispatch::TiledFn)> =
+        available_sets()
+            .into_iter()
+            .flat_map(|set| [Q4_0, IQ4_NL, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
+            .collect();
     if kernels.is_empty() {
         eprintln!("no tiled kernel on this CPU: skipped");
         return;
@@ -316,7 +329,11 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                     // nt tokens of `os >= rows` outputs.
                     unsafe { f(cols, &tiles[1..], rows, &a[1..], s, nt, y.as_mut_ptr(), os) };
                     for t in 0..nt {
-                        assert!(y[t * os + rows..(t + 1) * os].iter().all(|v| v.is_nan()), "{} {ty}: wrote past token {t}'s rows", set.name);
+                        assert!(
+                            y[t * os + rows..(t + 1) * os].iter().all(|v| v.is_nan()),
+                            "{} {ty}: wrote past token {t}'s rows",
+                            set.name
+                        );
                     }
                     for r in 0..rows {
                         let mut want = vec![0f32; nt];
@@ -324,7 +341,13 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                         unsafe { one(cols, &w[r * rb..], &a[1..], s, &mut want) };
                         for t in 0..nt {
                             let got = y[t * os + r];
-                            assert_eq!(got.to_bits(), want[t].to_bits(), "{} {ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}", set.name, want[t]);
+                            assert_eq!(
+                                got.to_bits(),
+                                want[t].to_bits(),
+                                "{} {ty} {rows}x{cols} nt={nt} y[{r}][{t}]: {got} vs {}",
+                                set.name,
+                                want[t]
+                            );
                         }
                     }
                 }
@@ -342,7 +365,14 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                     assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "scalar with tiles");
                     matmul_with(set, &pool, &wt, &x, nt, &mut y).expect("matmul");
                     for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                        assert_eq!(a.to_bits(), b.to_bits(), "{} {ty} {rows}x{cols} nt={nt} matmul y[{}][{}]", set.name, i / rows, i % rows);
+                        assert_eq!(
+                            a.to_bits(),
+                            b.to_bits(),
+                            "{} {ty} {rows}x{cols} nt={nt} matmul y[{}][{}]",
+                            set.name,
+                            i / rows,
+                            i % rows
+                        );
                     }
                 }
             }

@@ -66,10 +66,7 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use avx2::tile;
-    super::k_entry(
-        ty,
-        [tile::<WQ2K>, tile::<WQ3K>, tile::<WQ4K>, tile::<WQ5K>, tile::<WQ6K>, tile::<WIq4Xs>],
-    )
+    super::k_entry(ty, [tile::<WQ2K>, tile::<WQ3K>, tile::<WQ4K>, tile::<WQ5K>, tile::<WQ6K>, tile::<WIq4Xs>])
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -97,7 +94,8 @@ mod avx2 {
                 let mut isum = _mm256_setzero_si256();
                 for c in 0..8 {
                     let aq = loadu(ab.add(j * s + 4 + 32 * c));
-                    let p = if U::OFFSET != 0 { _mm256_maddubs_epi16(k.q[c], aq) } else { dot_pairs_k::<U>(k.q[c], aq) };
+                    let p =
+                        if U::OFFSET != 0 { _mm256_maddubs_epi16(k.q[c], aq) } else { dot_pairs_k::<U>(k.q[c], aq) };
                     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
                 }
                 if U::OFFSET != 0 {

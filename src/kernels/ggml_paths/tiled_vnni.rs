@@ -114,7 +114,14 @@ trait Lanes {
     /// bsums at `bsums` (one super-block).
     unsafe fn min_sum(bsums: *const Self::I, mins: *const i32) -> Self::I;
     /// The fold of one super-block into `out` (see the module docs).
-    unsafe fn fold<const HAS_MIN: bool>(s1: Self::I, s2: Self::I, d: f32, dmin: f32, da: Self::F, out: Self::F) -> Self::F;
+    unsafe fn fold<const HAS_MIN: bool>(
+        s1: Self::I,
+        s2: Self::I,
+        d: f32,
+        dmin: f32,
+        da: Self::F,
+        out: Self::F,
+    ) -> Self::F;
     unsafe fn store(v: Self::F, out: *mut f32);
 }
 
@@ -161,7 +168,14 @@ impl Lanes for Vnni {
     }
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn fold<const HAS_MIN: bool>(s1: __m512i, s2: __m512i, d: f32, dmin: f32, da: __m512, out: __m512) -> __m512 {
+    unsafe fn fold<const HAS_MIN: bool>(
+        s1: __m512i,
+        s2: __m512i,
+        d: f32,
+        dmin: f32,
+        da: __m512,
+        out: __m512,
+    ) -> __m512 {
         let mut x = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(d));
         if HAS_MIN {
             x = _mm512_fnmadd_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(s2), x);
@@ -236,7 +250,14 @@ impl Lanes for Avx2 {
     }
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn fold<const HAS_MIN: bool>(s1: __m256i, s2: __m256i, d: f32, dmin: f32, da: __m256, out: __m256) -> __m256 {
+    unsafe fn fold<const HAS_MIN: bool>(
+        s1: __m256i,
+        s2: __m256i,
+        d: f32,
+        dmin: f32,
+        da: __m256,
+        out: __m256,
+    ) -> __m256 {
         let mut x = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(d));
         if HAS_MIN {
             x = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(s2), x);
@@ -382,7 +403,9 @@ impl RowBlock {
 unsafe fn block<L: Lanes, U: WK, const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles<L>, g: usize, out: &mut [L::F; RB]) {
     let nsb = at.nsb;
     let slots = ActTiles::<L>::BSUM_SLOTS;
-    assert!(at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * slots && at.d.len() >= (g + 1) * nsb);
+    assert!(
+        at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * slots && at.d.len() >= (g + 1) * nsb
+    );
     assert!(u.q.len() >= RB * nsb * QK_K && u.scales.len() >= RB * nsb * 16 && u.mins.len() >= RB * nsb * 16);
     let (q, scales, mins) = (u.q.as_ptr(), u.scales.as_ptr(), u.mins.as_ptr());
     for sb in 0..nsb {
@@ -457,7 +480,17 @@ unsafe fn rows<L: Lanes, U: WK>(
 /// the `avx2-vnni` set).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_vnni<U: WK>(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+unsafe fn rows_vnni<U: WK>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
     rows::<Vnni, U>(n, w, ws, n_rows, a, s, nt, out, os)
 }
 
@@ -467,6 +500,16 @@ unsafe fn rows_vnni<U: WK>(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8
 /// As [`RowsFn`]; the CPU has AVX2, FMA and F16C (the `avx2` set).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_avx2<U: WK>(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+unsafe fn rows_avx2<U: WK>(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
     rows::<Avx2, U>(n, w, ws, n_rows, a, s, nt, out, os)
 }

@@ -41,9 +41,9 @@
 #[cfg(target_arch = "x86_64")]
 use super::super::dispatch::RowsFn;
 use super::super::dispatch::TileFn;
+use super::tinyblas_f32::{float_tiles, tile_rows, FloatPath};
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::reduce16;
-use super::tinyblas_f32::{float_tiles, tile_rows, FloatPath};
 use crate::quant::{bf16_to_f32, f32_to_bf16};
 
 /// Elements per tinyBLAS step (the bf16 lanes of a `__m512bh`).
@@ -205,7 +205,15 @@ mod avx512 {
     /// row `i` at `w + i·ws`, token `j` at `a + j·s` (packed bf16, see
     /// [`pack_acts`]), output at `o + i·os + j`.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
+    unsafe fn tile<const RB: usize, const TB: usize>(
+        n: usize,
+        w: *const u8,
+        ws: usize,
+        a: *const u8,
+        s: usize,
+        o: *mut f32,
+        os: usize,
+    ) {
         let mut acc = [[_mm512_setzero_ps(); TB]; RB];
         let mut l = 0;
         while l < n {
@@ -238,7 +246,17 @@ mod avx512 {
     /// As [`crate::kernels::RowsFn`]; the CPU has the target features.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
-    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+    pub(super) unsafe fn rows_tinyblas(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
         if n % KN != 0 {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
@@ -260,7 +278,9 @@ mod avx512 {
             super::super::tinyblas_f32::walk_tiles(n_rows, len, len, RM, RN, |rb, tb, r, t| {
                 // SAFETY: rows r..r+rb ≤ n_rows and the chunk's tokens
                 // t..t+tb ≤ len lie within the buffers checked above.
-                unsafe { tile_any(rb, tb, n, wp.add(r * ws), ws, pp.add(t * 2 * n), 2 * n, op.add(r * os + t0 + t), os) }
+                unsafe {
+                    tile_any(rb, tb, n, wp.add(r * ws), ws, pp.add(t * 2 * n), 2 * n, op.add(r * os + t0 + t), os)
+                }
             });
             t0 += len;
         }
@@ -280,7 +300,10 @@ mod avx512 {
                 // 64 bytes at out[2 (t n + l)..] (asserted above).
                 unsafe {
                     let v = load_a(a.add(t * s + 4 * l));
-                    _mm512_storeu_si512(out.as_mut_ptr().add(2 * (t * n + l)).cast(), std::mem::transmute::<__m512bh, __m512i>(v));
+                    _mm512_storeu_si512(
+                        out.as_mut_ptr().add(2 * (t * n + l)).cast(),
+                        std::mem::transmute::<__m512bh, __m512i>(v),
+                    );
                 }
             }
         }
@@ -352,7 +375,8 @@ mod avx2 {
         for i in (0..n8).step_by(8) {
             // SAFETY: i + 8 ≤ x.len(), and `out` holds 4 bytes per value.
             let u = unsafe { _mm256_loadu_si256(x.as_ptr().add(i).cast()) };
-            let nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)), _mm256_set1_epi32(0x7f80_0000));
+            let nan =
+                _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)), _mm256_set1_epi32(0x7f80_0000));
             let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
             let rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
             let quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
@@ -411,7 +435,14 @@ mod avx2 {
 
     /// One 32-element step of a token: activations at `x`, weights `w`.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn step(w: &[__m256; 4], x: *const u8, lo: &mut __m256, hi: &mut __m256, mn: &mut __m256i, mx: &mut __m256i) {
+    unsafe fn step(
+        w: &[__m256; 4],
+        x: *const u8,
+        lo: &mut __m256,
+        hi: &mut __m256,
+        mn: &mut __m256i,
+        mx: &mut __m256i,
+    ) {
         // SAFETY: the caller guarantees 128 bytes at x.
         let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
         let (e0, o0) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
@@ -538,11 +569,14 @@ mod tests {
         assert_eq!(vec_dot(64, &wb, &ab[256..]), 0.0);
         for set in available_sets() {
             for path in [FloatPath::TinyBlas, FloatPath::VecDot] {
-                let f = (set.ggml)(GgmlType::BF16, if path == FloatPath::TinyBlas {
-                    super::super::Path::TinyBlasBf16
-                } else {
-                    super::super::Path::VecDotBf16
-                })
+                let f = (set.ggml)(
+                    GgmlType::BF16,
+                    if path == FloatPath::TinyBlas {
+                        super::super::Path::TinyBlasBf16
+                    } else {
+                        super::super::Path::VecDotBf16
+                    },
+                )
                 .expect("kernel");
                 let mut out = [f32::NAN; 2];
                 // SAFETY: 64 values per row, two rows 256 bytes apart; the set runs on this CPU.
@@ -589,7 +623,8 @@ mod tests {
     #[test]
     fn avx512_row_kernels_give_the_definitions_bits() {
         use crate::kernels::tests::Rng;
-        let (Some(tiny), Some(vd)) = (avx512_rows(GgmlType::BF16, FloatPath::TinyBlas), avx512_rows(GgmlType::BF16, FloatPath::VecDot))
+        let (Some(tiny), Some(vd)) =
+            (avx512_rows(GgmlType::BF16, FloatPath::TinyBlas), avx512_rows(GgmlType::BF16, FloatPath::VecDot))
         else {
             eprintln!("no AVX512_BF16 on this CPU: skipped");
             return;
@@ -681,7 +716,8 @@ mod tests {
             // SAFETY: the arrays are 64 bytes each.
             let (wv, xv) = unsafe { (_mm512_loadu_si512(w.as_ptr().cast()), _mm512_loadu_si512(x.as_ptr().cast())) };
             // SAFETY: both are 64 bytes of plain lanes.
-            let (wb, xb) = unsafe { (std::mem::transmute::<__m512i, __m512bh>(wv), std::mem::transmute::<__m512i, __m512bh>(xv)) };
+            let (wb, xb) =
+                unsafe { (std::mem::transmute::<__m512i, __m512bh>(wv), std::mem::transmute::<__m512i, __m512bh>(xv)) };
             // SAFETY: acc holds 16 floats.
             let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, wb, xb);
             unsafe { _mm512_storeu_ps(r.as_mut_ptr(), v) };
@@ -699,7 +735,13 @@ mod tests {
             let wide = it % 3 == 0;
             let w: [u16; 32] = std::array::from_fn(|_| bits(wide));
             let x: [u16; 32] = std::array::from_fn(|_| bits(wide));
-            let acc: [f32; 16] = std::array::from_fn(|i| if i % 4 == 0 { 0.0 } else { f32::from_bits(((bits(wide) as u32) << 16) | 0x1234) });
+            let acc: [f32; 16] = std::array::from_fn(|i| {
+                if i % 4 == 0 {
+                    0.0
+                } else {
+                    f32::from_bits(((bits(wide) as u32) << 16) | 0x1234)
+                }
+            });
             let acc = acc.map(daz);
             // SAFETY: features checked above.
             let got = unsafe { hw(&acc, &w, &x) };

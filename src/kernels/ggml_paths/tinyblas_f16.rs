@@ -34,9 +34,9 @@
 //! the f16 KV cache, `context/attention_mha.rs`), on values already rounded
 //! to f16 and held in f32.
 
+use super::super::dispatch::TileFn;
 #[cfg(target_arch = "x86_64")]
 use super::super::dispatch::{RowsFn, TokenMajorRowsFn};
-use super::super::dispatch::TileFn;
 use crate::ggml_type::GgmlType;
 use crate::kernels::vecf::{self, reduce16};
 use crate::quant::f16_to_f32;
@@ -101,16 +101,17 @@ fn tile(path: F16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) 
         let nt = out.len();
         // SAFETY: every bit pattern is a valid f32.
         let (pre, whole, _) = unsafe { a.align_to::<f32>() };
-        let (acts, st): (&[f32], usize) =
-            if pre.is_empty() && s % 4 == 0 && whole.len() >= (nt - 1) * (s / 4) + n {
-                (whole, s / 4)
-            } else {
-                af.clear();
-                for t in 0..nt {
-                    af.extend(a[t * s..t * s + 4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
-                }
-                (af, n)
-            };
+        let (acts, st): (&[f32], usize) = if pre.is_empty() && s % 4 == 0 && whole.len() >= (nt - 1) * (s / 4) + n {
+            (whole, s / 4)
+        } else {
+            af.clear();
+            for t in 0..nt {
+                af.extend(
+                    a[t * s..t * s + 4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                );
+            }
+            (af, n)
+        };
         let row = |t: usize| &acts[t * st..t * st + n];
         let mut t = 0;
         if path == F16Path::TinyBlas {
@@ -227,7 +228,8 @@ fn avx512_ok() -> bool {
 /// output itself ([`TokenMajorRowsFn`]), on plain AVX2 (+FMA, F16C).
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_token_major(ty: GgmlType) -> Option<TokenMajorRowsFn> {
-    (ty == GgmlType::F16 && crate::kernels::x86_avx2::cpu_ok()).then_some(avx2::rows_tinyblas_token_major as TokenMajorRowsFn)
+    (ty == GgmlType::F16 && crate::kernels::x86_avx2::cpu_ok())
+        .then_some(avx2::rows_tinyblas_token_major as TokenMajorRowsFn)
 }
 
 /// The row-block kernel ([`RowsFn`]) of `path` on plain AVX2 (+FMA, F16C):
@@ -479,10 +481,14 @@ pub(super) mod avx512 {
     #[inline]
     pub(in crate::kernels::ggml_paths) fn reduce16_x8(v: [__m512; 8]) -> __m256 {
         // halves: [v.q0 + v.q2, v.q1 + v.q3] of two vectors in one (q = 128-bit quarter)
-        let halves = |x: __m512, y: __m512| _mm512_add_ps(_mm512_shuffle_f32x4::<0x44>(x, y), _mm512_shuffle_f32x4::<0xEE>(x, y));
+        let halves = |x: __m512, y: __m512| {
+            _mm512_add_ps(_mm512_shuffle_f32x4::<0x44>(x, y), _mm512_shuffle_f32x4::<0xEE>(x, y))
+        };
         let (h01, h23, h45, h67) = (halves(v[0], v[1]), halves(v[2], v[3]), halves(v[4], v[5]), halves(v[6], v[7]));
         // quarters: the two 4-lane halves of each 8-lane sum, four vectors in one
-        let quarters = |x: __m512, y: __m512| _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(x, y), _mm512_shuffle_f32x4::<0xDD>(x, y));
+        let quarters = |x: __m512, y: __m512| {
+            _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(x, y), _mm512_shuffle_f32x4::<0xDD>(x, y))
+        };
         let (q0123, q4567) = (quarters(h01, h23), quarters(h45, h67));
         // per 128-bit lane k: [v_k: 0 + 2, 1 + 3, v_(4+k): 0 + 2, 1 + 3]
         let u = _mm512_add_ps(_mm512_shuffle_ps::<0x44>(q0123, q4567), _mm512_shuffle_ps::<0xEE>(q0123, q4567));
@@ -513,7 +519,17 @@ pub(super) mod avx512 {
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+    pub(super) unsafe fn rows_tinyblas(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
         if n % KN != 0 {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
@@ -532,14 +548,36 @@ pub(super) mod avx512 {
     /// AVX2, FMA, F16C.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    pub(super) unsafe fn rows_tinyblas_token_major(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: *mut f32, os: usize) {
+    pub(super) unsafe fn rows_tinyblas_token_major(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: *mut f32,
+        os: usize,
+    ) {
         assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
         if n % KN != 0 {
             for t in 0..nt {
                 // SAFETY: token t's n_rows outputs are contiguous at t·os
                 // (the caller's contract); as a one-token row-major block
                 // (stride 1) they are the RowsFn's output.
-                unsafe { rows_vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, std::slice::from_raw_parts_mut(out.add(t * os), n_rows), 1) };
+                unsafe {
+                    rows_vec_dot(
+                        n,
+                        w,
+                        ws,
+                        n_rows,
+                        &a[t * s..],
+                        s,
+                        1,
+                        std::slice::from_raw_parts_mut(out.add(t * os), n_rows),
+                        1,
+                    )
+                };
             }
             return;
         }
@@ -601,7 +639,19 @@ pub(super) mod avx512 {
                                 let blocks = pr / RM;
                                 let save = if parts > 1 { saved.as_mut_ptr() } else { std::ptr::null_mut() };
                                 // SAFETY: as below, for rows 0..blocks·RM of the panel.
-                                unsafe { full_tiles(blocks, l0, l1, n, wp as *const f32, ap.wrapping_add(t * s), s, save, out.at(r0, t)) };
+                                unsafe {
+                                    full_tiles(
+                                        blocks,
+                                        l0,
+                                        l1,
+                                        n,
+                                        wp as *const f32,
+                                        ap.wrapping_add(t * s),
+                                        s,
+                                        save,
+                                        out.at(r0, t),
+                                    )
+                                };
                                 r = blocks * RM;
                             }
                             // the partial tiles (fewer tokens, or the panel's
@@ -609,7 +659,8 @@ pub(super) mod avx512 {
                             // local row-major block
                             while l0 == 0 && r < pr {
                                 let rb = if r + RM <= pr { RM } else { 1 };
-                                let (wr, at, o) = (wp.wrapping_add(r * n) as *const u8, ap.wrapping_add(t * s), out.at(r0 + r, t));
+                                let (wr, at, o) =
+                                    (wp.wrapping_add(r * n) as *const u8, ap.wrapping_add(t * s), out.at(r0 + r, t));
                                 let mut block = [0f32; RM * RN];
                                 // SAFETY: panel rows r..r+rb ≤ pr (widened, n
                                 // f32 each), tokens t..t+tb ≤ nt and outputs
@@ -645,10 +696,30 @@ pub(super) mod avx512 {
     /// block where `l0 > 0` or `l1 < n`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn full_tiles(blocks: usize, l0: usize, l1: usize, n: usize, wp: *const f32, a: *const u8, s: usize, save: *mut __m512, o: Out) {
+    unsafe fn full_tiles(
+        blocks: usize,
+        l0: usize,
+        l1: usize,
+        n: usize,
+        wp: *const f32,
+        a: *const u8,
+        s: usize,
+        save: *mut __m512,
+        o: Out,
+    ) {
         for b in 0..blocks {
             let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
-            tile_3x8_part(l0, l1, wp.add(b * RM * n) as *const u8, 4 * n, a, s, acc, l0 == 0, (l1 == n).then_some(o.at(b * RM, 0)));
+            tile_3x8_part(
+                l0,
+                l1,
+                wp.add(b * RM * n) as *const u8,
+                4 * n,
+                a,
+                s,
+                acc,
+                l0 == 0,
+                (l1 == n).then_some(o.at(b * RM, 0)),
+            );
         }
     }
 
@@ -699,16 +770,47 @@ pub(super) mod avx512 {
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
-    unsafe fn tile_3x8_part(l0: usize, l1: usize, w: *const u8, ws: usize, a: *const u8, s: usize, acc: *mut __m512, first: bool, o: Option<Out>) {
+    unsafe fn tile_3x8_part(
+        l0: usize,
+        l1: usize,
+        w: *const u8,
+        ws: usize,
+        a: *const u8,
+        s: usize,
+        acc: *mut __m512,
+        first: bool,
+        o: Option<Out>,
+    ) {
         let z = _mm512_setzero_ps();
         let (mut c00, mut c01, mut c02, mut c03, mut c04, mut c05, mut c06, mut c07) = (z, z, z, z, z, z, z, z);
         let (mut c10, mut c11, mut c12, mut c13, mut c14, mut c15, mut c16, mut c17) = (z, z, z, z, z, z, z, z);
         let (mut c20, mut c21, mut c22, mut c23, mut c24, mut c25, mut c26, mut c27) = (z, z, z, z, z, z, z, z);
         macro_rules! each_acc {
             ($f:ident) => {
-                $f!(0, c00); $f!(1, c01); $f!(2, c02); $f!(3, c03); $f!(4, c04); $f!(5, c05); $f!(6, c06); $f!(7, c07);
-                $f!(8, c10); $f!(9, c11); $f!(10, c12); $f!(11, c13); $f!(12, c14); $f!(13, c15); $f!(14, c16); $f!(15, c17);
-                $f!(16, c20); $f!(17, c21); $f!(18, c22); $f!(19, c23); $f!(20, c24); $f!(21, c25); $f!(22, c26); $f!(23, c27);
+                $f!(0, c00);
+                $f!(1, c01);
+                $f!(2, c02);
+                $f!(3, c03);
+                $f!(4, c04);
+                $f!(5, c05);
+                $f!(6, c06);
+                $f!(7, c07);
+                $f!(8, c10);
+                $f!(9, c11);
+                $f!(10, c12);
+                $f!(11, c13);
+                $f!(12, c14);
+                $f!(13, c15);
+                $f!(14, c16);
+                $f!(15, c17);
+                $f!(16, c20);
+                $f!(17, c21);
+                $f!(18, c22);
+                $f!(19, c23);
+                $f!(20, c24);
+                $f!(21, c25);
+                $f!(22, c26);
+                $f!(23, c27);
             };
         }
         if !first {
@@ -860,7 +962,17 @@ mod avx2 {
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn rows_tinyblas(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &mut [f32], os: usize) {
+    pub(super) unsafe fn rows_tinyblas(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
         if n % KN != 0 {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
@@ -900,14 +1012,36 @@ mod avx2 {
     /// FMA, F16C.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn rows_tinyblas_token_major(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: *mut f32, os: usize) {
+    pub(super) unsafe fn rows_tinyblas_token_major(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: *mut f32,
+        os: usize,
+    ) {
         assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
         if n % KN != 0 {
             for t in 0..nt {
                 // SAFETY: token t's n_rows outputs are contiguous at t·os
                 // (the caller's contract); as a one-token row-major block
                 // (stride 1) they are the RowsFn's output.
-                unsafe { rows_vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, std::slice::from_raw_parts_mut(out.add(t * os), n_rows), 1) };
+                unsafe {
+                    rows_vec_dot(
+                        n,
+                        w,
+                        ws,
+                        n_rows,
+                        &a[t * s..],
+                        s,
+                        1,
+                        std::slice::from_raw_parts_mut(out.add(t * os), n_rows),
+                        1,
+                    )
+                };
             }
             return;
         }
@@ -1134,7 +1268,15 @@ mod tests {
             let ws = 2 * n + 6; // weight rows not packed
             let s = 6 * n + 12;
             let wf: Vec<f32> = (0..max_rows)
-                .flat_map(|r| vals(n, 11 + r as u32).into_iter().enumerate().map(move |(i, v)| if i % 7 == r { vecf::round_f16(v * 1e3) } else { v }))
+                .flat_map(|r| {
+                    vals(n, 11 + r as u32).into_iter().enumerate().map(move |(i, v)| {
+                        if i % 7 == r {
+                            vecf::round_f16(v * 1e3)
+                        } else {
+                            v
+                        }
+                    })
+                })
                 .collect();
             // odd addresses: one spare byte in front
             let mut w = vec![0u8; 1 + (max_rows - 1) * ws + 2 * n];
@@ -1165,7 +1307,11 @@ mod tests {
                                 let (x, y) = (&wf[r * n..(r + 1) * n], &af[t * n..(t + 1) * n]);
                                 let want = if tinyblas { dot_scalar(x, y) } else { dot_f16_scalar(x, y) };
                                 let got = out[r * os + t];
-                                assert_eq!(got.to_bits(), want.to_bits(), "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got} vs {want}");
+                                assert_eq!(
+                                    got.to_bits(),
+                                    want.to_bits(),
+                                    "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got} vs {want}"
+                                );
                             }
                         }
                     }
@@ -1184,7 +1330,11 @@ mod tests {
                                 }
                                 let (x, y) = (&wf[r * n..(r + 1) * n], &af[t * n..(t + 1) * n]);
                                 let want = if n % KN == 0 { dot_scalar(x, y) } else { dot_f16_scalar(x, y) };
-                                assert_eq!(got.to_bits(), want.to_bits(), "token-major n={n} rows={n_rows} nt={nt} r={r} t={t}");
+                                assert_eq!(
+                                    got.to_bits(),
+                                    want.to_bits(),
+                                    "token-major n={n} rows={n_rows} nt={nt} r={r} t={t}"
+                                );
                             }
                         }
                     }
@@ -1203,7 +1353,8 @@ mod tests {
 
     #[test]
     fn round_act_row_rounds_like_the_scalar_conversion() {
-        let x: Vec<f32> = (0..37).map(|i| (i as f32 - 18.0) * 1.0001e-3 + if i == 3 { 131008.0 } else { 0.0 }).collect();
+        let x: Vec<f32> =
+            (0..37).map(|i| (i as f32 - 18.0) * 1.0001e-3 + if i == 3 { 131008.0 } else { 0.0 }).collect();
         let n = x.len();
         let mut out = vec![0u8; 6 * n];
         round_act_row(&x, &mut out);

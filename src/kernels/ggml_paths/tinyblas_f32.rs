@@ -91,7 +91,17 @@ pub(super) type DotFn = fn(n: usize, w: &[u8], x: &[u8]) -> f32;
 /// the tinyBLAS path when `n % kn == 0` (else `llamafile_sgemm` declines),
 /// else `vec_dot`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+pub(super) fn tile_rows(
+    path: FloatPath,
+    kn: usize,
+    sgemm: DotFn,
+    vec_dot: DotFn,
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    s: usize,
+    out: &mut [f32],
+) {
     let f = if path == FloatPath::TinyBlas && n % kn == 0 { sgemm } else { vec_dot };
     for (t, o) in out.iter_mut().enumerate() {
         *o = f(n, w, &a[t * s..t * s + 4 * n]);
@@ -104,7 +114,19 @@ pub(super) fn tile_rows(path: FloatPath, kn: usize, sgemm: DotFn, vec_dot: DotFn
 /// kernel in the message).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn check_float_rows(what: &str, act_bytes: usize, n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
+pub(super) fn check_float_rows(
+    what: &str,
+    act_bytes: usize,
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &[f32],
+    os: usize,
+) {
     super::super::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
     assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "{what} rows kernel: weights too short");
     assert!(a.len() >= (nt - 1) * s + act_bytes * n, "{what} rows kernel: activations too short");
@@ -116,7 +138,14 @@ pub(super) fn check_float_rows(what: &str, act_bytes: usize, n: usize, w: &[u8],
 /// L2), rows in blocks of `rm` then one by one, tokens in tiles of `rn` then
 /// the rest. `tile(rows, tokens, row0, token0)` computes one tile.
 #[cfg(target_arch = "x86_64")]
-pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: usize, mut tile: impl FnMut(usize, usize, usize, usize)) {
+pub(super) fn walk_tiles(
+    n_rows: usize,
+    nt: usize,
+    chunk: usize,
+    rm: usize,
+    rn: usize,
+    mut tile: impl FnMut(usize, usize, usize, usize),
+) {
     walk_row_blocks(n_rows, nt, chunk, rm, |rb, r, t0, end| {
         let mut t = t0;
         while t < end {
@@ -130,7 +159,13 @@ pub(super) fn walk_tiles(n_rows: usize, nt: usize, chunk: usize, rm: usize, rn: 
 /// The row blocks of [`walk_tiles`] in its order: `block(rows, row0,
 /// token0, token_end)` for every chunk of tokens and block of rows.
 #[cfg(target_arch = "x86_64")]
-pub(super) fn walk_row_blocks(n_rows: usize, nt: usize, chunk: usize, rm: usize, mut block: impl FnMut(usize, usize, usize, usize)) {
+pub(super) fn walk_row_blocks(
+    n_rows: usize,
+    nt: usize,
+    chunk: usize,
+    rm: usize,
+    mut block: impl FnMut(usize, usize, usize, usize),
+) {
     let mut t0 = 0;
     while t0 < nt {
         let end = t0 + chunk.max(1).min(nt - t0);

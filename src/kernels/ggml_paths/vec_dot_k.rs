@@ -93,7 +93,15 @@ fn min_lane(v: &[i16; 16], a: &q8_k::BlockQ8K, l: usize) -> i32 {
     v[2 * l] as i32 * a.bsum(2 * l) as i32 + v[2 * l + 1] as i32 * a.bsum(2 * l + 1) as i32
 }
 
-fn tile<B: Block>(ty: GgmlType, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32], unpack: impl Fn(&B) -> KBlock) {
+fn tile<B: Block>(
+    ty: GgmlType,
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    s: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> KBlock,
+) {
     let nb = n / QK_K;
     let mins = mins_of(ty);
     let wb = &as_blocks::<B>(w)[..nb];
@@ -263,7 +271,13 @@ mod avx2 {
     /// `T` tokens against one row.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn group<U: WK, const M: u8, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
+    unsafe fn group<U: WK, const M: u8, const T: usize>(
+        nb: usize,
+        w: *const u8,
+        a: *const u8,
+        s: usize,
+        out: &mut [f32],
+    ) {
         let mut acc = [_mm256_setzero_ps(); T];
         let mut accm = [_mm_setzero_ps(); T];
         let mut summs = [0f32; T];

@@ -4,10 +4,10 @@
 //! size does not divide (src/llama-quant.cpp of the pinned reference).
 
 use super::QuantizeParams;
-use crate::model::ftype as ft;
 use crate::error::{Error, Result};
 use crate::ggml_type::{GgmlType, GGML_TYPE_COUNT};
 use crate::gguf::TensorInfo;
+use crate::model::ftype as ft;
 use crate::sampling::grammar::regex::Regex;
 
 /// Broad tensor roles (the reference's `tensor_category`).
@@ -189,9 +189,7 @@ pub fn user_type(v: u32, what: &str) -> Result<Option<GgmlType>> {
     if v >= GGML_TYPE_COUNT {
         return Ok(None);
     }
-    GgmlType::from_u32(v)
-        .map(Some)
-        .ok_or_else(|| Error::invalid(format!("{what} {v} is not a ggml type")))
+    GgmlType::from_u32(v).map(Some).ok_or_else(|| Error::invalid(format!("{what} {v} is not a ggml type")))
 }
 
 /// The model facts the type choice reads (the reference's hparams).
@@ -293,7 +291,9 @@ impl<'a> Chooser<'a> {
             for (re, ty) in &self.patterns {
                 if re.search(name.as_bytes()).is_some() {
                     if *ty != new_type {
-                        crate::log_warn!("llama_tensor_get_type: {name:<36} - applying manual override: {new_type} -> {ty}");
+                        crate::log_warn!(
+                            "llama_tensor_get_type: {name:<36} - applying manual override: {new_type} -> {ty}"
+                        );
                         new_type = *ty;
                     }
                     manual = true;
@@ -339,8 +339,7 @@ impl<'a> Chooser<'a> {
         let falcon = arch == "falcon";
         let n_expert = self.m.n_expert;
         let n_gqa = self.m.n_gqa();
-        let use_more_bits =
-            |i: i32, n: i32| -> bool { i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2 };
+        let use_more_bits = |i: i32, n: i32| -> bool { i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2 };
         let iq_low = [ft::IQ2_XXS, ft::IQ2_XS, ft::IQ1_S, ft::IQ2_S, ft::IQ2_M, ft::IQ1_M].contains(&ftype);
         let iq2_s_m = ftype == ft::IQ2_S || ftype == ft::IQ2_M;
 

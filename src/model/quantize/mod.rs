@@ -135,7 +135,9 @@ fn c_trunc(b: &[u8]) -> Vec<u8> {
 fn copied_value(v: OwnedValue) -> OwnedValue {
     match v {
         OwnedValue::Str(s) => OwnedValue::Str(c_trunc(&s)),
-        OwnedValue::Array(OwnedArray::Str(a)) => OwnedValue::Array(OwnedArray::Str(a.iter().map(|s| c_trunc(s)).collect())),
+        OwnedValue::Array(OwnedArray::Str(a)) => {
+            OwnedValue::Array(OwnedArray::Str(a.iter().map(|s| c_trunc(s)).collect()))
+        }
         v => v,
     }
 }
@@ -143,7 +145,12 @@ fn copied_value(v: OwnedValue) -> OwnedValue {
 /// Removes the layers in `prune` and renumbers the rest (`remap_layer`):
 /// the new name, or None for a pruned tensor. `mapped` and `next_id` carry
 /// the numbering across tensors in order.
-fn remap_layer(name: &str, prune: &[i32], mapped: &mut BTreeMap<i32, String>, next_id: &mut i32) -> Result<Option<String>> {
+fn remap_layer(
+    name: &str,
+    prune: &[i32],
+    mapped: &mut BTreeMap<i32, String>,
+    next_id: &mut i32,
+) -> Result<Option<String>> {
     let Some(&first) = prune.first() else { return Ok(Some(name.to_string())) };
     // the regex blk\.(\d+)\. : its leftmost match
     let b = name.as_bytes();
@@ -245,16 +252,20 @@ fn input_ftype(first: &GgufFile, overrides: &Overrides, types: impl Iterator<Ite
     }
     match first.get("general.file_type") {
         Some(crate::gguf::Value::U32(v)) => Ok(v as i32),
-        Some(v) => Err(Error::model(format!(
-            "key general.file_type has wrong type {} but expected type u32",
-            v.type_name()
-        ))),
+        Some(v) => {
+            Err(Error::model(format!("key general.file_type has wrong type {} but expected type u32", v.type_name())))
+        }
         None => Ok(ft::guess(types)),
     }
 }
 
 /// The pairs of the output's first (or only) part, in the reference's order.
-fn output_kvs(first: &GgufFile, p: &QuantizeParams, ftype: i32, pruned_blocks: Option<(String, i32)>) -> Result<GgufWriter<'static>> {
+fn output_kvs(
+    first: &GgufFile,
+    p: &QuantizeParams,
+    ftype: i32,
+    pruned_blocks: Option<(String, i32)>,
+) -> Result<GgufWriter<'static>> {
     let mut w = GgufWriter::new();
     for i in 0..first.n_kv() {
         let key = c_trunc(first.key_bytes(i).unwrap_or_default());
@@ -301,8 +312,8 @@ fn is_same_file(out: &Path, inputs: &[PathBuf]) -> bool {
 
 /// Quantizes `inp` into `out` (`llama_model_quantize`).
 pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
-    let default_type = choose::default_type(p.ftype)
-        .ok_or_else(|| Error::invalid(format!("invalid output file type {}", p.ftype)))?;
+    let default_type =
+        choose::default_type(p.ftype).ok_or_else(|| Error::invalid(format!("invalid output file type {}", p.ftype)))?;
     if !quant::is_chunk_type(default_type) {
         return Err(Error::invalid(format!(
             "file type {} ({}) needs tensor type {default_type}, which minfer cannot quantize to (supported: F32, F16, BF16, \
@@ -311,19 +322,13 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
             ft::name_c(p.ftype).to_string_lossy()
         )));
     }
-    let nthread = if p.nthread > 0 {
-        p.nthread as usize
-    } else {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    };
+    let nthread =
+        if p.nthread > 0 { p.nthread as usize } else { std::thread::available_parallelism().map_or(1, usize::from) };
 
     // --- the input, and the loader's view of it
     let files = split::open_parts(inp, &[])?;
-    let input_paths: Vec<PathBuf> = if files.len() > 1 {
-        split::list_splits(inp, files.len() as u16)?
-    } else {
-        vec![inp.to_path_buf()]
-    };
+    let input_paths: Vec<PathBuf> =
+        if files.len() > 1 { split::list_splits(inp, files.len() as u16)? } else { vec![inp.to_path_buf()] };
     let first = &files[0];
     let mut overrides = Overrides::default();
     for (k, v) in &p.kv_overrides {
@@ -351,7 +356,8 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
     let mut all: Vec<(usize, TensorInfo)> =
         files.iter().enumerate().flat_map(|(fi, f)| f.tensors().map(move |t| (fi, t))).collect();
     all.sort_by(|a, b| weight_order(&a.1.name, &b.1.name));
-    let ftype_out = if p.only_copy { input_ftype(first, &overrides, all.iter().map(|t| t.1.ggml_type))? } else { p.ftype };
+    let ftype_out =
+        if p.only_copy { input_ftype(first, &overrides, all.iter().map(|t| t.1.ggml_type))? } else { p.ftype };
     let mut mapped = BTreeMap::new();
     let mut next_id = 0;
     let mut items = Vec::with_capacity(all.len());
@@ -492,8 +498,16 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
             }
         }
     }
-    crate::log_info!("llama_model_quantize: model size  = {:8.2} MiB ({:.2} BPW)", mib(total_in), total_in as f64 * 8.0 / n_elements as f64);
-    crate::log_info!("llama_model_quantize: quant size  = {:8.2} MiB ({:.2} BPW)", mib(total_out), total_out as f64 * 8.0 / n_elements as f64);
+    crate::log_info!(
+        "llama_model_quantize: model size  = {:8.2} MiB ({:.2} BPW)",
+        mib(total_in),
+        total_in as f64 * 8.0 / n_elements as f64
+    );
+    crate::log_info!(
+        "llama_model_quantize: quant size  = {:8.2} MiB ({:.2} BPW)",
+        mib(total_out),
+        total_out as f64 * 8.0 / n_elements as f64
+    );
     if p.dry_run && will_require_imatrix {
         crate::log_warn!("llama_model_quantize: WARNING: dry run completed successfully, but actually completing this quantization will require an imatrix!");
     }
@@ -508,7 +522,14 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
 }
 
 /// Writes one output file: metadata, then each tensor's data and padding.
-fn write_part(w: &GgufWriter, items: &[&Item], files: &[GgufFile], path: &Path, conv: &mut Converter, n_total: usize) -> Result<()> {
+fn write_part(
+    w: &GgufWriter,
+    items: &[&Item],
+    files: &[GgufFile],
+    path: &Path,
+    conv: &mut Converter,
+    n_total: usize,
+) -> Result<()> {
     let meta = w.meta_bytes()?;
     let file = std::fs::File::create(path).map_err(io_err(path))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -522,7 +543,11 @@ fn write_part(w: &GgufWriter, items: &[&Item], files: &[GgufFile], path: &Path, 
             it.name,
             it.info.shape().iter().map(|n| format!("{n:5}")).collect::<Vec<_>>().join(", "),
             it.info.ggml_type,
-            if it.new_type == it.info.ggml_type { String::from("copied") } else { format!("converting to {}", it.new_type) }
+            if it.new_type == it.info.ggml_type {
+                String::from("copied")
+            } else {
+                format!("converting to {}", it.new_type)
+            }
         );
         let n = if it.new_type == it.info.ggml_type {
             conv.copy(it, src, &mut out, path)?
@@ -562,9 +587,10 @@ impl Converter {
         let n_per_row = it.info.ne[0] as usize;
         let nrows = it.info.n_rows() as usize;
         let row_src = it.info.row_size() as usize;
-        let row_dst = to.row_size(n_per_row as u64).ok_or_else(|| {
-            Error::model(format!("tensor {}: {n_per_row} columns do not fit type {to}", it.name))
-        })? as usize;
+        let row_dst = to
+            .row_size(n_per_row as u64)
+            .ok_or_else(|| Error::model(format!("tensor {}: {n_per_row} columns do not fit type {to}", it.name)))?
+            as usize;
         let per_row = row_src + row_dst + if from == GgmlType::F32 { 0 } else { n_per_row * 4 };
         let slab_rows = (self.max_buf / per_row.max(1)).clamp(1, nrows.max(1));
         let mut f32_buf: Vec<f32> = Vec::new();

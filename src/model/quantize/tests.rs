@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A fresh directory under the system temp dir.
 fn temp_dir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("minfer-quant-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d =
+        std::env::temp_dir().join(format!("minfer-quant-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -88,8 +89,14 @@ fn pruning_renumbers_layers() {
     for n in ["blk.0.x", "blk.1.x", "blk.2.x", "blk.3.x", "blk.4.x", "output.weight"] {
         out.push(remap_layer(n, &prune, &mut mapped, &mut next).unwrap());
     }
-    let want: Vec<Option<String>> =
-        vec![Some("blk.0.x".into()), None, Some("blk.1.x".into()), None, Some("blk.2.x".into()), Some("output.weight".into())];
+    let want: Vec<Option<String>> = vec![
+        Some("blk.0.x".into()),
+        None,
+        Some("blk.1.x".into()),
+        None,
+        Some("blk.2.x".into()),
+        Some("output.weight".into()),
+    ];
     assert_eq!(out, want);
     assert_eq!(next, 3);
     assert_eq!(remap_imatrix("blk.2.x", &mapped).unwrap(), "blk.4.x");
@@ -164,7 +171,8 @@ fn q4_k_m_mixture_on_a_tiny_model() {
     // the data is the chunk quantizer's output of the input rows
     let src = GgufFile::open(&inp).unwrap();
     let t = src.find_tensor("blk.0.attn_q.weight").unwrap();
-    let x: Vec<f32> = src.tensor_data(&t).chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let x: Vec<f32> =
+        src.tensor_data(&t).chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let mut want = vec![0u8; GgmlType::Q4_K.nbytes(&[256, 256]).unwrap() as usize];
     quant::quantize_chunk(GgmlType::Q4_K, &x, &mut want).unwrap();
     assert_eq!(f.tensor_data(&f.find_tensor("blk.0.attn_q.weight").unwrap()), &want[..]);
@@ -194,7 +202,8 @@ fn refusals_leave_no_output() {
     assert!(err(&params(ft::Q2_K_S), &inp, &out).contains("requires an importance matrix"));
     assert!(err(&params(ft::Q4_0), &inp, &inp).contains("is an input file"));
     assert!(err(&params(ft::Q4_0), &dir.join("missing.gguf"), &out).contains("missing.gguf"));
-    let imat = QuantizeParams { imatrix: Some(vec![("blk.0.attn_q.weight".into(), vec![1.0; 256])]), ..params(ft::Q4_0) };
+    let imat =
+        QuantizeParams { imatrix: Some(vec![("blk.0.attn_q.weight".into(), vec![1.0; 256])]), ..params(ft::Q4_0) };
     assert!(err(&imat, &inp, &out).contains("importance matrices are not supported"));
     let nan = QuantizeParams { imatrix: Some(vec![("x".into(), vec![f32::NAN])]), ..params(ft::Q4_0) };
     assert!(err(&nan, &inp, &out).contains("non-finite"));

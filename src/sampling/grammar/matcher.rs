@@ -195,7 +195,12 @@ impl CharSet {
 
 impl Grammar {
     /// `llama_grammar_init_impl` from a parsed grammar and the root name.
-    pub fn new(parsed: &ParsedGrammar, root: &str, lazy: bool, trigger_tokens: Vec<i32>) -> Result<Grammar, GrammarError> {
+    pub fn new(
+        parsed: &ParsedGrammar,
+        root: &str,
+        lazy: bool,
+        trigger_tokens: Vec<i32>,
+    ) -> Result<Grammar, GrammarError> {
         Self::with_patterns(parsed, root, lazy, trigger_tokens, Vec::new())
     }
 
@@ -219,7 +224,8 @@ impl Grammar {
                 continue;
             }
             if detect_left_recursion(&rules, i, &mut visited, &mut in_progress, &mut empty) {
-                let name = parsed.symbol_ids.iter().find(|(_, &v)| v as usize == i).map_or(i.to_string(), |(k, _)| k.clone());
+                let name =
+                    parsed.symbol_ids.iter().find(|(_, &v)| v as usize == i).map_or(i.to_string(), |(k, _)| k.clone());
                 return Err(GrammarError::LeftRecursion(name));
             }
         }
@@ -524,7 +530,12 @@ impl Grammar {
     }
 
     /// `apply` with the caller's budget (tests read `work.used()`).
-    pub(crate) fn apply_counted(&self, vocab: &dyn VocabView, cur: &mut Candidates<'_>, work: &mut Work) -> Result<(), GrammarError> {
+    pub(crate) fn apply_counted(
+        &self,
+        vocab: &dyn VocabView,
+        cur: &mut Candidates<'_>,
+        work: &mut Work,
+    ) -> Result<(), GrammarError> {
         if self.awaiting_trigger {
             return Ok(());
         }
@@ -666,8 +677,9 @@ impl Grammar {
     /// the current stacks reject (the reference's candidate rejection, used
     /// by the parity trace).
     pub fn rejected_mask(&self, pieces: &[Vec<u32>]) -> Vec<bool> {
-        let cands: Vec<Cand> =
-            (0..pieces.len()).map(|i| Cand { index: i as u32, cps: i as u32, off: 0, partial: PartialUtf8::default(), id: i as i32 }).collect();
+        let cands: Vec<Cand> = (0..pieces.len())
+            .map(|i| Cand { index: i as u32, cps: i as u32, off: 0, partial: PartialUtf8::default(), id: i as i32 })
+            .collect();
         let mut work = Work::new();
         let rejects = self.reject(&self.stacks, &cands, pieces, &mut work);
         if work.exhausted() {

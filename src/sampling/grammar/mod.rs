@@ -41,7 +41,13 @@ pub struct GrammarSampler {
 impl GrammarSampler {
     /// Parses `text` and starts at rule `root`; a malformed grammar is an
     /// error naming line and column.
-    pub fn new(vocab: Arc<dyn VocabView + Send + Sync>, text: &[u8], root: &str, lazy: bool, trigger_tokens: Vec<i32>) -> Result<GrammarSampler> {
+    pub fn new(
+        vocab: Arc<dyn VocabView + Send + Sync>,
+        text: &[u8],
+        root: &str,
+        lazy: bool,
+        trigger_tokens: Vec<i32>,
+    ) -> Result<GrammarSampler> {
         Self::with_patterns(vocab, text, root, lazy, trigger_tokens, &[])
     }
 
@@ -55,10 +61,11 @@ impl GrammarSampler {
         trigger_tokens: Vec<i32>,
         trigger_patterns: &[&str],
     ) -> Result<GrammarSampler> {
-        let parsed = parser::parse_with_vocab(text, Some(&*vocab)).map_err(|e| Error::invalid(format!("failed to parse grammar: {e}")))?;
+        let parsed = parser::parse_with_vocab(text, Some(&*vocab))
+            .map_err(|e| Error::invalid(format!("failed to parse grammar: {e}")))?;
         let patterns = compile_patterns(trigger_patterns)?;
-        let grammar =
-            Grammar::with_patterns(&parsed, root, lazy, trigger_tokens, patterns).map_err(|e| Error::invalid(e.to_string()))?;
+        let grammar = Grammar::with_patterns(&parsed, root, lazy, trigger_tokens, patterns)
+            .map_err(|e| Error::invalid(e.to_string()))?;
         Ok(GrammarSampler { vocab, text: text.to_vec(), root: root.to_string(), initial: grammar.clone(), grammar })
     }
 }

@@ -289,7 +289,13 @@ impl<'a> Parser<'a> {
         Ok((toks[0] as u32, pos))
     }
 
-    fn parse_alternates(&mut self, src: usize, rule_name: &str, rule_id: u32, is_nested: bool) -> Result<usize, ParseError> {
+    fn parse_alternates(
+        &mut self,
+        src: usize,
+        rule_name: &str,
+        rule_id: u32,
+        is_nested: bool,
+    ) -> Result<usize, ParseError> {
         let mut rule = Vec::new();
         let mut pos = self.parse_sequence(src, rule_name, &mut rule, is_nested)?;
         while self.at(pos) == b'|' {
@@ -358,7 +364,13 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn parse_sequence(&mut self, src: usize, rule_name: &str, rule: &mut Rule, is_nested: bool) -> Result<usize, ParseError> {
+    fn parse_sequence(
+        &mut self,
+        src: usize,
+        rule_name: &str,
+        rule: &mut Rule,
+        is_nested: bool,
+    ) -> Result<usize, ParseError> {
         let mut last_sym_start = rule.len();
         let mut pos = src;
         let mut n_prev_rules = 1u64;
@@ -480,7 +492,10 @@ impl<'a> Parser<'a> {
                     return Err(self.err_at(pos, "expecting ','"));
                 }
                 if min_times > MAX_REPETITION_THRESHOLD {
-                    return Err(self.err(at, "number of repetitions exceeds sane defaults, please reduce the number of repetitions"));
+                    return Err(self.err(
+                        at,
+                        "number of repetitions exceeds sane defaults, please reduce the number of repetitions",
+                    ));
                 }
                 if max_times != u64::MAX && max_times > MAX_REPETITION_THRESHOLD {
                     max_times = u64::MAX;
@@ -529,9 +544,15 @@ impl<'a> Parser<'a> {
                 return Err(ParseError { line: 0, column: 0, message: format!("Undefined rule identifier '{name}'") });
             }
             for e in rule {
-                if e.ty == ElemType::RuleRef && (e.value as usize >= self.g.rules.len() || self.g.rules[e.value as usize].is_empty()) {
+                if e.ty == ElemType::RuleRef
+                    && (e.value as usize >= self.g.rules.len() || self.g.rules[e.value as usize].is_empty())
+                {
                     let name = self.name_of(e.value);
-                    return Err(ParseError { line: 0, column: 0, message: format!("Undefined rule identifier '{name}'") });
+                    return Err(ParseError {
+                        line: 0,
+                        column: 0,
+                        message: format!("Undefined rule identifier '{name}'"),
+                    });
                 }
             }
         }
@@ -596,7 +617,13 @@ pub fn nullable_rules(rules: &[Rule]) -> Vec<bool> {
 /// Left recursion check (`llama_grammar_detect_left_recursion`); start
 /// `may_be_empty` from `nullable_rules` to catch recursion through rules
 /// that are empty only via their references.
-pub fn detect_left_recursion(rules: &[Rule], rule_index: usize, visited: &mut [bool], in_progress: &mut [bool], may_be_empty: &mut [bool]) -> bool {
+pub fn detect_left_recursion(
+    rules: &[Rule],
+    rule_index: usize,
+    visited: &mut [bool],
+    in_progress: &mut [bool],
+    may_be_empty: &mut [bool],
+) -> bool {
     if in_progress[rule_index] {
         return true;
     }
@@ -649,7 +676,14 @@ mod tests {
         let e = |t, v| Element::new(t, v);
         assert_eq!(
             g.rules[0],
-            vec![e(Char, 'a' as u32), e(Char, 'b' as u32), e(CharRngUpper, 'd' as u32), e(Alt, 0), e(RuleRef, 1), e(End, 0)]
+            vec![
+                e(Char, 'a' as u32),
+                e(Char, 'b' as u32),
+                e(CharRngUpper, 'd' as u32),
+                e(Alt, 0),
+                e(RuleRef, 1),
+                e(End, 0)
+            ]
         );
         // x ::= x_2 ; x_2 ::= [^z] x_2 |
         assert_eq!(g.rules[1], vec![e(RuleRef, 2), e(End, 0)]);

@@ -434,7 +434,14 @@ impl Regex {
         self.run_prog(&self.prog, text, start, full, visited)
     }
 
-    fn run_prog(&self, prog: &[Inst], text: &[u8], start: usize, full: bool, visited: &mut [u64]) -> Option<Vec<Option<usize>>> {
+    fn run_prog(
+        &self,
+        prog: &[Inst],
+        text: &[u8],
+        start: usize,
+        full: bool,
+        visited: &mut [u64],
+    ) -> Option<Vec<Option<usize>>> {
         let width = text.len() + 1;
         let mut stack: Vec<(usize, usize, Vec<Option<usize>>)> = vec![(0, start, vec![None; 2 * (self.n_groups + 1)])];
         while let Some((mut pc, mut pos, mut caps)) = stack.pop() {
@@ -661,10 +668,12 @@ mod parity {
         for (n, line) in cases.lines().skip(1).enumerate() {
             let (p, t) = line.split_once('\t').unwrap();
             let pattern = String::from_utf8(unescape(p)).unwrap();
-            let found = Regex::new(&pattern).unwrap_or_else(|e| panic!("case {n}: {pattern}: {e}")).trigger_find(&unescape(t));
+            let found =
+                Regex::new(&pattern).unwrap_or_else(|e| panic!("case {n}: {pattern}: {e}")).trigger_find(&unescape(t));
             out.push_str(&format!("case {n}: {}\n", found.map_or(-1, |v| v as i64)));
         }
-        let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/regex_find.txt")).unwrap();
+        let golden =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/regex_find.txt")).unwrap();
         assert_eq!(out, golden);
     }
 }

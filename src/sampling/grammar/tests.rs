@@ -24,7 +24,8 @@ fn every_reference_grammar_parses_and_starts() {
     let mut n = 0;
     for name in ["json", "json_arr", "arithmetic", "list", "chess", "c", "english", "japanese"] {
         let path = dir.join(format!("{name}.gbnf"));
-        let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-reference-src.sh)", path.display()));
+        let text = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-reference-src.sh)", path.display()));
         let g = parse(&text).unwrap_or_else(|e| panic!("{name}.gbnf: {e}"));
         let gr = Grammar::new(&g, "root", false, vec![]).unwrap_or_else(|e| panic!("{name}.gbnf: {e}"));
         assert!(!gr.stacks.is_empty(), "{name}");
@@ -36,26 +37,26 @@ fn every_reference_grammar_parses_and_starts() {
 /// 20 malformed grammars: each refused, with a message (and a position
 /// where one exists).
 pub const MALFORMED: [&str; 20] = [
-    "root ::= \"abc",                   // unterminated string
-    "root ::= [a-z",                    // unterminated class
-    "root ::= (\"a\" | \"b\"",          // unclosed group
-    "root ::= \"a\" )",                 // stray ')'
-    "root := \"a\"",                    // not ::=
-    "root \"a\"",                       // missing ::=
-    "::= \"a\"",                        // missing name
-    "root ::= foo",                     // undefined rule
-    "root ::= * \"a\"",                 // repetition without item
-    "root ::= \"a\"{x}",                // not an int
-    "root ::= \"a\"{1,x}",              // bad max
-    "root ::= \"a\"{1 2}",              // missing comma
-    "root ::= \"a\"{3001}",             // too many repetitions
-    "root ::= \"\\q\"",                 // unknown escape
-    "root ::= \"\\x4\"",                // short hex escape
-    "root ::= \"\\u12G4\"",             // bad hex digit
-    "root ::= <foo>",                   // token text without a vocabulary
-    "root ::= <[12>",                   // unterminated token id
-    "root ::= \"a\" \"b\" %",           // junk after the rule
-    "root ::= (\"a\"{0,50}){50}",        // repetition product over the limit
+    "root ::= \"abc",             // unterminated string
+    "root ::= [a-z",              // unterminated class
+    "root ::= (\"a\" | \"b\"",    // unclosed group
+    "root ::= \"a\" )",           // stray ')'
+    "root := \"a\"",              // not ::=
+    "root \"a\"",                 // missing ::=
+    "::= \"a\"",                  // missing name
+    "root ::= foo",               // undefined rule
+    "root ::= * \"a\"",           // repetition without item
+    "root ::= \"a\"{x}",          // not an int
+    "root ::= \"a\"{1,x}",        // bad max
+    "root ::= \"a\"{1 2}",        // missing comma
+    "root ::= \"a\"{3001}",       // too many repetitions
+    "root ::= \"\\q\"",           // unknown escape
+    "root ::= \"\\x4\"",          // short hex escape
+    "root ::= \"\\u12G4\"",       // bad hex digit
+    "root ::= <foo>",             // token text without a vocabulary
+    "root ::= <[12>",             // unterminated token id
+    "root ::= \"a\" \"b\" %",     // junk after the rule
+    "root ::= (\"a\"{0,50}){50}", // repetition product over the limit
 ];
 
 #[test]
@@ -181,12 +182,14 @@ fn work_stays_far_below_the_limit_on_real_grammars() {
         let text = std::fs::read(grammars_dir().join(format!("{name}.gbnf"))).unwrap();
         let mut g = Grammar::new(&parse(&text).unwrap(), "root", false, vec![]).unwrap();
         for hex in chunks.split_whitespace() {
-            let mut c: Vec<TokenData> = (0..v.n_tokens() as i32).map(|id| TokenData { id, logit: 0.0, p: 0.0 }).collect();
+            let mut c: Vec<TokenData> =
+                (0..v.n_tokens() as i32).map(|id| TokenData { id, logit: 0.0, p: 0.0 }).collect();
             let mut work = matcher::Work::new();
             g.apply_counted(&v, &mut Candidates::new(&mut c), &mut work).unwrap();
             most = most.max(work.used());
             steps += 1;
-            let bytes: Vec<u8> = (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+            let bytes: Vec<u8> =
+                (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
             if g.accept_str(&bytes).is_err() {
                 break;
             }
@@ -294,7 +297,7 @@ fn masking_follows_the_grammar() {
     g.accept_token(v.id(b"!"), b"!").unwrap();
     assert!(g.is_complete());
     assert_eq!(allowed(&g, &v), vec![Vec::<u8>::new()]); // only EOG
-    // a token the grammar refuses empties the stacks: an error
+                                                         // a token the grammar refuses empties the stacks: an error
     let mut g2 = grammar("root ::= \"a\"");
     assert!(g2.accept_token(v.id(b"b"), b"b").is_err());
 }
@@ -392,18 +395,16 @@ fn valid_json(s: &[u8]) -> bool {
         loop {
             match *s.get(i)? {
                 b'"' => return Some(i + 1),
-                b'\\' => {
-                    match *s.get(i + 1)? {
-                        b'u' => {
-                            if !s.get(i + 2..i + 6)?.iter().all(|c| c.is_ascii_hexdigit()) {
-                                return None;
-                            }
-                            i += 6;
+                b'\\' => match *s.get(i + 1)? {
+                    b'u' => {
+                        if !s.get(i + 2..i + 6)?.iter().all(|c| c.is_ascii_hexdigit()) {
+                            return None;
                         }
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                        _ => return None,
+                        i += 6;
                     }
-                }
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    _ => return None,
+                },
                 c if c < 0x20 => return None,
                 _ => i += 1,
             }
@@ -477,7 +478,13 @@ fn generation_under_the_json_grammar_yields_valid_json_for_20_seeds() {
         logits[vocab.eog as usize] = 8.0;
         let mut done = false;
         for step in 0..2000 {
-            let mut c: Vec<TokenData> = (0..n as i32).map(|id| TokenData { id, logit: logits[id as usize] + ((id as u32 * 2654435761u32 ^ seed ^ step) % 7) as f32 * 0.1, p: 0.0 }).collect();
+            let mut c: Vec<TokenData> = (0..n as i32)
+                .map(|id| TokenData {
+                    id,
+                    logit: logits[id as usize] + ((id as u32 * 2654435761u32 ^ seed ^ step) % 7) as f32 * 0.1,
+                    p: 0.0,
+                })
+                .collect();
             let mut cur = Candidates::new(&mut c);
             g.apply(&mut cur);
             dist.apply(&mut cur);
@@ -583,7 +590,8 @@ fn trace() -> String {
         let mut g = Grammar::new(&p, "root", false, vec![]).unwrap();
         state(&g, &mut out);
         for hex in chunks.split_whitespace() {
-            let bytes: Vec<u8> = (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+            let bytes: Vec<u8> =
+                (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
             writeln!(out, "chunk {hex}").unwrap();
             if g.accept_str(&bytes).is_err() {
                 out.push_str("EMPTY\n");
@@ -592,7 +600,8 @@ fn trace() -> String {
             state(&g, &mut out);
         }
     }
-    let texts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/grammar_malformed.txt")).unwrap();
+    let texts =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/grammar_malformed.txt")).unwrap();
     for (n, line) in texts.lines().skip(1).enumerate() {
         let mut t = Vec::new();
         let b = line.as_bytes();
@@ -614,7 +623,8 @@ fn trace() -> String {
 
 #[test]
 fn grammar_trace_equals_the_reference() {
-    let golden = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/grammar_trace.txt")).unwrap();
+    let golden =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/grammar_trace.txt")).unwrap();
     let ours = trace();
     if ours != golden {
         let path = std::env::temp_dir().join("minfer_grammar_trace.txt");
@@ -651,5 +661,13 @@ fn lazy_grammar_triggered_by_a_pattern_replays_from_the_match() {
     g.accept(&v, v.id(b"{\"")).unwrap();
     assert!(!g.awaiting_trigger);
     assert!(allowed(&g, &v).contains(&b"z".to_vec()));
-    assert!(GrammarSampler::with_patterns(Arc::new(FakeVocab::new()), b"root ::= \"a\"", "root", true, vec![], &["(unclosed"]).is_err());
+    assert!(GrammarSampler::with_patterns(
+        Arc::new(FakeVocab::new()),
+        b"root ::= \"a\"",
+        "root",
+        true,
+        vec![],
+        &["(unclosed"]
+    )
+    .is_err());
 }
