@@ -7,6 +7,11 @@
 // usage: test_tokenizer_goldens MODEL.gguf CORPUS.hex GOLDEN.tsv
 // Prints "tokenizer_goldens: N passed, M failed" (one check per row: ids and
 // detokenized bytes both identical).
+//
+// usage: test_tokenizer_goldens MODEL.gguf CORPUS.hex --write > GOLDEN.tsv
+// Writes the golden instead, from the library it runs on: every corpus string
+// x add_special x parse_special (ffi-tests/gen_tokenizer_goldens.sh runs it on
+// the reference library).
 #include "test_util.h"
 
 #include <stdint.h>
@@ -34,9 +39,38 @@ static size_t unhex(char * s, size_t n) {
     return o;
 }
 
+// --write: one row per (string, add_special, parse_special), in that order:
+// index, add_special, parse_special, n_tokens, ids (comma-separated),
+// llama_detokenize(ids, remove_special=false, unparse_special=parse_special) in hex
+static int write_golden(const struct llama_vocab * vocab, char ** texts, const size_t * tlens, size_t n_texts) {
+    int32_t * ids = malloc(sizeof(int32_t) * (1 << 20));
+    char * detok = malloc(1 << 22);
+    int rc = 0;
+    for (size_t idx = 0; idx < n_texts && rc == 0; idx++) {
+        for (int add_special = 0; add_special <= 1; add_special++) {
+            for (int parse_special = 0; parse_special <= 1; parse_special++) {
+                int32_t n = llama_tokenize(vocab, texts[idx], (int32_t) tlens[idx], ids, 1 << 20, add_special, parse_special);
+                int32_t m = n >= 0 ? llama_detokenize(vocab, ids, n, detok, 1 << 22, false, parse_special) : -1;
+                if (n < 0 || m < 0) {
+                    fprintf(stderr, "row %zu: tokenize %d, detokenize %d\n", idx, n, m);
+                    rc = 1;
+                    break;
+                }
+                printf("%zu\t%d\t%d\t%d\t", idx, add_special, parse_special, n);
+                for (int32_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", ids[i]);
+                printf("\t");
+                for (int32_t i = 0; i < m; i++) printf("%02x", (unsigned char) detok[i]);
+                printf("\n");
+            }
+        }
+    }
+    free(ids); free(detok);
+    return rc;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s MODEL.gguf CORPUS.hex GOLDEN.tsv\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf CORPUS.hex GOLDEN.tsv|--write\n", argv[0]);
         return 2;
     }
     llama_log_set(quiet_log, NULL);
@@ -68,6 +102,13 @@ int main(int argc, char ** argv) {
         n_texts++;
         if (!nl) break;
         line = nl + 1;
+    }
+
+    if (strcmp(argv[3], "--write") == 0) {
+        int rc = write_golden(vocab, texts, tlens, n_texts);
+        free(corpus); free(texts); free(tlens);
+        llama_model_free(model);
+        return rc;
     }
 
     size_t glen = 0;

@@ -10,19 +10,19 @@
 #                                      (vendor/llama.cpp/: llama.h, grammars,
 #                                      chat templates, the reference's examples)
 #   vocab/ggml-vocab-*.gguf            the 19 vocab-only files, checked against
-#                                      ../shared/ref/tokenizer/vocab/SHA256SUMS
+#                                      ffi-tests/golden/tokenizer/vocab/SHA256SUMS
 #   tools-venv/                        a venv with scikit-build-core + cmake, which
 #                                      pip needs for the sdist's metadata step
 #
 # The sdist is fetched with pip from PyPI (no compiling happens). Set
 # LLAMA_CPP_PYTHON_SDIST=/path/to/llama_cpp_python-0.3.36.tar.gz to unpack an
-# existing copy instead. Set MINFER_SHARED to the shared/ folder if it is not
-# at ../shared beside the repository.
+# existing copy instead.
 #
 # Idempotent: an existing unpacked source is reused, present vocab files are
 # only re-verified (a second run takes well under a second). The source is
 # unpacked under a temporary name and renamed into place.
-# Quiet on success: prints the source dir and the vocab dir, one per line.
+# Prints the source dir and the vocab dir on stdout, one per line; what it
+# downloads or installs is said on stderr.
 # --print-paths: fetch nothing, just print them; exit 1 if either is missing.
 set -euo pipefail
 
@@ -36,6 +36,7 @@ TOOLS_VENV="$CACHE/tools-venv"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 die() { echo "fetch-reference-src.sh: error: $*" >&2; exit 1; }
+note() { echo "fetch-reference-src.sh: $*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 print_only=0
@@ -54,23 +55,10 @@ if [[ $print_only == 1 ]]; then
   exit 0
 fi
 
-# ---- where is SHA256SUMS? --------------------------------------------------
-find_sums() {
-  local rel="ref/tokenizer/vocab/SHA256SUMS" top c
-  local candidates=()
-  [[ -n ${MINFER_SHARED:-} ]] && candidates+=("$MINFER_SHARED/$rel")
-  candidates+=("$SCRIPT_DIR/../../shared/$rel")
-  if top="$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null)"; then
-    candidates+=("$top/../shared/$rel")
-  fi
-  for c in "${candidates[@]}"; do
-    if [[ -f $c ]]; then echo "$(cd "$(dirname "$c")" && pwd)/SHA256SUMS"; return 0; fi
-  done
-  die "cannot find shared/$rel; looked at:
-$(printf '  %s\n' "${candidates[@]}")
-Set MINFER_SHARED to the shared/ folder."
-}
-SUMS="$(find_sums)"
+# The checksums of the vocab files, committed with their tokenizer goldens.
+SUMS="$SCRIPT_DIR/../ffi-tests/golden/tokenizer/vocab/SHA256SUMS"
+[[ -f $SUMS ]] || die "$SUMS is missing (is this a complete checkout?)"
+SUMS="$(cd "$(dirname "$SUMS")" && pwd)/SHA256SUMS"
 
 command -v python3 >/dev/null || die "python3 not found"
 command -v sha256sum >/dev/null || die "sha256sum not found"
@@ -102,6 +90,7 @@ ensure_tools_venv() {
     quiet python3 -m venv "$TOOLS_VENV"
   fi
   if ! "$py" -c 'import scikit_build_core, cmake' >/dev/null 2>&1; then
+    note "installing scikit-build-core and cmake into $TOOLS_VENV (pip needs them to read the sdist's metadata)"
     quiet "$py" -m pip install --disable-pip-version-check -q scikit-build-core cmake
   fi
 }
@@ -116,12 +105,14 @@ fetch_sdist() {
     tarball="$LLAMA_CPP_PYTHON_SDIST"
   else
     ensure_tools_venv
+    note "downloading the llama-cpp-python $VERSION source distribution from PyPI (77 MB; it vendors llama.cpp 0c1e570)"
     quiet "$TOOLS_VENV/bin/python" -m pip download --disable-pip-version-check -q \
       --no-deps --no-binary :all: --no-build-isolation \
       -d "$WORK/dl" "llama-cpp-python==$VERSION"
     tarball="$WORK/dl/$NAME.tar.gz"
     [[ -f $tarball ]] || die "pip download did not produce $tarball (got: $(ls "$WORK/dl"))"
   fi
+  note "unpacking it into $DEST"
   mkdir -p "$WORK/x"
   quiet tar -xzf "$tarball" -C "$WORK/x"
   [[ -f $WORK/x/$NAME/vendor/llama.cpp/include/llama.h ]] \
@@ -138,6 +129,7 @@ install_vocab() {
     n=$((n + 1))
     [[ -s $VOCAB/$name ]] && continue
     [[ -f $models/$name ]] || die "$models/$name is missing from the source distribution"
+    [[ $n == 1 ]] && note "copying the vocab-only GGUF files into $VOCAB"
     cp "$models/$name" "$VOCAB/.$name.tmp"
     mv "$VOCAB/.$name.tmp" "$VOCAB/$name"
   done <"$SUMS"

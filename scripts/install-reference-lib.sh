@@ -7,7 +7,7 @@
 #   scripts/install-reference-lib.sh --print-lib-dir  print the directory holding libllama.so,
 #                                                     or exit 1 if it is not built
 #
-# Creates the venv ~/.cache/minfer-ref/venv (the path ../shared/ref/README.md uses), installs
+# Creates the venv ~/.cache/minfer-ref/venv, installs
 # numpy gguf scikit-build-core cmake ninja into it, then compiles
 # llama-cpp-python==0.3.36 with CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
 # (5 to 25 minutes on 2 cores). The library lands in
@@ -35,7 +35,7 @@ set -euo pipefail
 
 VERSION="0.3.36"
 CACHE="${MINFER_CACHE:-$HOME/.cache/minfer}"
-# The location ../shared/ref/README.md names, so a reference built by hand is found.
+# The usual location of a reference venv, so one built by hand there is found too.
 VENV="${MINFER_REF_VENV:-$HOME/.cache/minfer-ref/venv}"
 LOG="$CACHE/install-reference-lib.log"
 

@@ -46,8 +46,8 @@ for line in open(path):
 print(" ".join(map(str, ids[:n])))
 PY
 }
-tokens "$ROOT/../shared/ref/tokenizer/smollm2-135m.tsv" - "$OUT/tokens-smollm2.txt"
-tokens "$ROOT/../shared/ref/tokenizer/gemma3-270m.tsv" 2 "$OUT/tokens-gemma3.txt"
+tokens "$ROOT/ffi-tests/golden/tokenizer/smollm2-135m.tsv" - "$OUT/tokens-smollm2.txt"
+tokens "$ROOT/ffi-tests/golden/tokenizer/gemma3-270m.tsv" 2 "$OUT/tokens-gemma3.txt"
 
 # requantize SmolLM2 with the reference (ftype values of llama.h)
 declare -A FTYPE=([Q4_0]=2 [Q5_0]=8 [Q5_1]=9 [Q8_0]=7 [Q4_K_M]=15 [Q6_K]=18 [IQ4_NL]=25 [F16]=1 [BF16]=32)

@@ -118,8 +118,8 @@ fn table() -> HashMap<String, (usize, usize)> {
 
 #[test]
 fn rust_layouts_equal_every_row_of_the_reference_table() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/abi/layout.tsv");
-    let tsv = std::fs::read_to_string(path).expect("../shared/abi/layout.tsv");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ffi-tests/golden/abi/layout.tsv");
+    let tsv = std::fs::read_to_string(path).expect("ffi-tests/golden/abi/layout.tsv");
     let ours = table();
     let mut checked = 0;
     for line in tsv.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
