@@ -15,9 +15,9 @@
 # A proxy, not the real thing: the Intel core's ports and caches are not
 # Zen's (Zen 2 has one integer-multiply pipe, this Xeon two; its L2 is four
 # times Zen 2's), so a ratio here says which way a change goes on AVX2, not
-# what an AVX2-only CPU would read. The logits of the AVX2-built reference
-# differ from the AVX-512 one's that minfer follows (docs/PERFORMANCE.md,
-# twelfth session): a benchmark only, never a parity check.
+# what an AVX2-only CPU would read. The AVX2-built reference sums in other
+# orders than the AVX-512 build whose logits minfer reproduces bit for bit,
+# so its logits differ: a benchmark only, never a parity check.
 #
 # usage: scripts/bench-avx2.sh [MODEL.gguf ...]   (env as scripts/bench.sh)
 set -euo pipefail

@@ -5,8 +5,8 @@
 // each: a pair costing one instruction's time means separate pipes, two
 // instructions' time shared ones), the pair plus a vcvtdq2ps (the
 // reference's order needs one of each per output and 32-block), and
-// vcvtph2ps (the F16 weights). Used for docs/PERFORMANCE.md (tenth session,
-// Zen 4; fourteenth, Zen 5). Run it on an otherwise idle machine.
+// vcvtph2ps (the F16 weights). Its figures bound the kernels in
+// docs/PERFORMANCE.md ("What is left"). Run it on an otherwise idle machine.
 //
 //   gcc -O2 -mavx512f -mavx512vl -mavx512vnni scripts/pipes.c -o pipes && ./pipes
 #include <stdio.h>
