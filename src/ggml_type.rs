@@ -14,7 +14,7 @@
 use std::fmt;
 
 /// A ggml tensor element type. The discriminant is ggml's `enum ggml_type`
-/// value (see ../shared/abi/enums.tsv), so `t as u32` is the ABI value.
+/// value (see ffi-tests/golden/abi/enums.tsv), so `t as u32` is the ABI value.
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -175,7 +175,7 @@ impl GgmlType {
     pub fn row_size(self, ne0: u64) -> Option<u64> {
         let block = u64::try_from(self.block_size()).ok()?;
         let size = u64::try_from(self.type_size()).ok()?;
-        if ne0 % block != 0 {
+        if !ne0.is_multiple_of(block) {
             return None;
         }
         (ne0 / block).checked_mul(size)

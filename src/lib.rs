@@ -20,10 +20,24 @@
 //! # Layout
 //!
 //! `ffi/` is the only module with `extern "C"`, raw pointers and handle casts.
-//! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata),
-//! `sampling/` (the samplers, the chain, GBNF grammars), `chat/` (built-in chat templates), `quant/` (ggml block
+//! Below it: `gguf/` (file format), `model/` (hyperparameters, metadata,
+//! weights), `vocab/` (tokenizers), `context/` (KV cache, decode, forward
+//! pass), `sampling/` (the samplers, the chain, GBNF grammars), `chat/` (built-in
+//! chat templates), `regex/` (`std::regex` emulations), `quant/` (ggml block
 //! formats), `kernels/` (SIMD dot products, matmul, thread pool), `log`,
 //! `error`. See docs/ARCHITECTURE.md.
+
+/// Marks a unit test as skipped (a CPU feature or an input it needs is
+/// missing). The line goes straight to stderr, past libtest's output capture,
+/// so that scripts/test.sh can count the skips: libtest itself reports such a
+/// test as passed.
+#[cfg(test)]
+macro_rules! skip_test {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "SKIPPED {}: {}", module_path!(), format_args!($($arg)*));
+    }};
+}
 
 pub mod clock;
 pub mod cpu;
@@ -38,6 +52,7 @@ pub mod gguf;
 pub mod kernels;
 pub mod model;
 pub mod quant;
+pub mod regex;
 pub mod sampling;
 pub mod vocab;
 

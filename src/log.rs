@@ -33,6 +33,8 @@ struct Sink {
 // SAFETY: the user-data pointer is only handed back to the host's callback;
 // the host promises (as with the reference) that it may be used from any thread.
 unsafe impl Send for Sink {}
+// SAFETY: a &Sink only reads the two fields (no interior mutability); the
+// pointer goes back to the host's callback, usable from any thread (as for Send).
 unsafe impl Sync for Sink {}
 
 static SINK: RwLock<Sink> = RwLock::new(Sink { callback: None, user_data: std::ptr::null_mut() });

@@ -416,7 +416,7 @@ pub fn apply(t: Template, chat: &[Message], add_ass: bool) -> Vec<u8> {
         Bailing | BailingThink | Bailing2 => {
             // Ling/Ring; Bailing2 (Ling 2.0) closes each turn and has a default system turn
             let closing = if t == Bailing2 { "<|role_end|>" } else { "" };
-            if t == Bailing2 && !chat.first().is_some_and(|m| m.role == b"system") {
+            if t == Bailing2 && chat.first().is_none_or(|m| m.role != b"system") {
                 put!(ss, "<role>SYSTEM</role>detailed thinking off<|role_end|>");
             }
             for m in chat {

@@ -224,7 +224,8 @@ pub fn forward(
     // freq_scale) as f32 bits: the same for q and k of every layer of that
     // kind (computed per token, head kind and layer they were ~1 % of a
     // SmolLM2 prefill, in sinf/cosf)
-    let mut rope_tables: Vec<((u32, u32), Vec<Vec<(f32, f32)>>)> = Vec::new();
+    type RopeTable = ((u32, u32), Vec<Vec<(f32, f32)>>);
+    let mut rope_tables: Vec<RopeTable> = Vec::new();
 
     for (il, lw) in weights.layers.iter().enumerate() {
         if abort() {
@@ -237,7 +238,7 @@ pub fn forward(
             if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
-        norm_into(pool, x, h, n_embd, &vector(model, &lw.attn_norm)?, eps)?;
+        norm_into(pool, x, h, n_embd, vector(model, &lw.attn_norm)?, eps)?;
         let hn = &h[..nt * n_embd];
         dump::tensor("attn_norm", Some(il), hn, n_embd);
         linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?;
@@ -255,7 +256,7 @@ pub fn forward(
             None => {
                 let angles = tokens
                     .iter()
-                    .map(|t| ops::rope_angles(t.pos, n_rot, freq_base, freq_scale, rope_factors.as_deref()))
+                    .map(|t| ops::rope_angles(t.pos, n_rot, freq_base, freq_scale, rope_factors))
                     .collect();
                 rope_tables.push((key, angles));
                 rope_tables.len() - 1
@@ -321,7 +322,7 @@ pub fn forward(
 
         // --- feed-forward
         dump::tensor("ffn_inp", Some(il), x, n_embd);
-        norm_into(pool, x, h, n_embd, &vector(model, &lw.ffn_norm)?, eps)?;
+        norm_into(pool, x, h, n_embd, vector(model, &lw.ffn_norm)?, eps)?;
         let hn = &h[..nr * n_embd];
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
         linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], hn, nr, [&mut *gate, &mut *up])?;
@@ -359,7 +360,7 @@ pub fn forward(
     if nr == nt {
         keep_rows(x, n_embd, &out_rows);
     }
-    ops::rms_norm_mul(x, n_embd, &vector(model, &weights.output_norm)?, eps);
+    ops::rms_norm_mul(x, n_embd, vector(model, &weights.output_norm)?, eps);
     embd.copy_from_slice(x);
     dump::tensor("result_norm", None, x, n_embd);
     if logits.is_empty() {

@@ -69,8 +69,7 @@ impl KvRows {
     /// Stores `src` at element offset `at` (rounding to f16 when stored so:
     /// nearest even, as `f16::from_f32`; the slice conversion uses F16C's
     /// `vcvtps2ph` 8 values at a time where the CPU has it, where one call
-    /// per value was ~1.5 % of a 2-thread SmolLM2 prefill, on the
-    /// submitting thread alone).
+    /// per value was ~1.5 % of a prefill, on the submitting thread alone).
     pub fn write(&mut self, at: usize, src: &[f32]) {
         use half::slice::HalfFloatSliceExt;
         match self {

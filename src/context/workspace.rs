@@ -3,8 +3,8 @@
 //! A ubatch's intermediates are large (Gemma 3 at 512 tokens: 4 MB for each
 //! FFN buffer). Allocated afresh for every matmul and layer, glibc maps
 //! them, the kernel faults them in page by page and zeroes them, and the
-//! free hands them back: about 12 % of the CPU time of a 512-token prefill
-//! (page faults 9 %, zeroing 2.6 %, unmapping 1 %; perf, Gemma 3 Q4_K_M).
+//! free hands them back: about 12 % of the CPU time of a 512-token prefill,
+//! mostly page faults.
 //! The context keeps one `Workspace`; the forward pass resizes its buffers
 //! in place, so after the first ubatch of a size nothing is allocated.
 
@@ -48,7 +48,7 @@ pub struct Workspace {
 /// The first `len` values of `buf`, which grows to hold them and never
 /// shrinks, so that a buffer holding values of different sizes in turn (q,
 /// then the FFN gate) is not cleared each time it grows back (Vec::resize
-/// zeroes what it adds: ~1 % of a SmolLM2 prefill). Values kept from
+/// zeroes what it adds: ~1 % of a prefill). Values kept from
 /// earlier use are not cleared (a fresh part is zero), so the caller must
 /// write every value it later reads, and use the returned slice: `buf`'s
 /// own length may be larger.

@@ -1,5 +1,5 @@
 //! The Rust side of the ABI, checked against the measured reference tables
-//! (../shared/abi/layout.tsv) and the committed header against a fresh
+//! (ffi-tests/golden/abi/layout.tsv) and the committed header against a fresh
 //! generation. The C side is checked by ffi-tests/ (gen_abi_check.py).
 
 use super::types::*;

@@ -64,7 +64,7 @@ impl BatchExt {
         if e.data.is_null() {
             return Ok(false);
         }
-        let n_total = e.n_rows.checked_mul(e.n_embd).unwrap_or(usize::MAX);
+        let n_total = e.n_rows.saturating_mul(e.n_embd);
         let want = if self.n_embd == 0 { self.n_embd_inp } else { self.n_embd };
         if n_total != want {
             log_error!(
@@ -144,9 +144,13 @@ fn read_batch(c: &Context, b: &llama_batch) -> Result<Batch> {
             unsafe { std::slice::from_raw_parts(b.embd, len) }.to_vec()
         }
     };
+    // SAFETY: read only when non-NULL; `pos` holds n_tokens entries (llama_batch's contract).
     let pos = (!b.pos.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.pos, n) });
+    // SAFETY: read only when non-NULL; `n_seq_id` holds n_tokens entries (llama_batch's contract).
     let n_seq_id = (!b.n_seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.n_seq_id, n) });
+    // SAFETY: read only when non-NULL; `seq_id` holds n_tokens pointers (llama_batch's contract).
     let seq_id = (!b.seq_id.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.seq_id, n) });
+    // SAFETY: read only when non-NULL; `logits` holds n_tokens flags (llama_batch's contract).
     let logits = (!b.logits.is_null()).then(|| unsafe { std::slice::from_raw_parts(b.logits, n) });
 
     // i64: a sequence may already hold position i32::MAX (seq_add saturates).
@@ -343,13 +347,7 @@ pub extern "C" fn llama_batch_ext_add_embd(batch: *mut llama_batch_ext, seq_id: 
         let b = ext_mut(batch)?;
         let idx = b.add(seq_id, None);
         // as the reference: a token whose embedding is refused stays added
-        Ok(if idx < 0 {
-            idx
-        } else if b.set_embd(idx, &embd)? {
-            idx
-        } else {
-            -2
-        })
+        Ok(if idx < 0 || b.set_embd(idx, &embd)? { idx } else { -2 })
     })
 }
 

@@ -127,6 +127,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unnecessary_cast, reason = "c_char is i8 on x86-64 but u8 on aarch64")]
     fn write_c_string_truncates_and_terminates() {
         let mut buf = [0x7f as c_char; 4];
         assert_eq!(write_c_string(b"hello", buf.as_mut_ptr(), buf.len()), 5);

@@ -22,7 +22,9 @@ fn to_raw(cb: ggml_log_callback) -> Option<RawCallback> {
 
 fn from_raw(cb: RawCallback) -> ggml_log_callback {
     // SAFETY: as in `to_raw`, the same ABI.
-    Some(unsafe { std::mem::transmute::<RawCallback, _>(cb) })
+    Some(unsafe {
+        std::mem::transmute::<RawCallback, unsafe extern "C" fn(enum_ggml_log_level, *const c_char, *mut c_void)>(cb)
+    })
 }
 
 /// Installs `log_callback` for every later message; NULL restores stderr.

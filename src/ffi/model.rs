@@ -119,6 +119,7 @@ pub(super) fn read_override_list(mut p: *const llama_model_kv_override) -> Resul
 }
 
 /// A fixed-size char array as a string, up to its first NUL or its end.
+#[allow(clippy::unnecessary_cast, reason = "c_char is i8 on x86-64 but u8 on aarch64")]
 fn fixed_c_string(chars: &[c_char]) -> String {
     let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
     String::from_utf8_lossy(&bytes).into_owned()

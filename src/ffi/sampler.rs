@@ -140,6 +140,18 @@ fn chain_of<'a>(chain: *const llama_sampler) -> Result<&'a mut Chain> {
         .ok_or_else(|| Error::invalid("the sampler is not a chain made by llama_sampler_chain_init"))
 }
 
+// The sampler core's `TokenData` is viewed in place of the caller's
+// `llama_token_data` (no copy: `with_candidates`, `Handle::apply`), so the
+// two layouts must agree field for field.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<TokenData>() == size_of::<llama_token_data>());
+    assert!(align_of::<TokenData>() == align_of::<llama_token_data>());
+    assert!(offset_of!(TokenData, id) == offset_of!(llama_token_data, id));
+    assert!(offset_of!(TokenData, logit) == offset_of!(llama_token_data, logit));
+    assert!(offset_of!(TokenData, p) == offset_of!(llama_token_data, p));
+};
+
 /// Runs `f` over the C candidates array as a `Candidates`, then writes the
 /// (possibly moved or shrunk) array back.
 ///
@@ -188,8 +200,9 @@ unsafe extern "C" fn builtin_accept(smpl: *mut llama_sampler, token: llama_token
 
 unsafe extern "C" fn builtin_apply(smpl: *mut llama_sampler, cur_p: *mut llama_token_data_array) {
     guard("llama_sampler_apply", (), || {
-        // SAFETY: called through BUILTIN_I; cur_p is the caller's array.
+        // SAFETY: called through BUILTIN_I, so smpl is a live handle (inner checks its iface).
         let s = unsafe { inner(smpl) }.ok_or_else(|| Error::invalid("not a built-in sampler"))?;
+        // SAFETY: cur_p is NULL or the caller's valid array (llama_sampler_apply's contract).
         unsafe { with_candidates(cur_p, |c| s.apply(c)) }
     })
 }
@@ -781,7 +794,7 @@ pub extern "C" fn llama_sampler_init_grammar_lazy(
         // the deprecated trigger words become one pattern, as in the reference
         let words = c_strings(trigger_words, num_trigger_words, "trigger_words")?;
         let words: Vec<&[u8]> = words.iter().map(|w| w.to_bytes()).collect();
-        let pattern = if words.is_empty() { None } else { Some(grammar::regex::trigger_words_pattern(&words)) };
+        let pattern = if words.is_empty() { None } else { Some(grammar::trigger_words_pattern(&words)) };
         init_grammar(vocab, grammar_str, grammar_root, true, pattern.as_slice(), trigger_tokens, num_trigger_tokens)
     })
 }

@@ -1,6 +1,7 @@
 //! The types of the llama.h ABI (llama.cpp commit 0c1e570), from which
 //! cbindgen writes include/llama.h. Layouts are checked against
-//! ../shared/abi/layout.tsv by ffi-tests (C) and by the unit test below (Rust).
+//! ffi-tests/golden/abi/layout.tsv by ffi-tests (C) and by `abi_tests.rs`
+//! (Rust).
 //!
 //! Enums come in pairs: `llama_x` is the C enum that cbindgen emits, and
 //! `enum_llama_x` is the int that crosses the boundary (cbindgen.toml renames it
@@ -401,7 +402,7 @@ pub struct llama_opt_params {
 }
 
 // ---------------------------------------------------------------------------
-// Enums (values from ../shared/abi/enums.tsv)
+// Enums (values from ffi-tests/golden/abi/enums.tsv)
 // ---------------------------------------------------------------------------
 
 #[repr(C)]

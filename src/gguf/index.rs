@@ -145,7 +145,7 @@ fn first_duplicate<'a>(order: &[u32], name: impl Fn(usize) -> &'a [u8]) -> Optio
         if k - run_start > 1 {
             if let (Some(&first), Some(&repeat)) = (order.get(run_start), order.get(run_start + 1)) {
                 let (first, repeat) = (to_index(first), to_index(repeat));
-                if best.map_or(true, |(r, _)| repeat < r) {
+                if best.is_none_or(|(r, _)| repeat < r) {
                     best = Some((repeat, first));
                 }
             }

@@ -424,9 +424,8 @@ impl GgufFile {
         // maps them whole (one PMD) on a fault anywhere in them, which would
         // bring the released pages back with their neighbours' first read:
         // no huge mappings over the released range, so only the pages read
-        // (and their fault-around) come back. Gemma 3 pp512 + tg128 at 2
-        // threads, file cached in 2 MiB folios: peak RSS 333.1 against
-        // 343.4 MB without this (the reference 337.3 in the same runs).
+        // (and their fault-around) come back (without this, the peak RSS
+        // rose ~10 MB above the reference's on Gemma 3).
         // SAFETY: as below; advice only, on a range of this mapping.
         #[cfg(target_os = "linux")]
         unsafe {
@@ -508,9 +507,8 @@ fn map_file(file: &File) -> std::io::Result<Mmap> {
     // Advice only, failure is fine: file pages read in for this mapping
     // come as 2 MiB folios where the file system can (ext4 and xfs on
     // recent kernels) and are mapped one TLB entry each; a decode streams
-    // every weight once per token, and SmolLM2 Q4_1's weights read through
-    // such a mapping at ~30 GB/s against ~17-20 GB/s through 4 KiB pages
-    // (one thread, this machine). Pages already cached keep their size.
+    // every weight once per token, which reads ~1.6× as fast through such a
+    // mapping as through 4 KiB pages. Pages already cached keep their size.
     #[cfg(target_os = "linux")]
     let _ = map.advise(memmap2::Advice::HugePage);
     Ok(map)

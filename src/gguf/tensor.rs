@@ -85,7 +85,7 @@ pub(crate) struct RawTensor<'a> {
 
 impl RawTensor<'_> {
     /// The public, owned form (the name decoded lossily as UTF-8).
-    pub(crate) fn to_info(&self) -> TensorInfo {
+    pub(crate) fn to_info(self) -> TensorInfo {
         TensorInfo {
             name: String::from_utf8_lossy(self.name).into_owned(),
             n_dims: self.n_dims,
@@ -194,7 +194,7 @@ pub(crate) fn read_tensor_fields<'a>(
         Error::gguf(to_u64(type_at), type_field(), reason)
     })?;
     let block = to_u64(ggml_type.block_size());
-    if ne_u[0] % block != 0 {
+    if !ne_u[0].is_multiple_of(block) {
         // With n_dims = 0 the implicit ne[0] = 1 has no field; point at n_dims.
         let at = if dims > 0 { ne_at } else { n_dims_at };
         return Err(Error::gguf(
@@ -255,7 +255,7 @@ pub(crate) fn check_layout(
     for i in 0..tensor_at.len() {
         let t = tensor(i)?;
         let end = data_start.checked_add(t.offset).and_then(|s| s.checked_add(t.nbytes));
-        if end.map_or(true, |e| e > file_len) {
+        if end.is_none_or(|e| e > file_len) {
             return Err(Error::gguf(
                 to_u64(t.offset_field),
                 label(i, &t),

@@ -5,10 +5,9 @@
 //! stride is a multiple of 64 bytes (an F16 product's rows are 6·cols bytes).
 //! From a plain `Vec<u8>` (malloc: 16-byte aligned) every one of those loads
 //! straddles two cache lines, which Intel cores pay for with a second load
-//! slot: the AVX-512 F16 prefill kernel ran at about half its speed that way
-//! on a Xeon (docs/PERFORMANCE.md, sixteenth session). The forward pass's
-//! f32 buffers (rows of 576, 1536, 64 values...) are aligned for the same
-//! reason.
+//! slot: the AVX-512 F16 prefill kernel ran at about half its speed that
+//! way. The forward pass's f32 buffers (rows of 576, 1536, 64 values...) are
+//! aligned for the same reason.
 
 /// One cache line of a buffer.
 #[derive(Clone, Copy)]

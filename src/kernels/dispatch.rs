@@ -2,11 +2,19 @@
 //!
 //! A [`KernelSet`] holds, for one instruction set, the tile dot kernel of
 //! every weight type and the three activation quantizers. [`kernels()`]
-//! returns the best set for this CPU, chosen once: AVX2+FMA+F16C on x86-64,
-//! NEON (with the dotprod extension when present) on aarch64, else scalar.
-//! `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force the scalar set.
+//! returns the best set for this CPU, chosen once: `avx2-vnni` (AVX-512
+//! VNNI/VL/BW) or `avx2` (AVX2+FMA+F16C) on x86-64, `neon-dotprod` or `neon`
+//! on aarch64, else `scalar`. `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force
+//! the scalar set, `MINFER_NO_VNNI=1` keeps plain `avx2`.
 //! [`available_sets()`] lists every set this CPU can run (tests compare each
 //! against the scalar one).
+//!
+//! Beside the per-row [`TileFn`], a set may have faster kernels that give
+//! every output the same bits: row blocks ([`RowsFn`]: several weight rows
+//! per activation load), kernels over weights interleaved at load
+//! ([`TiledFn`]), token-major row blocks ([`TokenMajorRowsFn`]) and one-token
+//! kernels over far-apart rows (`KernelSet::decode_rows_fn`). The matmul asks
+//! for them by shape (`matmul_fn`, `matmul_rows_fn`, `tiled_fn`, ...).
 
 use std::sync::OnceLock;
 
@@ -284,9 +292,8 @@ impl KernelSet {
     /// the rows one by one). Gives the bits of `matmul_fn(ty, rows, 1)`.
     /// With one, the types of less than a byte per weight are read as
     /// several streams too (`decode_streams`).
-    /// (4 adjacent rows per call ran SmolLM2 Q5_0 decodes at 76 t/s against
-    /// 98 one row at a time, tenth session; Q4_1 and Q5_1 on Zen 3 took
-    /// 7–14 % more CPU time so: the segments' rows, far apart, ran faster.)
+    /// (4 adjacent rows per call ran decodes slower than one row at a time;
+    /// the segments' rows, far apart, run faster.)
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
             None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
@@ -349,7 +356,7 @@ impl KernelSet {
 
     /// Checked activation quantizer for `act` (`F32` copies the bytes).
     pub fn quantize_act(&self, act: ActType, x: &[f32], out: &mut [u8]) -> Result<()> {
-        if x.len() % act.block_size() != 0 || out.len() != act.row_bytes(x.len()) {
+        if !x.len().is_multiple_of(act.block_size()) || out.len() != act.row_bytes(x.len()) {
             return Err(Error::invalid(format!("quantize_act {act:?}: {} elements into {} bytes", x.len(), out.len())));
         }
         let f = match act {
@@ -388,7 +395,7 @@ pub(crate) fn check_dot_shapes(
     if nt == 0 {
         return bad("no tokens".into());
     }
-    if n % ty.block_size() != 0 || n % act.block_size() != 0 {
+    if !n.is_multiple_of(ty.block_size()) || !n.is_multiple_of(act.block_size()) {
         return bad(format!("{n} elements is not a multiple of the block size"));
     }
     let w_need = n / ty.block_size() * ty.type_size();

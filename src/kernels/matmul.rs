@@ -9,6 +9,20 @@
 //! task size (results are bit-identical across them). The kernel is chosen
 //! per matrix by (weight type, rows, `nt`) as the reference chooses its path
 //! (`KernelSet::matmul_fn`).
+//!
+//! Task shapes (none changes a result):
+//! - fewer than 8 tokens (decodes): a task holds at most
+//!   `DECODE_TASK_BYTES` of weight rows; with one token the outputs go
+//!   straight into `y`, and an untiled matrix is read as up to
+//!   `DECODE_STREAMS` far-apart streams (`decode_streams`).
+//! - from 8 tokens: above 64 tokens a task's rows run over blocks of
+//!   activation rows (`token_block`: a quarter of L2, 16–256 rows, starting
+//!   at multiples of 8) so the quantized activations stay in cache; the
+//!   outputs go to a per-thread tile transposed into `y` (`scatter_tile`),
+//!   except for the kernels that write `[token][row]` themselves (`TiledFn`
+//!   over the load-time tiles, in whole 16-row strips; the token-major F16
+//!   kernels, two tasks per thread in whole `F16_TASK_ROWS` blocks).
+//! - row-block kernels (`RowsFn`) take whole groups of 8 rows.
 
 use super::aligned::AlignedBytes;
 use super::dispatch::{check_dot_shapes, ActType, KernelSet};
@@ -39,7 +53,7 @@ impl<'a> Weights<'a> {
     pub fn new(data: &'a [u8], ty: GgmlType, rows: usize, cols: usize) -> Result<Weights<'a>> {
         let act = ActType::for_weight(ty)
             .ok_or_else(|| Error::invalid(format!("matmul: no dot kernel for weight type {ty}")))?;
-        if cols == 0 || cols % ty.block_size() != 0 || cols % act.block_size() != 0 {
+        if cols == 0 || !cols.is_multiple_of(ty.block_size()) || !cols.is_multiple_of(act.block_size()) {
             return Err(Error::invalid(format!("matmul: {cols} columns is not a multiple of the {ty} block size")));
         }
         let row_bytes = cols / ty.block_size() * ty.type_size();
@@ -131,7 +145,7 @@ impl Activations {
         nt: usize,
         cols: usize,
     ) -> Result<()> {
-        if cols == 0 || cols % act.block_size() != 0 {
+        if cols == 0 || !cols.is_multiple_of(act.block_size()) {
             return Err(Error::invalid(format!(
                 "activations: {cols} columns is not a multiple of the {act:?} block size"
             )));
@@ -142,8 +156,7 @@ impl Activations {
         let row_bytes = act.row_bytes(cols);
         // grown only: one buffer serves inputs of different widths in turn
         // (576 then 1536 columns in a SmolLM2 layer), and shrinking then
-        // growing back zeroed the grown part every time (SmolLM2 F16 pp512:
-        // ~1 % of the samples in memset)
+        // growing back zeroed the grown part every time (~1 % of a prefill)
         let out = SyncPtr(self.data.grown_to(nt * row_bytes).as_mut_ptr());
         self.act = act;
         self.nt = nt;
@@ -175,29 +188,25 @@ unsafe impl<T> Send for SyncPtr<T> {}
 
 /// Weight bytes per task at most, for fewer than 8 tokens (decodes): such a
 /// task streams its rows once, and when the tasks run out the other threads
-/// wait for the last one, so it must be short (a SmolLM2 output head in 16
-/// tasks of 1.9 MB left a thread idle ~100 µs per token on average).
+/// wait for the last one, so it must be short (tasks of megabytes left a
+/// thread idle at the end of every output head).
 const DECODE_TASK_BYTES: usize = 128 * 1024;
 
 /// Decodes read a matrix as up to this many streams, far apart: its rows are
 /// cut into that many segments and every task takes the same local rows of
 /// each (as many as a task of one stream would have), one row of each
-/// segment in turn. One stream of rows after another left DRAM bandwidth
-/// unused: reading the F16 SmolLM2 file one row after another ran at
-/// 17–18 GB/s at one thread, four streams 150 KB–1 MB apart at 23–27 GB/s
-/// (`docs/PERFORMANCE.md`, "Decodes as four streams").
+/// segment in turn. One stream of rows after another leaves DRAM bandwidth
+/// unused at one thread; four far-apart streams read about 1.4× as fast.
 const DECODE_STREAMS: usize = 4;
 
-/// Streams this close or closer read no faster than one (in the same test,
-/// four streams 18 KB apart ran at 16 GB/s, 32 KB apart at 17–19).
+/// Streams this close or closer read no faster than one.
 const DECODE_STREAM_MIN_BYTES: usize = 64 * 1024;
 
 /// The number of streams a decode reads a `rows`-row matrix as: one for
 /// types of less than a byte per weight, whose kernels do more work per
-/// byte (SmolLM2 Q5_0 decoded ~8 % slower at one thread with four streams),
-/// unless the set has a kernel taking the segments' rows in one call
-/// (`interleaved`, `KernelSet::decode_rows_fn`: on Zen 3 SmolLM2 Q4_1 tg96
-/// took ~14 % less CPU time so, Q5_1 ~7 % less, Q5_0 ~16 % less).
+/// byte and ran slower as four streams, unless the set has a kernel taking
+/// the segments' rows in one call (`interleaved`,
+/// `KernelSet::decode_rows_fn`), with which four streams are faster again.
 fn decode_streams(rows: usize, cols: usize, row_bytes: usize, interleaved: bool) -> usize {
     if row_bytes < cols && !interleaved {
         return 1;
@@ -384,8 +393,8 @@ pub fn matmul_quantized_with(
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
         if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
-            // 2 tasks per thread (SmolLM2 Q6_K, 2 threads: tasks of 40 rows
-            // spent ~40 % of the kernel's time transposing)
+            // 2 tasks per thread (small tasks spent much of their time
+            // transposing)
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
         if token_major_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
@@ -395,16 +404,9 @@ pub fn matmul_quantized_with(
             // groups below).
             // Each task re-reads every token's activations and widens its
             // own weight rows, and a row left over from the 3-row tiles runs
-            // alone. SmolLM2 F16, bench_kernels GEMM at 2 threads, before
-            // the kernel was token-major (576×576, 1536×576, 576×1536,
-            // 192×576): 169–174, 182–186, 163–164,
-            // 135–136 GMAC/s against 165–167, 178–180, 154–160, 118–121 for
-            // the tasks of the other row kernels (8 per thread, in 8-row
-            // groups). pp512 at 2 threads, 8 alternating rounds (token-major
-            // kernel): median 1543 t/s against 1526 for one task per thread
-            // (whose slowest round, 1379 against 1523, lost to the host's
-            // noise what a second task lets the other thread take over) and
-            // 1429 against 1444 for four.
+            // alone, so fewer, larger tasks are faster than the other row
+            // kernels' 8 per thread; two rather than one let a thread take
+            // over what a slow or preempted one has left.
             step = w.rows.div_ceil(2 * pool.n_threads()).next_multiple_of(F16_TASK_ROWS);
         }
         if tiled_f.is_some() {
@@ -418,7 +420,7 @@ pub fn matmul_quantized_with(
         // one token on untiled weights: tasks over local rows of the
         // stream segments, `step` rows of each. (Dividing `step` among the
         // segments instead, for tasks of the same size, cut the streams into
-        // ~32 KB pieces at 2 threads: SmolLM2 decodes ran 8–28 % slower.)
+        // pieces too short to stream well: decodes ran slower.)
         let decode = a.nt == 1 && tiled_f.is_none();
         let decode_f = if decode { ks.decode_rows_fn(w.ty, w.rows) } else { None };
         let segment =
@@ -568,7 +570,8 @@ pub fn matmul_quantized_with(
                 let len = t1 - t0;
                 if let Some(rows_f) = job.rows_f {
                     let rb = job.w.row_bytes;
-                    // SAFETY: as below, for each of the rows r0..r1 (contiguous,
+                    // SAFETY: as below, for each of the rows r0..r1
+                    // (contiguous,
                     // `rb` apart, within `data` by `Weights::new`); `tile` holds
                     // n_rows rows of `tb >= len` outputs.
                     unsafe {
@@ -607,7 +610,7 @@ pub fn matmul_quantized_with(
 /// outputs (`[n_rows][tb]`) transposed into the `[token][row]` output, 8
 /// tokens at a time, so that the tile is read along its rows and the output
 /// written along 8 of its rows (one token at a time read every row's line of
-/// the tile once per token: 4 % of a SmolLM2 prefill).
+/// the tile once per token: ~4 % of a prefill).
 ///
 /// # Safety
 /// `y` is valid for writes at `t * rows + k` for those `t`, `k`, and no
@@ -617,7 +620,9 @@ unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *m
     if len < 8 {
         // decodes and small batches: one contiguous output row per token
         for t in 0..len {
-            let dst = std::slice::from_raw_parts_mut(y.add(t * rows), n_rows);
+            // SAFETY: the caller lets us write y[t * rows + k] for k < n_rows
+            // (no other thread touches them).
+            let dst = unsafe { std::slice::from_raw_parts_mut(y.add(t * rows), n_rows) };
             for (k, d) in dst.iter_mut().enumerate() {
                 *d = tile[k * tb + t];
             }
@@ -627,6 +632,7 @@ unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *m
     let mut c = 0;
     while c < len {
         let w = (len - c).min(8);
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // advanced by the x86-64 path only
         let mut k0 = 0;
         #[cfg(target_arch = "x86_64")]
         if w == 8 && super::vecf::use_avx2() {
@@ -641,7 +647,8 @@ unsafe fn scatter_tile(tile: &[f32], tb: usize, n_rows: usize, len: usize, y: *m
         for k in k0..n_rows {
             let src = &tile[k * tb + c..k * tb + c + w];
             for (i, v) in src.iter().enumerate() {
-                *y.add((c + i) * rows + k) = *v;
+                // SAFETY: c + i < len and k < n_rows: an output the caller lets us write.
+                unsafe { *y.add((c + i) * rows + k) = *v };
             }
         }
         c += w;
@@ -660,11 +667,16 @@ unsafe fn transpose8x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_st
     use std::arch::x86_64::*;
     // SAFETY: the caller guarantees the 8 source rows (f32 moved as dwords).
     let rows: [__m256i; 8] = std::array::from_fn(|k| unsafe { _mm256_loadu_si256(src.add(k * src_stride).cast()) });
-    for (i, col) in super::x86_avx2::transpose8(&rows).iter().enumerate() {
+    // SAFETY: `transpose8` needs AVX2, which the CPU has (this fn's contract).
+    let cols = unsafe { super::x86_avx2::transpose8(&rows) };
+    for (i, col) in cols.iter().enumerate() {
         // SAFETY: the caller guarantees the 8 destination rows.
         unsafe { _mm256_storeu_si256(dst.add(i * dst_stride).cast(), *col) };
     }
 }
+
+/// The row granularity of F16 prefill tasks (see `matmul_quantized_with`).
+const F16_TASK_ROWS: usize = 24;
 
 /// Activation rows per pass over a task's weight rows, so that a block of
 /// quantized activations stays in cache while every row of the task reads it.
@@ -676,9 +688,6 @@ unsafe fn transpose8x8(src: *const f32, src_stride: usize, dst: *mut f32, dst_st
 /// The tiled path's row-block kernel (`tiled`) transposes a block's
 /// activations and unpacks each weight row once per call: larger blocks,
 /// a multiple of its 16-token group.
-/// The row granularity of F16 prefill tasks (see `matmul_quantized_with`).
-const F16_TASK_ROWS: usize = 24;
-
 fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize, tiled: bool) -> usize {
     if matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) || nt <= 64 {
         return nt.max(1);
@@ -688,16 +697,15 @@ fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize, tiled: bool) -> us
     tb.clamp(16, 256)
 }
 
-/// (64 KB: the unpacking took ~2.5 % of a SmolLM2 Q6_K prefill, 256 KB ~0.9 %)
+/// Bytes of a token block's activations for the tiled path's kernel (at
+/// 64 KB its per-call unpacking took ~2.5 % of a Q6_K prefill, here ~0.9 %).
 const TILED_BLOCK_BYTES: usize = 256 * 1024;
 
 /// Bytes of a token block's activations for the other kernels: a quarter of
 /// the L2 cache, within 64–256 KB (64 KB where the size is unknown). Every
 /// pass re-reads (and the row-block kernels re-unpack) the task's weight
-/// rows: on this Zen 4 (1 MB of L2), 256 KB against 64 ran SmolLM2's
-/// ffn_down (576 × 1536) 5–10 % faster at 512 tokens in `bench_kernels`
-/// and cut the Q8_0 row kernel's own share of a 2-thread prefill from 7.3
-/// to 5.1 % (ninth session).
+/// rows, so the largest block that stays in L2 is the fastest (with 1 MB of
+/// L2, 256 KB ran 5–10 % faster than 64).
 fn rows_block_bytes() -> usize {
     static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *BYTES.get_or_init(|| crate::cpu::l2_cache_bytes().map_or(64 * 1024, |l2| (l2 / 4).clamp(64 * 1024, 256 * 1024)))

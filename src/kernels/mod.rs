@@ -29,9 +29,10 @@
 //!   (`ggml_paths`: repacked gemm/gemv, tiled k-quant matmul, k-quant
 //!   vec_dot, llamafile's tinyBLAS and `ggml_vec_dot_f32`/`_bf16` for F32
 //!   and BF16 weights), else the `ggml_vec_dot`-order kernel of the type.
-//! - The kernel set (scalar, AVX2+FMA+F16C, NEON, NEON+dotprod) is chosen
-//!   once at run time ([`kernels`]); `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1`
-//!   force scalar. Every SIMD kernel has its scalar definition in
+//! - The kernel set (scalar, AVX2+FMA+F16C, the same with AVX-512 VNNI,
+//!   NEON, NEON+dotprod) is chosen once at run time ([`kernels`]);
+//!   `MINFER_NO_AVX2=1` / `MINFER_NO_NEON=1` force scalar, `MINFER_NO_VNNI=1`
+//!   plain AVX2. Every SIMD kernel has its scalar definition in
 //!   `scalar.rs` and is tested against it.
 //!
 //! Files: `dispatch.rs` (kernel sets, detection), `scalar.rs`,

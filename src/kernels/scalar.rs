@@ -31,9 +31,9 @@ pub(crate) static SET: KernelSet = KernelSet {
     ggml_rows: super::dispatch::no_ggml_rows,
     ggml_token_major: super::dispatch::no_ggml_token_major,
     tiled: super::dispatch::no_tiled,
-    quant_q8_0: quant_q8_0,
-    quant_q8_1: quant_q8_1,
-    quant_q8_k: quant_q8_k,
+    quant_q8_0,
+    quant_q8_1,
+    quant_q8_k,
 };
 
 fn tile(ty: GgmlType) -> Option<TileFn> {

@@ -57,7 +57,7 @@ impl Rng {
                 };
             }
             let x = self.uni() * scale;
-            v.push(if x == 0.0 && self.next() % 2 == 0 { -0.0 } else { x });
+            v.push(if x == 0.0 && self.next().is_multiple_of(2) { -0.0 } else { x });
         }
         v
     }
@@ -101,7 +101,7 @@ fn quantize_acts(ks: &KernelSet, act: ActType, x: &[f32]) -> Vec<u8> {
 /// unaligned data, as in a GGUF mapping.
 fn misaligned(v: &[u8]) -> (Vec<u8>, usize) {
     let mut buf = vec![0u8; v.len() + 1];
-    let off = if buf.as_ptr() as usize % 2 == 0 { 1 } else { 0 };
+    let off = if (buf.as_ptr() as usize).is_multiple_of(2) { 1 } else { 0 };
     buf[off..off + v.len()].copy_from_slice(v);
     (buf, off)
 }
@@ -571,7 +571,7 @@ fn simd_dots_equal_scalar_dots_on_arbitrary_block_bytes() {
             }
             for blk in w.chunks_exact_mut(ty.type_size()) {
                 for &off in scale_fields(ty) {
-                    let v = (rng.uni() * 0.01) as f32;
+                    let v = rng.uni() * 0.01;
                     blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(v));
                 }
             }
@@ -602,7 +602,7 @@ fn vnni_set_equals_avx2_set_bit_for_bit() {
     let (Some(avx2), Some(vnni)) =
         (sets.iter().find(|s| s.name == "avx2"), sets.iter().find(|s| s.name == "avx2-vnni"))
     else {
-        eprintln!("no AVX-512 VNNI on this CPU: skipped");
+        skip_test!("no AVX-512 VNNI on this CPU");
         return;
     };
     let pool = ThreadPool::new(2).expect("pool");
@@ -723,7 +723,7 @@ fn hsum_ps_x8_equals_eight_hsum_ps_bit_for_bit() {
     use super::x86_avx2::{cpu_ok, hsum_ps, hsum_ps_x8};
     use std::arch::x86_64::*;
     if !cpu_ok() {
-        eprintln!("no AVX2 on this CPU: skipped");
+        skip_test!("no AVX2 on this CPU");
         return;
     }
     let mut rng = Rng::new(5);

@@ -478,47 +478,65 @@ macro_rules! exp_kernels {
 
         #[target_feature(enable = $features)]
         pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
-            let m = _mm256_set1_ps(max);
-            let mut sum = 0f64;
-            for g in 0..TILE / 16 {
-                let p = row.as_mut_ptr().add(16 * g);
-                // SAFETY: lanes 16g..16g+16 are in the row.
-                let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
-                let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
-                _mm256_storeu_ps(p, lo);
-                _mm256_storeu_ps(p.add(8), hi);
-                sum += f64::from(reduce_lo_hi(lo, hi));
+            // SAFETY: the caller checked that the CPU has the set's features
+            // ($features, enabled on this fn: its contract); the offsets and
+            // accesses through `row` stay within the buffers the caller vouched
+            // for (the same contract).
+            unsafe {
+                let m = _mm256_set1_ps(max);
+                let mut sum = 0f64;
+                for g in 0..TILE / 16 {
+                    let p = row.as_mut_ptr().add(16 * g);
+                    // SAFETY: lanes 16g..16g+16 are in the row.
+                    let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
+                    let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
+                    _mm256_storeu_ps(p, lo);
+                    _mm256_storeu_ps(p.add(8), hi);
+                    sum += f64::from(reduce_lo_hi(lo, hi));
+                }
+                sum
             }
-            sum
         }
 
         /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
-            let m = _mm256_set1_ps(max);
-            let p = g.as_mut_ptr();
-            // SAFETY: the group has 16 lanes.
-            let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
-            let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
-            _mm256_storeu_ps(p, lo);
-            _mm256_storeu_ps(p.add(8), hi);
-            reduce_lo_hi(lo, hi)
+            // SAFETY: the caller checked that the CPU has the set's features
+            // ($features, enabled on this fn: its contract); the offsets and
+            // accesses through `g` stay within the buffers the caller vouched
+            // for (the same contract).
+            unsafe {
+                let m = _mm256_set1_ps(max);
+                let p = g.as_mut_ptr();
+                // SAFETY: the group has 16 lanes.
+                let lo = expf8(_mm256_sub_ps(_mm256_loadu_ps(p), m));
+                let hi = expf8(_mm256_sub_ps(_mm256_loadu_ps(p.add(8)), m));
+                _mm256_storeu_ps(p, lo);
+                _mm256_storeu_ps(p.add(8), hi);
+                reduce_lo_hi(lo, hi)
+            }
         }
 
         #[target_feature(enable = $features)]
         pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
-            let one = _mm256_set1_ps(1.0);
-            let n = g.len().min(u.len());
-            let mut i = 0;
-            while i + 8 <= n {
-                // SAFETY: i + 8 ≤ len of both slices.
-                let x = _mm256_loadu_ps(g.as_ptr().add(i));
-                let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-                let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
-                _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
-                i += 8;
+            // SAFETY: the caller checked that the CPU has the set's features
+            // ($features, enabled on this fn: its contract); the offsets and
+            // accesses through `g`, `u` stay within the buffers the caller
+            // vouched for (the same contract).
+            unsafe {
+                let one = _mm256_set1_ps(1.0);
+                let n = g.len().min(u.len());
+                let mut i = 0;
+                while i + 8 <= n {
+                    // SAFETY: i + 8 ≤ len of both slices.
+                    let x = _mm256_loadu_ps(g.as_ptr().add(i));
+                    let e = expf8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+                    let s = _mm256_div_ps(x, _mm256_add_ps(one, e));
+                    _mm256_storeu_ps(g.as_mut_ptr().add(i), _mm256_mul_ps(s, _mm256_loadu_ps(u.as_ptr().add(i))));
+                    i += 8;
+                }
+                swiglu_scalar(&mut g[i..n], &u[i..n]);
             }
-            swiglu_scalar(&mut g[i..n], &u[i..n]);
         }
     };
 }
@@ -565,23 +583,30 @@ mod avx2 {
     /// # Safety
     /// AVX2 and FMA; `q` holds R rows of `hd`, `kt` hd rows of TILE.
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
-        for half in 0..2 {
-            let mut acc = [[_mm256_setzero_ps(); 4]; R];
-            for k in 0..hd {
-                // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
-                let row = kt.as_ptr().add(k * TILE + 32 * half);
-                let b: [__m256; R] = std::array::from_fn(|r| _mm256_broadcast_ss(&*q.as_ptr().add(r * hd + k)));
-                for c in 0..4 {
-                    let kv = _mm256_loadu_ps(row.add(8 * c));
-                    for r in 0..R {
-                        acc[r][c] = _mm256_fmadd_ps(kv, b[r], acc[r][c]);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `q`, `kt`, `out` stay within the buffers the caller vouched for (the
+        // same contract).
+        unsafe {
+            for half in 0..2 {
+                let mut acc = [[_mm256_setzero_ps(); 4]; R];
+                for k in 0..hd {
+                    // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
+                    let row = kt.as_ptr().add(k * TILE + 32 * half);
+                    let b: [__m256; R] = std::array::from_fn(|r| _mm256_broadcast_ss(&*q.as_ptr().add(r * hd + k)));
+                    for c in 0..4 {
+                        let kv = _mm256_loadu_ps(row.add(8 * c));
+                        for r in 0..R {
+                            acc[r][c] = _mm256_fmadd_ps(kv, b[r], acc[r][c]);
+                        }
                     }
                 }
-            }
-            for (o, a) in out.iter_mut().zip(&acc) {
-                for (c, x) in a.iter().enumerate() {
-                    _mm256_storeu_ps(o.as_mut_ptr().add(32 * half + 8 * c), *x);
+                for (o, a) in out.iter_mut().zip(&acc) {
+                    for (c, x) in a.iter().enumerate() {
+                        _mm256_storeu_ps(o.as_mut_ptr().add(32 * half + 8 * c), *x);
+                    }
                 }
             }
         }
@@ -593,22 +618,27 @@ mod avx2 {
     /// AVX2 is available.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn scale_mask_max(x: &mut [f32; TILE], scale: f32, visible: u64) -> f32 {
-        let (sv, zero, ninf) = (_mm256_set1_ps(scale), _mm256_setzero_ps(), _mm256_set1_ps(f32::NEG_INFINITY));
-        let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-        let mut max = ninf;
-        for c in 0..TILE / 8 {
-            let p = x.as_mut_ptr().add(8 * c);
-            let bits = _mm256_set1_epi32((visible >> (8 * c)) as i32 & 0xff);
-            let seen = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(bits, bit), bit));
-            // SAFETY: lanes 8c..8c+8 are in the tile.
-            let v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), zero);
-            let v = _mm256_blendv_ps(ninf, v, seen);
-            _mm256_storeu_ps(p, v);
-            max = _mm256_max_ps(v, max);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through `x`
+        // stay within the buffers the caller vouched for (the same contract).
+        unsafe {
+            let (sv, zero, ninf) = (_mm256_set1_ps(scale), _mm256_setzero_ps(), _mm256_set1_ps(f32::NEG_INFINITY));
+            let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+            let mut max = ninf;
+            for c in 0..TILE / 8 {
+                let p = x.as_mut_ptr().add(8 * c);
+                let bits = _mm256_set1_epi32((visible >> (8 * c)) as i32 & 0xff);
+                let seen = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(bits, bit), bit));
+                // SAFETY: lanes 8c..8c+8 are in the tile.
+                let v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p), sv), zero);
+                let v = _mm256_blendv_ps(ninf, v, seen);
+                _mm256_storeu_ps(p, v);
+                max = _mm256_max_ps(v, max);
+            }
+            let m4 = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps::<1>(max));
+            let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps::<1>(m2, m2)))
         }
-        let m4 = _mm_max_ps(_mm256_castps256_ps128(max), _mm256_extractf128_ps::<1>(max));
-        let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps::<1>(m2, m2)))
     }
 
     /// [`super::axpy_tile_rows`]: per 32 columns of V (4 vectors), the R
@@ -617,35 +647,42 @@ mod avx2 {
     /// # Safety
     /// AVX2 and FMA; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
-        let mut d = 0;
-        while d + 32 <= dv {
-            let a = acc.as_mut_ptr().add(d);
-            // SAFETY: columns d..d+32 of each of the R rows of acc.
-            let mut x: [[__m256; 4]; R] =
-                std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(a.add(r * dv + 8 * c))));
-            for j in 0..TILE {
-                let b: [__m256; R] = std::array::from_fn(|r| _mm256_set1_ps(p[r][j]));
-                // SAFETY: v holds TILE rows of dv.
-                let row = v.as_ptr().add(j * dv + d);
-                for c in 0..4 {
-                    let vv = _mm256_loadu_ps(row.add(8 * c));
-                    for r in 0..R {
-                        x[r][c] = _mm256_fmadd_ps(vv, b[r], x[r][c]);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `p`, `v`, `acc` stay within the buffers the caller vouched for (the
+        // same contract).
+        unsafe {
+            let mut d = 0;
+            while d + 32 <= dv {
+                let a = acc.as_mut_ptr().add(d);
+                // SAFETY: columns d..d+32 of each of the R rows of acc.
+                let mut x: [[__m256; 4]; R] =
+                    std::array::from_fn(|r| std::array::from_fn(|c| _mm256_loadu_ps(a.add(r * dv + 8 * c))));
+                for j in 0..TILE {
+                    let b: [__m256; R] = std::array::from_fn(|r| _mm256_set1_ps(p[r][j]));
+                    // SAFETY: v holds TILE rows of dv.
+                    let row = v.as_ptr().add(j * dv + d);
+                    for c in 0..4 {
+                        let vv = _mm256_loadu_ps(row.add(8 * c));
+                        for r in 0..R {
+                            x[r][c] = _mm256_fmadd_ps(vv, b[r], x[r][c]);
+                        }
                     }
                 }
-            }
-            for (r, xr) in x.iter().enumerate() {
-                for (c, xc) in xr.iter().enumerate() {
-                    _mm256_storeu_ps(a.add(r * dv + 8 * c), *xc);
+                for (r, xr) in x.iter().enumerate() {
+                    for (c, xc) in xr.iter().enumerate() {
+                        _mm256_storeu_ps(a.add(r * dv + 8 * c), *xc);
+                    }
                 }
+                d += 32;
             }
-            d += 32;
-        }
-        for r in 0..R {
-            for dd in d..dv {
-                for (j, &pj) in p[r].iter().enumerate() {
-                    acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+            for r in 0..R {
+                for dd in d..dv {
+                    for (j, &pj) in p[r].iter().enumerate() {
+                        acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+                    }
                 }
             }
         }
@@ -653,59 +690,77 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot64<X: F16Input>(x: &[X], y: &[f32]) -> f64 {
-        let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
-        let mut i = 0;
-        while i + 64 <= x.len() {
-            for (r, a) in acc.iter_mut().enumerate() {
-                // SAFETY: i + 64 ≤ len of both.
-                *a = _mm256_fmadd_ps(
-                    X::load8(x.as_ptr().add(i + 8 * r)),
-                    _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)),
-                    *a,
-                );
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `x`, `y` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
+            let mut i = 0;
+            while i + 64 <= x.len() {
+                for (r, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: i + 64 ≤ len of both.
+                    *a = _mm256_fmadd_ps(
+                        X::load8(x.as_ptr().add(i + 8 * r)),
+                        _mm256_loadu_ps(y.as_ptr().add(i + 8 * r)),
+                        *a,
+                    );
+                }
+                i += 64;
             }
-            i += 64;
+            // sum[0] += sum[2]; sum[1] += sum[3]; sum[0] += sum[1] (16 lanes each)
+            let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+            let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+            f64::from(reduce_lo_hi(lo, hi))
         }
-        // sum[0] += sum[2]; sum[1] += sum[3]; sum[0] += sum[1] (16 lanes each)
-        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
-        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-        f64::from(reduce_lo_hi(lo, hi))
     }
 
     /// [`super::scale_f16`]: the product rounded to f16 by F16C (to nearest
     /// even, as `round_f16`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn scale_f16(acc: &mut [f32], s: f32) {
-        let b = _mm256_set1_ps(s);
-        let n = acc.len();
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: i + 8 ≤ n.
-            let a = acc.as_mut_ptr().add(i);
-            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(_mm256_loadu_ps(a), b));
-            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
-            i += 8;
-        }
-        for a in &mut acc[i..] {
-            *a = round_f16(*a * s);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `acc` stay within the buffers the caller vouched for (the
+        // same contract).
+        unsafe {
+            let b = _mm256_set1_ps(s);
+            let n = acc.len();
+            let mut i = 0;
+            while i + 8 <= n {
+                // SAFETY: i + 8 ≤ n.
+                let a = acc.as_mut_ptr().add(i);
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(_mm256_loadu_ps(a), b));
+                _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+                i += 8;
+            }
+            for a in &mut acc[i..] {
+                *a = round_f16(*a * s);
+            }
         }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
-        let n = acc.len().min(v.len());
-        let b = _mm256_set1_ps(s);
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: i + 8 ≤ n.
-            let a = acc.as_mut_ptr().add(i);
-            let r = _mm256_fmadd_ps(X::load8(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
-            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
-            _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
-            i += 8;
-        }
-        for k in i..n {
-            acc[k] = round_f16(v[k].to_f32().mul_add(s, acc[k]));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `acc`, `v` stay within the buffers the caller vouched for
+        // (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let n = acc.len().min(v.len());
+            let b = _mm256_set1_ps(s);
+            let mut i = 0;
+            while i + 8 <= n {
+                // SAFETY: i + 8 ≤ n.
+                let a = acc.as_mut_ptr().add(i);
+                let r = _mm256_fmadd_ps(X::load8(v.as_ptr().add(i)), b, _mm256_loadu_ps(a));
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r);
+                _mm256_storeu_ps(a, _mm256_cvtph_ps(h));
+                i += 8;
+            }
+            for k in i..n {
+                acc[k] = round_f16(v[k].to_f32().mul_add(s, acc[k]));
+            }
         }
     }
 }
@@ -756,42 +811,60 @@ mod avx512 {
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
-        let m = _mm512_set1_ps(max);
-        let mut sum = 0f64;
-        for g in 0..TILE / 16 {
-            let p = row.as_mut_ptr().add(16 * g);
-            // SAFETY: lanes 16g..16g+16 are in the row.
-            let e = expf16(_mm512_sub_ps(_mm512_loadu_ps(p), m));
-            _mm512_storeu_ps(p, e);
-            sum += f64::from(reduce16_zmm(e));
+        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `row` stay within the buffers the caller vouched
+        // for (the same contract).
+        unsafe {
+            let m = _mm512_set1_ps(max);
+            let mut sum = 0f64;
+            for g in 0..TILE / 16 {
+                let p = row.as_mut_ptr().add(16 * g);
+                // SAFETY: lanes 16g..16g+16 are in the row.
+                let e = expf16(_mm512_sub_ps(_mm512_loadu_ps(p), m));
+                _mm512_storeu_ps(p, e);
+                sum += f64::from(reduce16_zmm(e));
+            }
+            sum
         }
-        sum
     }
 
     /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
-        let p = g.as_mut_ptr();
-        // SAFETY: the group has 16 lanes.
-        let e = expf16(_mm512_sub_ps(_mm512_loadu_ps(p), _mm512_set1_ps(max)));
-        _mm512_storeu_ps(p, e);
-        reduce16_zmm(e)
+        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `g` stay within the buffers the caller vouched
+        // for (the same contract).
+        unsafe {
+            let p = g.as_mut_ptr();
+            // SAFETY: the group has 16 lanes.
+            let e = expf16(_mm512_sub_ps(_mm512_loadu_ps(p), _mm512_set1_ps(max)));
+            _mm512_storeu_ps(p, e);
+            reduce16_zmm(e)
+        }
     }
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
-        let one = _mm512_set1_ps(1.0);
-        let n = g.len().min(u.len());
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: i + 16 ≤ len of both slices.
-            let x = _mm512_loadu_ps(g.as_ptr().add(i));
-            let e = expf16(_mm512_sub_ps(_mm512_setzero_ps(), x));
-            let s = _mm512_div_ps(x, _mm512_add_ps(one, e));
-            _mm512_storeu_ps(g.as_mut_ptr().add(i), _mm512_mul_ps(s, _mm512_loadu_ps(u.as_ptr().add(i))));
-            i += 16;
+        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `g`, `u` stay within the buffers the caller
+        // vouched for (the same contract).
+        unsafe {
+            let one = _mm512_set1_ps(1.0);
+            let n = g.len().min(u.len());
+            let mut i = 0;
+            while i + 16 <= n {
+                // SAFETY: i + 16 ≤ len of both slices.
+                let x = _mm512_loadu_ps(g.as_ptr().add(i));
+                let e = expf16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+                let s = _mm512_div_ps(x, _mm512_add_ps(one, e));
+                _mm512_storeu_ps(g.as_mut_ptr().add(i), _mm512_mul_ps(s, _mm512_loadu_ps(u.as_ptr().add(i))));
+                i += 16;
+            }
+            swiglu_scalar(&mut g[i..n], &u[i..n]);
         }
-        swiglu_scalar(&mut g[i..n], &u[i..n]);
     }
 
     /// [`super::gemv_tile_rows`] on 16 lanes: the whole tile (4 vectors)
@@ -800,22 +873,29 @@ mod avx512 {
     /// # Safety
     /// AVX-512F; `q` holds R rows of `hd`, `kt` hd rows of TILE.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
-        let mut acc = [[_mm512_setzero_ps(); 4]; R];
-        for k in 0..hd {
-            // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
-            let row = kt.as_ptr().add(k * TILE);
-            let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(*q.as_ptr().add(r * hd + k)));
-            for c in 0..4 {
-                let kv = _mm512_loadu_ps(row.add(16 * c));
-                for r in 0..R {
-                    acc[r][c] = _mm512_fmadd_ps(kv, b[r], acc[r][c]);
+        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `q`, `kt`, `out` stay within the buffers the
+        // caller vouched for (the same contract).
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 4]; R];
+            for k in 0..hd {
+                // SAFETY: k < hd, so row k of kt and q[r * hd + k] exist.
+                let row = kt.as_ptr().add(k * TILE);
+                let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(*q.as_ptr().add(r * hd + k)));
+                for c in 0..4 {
+                    let kv = _mm512_loadu_ps(row.add(16 * c));
+                    for r in 0..R {
+                        acc[r][c] = _mm512_fmadd_ps(kv, b[r], acc[r][c]);
+                    }
                 }
             }
-        }
-        for (o, a) in out.iter_mut().zip(&acc) {
-            for (c, x) in a.iter().enumerate() {
-                _mm512_storeu_ps(o.as_mut_ptr().add(16 * c), *x);
+            for (o, a) in out.iter_mut().zip(&acc) {
+                for (c, x) in a.iter().enumerate() {
+                    _mm512_storeu_ps(o.as_mut_ptr().add(16 * c), *x);
+                }
             }
         }
     }
@@ -827,42 +907,62 @@ mod avx512 {
     /// AVX-512F; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
-        #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
-        #[inline]
-        unsafe fn cols<const R: usize, const C: usize>(p: &[[f32; TILE]; R], v: *const f32, a: *mut f32, dv: usize) {
-            // SAFETY (all below): columns d..d+16C of the R rows of acc (at
-            // `a`, rows dv apart) and of the TILE rows of v (at `v`).
-            let mut x: [[__m512; C]; R] =
-                std::array::from_fn(|r| std::array::from_fn(|c| _mm512_loadu_ps(a.add(r * dv + 16 * c))));
-            for j in 0..TILE {
-                let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(p[r][j]));
-                let row = v.add(j * dv);
-                for c in 0..C {
-                    let vv = _mm512_loadu_ps(row.add(16 * c));
-                    for r in 0..R {
-                        x[r][c] = _mm512_fmadd_ps(vv, b[r], x[r][c]);
+        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `p`, `v`, `acc` stay within the buffers the
+        // caller vouched for (the same contract), which is what the callees'
+        // contracts ask.
+        unsafe {
+            #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
+            #[inline]
+            #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
+            unsafe fn cols<const R: usize, const C: usize>(
+                p: &[[f32; TILE]; R],
+                v: *const f32,
+                a: *mut f32,
+                dv: usize,
+            ) {
+                // SAFETY: the caller checked that the CPU has avx2, fma,
+                // avx512f, avx512vl (the contract of this `#[target_feature]`
+                // fn); the offsets and accesses through `v`, `a`, `p` stay
+                // within the buffers the caller vouched for (the same
+                // contract).
+                unsafe {
+                    // SAFETY (all below): columns d..d+16C of the R rows of acc (at
+                    // `a`, rows dv apart) and of the TILE rows of v (at `v`).
+                    let mut x: [[__m512; C]; R] =
+                        std::array::from_fn(|r| std::array::from_fn(|c| _mm512_loadu_ps(a.add(r * dv + 16 * c))));
+                    for j in 0..TILE {
+                        let b: [__m512; R] = std::array::from_fn(|r| _mm512_set1_ps(p[r][j]));
+                        let row = v.add(j * dv);
+                        for c in 0..C {
+                            let vv = _mm512_loadu_ps(row.add(16 * c));
+                            for r in 0..R {
+                                x[r][c] = _mm512_fmadd_ps(vv, b[r], x[r][c]);
+                            }
+                        }
+                    }
+                    for (r, xr) in x.iter().enumerate() {
+                        for (c, xc) in xr.iter().enumerate() {
+                            _mm512_storeu_ps(a.add(r * dv + 16 * c), *xc);
+                        }
                     }
                 }
             }
-            for (r, xr) in x.iter().enumerate() {
-                for (c, xc) in xr.iter().enumerate() {
-                    _mm512_storeu_ps(a.add(r * dv + 16 * c), *xc);
-                }
+            let mut d = 0;
+            while d + 64 <= dv {
+                cols::<R, 4>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
+                d += 64;
             }
-        }
-        let mut d = 0;
-        while d + 64 <= dv {
-            cols::<R, 4>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
-            d += 64;
-        }
-        while d + 16 <= dv {
-            cols::<R, 1>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
-            d += 16;
-        }
-        for r in 0..R {
-            for dd in d..dv {
-                for (j, &pj) in p[r].iter().enumerate() {
-                    acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+            while d + 16 <= dv {
+                cols::<R, 1>(p, v.as_ptr().add(d), acc.as_mut_ptr().add(d), dv);
+                d += 16;
+            }
+            for r in 0..R {
+                for dd in d..dv {
+                    for (j, &pj) in p[r].iter().enumerate() {
+                        acc[r * dv + dd] = v[j * dv + dd].mul_add(pj, acc[r * dv + dd]);
+                    }
                 }
             }
         }
@@ -885,10 +985,14 @@ mod tests {
         kt: &[f32],
         out: &mut [[f32; TILE]; R],
     ) {
-        if wide {
-            avx512::gemv_tile_rows::<R>(q, hd, kt, out)
-        } else {
-            avx2::gemv_tile_rows::<R>(q, hd, kt, out)
+        // SAFETY: the caller upholds the kernels' contract (this fn's): the
+        // CPU has AVX-512F where `wide`, else AVX2 and FMA; the buffer shapes.
+        unsafe {
+            if wide {
+                avx512::gemv_tile_rows::<R>(q, hd, kt, out)
+            } else {
+                avx2::gemv_tile_rows::<R>(q, hd, kt, out)
+            }
         }
     }
 
@@ -904,10 +1008,14 @@ mod tests {
         acc: &mut [f32],
         dv: usize,
     ) {
-        if wide {
-            avx512::axpy_tile_rows::<R>(p, v, acc, dv)
-        } else {
-            avx2::axpy_tile_rows::<R>(p, v, acc, dv)
+        // SAFETY: the caller upholds the kernels' contract (this fn's): the
+        // CPU has AVX-512F where `wide`, else AVX2 and FMA; the buffer shapes.
+        unsafe {
+            if wide {
+                avx512::axpy_tile_rows::<R>(p, v, acc, dv)
+            } else {
+                avx2::axpy_tile_rows::<R>(p, v, acc, dv)
+            }
         }
     }
 

@@ -13,6 +13,18 @@
 //! - activation quantizers: byte-identical to the scalar ones, including the
 //!   reference's x86 conversions of out-of-range values.
 //!
+//! Two sets: `SET` ("avx2") and `SET_VNNI` ("avx2-vnni", on CPUs with
+//! AVX-512 VNNI/VL/BW), which give the same bits. Both add row-block kernels
+//! (`RowsFn`) for the 32-block types, one generic body per family over the
+//! integer dot (`Dot8`: `vpdpbusd`, or AVX2's exact `vpmaddubsw` +
+//! `vpmaddwd`): each weight row block unpacked once per call, the
+//! activations and their scales prepared once per call, several rows ×
+//! tokens per step (2 × 8 on AVX2's 16 registers; on VNNI two tokens'
+//! lanes interleaved per 512-bit vector, `ZmmPairs`, so one `vpdpbusd` +
+//! `vfmadd` serves two outputs), each output's lanes and their order those
+//! of the tile kernel. One token (decodes) runs up to 4 rows at a time, one
+//! `vfmadd` chain each (`KernelSet::decode_rows_fn`).
+//!
 //! Loads are unaligned throughout: weights come straight from a GGUF mapping.
 //!
 //! # Safety
@@ -102,9 +114,9 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
         Q5_0 => tile_q8_0_family_vnni::<WQ5_0>,
         Q8_0 => tile_q8_0_family_vnni::<WQ8_0>,
         IQ4_NL => tile_q8_0_family_vnni::<WIq4Nl>,
-        // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 took
-        // ~8% more CPU time than `tile_q8_1_family` on SmolLM2 Q4_1 pp512;
-        // from 8 tokens the matmul runs `rows_q8_1_family_vnni` instead
+        // Q4_1/Q5_1 (Q8_1 activations): a VNNI version in groups of 8 was
+        // slower than `tile_q8_1_family`; from 8 tokens the matmul runs
+        // `rows_q8_1_family_vnni` instead
         _ => return tile(ty),
     })
 }
@@ -138,8 +150,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
 /// `vpinsrw` into lane 0 of whatever register is free, which reads that
 /// register: in the Q8_0 decode loop it picked the accumulator, so every
 /// block's scale waited for the previous block's `vfmadd` and the loop ran
-/// as one long dependency chain (SmolLM2 Q8_0 decodes ~10 % slower than the
-/// reference's same loop). `movzx` + `vmovd` write whole registers.
+/// as one long dependency chain (decodes ~10 % slower). `movzx` + `vmovd`
+/// write whole registers.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
@@ -222,7 +234,10 @@ pub(crate) unsafe fn hsum_epi32(v: __m256i) -> i32 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn loadu(p: *const u8) -> __m256i {
-    _mm256_loadu_si256(p as *const __m256i)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `p`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
 /// Transposes 8 vectors of 8 dwords: lane `r` of `out[g]` is dword `g` of
@@ -282,49 +297,74 @@ pub(crate) unsafe fn hsum_epi32_x8(v: &[__m256i; 8]) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
-    let d: [f32; 8] = std::array::from_fn(|j| q8k_d(ab.add(j * s)));
-    _mm256_loadu_ps(d.as_ptr())
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `ab`
+    // stay within the buffers the caller vouched for (the same contract), which
+    // is what the callees' contracts ask.
+    unsafe {
+        let d: [f32; 8] = std::array::from_fn(|j| q8k_d(ab.add(j * s)));
+        _mm256_loadu_ps(d.as_ptr())
+    }
 }
 
 /// The f16 scales at `p`, `p + s`, … of 8 activation rows, as f32.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
-    // lane inserts (`vpinsrw` from memory), not a stack array: its 8
-    // two-byte stores cannot forward to one 16-byte load
-    let h = |j: usize| i32::from(std::ptr::read_unaligned(p.add(j * s) as *const u16));
-    let mut v = _mm_cvtsi32_si128(h(0));
-    v = _mm_insert_epi16::<1>(v, h(1));
-    v = _mm_insert_epi16::<2>(v, h(2));
-    v = _mm_insert_epi16::<3>(v, h(3));
-    v = _mm_insert_epi16::<4>(v, h(4));
-    v = _mm_insert_epi16::<5>(v, h(5));
-    v = _mm_insert_epi16::<6>(v, h(6));
-    v = _mm_insert_epi16::<7>(v, h(7));
-    _mm256_cvtph_ps(v)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `p`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        // lane inserts (`vpinsrw` from memory), not a stack array: its 8
+        // two-byte stores cannot forward to one 16-byte load
+        let h = |j: usize| i32::from(std::ptr::read_unaligned(p.add(j * s) as *const u16));
+        let mut v = _mm_cvtsi32_si128(h(0));
+        v = _mm_insert_epi16::<1>(v, h(1));
+        v = _mm_insert_epi16::<2>(v, h(2));
+        v = _mm_insert_epi16::<3>(v, h(3));
+        v = _mm_insert_epi16::<4>(v, h(4));
+        v = _mm_insert_epi16::<5>(v, h(5));
+        v = _mm_insert_epi16::<6>(v, h(6));
+        v = _mm_insert_epi16::<7>(v, h(7));
+        _mm256_cvtph_ps(v)
+    }
 }
 
 /// 16 packed bytes → 32 nibbles as bytes: low nibbles first, then high.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn nibbles32(p: *const u8) -> __m256i {
-    let v = _mm_loadu_si128(p as *const __m128i);
-    let m = _mm_set1_epi8(0x0F);
-    let lo = _mm_and_si128(v, m);
-    let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
-    _mm256_set_m128i(hi, lo)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `p`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        let v = _mm_loadu_si128(p as *const __m128i);
+        let m = _mm_set1_epi8(0x0F);
+        let lo = _mm_and_si128(v, m);
+        let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+        _mm256_set_m128i(hi, lo)
+    }
 }
 
 /// The 32 bits at `p` as 32 bytes: 0xFF where the bit is set, else 0.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn bits32(p: *const u8) -> __m256i {
-    let x = std::ptr::read_unaligned(p as *const u32);
-    let shuf =
-        _mm256_set_epi64x(0x0303_0303_0303_0303, 0x0202_0202_0202_0202, 0x0101_0101_0101_0101, 0x0000_0000_0000_0000);
-    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
-    let bit_mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
-    _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit_mask), _mm256_set1_epi64x(-1))
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `p`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        let x = std::ptr::read_unaligned(p as *const u32);
+        let shuf = _mm256_set_epi64x(
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0x0000_0000_0000_0000,
+        );
+        let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
+        let bit_mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe);
+        _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit_mask), _mm256_set1_epi64x(-1))
+    }
 }
 
 /// Σ over pairs of `w·a` for the values of a `WK` block (the i16 pair sums
@@ -332,10 +372,15 @@ unsafe fn bits32(p: *const u8) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn dot_pairs_k<U: WK>(w: __m256i, a: __m256i) -> __m256i {
-    if U::UNSIGNED_Q {
-        _mm256_maddubs_epi16(w, a)
-    } else {
-        dot_pairs_signed(w, a)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the callees' contracts ask no more than
+    // this fn's.
+    unsafe {
+        if U::UNSIGNED_Q {
+            _mm256_maddubs_epi16(w, a)
+        } else {
+            dot_pairs_signed(w, a)
+        }
     }
 }
 
@@ -365,7 +410,12 @@ pub(crate) trait W32 {
     /// shorter form there.
     #[inline(always)]
     unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
-        Self::load(p)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `p` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe { Self::load(p) }
     }
 }
 
@@ -375,7 +425,11 @@ impl W32 for WQ4_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        (_mm256_sub_epi8(nibbles32(p.add(2)), _mm256_set1_epi8(8)), f16_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe { (_mm256_sub_epi8(nibbles32(p.add(2)), _mm256_set1_epi8(8)), f16_at(p)) }
     }
 }
 
@@ -385,9 +439,15 @@ impl W32 for WQ5_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        // (nibble | bit<<4) - 16 == nibble | (bit ? 0 : 0xF0) as i8
-        let hi = _mm256_andnot_si256(bits32(p.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
-        (_mm256_or_si256(nibbles32(p.add(6)), hi), f16_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            // (nibble | bit<<4) - 16 == nibble | (bit ? 0 : 0xF0) as i8
+            let hi = _mm256_andnot_si256(bits32(p.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
+            (_mm256_or_si256(nibbles32(p.add(6)), hi), f16_at(p))
+        }
     }
     /// The high bits as a mask register (one `kmovd`) choosing per byte
     /// between the nibble and the nibble | 0xF0, and the nibbles from one
@@ -396,11 +456,18 @@ impl W32 for WQ5_0 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw")]
     #[inline]
     unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
-        let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.add(6) as *const __m128i));
-        let shift = _mm256_setr_epi64x(0, 0, 0x0004_0004_0004_0004, 0x0004_0004_0004_0004);
-        let nib = _mm256_and_si256(_mm256_srlv_epi16(both, shift), _mm256_set1_epi8(0x0F));
-        let bit: __mmask32 = std::ptr::read_unaligned(p.add(2) as *const u32);
-        (_mm256_mask_blend_epi8(bit, _mm256_or_si256(nib, _mm256_set1_epi8(0xF0u8 as i8)), nib), f16_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+        // avx512vl, avx512bw (the contract of this `#[target_feature]` fn); the
+        // offsets and accesses through `p` stay within the buffers the caller
+        // vouched for (the same contract), which is what the callees' contracts
+        // ask.
+        unsafe {
+            let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.add(6) as *const __m128i));
+            let shift = _mm256_setr_epi64x(0, 0, 0x0004_0004_0004_0004, 0x0004_0004_0004_0004);
+            let nib = _mm256_and_si256(_mm256_srlv_epi16(both, shift), _mm256_set1_epi8(0x0F));
+            let bit: __mmask32 = std::ptr::read_unaligned(p.add(2) as *const u32);
+            (_mm256_mask_blend_epi8(bit, _mm256_or_si256(nib, _mm256_set1_epi8(0xF0u8 as i8)), nib), f16_at(p))
+        }
     }
 }
 
@@ -410,7 +477,11 @@ impl W32 for WQ8_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        (loadu(p.add(2)), f16_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe { (loadu(p.add(2)), f16_at(p)) }
     }
 }
 
@@ -420,42 +491,61 @@ impl W32 for WIq4Nl {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
-        let table = _mm256_set_m128i(t, t);
-        (_mm256_shuffle_epi8(table, nibbles32(p.add(2))), f16_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+            let table = _mm256_set_m128i(t, t);
+            (_mm256_shuffle_epi8(table, nibbles32(p.add(2))), f16_at(p))
+        }
     }
 }
 
 /// `T` tokens (starting at activation row `t0`) against one weight row.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
+#[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_q8_0<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); T];
-    for b in 0..nb {
-        let (q, dw) = U::load(w.add(b * U::BYTES));
-        for j in 0..T {
-            let ab = a.add(j * s + b * 34);
-            let p = pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2))));
-            let scale = _mm256_set1_ps(dw * f16_at(ab));
-            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); T];
+        for b in 0..nb {
+            let (q, dw) = U::load(w.add(b * U::BYTES));
+            for j in 0..T {
+                let ab = a.add(j * s + b * 34);
+                let p = pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2))));
+                let scale = _mm256_set1_ps(dw * f16_at(ab));
+                acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+            }
         }
-    }
-    for j in 0..T {
-        out[j] = hsum_ps(acc[j]);
+        for j in 0..T {
+            out[j] = hsum_ps(acc[j]);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_q8_0_family<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let nb = n / QK;
-    let mut t = 0;
-    while t + 4 <= out.len() {
-        group_q8_0::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-        t += 4;
-    }
-    while t < out.len() {
-        group_q8_0::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-        t += 1;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let nb = n / QK;
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_q8_0::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_q8_0::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 }
 
@@ -475,7 +565,11 @@ impl W32Min for WQ4_1 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, __m128) {
-        (nibbles32(p.add(4)), f16x2_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe { (nibbles32(p.add(4)), f16x2_at(p)) }
     }
 }
 
@@ -485,45 +579,63 @@ impl W32Min for WQ5_1 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, __m128) {
-        let hi = _mm256_and_si256(bits32(p.add(4)), _mm256_set1_epi8(0x10));
-        (_mm256_or_si256(nibbles32(p.add(8)), hi), f16x2_at(p))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let hi = _mm256_and_si256(bits32(p.add(4)), _mm256_set1_epi8(0x10));
+            (_mm256_or_si256(nibbles32(p.add(8)), hi), f16x2_at(p))
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut acc_min = [0f32; T];
-    for b in 0..nb {
-        // dm: [dw, mw, 0, 0]
-        let (q, dm) = U::load(w.add(b * U::BYTES));
-        for j in 0..T {
-            let ab = a.add(j * s + b * 36);
-            let p = pairs_to_i32(_mm256_maddubs_epi16(q, loadu(ab.add(4))));
-            // [dw·da, mw·sa]: the reference's two products (`d0·d1`, `m·s`)
-            // in one multiply, from one conversion of the block's [d, s]
-            let prod = _mm_mul_ps(dm, f16x2_at(ab));
-            acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[j]);
-            acc_min[j] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); T];
+        let mut acc_min = [0f32; T];
+        for b in 0..nb {
+            // dm: [dw, mw, 0, 0]
+            let (q, dm) = U::load(w.add(b * U::BYTES));
+            for j in 0..T {
+                let ab = a.add(j * s + b * 36);
+                let p = pairs_to_i32(_mm256_maddubs_epi16(q, loadu(ab.add(4))));
+                // [dw·da, mw·sa]: the reference's two products (`d0·d1`, `m·s`)
+                // in one multiply, from one conversion of the block's [d, s]
+                let prod = _mm_mul_ps(dm, f16x2_at(ab));
+                acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[j]);
+                acc_min[j] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
+            }
         }
-    }
-    for j in 0..T {
-        out[j] = hsum_ps(acc[j]) + acc_min[j];
+        for j in 0..T {
+            out[j] = hsum_ps(acc[j]) + acc_min[j];
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let nb = n / QK;
-    let mut t = 0;
-    while t + 4 <= out.len() {
-        group_q8_1::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-        t += 4;
-    }
-    while t < out.len() {
-        group_q8_1::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-        t += 1;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let nb = n / QK;
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_q8_1::<U, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_q8_1::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 }
 
@@ -539,34 +651,49 @@ unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, ou
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 #[inline]
+#[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    let mut acc = [_mm256_setzero_ps(); T];
-    for b in 0..nb {
-        let (q, dw) = U::load_vnni(w.add(b * U::BYTES));
-        let qa = _mm256_sign_epi8(q, q);
-        for j in 0..T {
-            let ab = a.add(j * s + b * 34);
-            let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qa, _mm256_sign_epi8(loadu(ab.add(2)), q));
-            let scale = _mm256_set1_ps(dw * f16_at(ab));
-            acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512bw, avx512vnni (the contract of this `#[target_feature]`
+    // fn); the offsets and accesses through `w`, `a`, `out` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); T];
+        for b in 0..nb {
+            let (q, dw) = U::load_vnni(w.add(b * U::BYTES));
+            let qa = _mm256_sign_epi8(q, q);
+            for j in 0..T {
+                let ab = a.add(j * s + b * 34);
+                let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), qa, _mm256_sign_epi8(loadu(ab.add(2)), q));
+                let scale = _mm256_set1_ps(dw * f16_at(ab));
+                acc[j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[j]);
+            }
         }
-    }
-    for j in 0..T {
-        out[j] = hsum_ps(acc[j]);
+        for j in 0..T {
+            out[j] = hsum_ps(acc[j]);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let nb = n / QK;
-    let mut t = 0;
-    while t + 8 <= out.len() {
-        group_q8_0_vnni::<U, 8>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
-        t += 8;
-    }
-    while t < out.len() {
-        group_q8_0_vnni::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-        t += 1;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512bw, avx512vnni (the contract of this `#[target_feature]`
+    // fn); the offsets and accesses through `w`, `a`, `out` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let nb = n / QK;
+        let mut t = 0;
+        while t + 8 <= out.len() {
+            group_q8_0_vnni::<U, 8>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
+            t += 8;
+        }
+        while t < out.len() {
+            group_q8_0_vnni::<U, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 }
 
@@ -622,24 +749,45 @@ impl Dot8 for Vnni {
     type A = __m256i; // a + 128 as u8
     #[inline(always)]
     unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
-        U::load_vnni(p)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `p` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe { U::load_vnni(p) }
     }
     #[inline(always)]
     unsafe fn weight(q: __m256i) -> Self::W {
-        let zero = _mm256_setzero_si256();
-        (q, _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(-128i8), q)))
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe {
+            let zero = _mm256_setzero_si256();
+            (q, _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(-128i8), q)))
+        }
     }
     #[inline(always)]
     unsafe fn act(a: __m256i) -> Self::A {
-        _mm256_xor_si256(a, _mm256_set1_epi8(-128i8)) // a ^ 0x80 == a + 128 as u8
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe {
+            _mm256_xor_si256(a, _mm256_set1_epi8(-128i8)) // a ^ 0x80 == a + 128 as u8
+        }
     }
     #[inline(always)]
     unsafe fn dot_signed((q, bias): Self::W, au: Self::A) -> __m256i {
-        _mm256_dpbusd_epi32(bias, au, q)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe { _mm256_dpbusd_epi32(bias, au, q) }
     }
     #[inline(always)]
     unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i {
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe { _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a) }
     }
 }
 
@@ -654,11 +802,19 @@ impl Dot8 for Avx2 {
     type A = __m256i;
     #[inline(always)]
     unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
-        U::load(p)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `p` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe { U::load(p) }
     }
     #[inline(always)]
     unsafe fn weight(q: __m256i) -> Self::W {
-        (q, _mm256_sign_epi8(q, q))
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe { (q, _mm256_sign_epi8(q, q)) }
     }
     #[inline(always)]
     unsafe fn act(a: __m256i) -> Self::A {
@@ -666,11 +822,19 @@ impl Dot8 for Avx2 {
     }
     #[inline(always)]
     unsafe fn dot_signed((q, qa): Self::W, a: Self::A) -> __m256i {
-        pairs_to_i32(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(a, q)))
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the callees' contracts ask no more than this
+        // fn's.
+        unsafe { pairs_to_i32(_mm256_maddubs_epi16(qa, _mm256_sign_epi8(a, q))) }
     }
     #[inline(always)]
     unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i {
-        pairs_to_i32(_mm256_maddubs_epi16(u, a))
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the callees' contracts ask no more than this
+        // fn's.
+        unsafe { pairs_to_i32(_mm256_maddubs_epi16(u, a)) }
     }
 }
 
@@ -692,7 +856,10 @@ macro_rules! rows_entry {
             out: &mut [f32],
             os: usize,
         ) {
-            $body(n, w, ws, n_rows, a, s, nt, out, os)
+            // SAFETY: `$body` asks this fn's contract (the `RowsFn` one): the
+            // CPU has the set's features ($features, enabled here) and the
+            // buffers hold what the shapes say.
+            unsafe { $body(n, w, ws, n_rows, a, s, nt, out, os) }
         }
     };
 }
@@ -719,12 +886,15 @@ macro_rules! one_token_by_4_rows {
 /// the L1 cache while the current rows' products run.
 #[inline]
 unsafe fn prefetch_rows(w: *const u8, ws: usize, rows: usize) {
-    let mut o = 0;
-    while o < rows * ws {
-        // SAFETY: a prefetch does not fault; the addresses lie within the
-        // caller's weight rows anyway.
-        _mm_prefetch::<_MM_HINT_T0>(w.add(o) as *const i8);
-        o += 64;
+    // SAFETY: the offsets stay within the `rows` rows of `ws` bytes at `w` (the
+    // caller's contract), and a prefetch (SSE: baseline on x86-64) does not
+    // fault anyway.
+    unsafe {
+        let mut o = 0;
+        while o < rows * ws {
+            _mm_prefetch::<_MM_HINT_T0>(w.add(o) as *const i8);
+            o += 64;
+        }
     }
 }
 
@@ -776,12 +946,23 @@ impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
     type Acts = ();
     #[inline(always)]
     unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
-        let (q, d) = D::load::<U>(p);
-        (D::weight(q), d)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `p` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe {
+            let (q, d) = D::load::<U>(p);
+            (D::weight(q), d)
+        }
     }
     #[inline(always)]
     unsafe fn zero() -> Self::W {
-        D::weight(_mm256_setzero_si256())
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the callees' contracts ask no more than this
+        // fn's.
+        unsafe { D::weight(_mm256_setzero_si256()) }
     }
     #[inline(always)]
     unsafe fn acts(_: usize, _: *const u8, _: usize, _: usize) {}
@@ -798,7 +979,12 @@ impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
         out: *mut f32,
         os: usize,
     ) {
-        rows_group_q0::<D, R, TC>(nb, u, a, s, da, sc, out, os)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `a`, `da`,
+        // `sc`, `out` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe { rows_group_q0::<D, R, TC>(nb, u, a, s, da, sc, out, os) }
     }
 }
 
@@ -811,12 +997,19 @@ unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(
     rows: usize,
     u: &mut UnpackedQ0<G::W>,
 ) {
-    assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
-    for b in 0..nb {
-        for r in 0..rows {
-            let (q, d) = G::unpack::<U>(w.add(r * ws + b * U::BYTES));
-            u.w[b * rows + r] = q;
-            u.dw[b * rows + r] = d;
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
+        for b in 0..nb {
+            for r in 0..rows {
+                let (q, d) = G::unpack::<U>(w.add(r * ws + b * U::BYTES));
+                u.w[b * rows + r] = q;
+                u.dw[b * rows + r] = d;
+            }
         }
     }
 }
@@ -825,26 +1018,39 @@ unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(
 /// apart from `a`), `[n8 / 8][nb][8]`: token-minor per group of 8.
 #[inline(always)]
 unsafe fn act_scales_x8(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<f32> {
-    let mut da = vec![0f32; n8 * nb];
-    for g in 0..n8 / 8 {
-        for b in 0..nb {
-            let v = f16_at_x8(a.add(8 * g * s + b * 34), s);
-            _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `a` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let mut da = vec![0f32; n8 * nb];
+        for g in 0..n8 / 8 {
+            for b in 0..nb {
+                let v = f16_at_x8(a.add(8 * g * s + b * 34), s);
+                _mm256_storeu_ps(da.as_mut_ptr().add((g * nb + b) * 8), v);
+            }
         }
+        da
     }
-    da
 }
 
 /// The `R × 8` products dw·da of each block into `sc` (`[nb][R][8]`): per
 /// block one `vmulps` per row, `da[b * da_s ..]` the 8 tokens' scales.
 #[inline(always)]
 unsafe fn scale_products<const R: usize>(nb: usize, dw: &[f32], da: *const f32, da_s: usize, sc: *mut f32) {
-    assert!(dw.len() >= nb * R);
-    for b in 0..nb {
-        let dav = _mm256_loadu_ps(da.add(b * da_s));
-        for r in 0..R {
-            let d = _mm256_set1_ps(dw[b * R + r]);
-            _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(d, dav));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `da`, `sc`, `dw`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        assert!(dw.len() >= nb * R);
+        for b in 0..nb {
+            let dav = _mm256_loadu_ps(da.add(b * da_s));
+            for r in 0..R {
+                let d = _mm256_set1_ps(dw[b * R + r]);
+                _mm256_storeu_ps(sc.add((b * R + r) * 8), _mm256_mul_ps(d, dav));
+            }
         }
     }
 }
@@ -864,30 +1070,37 @@ unsafe fn rows_group_q0<D: Dot8, const R: usize, const TC: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    assert!(u.w.len() >= nb * R);
-    scale_products::<R>(nb, &u.dw, da, 8, sc);
-    let uw = u.w.as_ptr();
-    let mut sums = [[_mm256_setzero_ps(); 8]; R];
-    for c in 0..8 / TC {
-        let mut acc = [[_mm256_setzero_ps(); TC]; R];
-        for b in 0..nb {
-            let w: [D::W; R] = std::array::from_fn(|r| *uw.add(b * R + r));
-            for j in 0..TC {
-                let t = c * TC + j;
-                let av = D::act(loadu(a.add(t * s + b * 34 + 2)));
-                for r in 0..R {
-                    let p = D::dot_signed(w[r], av);
-                    let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
-                    acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `a`, `da`, `sc`,
+    // `out` stay within the buffers the caller vouched for (the same contract),
+    // which is what the callees' contracts ask.
+    unsafe {
+        assert!(u.w.len() >= nb * R);
+        scale_products::<R>(nb, &u.dw, da, 8, sc);
+        let uw = u.w.as_ptr();
+        let mut sums = [[_mm256_setzero_ps(); 8]; R];
+        for c in 0..8 / TC {
+            let mut acc = [[_mm256_setzero_ps(); TC]; R];
+            for b in 0..nb {
+                let w: [D::W; R] = std::array::from_fn(|r| *uw.add(b * R + r));
+                for j in 0..TC {
+                    let t = c * TC + j;
+                    let av = D::act(loadu(a.add(t * s + b * 34 + 2)));
+                    for r in 0..R {
+                        let p = D::dot_signed(w[r], av);
+                        let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
+                        acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+                    }
                 }
+            }
+            for r in 0..R {
+                sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
             }
         }
         for r in 0..R {
-            sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
+            _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&sums[r]));
         }
-    }
-    for r in 0..R {
-        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(&sums[r]));
     }
 }
 
@@ -904,18 +1117,25 @@ unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        let ab = a.add(b * 34);
-        let (av, da) = (D::act(loadu(ab.add(2))), f16_at(ab));
-        for r in 0..R {
-            let (q, dw) = D::load::<U>(w.add(r * ws + b * U::BYTES));
-            let p = D::dot_signed(D::weight(q), av);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(p), acc[r]);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            let ab = a.add(b * 34);
+            let (av, da) = (D::act(loadu(ab.add(2))), f16_at(ab));
+            for r in 0..R {
+                let (q, dw) = D::load::<U>(w.add(r * ws + b * U::BYTES));
+                let p = D::dot_signed(D::weight(q), av);
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(p), acc[r]);
+            }
         }
-    }
-    for r in 0..R {
-        *out.add(r * os) = hsum_ps(acc[r]);
+        for r in 0..R {
+            *out.add(r * os) = hsum_ps(acc[r]);
+        }
     }
 }
 
@@ -935,58 +1155,63 @@ unsafe fn rows_q8_0_family<G: Q0Groups, U: W32, const R: usize>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 4);
-    let nb = n / QK;
-    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-    if nt == 1 {
-        one_token_by_4_rows!(rows_one_token_q0::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
-        return;
-    }
-    let n8 = nt - nt % 8;
-    let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8], shared by all rows
-    let acts = G::acts(nb, ap, s, n8);
-    // (kept per thread between calls, these buffers saved ~0.7 % of a
-    // 2-thread prefill but raised Gemma 3's peak RSS above the reference's:
-    // docs/PERFORMANCE.md, eighth session)
-    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedQ0 { w: vec![G::zero(); nb * R], dw: vec![0f32; nb * R] };
-    let mut r = 0;
-    while r < n_rows {
-        let (wp, op) = (wp.add(r * ws), op.add(r * os));
-        let rows_here = (n_rows - r).min(R);
-        if n8 > 0 {
-            unpack_rows_q0::<G, U>(nb, wp, ws, rows_here, &mut u);
-            prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(R <= 4);
+        let nb = n / QK;
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        if nt == 1 {
+            one_token_by_4_rows!(rows_one_token_q0::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
+            return;
         }
-        for g in 0..n8 / 8 {
-            let (ag, o) = (ap.add(8 * g * s), op.add(8 * g));
-            let dp = da.as_ptr().add(g * nb * 8);
-            let scp = sc.as_mut_ptr();
-            match rows_here {
-                1 => G::group::<1>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
-                2 => G::group::<2>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
-                3 => G::group::<3>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
-                _ => G::group::<4>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+        let n8 = nt - nt % 8;
+        let da = act_scales_x8(nb, ap, s, n8); // [n8 / 8][nb][8], shared by all rows
+        let acts = G::acts(nb, ap, s, n8);
+        // (allocated per call: kept per thread, they saved under 1 % of a
+        // prefill but raised the peak RSS above the reference's)
+        let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+        let mut u = UnpackedQ0 { w: vec![G::zero(); nb * R], dw: vec![0f32; nb * R] };
+        let mut r = 0;
+        while r < n_rows {
+            let (wp, op) = (wp.add(r * ws), op.add(r * os));
+            let rows_here = (n_rows - r).min(R);
+            if n8 > 0 {
+                unpack_rows_q0::<G, U>(nb, wp, ws, rows_here, &mut u);
+                prefetch_rows(wp.add(rows_here * ws), ws, (n_rows - r - rows_here).min(R));
             }
-        }
-        // tail tokens: one row at a time, streaming each row once (two rows
-        // interleaved ran decodes ~1.5x slower: the output head is bound by
-        // the weight stream)
-        for rr in 0..rows_here {
-            for t in n8..nt {
-                rows_one_token_q0::<G::D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
+            for g in 0..n8 / 8 {
+                let (ag, o) = (ap.add(8 * g * s), op.add(8 * g));
+                let dp = da.as_ptr().add(g * nb * 8);
+                let scp = sc.as_mut_ptr();
+                match rows_here {
+                    1 => G::group::<1>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                    2 => G::group::<2>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                    3 => G::group::<3>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                    _ => G::group::<4>(nb, &u, &acts, g, ag, s, dp, scp, o, os),
+                }
             }
+            // tail tokens: one row at a time, streaming each row once (two rows
+            // interleaved ran decodes ~1.5x slower: the output head is bound by
+            // the weight stream)
+            for rr in 0..rows_here {
+                for t in n8..nt {
+                    rows_one_token_q0::<G::D, U, 1>(nb, wp.add(rr * ws), ws, ap.add(t * s), op.add(rr * os + t), os);
+                }
+            }
+            r += rows_here;
         }
-        r += rows_here;
     }
 }
 
 rows_entry! {
     /// `RowsFn` for the 32-block × Q8_0 types on AVX2: 2 rows × 8 tokens in
-    /// chunks of 4 (8 accumulators of the 16 registers). On SmolLM2 Q8_0
-    /// pp256 (Zen 3, 1 thread, CPU time) 1 row × 8 took ~6 % more, 3 × 4
-    /// ~20 % more, 3 × 2 ~15 %, 2 × 8 (spilled) ~30 %, 4 × 2 ~35 %.
+    /// chunks of 4 (8 accumulators of the 16 registers; 1 × 8, 3 × 2,
+    /// 3 × 4, 4 × 2 and an unchunked 2 × 8, which spills, were slower).
     rows_q8_0_family_avx2<U: W32>, "avx2,fma,f16c", rows_q8_0_family::<Ymm<Avx2, 4>, U, 2>
 }
 
@@ -996,13 +1221,12 @@ rows_entry! {
 // dwords interleaved: lane 2i holds token t's lane i, lane 2i+1 token
 // t+1's (the lanes of one output are the same 8 as in `rows_group_q0`,
 // accumulated in the same order and summed by `hsum_ps_x8`, so every
-// output keeps its bits). One `vpdpbusd` + one `vfmadd` (the pair that
-// shares Zen 5's two FMA pipes) then serve two outputs instead of one. The
-// weights are unpacked once per row block with each dword duplicated
-// (`vpermd`), the activations interleaved (+128 as u8) once per call; the
-// scale of a token pair is a 64-bit broadcast of its two adjacent products
-// in the `[nb][R][8]` buffer of `scale_products`. Decodes and tail tokens
-// run the 256-bit `rows_one_token_q0` as before.
+// output keeps its bits). One `vpdpbusd` + one `vfmadd` then serve two
+// outputs instead of one. The weights are unpacked once per row block with
+// each dword duplicated (`vpermd`), the activations interleaved (+128 as
+// u8) once per call; the scale of a token pair is a 64-bit broadcast of its
+// two adjacent products in the `[nb][R][8]` buffer of `scale_products`.
+// Decodes and tail tokens run the 256-bit `rows_one_token_q0`.
 
 /// `Q0Groups` on 512-bit VNNI: `rows_group_pairs` on the activations
 /// interleaved by `interleave_act_pairs`; a weight block is its values with
@@ -1015,19 +1239,36 @@ impl Q0Groups for ZmmPairs {
     type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
     #[inline(always)]
     unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
-        let (q, d) = U::load_vnni(p);
-        let q2 = dup_dwords(q);
-        let zero = _mm512_setzero_si512();
-        let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
-        ((q2, bias), d)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `p` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe {
+            let (q, d) = U::load_vnni(p);
+            let q2 = dup_dwords(q);
+            let zero = _mm512_setzero_si512();
+            let bias = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(-128i8), q2));
+            ((q2, bias), d)
+        }
     }
     #[inline(always)]
     unsafe fn zero() -> Self::W {
-        (_mm512_setzero_si512(), _mm512_setzero_si512())
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract).
+        unsafe { (_mm512_setzero_si512(), _mm512_setzero_si512()) }
     }
     #[inline(always)]
     unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
-        interleave_act_pairs(nb, a, s, n8, 34, -128i8) // a + 128 as u8
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `a` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe {
+            interleave_act_pairs(nb, a, s, n8, 34, -128i8) // a + 128 as u8
+        }
     }
     #[inline(always)]
     unsafe fn group<const R: usize>(
@@ -1042,16 +1283,28 @@ impl Q0Groups for ZmmPairs {
         out: *mut f32,
         os: usize,
     ) {
-        assert!(acts.len() >= (g + 1) * nb * 4);
-        rows_group_pairs::<R>(nb, u, acts.as_ptr().add(g * nb * 4), da, sc, out, os)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `da`, `sc`,
+        // `out` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            assert!(acts.len() >= (g + 1) * nb * 4);
+            rows_group_pairs::<R>(nb, u, acts.as_ptr().add(g * nb * 4), da, sc, out, os)
+        }
     }
 }
 
 /// Each dword of `v` twice: lanes 2i and 2i+1 hold dword i.
 #[inline(always)]
 unsafe fn dup_dwords(v: __m256i) -> __m512i {
-    let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v))
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract).
+    unsafe {
+        let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v))
+    }
 }
 
 /// The 32 values of `n8` (a multiple of 8) tokens' activation blocks
@@ -1060,19 +1313,26 @@ unsafe fn dup_dwords(v: __m256i) -> __m512i {
 /// 8g+2p and 8g+2p+1 interleaved by dword, each byte xor `flip`.
 #[inline(always)]
 unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize, bytes: usize, flip: i8) -> Vec<__m512i> {
-    let mut v = vec![_mm512_setzero_si512(); n8 / 2 * nb];
-    let idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    for g in 0..n8 / 8 {
-        for b in 0..nb {
-            for p in 0..4 {
-                let t = 8 * g + 2 * p;
-                let at = |t: usize| _mm512_castsi256_si512(loadu(a.add(t * s + (b + 1) * bytes - 32)));
-                let pair = _mm512_permutex2var_epi32(at(t), idx, at(t + 1));
-                v[(g * nb + b) * 4 + p] = _mm512_xor_si512(pair, _mm512_set1_epi8(flip));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `a` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let mut v = vec![_mm512_setzero_si512(); n8 / 2 * nb];
+        let idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        for g in 0..n8 / 8 {
+            for b in 0..nb {
+                for p in 0..4 {
+                    let t = 8 * g + 2 * p;
+                    let at = |t: usize| _mm512_castsi256_si512(loadu(a.add(t * s + (b + 1) * bytes - 32)));
+                    let pair = _mm512_permutex2var_epi32(at(t), idx, at(t + 1));
+                    v[(g * nb + b) * 4 + p] = _mm512_xor_si512(pair, _mm512_set1_epi8(flip));
+                }
             }
         }
+        v
     }
-    v
 }
 
 /// R unpacked rows × one group of 8 tokens as 4 pairs (`act`: the group's
@@ -1088,11 +1348,19 @@ unsafe fn rows_group_pairs<const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    assert!(u.w.len() >= nb * R);
-    scale_products::<R>(nb, &u.dw, da, 8, sc);
-    let sums = pairs_accumulate::<_, R>(nb, u.w.as_ptr(), act, sc, |(q, bias), av| _mm512_dpbusd_epi32(bias, av, q));
-    for (r, row) in sums.iter().enumerate() {
-        _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(row));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `act`, `da`, `sc`,
+    // `out` stay within the buffers the caller vouched for (the same contract),
+    // which is what the callees' contracts ask.
+    unsafe {
+        assert!(u.w.len() >= nb * R);
+        scale_products::<R>(nb, &u.dw, da, 8, sc);
+        let sums =
+            pairs_accumulate::<_, R>(nb, u.w.as_ptr(), act, sc, |(q, bias), av| _mm512_dpbusd_epi32(bias, av, q));
+        for (r, row) in sums.iter().enumerate() {
+            _mm256_storeu_ps(out.add(r * os), hsum_ps_x8(row));
+        }
     }
 }
 
@@ -1110,40 +1378,44 @@ unsafe fn pairs_accumulate<W: Copy, const R: usize>(
     sc: *const f32,
     dot: impl Fn(W, __m512i) -> __m512i,
 ) -> [[__m256; 8]; R] {
-    let mut acc = [[_mm512_setzero_ps(); 4]; R];
-    for b in 0..nb {
-        let w: [W; R] = std::array::from_fn(|r| *w.add(b * R + r));
-        for p in 0..4 {
-            let av = *act.add(b * 4 + p);
-            for r in 0..R {
-                let isum = dot(w[r], av);
-                // (s(r, 2p), s(r, 2p + 1)) in every 64-bit lane
-                let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(
-                    sc.add((b * R + r) * 8 + 2 * p) as *const f64
-                )));
-                acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum), acc[r][p]);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `act`, `sc`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        let mut acc = [[_mm512_setzero_ps(); 4]; R];
+        for b in 0..nb {
+            let w: [W; R] = std::array::from_fn(|r| *w.add(b * R + r));
+            for p in 0..4 {
+                let av = *act.add(b * 4 + p);
+                for r in 0..R {
+                    let isum = dot(w[r], av);
+                    // (s(r, 2p), s(r, 2p + 1)) in every 64-bit lane
+                    let scale = _mm512_castpd_ps(_mm512_set1_pd(std::ptr::read_unaligned(
+                        sc.add((b * R + r) * 8 + 2 * p) as *const f64,
+                    )));
+                    acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(isum), acc[r][p]);
+                }
             }
         }
-    }
-    // de-interleave: token 2p's 8 lanes to the low half, 2p+1's to the high
-    let split = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    let mut sums = [[_mm256_setzero_ps(); 8]; R];
-    for r in 0..R {
-        for p in 0..4 {
-            let v = _mm512_permutexvar_ps(split, acc[r][p]);
-            sums[r][2 * p] = _mm512_castps512_ps256(v);
-            sums[r][2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+        // de-interleave: token 2p's 8 lanes to the low half, 2p+1's to the high
+        let split = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+        let mut sums = [[_mm256_setzero_ps(); 8]; R];
+        for r in 0..R {
+            for p in 0..4 {
+                let v = _mm512_permutexvar_ps(split, acc[r][p]);
+                sums[r][2 * p] = _mm512_castps512_ps256(v);
+                sums[r][2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+            }
         }
+        sums
     }
-    sums
 }
 
 rows_entry! {
     /// `RowsFn` for the 32-block × Q8_0 types on VNNI: 4 rows × 4 token
-    /// pairs of 512-bit vectors (16 accumulators; on bench_kernels' Q8_0
-    /// GEMMs on Zen 5, 2 rows ran ~20 % slower, 3 ~10 %, 5 ~25 %, 6
-    /// (spilled) ~20 %). Where the 256-bit kernel (3 rows × 8 tokens) ran
-    /// ~83 GMAC/s, this one runs ~155.
+    /// pairs of 512-bit vectors (16 accumulators; 2, 3, 5 or 6 rows were
+    /// slower), nearly twice the 256-bit kernel's speed.
     rows_q8_0_family_vnni<U: W32>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_0_family::<ZmmPairs, U, 4>
 }
 
@@ -1165,16 +1437,22 @@ rows_entry! {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut d = vec![0f32; nb * ntp];
-    let mut m = vec![0f32; nb * ntp];
-    for t in 0..nt {
-        for b in 0..nb {
-            let ab = a.add(t * s + b * 36);
-            d[b * ntp + t] = f16_at(ab);
-            m[b * ntp + t] = f16_at(ab.add(2));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `a`
+    // stay within the buffers the caller vouched for (the same contract), which
+    // is what the callees' contracts ask.
+    unsafe {
+        let mut d = vec![0f32; nb * ntp];
+        let mut m = vec![0f32; nb * ntp];
+        for t in 0..nt {
+            for b in 0..nb {
+                let ab = a.add(t * s + b * 36);
+                d[b * ntp + t] = f16_at(ab);
+                m[b * ntp + t] = f16_at(ab.add(2));
+            }
         }
+        (d, m)
     }
-    (d, m)
 }
 
 /// R weight rows unpacked for the row-block kernel.
@@ -1239,7 +1517,12 @@ impl<D: Dot8, const TC: usize> Q1Groups for Ymm<D, TC> {
         out: *mut f32,
         os: usize,
     ) {
-        rows_group_q8_1::<D, R, TC>(nb, u, a, s, da, sa, ntp, sc, out, os)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `a`, `da`,
+        // `sa`, `sc`, `out` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe { rows_group_q8_1::<D, R, TC>(nb, u, a, s, da, sa, ntp, sc, out, os) }
     }
 }
 
@@ -1252,13 +1535,20 @@ unsafe fn unpack_rows<G: Q1Groups, U: W32Min>(
     rows: usize,
     u: &mut UnpackedRows<G::Q>,
 ) {
-    assert!(u.q.len() >= nb * rows && u.dw.len() >= nb * rows && u.mw.len() >= nb * rows);
-    for b in 0..nb {
-        for r in 0..rows {
-            let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
-            u.q[b * rows + r] = G::unpack(q);
-            u.dw[b * rows + r] = _mm_cvtss_f32(dm);
-            u.mw[b * rows + r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w` stay within the
+    // buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        assert!(u.q.len() >= nb * rows && u.dw.len() >= nb * rows && u.mw.len() >= nb * rows);
+        for b in 0..nb {
+            for r in 0..rows {
+                let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
+                u.q[b * rows + r] = G::unpack(q);
+                u.dw[b * rows + r] = _mm_cvtss_f32(dm);
+                u.mw[b * rows + r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
+            }
         }
     }
 }
@@ -1280,32 +1570,39 @@ unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
-    let uq = u.q.as_ptr();
-    // --- the integer sums, each scaled into its token's accumulator
-    let mut sums = [[_mm256_setzero_ps(); 8]; R];
-    for c in 0..8 / TC {
-        let mut acc = [[_mm256_setzero_ps(); TC]; R];
-        for b in 0..nb {
-            let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
-            for j in 0..TC {
-                let t = c * TC + j;
-                let av = loadu(a.add(t * s + b * 36 + 4));
-                for r in 0..R {
-                    let p = D::dot_unsigned(q[r], av);
-                    let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
-                    acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `a`, `da`, `sa`,
+    // `sc`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
+        let uq = u.q.as_ptr();
+        // --- the integer sums, each scaled into its token's accumulator
+        let mut sums = [[_mm256_setzero_ps(); 8]; R];
+        for c in 0..8 / TC {
+            let mut acc = [[_mm256_setzero_ps(); TC]; R];
+            for b in 0..nb {
+                let q: [__m256i; R] = std::array::from_fn(|r| *uq.add(b * R + r));
+                for j in 0..TC {
+                    let t = c * TC + j;
+                    let av = loadu(a.add(t * s + b * 36 + 4));
+                    for r in 0..R {
+                        let p = D::dot_unsigned(q[r], av);
+                        let scale = _mm256_set1_ps(*sc.add((b * R + r) * 8 + t));
+                        acc[r][j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(p), acc[r][j]);
+                    }
                 }
+            }
+            for r in 0..R {
+                sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
             }
         }
         for r in 0..R {
-            sums[r][c * TC..(c + 1) * TC].copy_from_slice(&acc[r]);
+            // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
+            let v = _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]);
+            _mm256_storeu_ps(out.add(r * os), v);
         }
-    }
-    for r in 0..R {
-        // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
-        let v = _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]);
-        _mm256_storeu_ps(out.add(r * os), v);
     }
 }
 
@@ -1321,18 +1618,25 @@ unsafe fn q8_1_float_side<Q, const R: usize>(
     ntp: usize,
     sc: *mut f32,
 ) -> [__m256; R] {
-    assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
-    scale_products::<R>(nb, &u.dw, da, ntp, sc);
-    let umw = u.mw.as_ptr();
-    let mut acc_min = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        let sav = _mm256_loadu_ps(sa.add(b * ntp));
-        for r in 0..R {
-            let mw = _mm256_set1_ps(*umw.add(b * R + r));
-            acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `da`, `sa`, `sc`
+    // stay within the buffers the caller vouched for (the same contract), which
+    // is what the callees' contracts ask.
+    unsafe {
+        assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
+        scale_products::<R>(nb, &u.dw, da, ntp, sc);
+        let umw = u.mw.as_ptr();
+        let mut acc_min = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            let sav = _mm256_loadu_ps(sa.add(b * ntp));
+            for r in 0..R {
+                let mw = _mm256_set1_ps(*umw.add(b * R + r));
+                acc_min[r] = _mm256_add_ps(acc_min[r], _mm256_mul_ps(mw, sav));
+            }
         }
+        acc_min
     }
-    acc_min
 }
 
 /// `Q1Groups` on 512-bit VNNI: `pairs_accumulate` (see the Q8_0 family's
@@ -1344,11 +1648,20 @@ impl Q1Groups for ZmmPairs {
     type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
     #[inline(always)]
     unsafe fn unpack(q: __m256i) -> __m512i {
-        dup_dwords(q)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the callees' contracts ask no more than this
+        // fn's.
+        unsafe { dup_dwords(q) }
     }
     #[inline(always)]
     unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
-        interleave_act_pairs(nb, a, s, n8, 36, 0)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `a` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe { interleave_act_pairs(nb, a, s, n8, 36, 0) }
     }
     #[inline(always)]
     unsafe fn group<const R: usize>(
@@ -1365,14 +1678,21 @@ impl Q1Groups for ZmmPairs {
         out: *mut f32,
         os: usize,
     ) {
-        assert!(acts.len() >= (g + 1) * nb * 4);
-        let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
-        let act = acts.as_ptr().add(g * nb * 4);
-        let zero = _mm512_setzero_si512();
-        let sums = pairs_accumulate::<_, R>(nb, u.q.as_ptr(), act, sc, |q, av| _mm512_dpbusd_epi32(zero, q, av));
-        for r in 0..R {
-            // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
-            _mm256_storeu_ps(out.add(r * os), _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]));
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `da`, `sa`,
+        // `sc`, `out` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            assert!(acts.len() >= (g + 1) * nb * 4);
+            let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
+            let act = acts.as_ptr().add(g * nb * 4);
+            let zero = _mm512_setzero_si512();
+            let sums = pairs_accumulate::<_, R>(nb, u.q.as_ptr(), act, sc, |q, av| _mm512_dpbusd_epi32(zero, q, av));
+            for r in 0..R {
+                // lane j: hsum_ps(acc[r][j]) + acc_min lane j, as the scalar add
+                _mm256_storeu_ps(out.add(r * os), _mm256_add_ps(hsum_ps_x8(&sums[r]), acc_min[r]));
+            }
         }
     }
 }
@@ -1392,21 +1712,28 @@ unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut acc_min = [0f32; R];
-    for b in 0..nb {
-        let ab = a.add(b * 36);
-        let (av, ds) = (loadu(ab.add(4)), f16x2_at(ab));
-        for r in 0..R {
-            let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
-            let p = D::dot_unsigned(q, av);
-            let prod = _mm_mul_ps(dm, ds); // [dw·da, mw·sa] as in `group_q8_1`
-            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[r]);
-            acc_min[r] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); R];
+        let mut acc_min = [0f32; R];
+        for b in 0..nb {
+            let ab = a.add(b * 36);
+            let (av, ds) = (loadu(ab.add(4)), f16x2_at(ab));
+            for r in 0..R {
+                let (q, dm) = U::load(w.add(r * ws + b * U::BYTES));
+                let p = D::dot_unsigned(q, av);
+                let prod = _mm_mul_ps(dm, ds); // [dw·da, mw·sa] as in `group_q8_1`
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc[r]);
+                acc_min[r] += _mm_cvtss_f32(_mm_movehdup_ps(prod));
+            }
         }
-    }
-    for r in 0..R {
-        *out.add(r * os) = hsum_ps(acc[r]) + acc_min[r];
+        for r in 0..R {
+            *out.add(r * os) = hsum_ps(acc[r]) + acc_min[r];
+        }
     }
 }
 
@@ -1426,66 +1753,71 @@ unsafe fn rows_q8_1_family<G: Q1Groups, U: W32Min, const R: usize>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(R <= 4);
-    let nb = n / QK;
-    if nt == 1 {
-        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-        one_token_by_4_rows!(rows_one_token_q8_1::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
-        return;
-    }
-    let n8 = nt - nt % 8;
-    let ntp = n8 + 8;
-    let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
-    let acts = G::acts(nb, a.as_ptr(), s, n8);
-    let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
-    let mut u = UnpackedRows {
-        q: vec![G::unpack(_mm256_setzero_si256()); nb * R],
-        dw: vec![0f32; nb * R],
-        mw: vec![0f32; nb * R],
-    };
-    let mut r = 0;
-    while r < n_rows {
-        let wp = w.as_ptr().add(r * ws);
-        let op = out.as_mut_ptr().add(r * os);
-        let rows_here = (n_rows - r).min(R);
-        if n8 > 0 {
-            unpack_rows::<G, U>(nb, wp, ws, rows_here, &mut u);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        assert!(R <= 4);
+        let nb = n / QK;
+        if nt == 1 {
+            let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+            one_token_by_4_rows!(rows_one_token_q8_1::<G::D, U>(nb, wp, ws, ap, op, os), n_rows);
+            return;
         }
-        for g in 0..n8 / 8 {
-            let t = 8 * g;
-            let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
-            let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
-            let scp = sc.as_mut_ptr();
-            match rows_here {
-                1 => G::group::<1>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
-                2 => G::group::<2>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
-                3 => G::group::<3>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
-                _ => G::group::<4>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+        let n8 = nt - nt % 8;
+        let ntp = n8 + 8;
+        let (da, sa) = q8_1_scales_f32(nb, a.as_ptr(), s, n8, ntp);
+        let acts = G::acts(nb, a.as_ptr(), s, n8);
+        let mut sc = vec![0f32; nb * R * 8]; // [nb][R][8] scratch of the groups
+        let mut u = UnpackedRows {
+            q: vec![G::unpack(_mm256_setzero_si256()); nb * R],
+            dw: vec![0f32; nb * R],
+            mw: vec![0f32; nb * R],
+        };
+        let mut r = 0;
+        while r < n_rows {
+            let wp = w.as_ptr().add(r * ws);
+            let op = out.as_mut_ptr().add(r * os);
+            let rows_here = (n_rows - r).min(R);
+            if n8 > 0 {
+                unpack_rows::<G, U>(nb, wp, ws, rows_here, &mut u);
             }
-        }
-        for rr in 0..rows_here {
-            let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
-            for t in n8..nt {
-                group_q8_1::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+            for g in 0..n8 / 8 {
+                let t = 8 * g;
+                let (ap, o) = (a.as_ptr().add(t * s), op.add(t));
+                let (dp, sp) = (da.as_ptr().add(t), sa.as_ptr().add(t));
+                let scp = sc.as_mut_ptr();
+                match rows_here {
+                    1 => G::group::<1>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                    2 => G::group::<2>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                    3 => G::group::<3>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                    _ => G::group::<4>(nb, &u, &acts, g, ap, s, dp, sp, ntp, scp, o, os),
+                }
             }
+            for rr in 0..rows_here {
+                let o = std::slice::from_raw_parts_mut(op.add(rr * os), nt);
+                for t in n8..nt {
+                    group_q8_1::<U, 1>(nb, wp.add(rr * ws), a.as_ptr().add(t * s), s, &mut o[t..t + 1]);
+                }
+            }
+            r += rows_here;
         }
-        r += rows_here;
     }
 }
 
 rows_entry! {
     /// `RowsFn` for Q4_1/Q5_1 on VNNI: 3 rows × 4 token pairs of 512-bit
-    /// vectors (12 accumulators; on bench_kernels' GEMMs on Zen 5 ~140
-    /// GMAC/s, 4 rows about the same, the 256-bit kernel of 3 rows × 8
-    /// tokens ~89).
+    /// vectors (12 accumulators; 4 rows no faster), ~1.6× the 256-bit
+    /// kernel's speed.
     rows_q8_1_family_vnni<U: W32Min>, "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni", rows_q8_1_family::<ZmmPairs, U, 3>
 }
 
 rows_entry! {
-    /// `RowsFn` for Q4_1/Q5_1 on AVX2: 2 rows × 8 tokens in chunks of 4. On
-    /// SmolLM2 Q4_1 pp256 (Zen 3, 1 thread, CPU time) 2 × 8 (spilled) and
-    /// 3 × 4 took ~11 % more, 1 × 8 ~16 % more.
+    /// `RowsFn` for Q4_1/Q5_1 on AVX2: 2 rows × 8 tokens in chunks of 4
+    /// (an unchunked 2 × 8 spills; 3 × 4 and 1 × 8 were slower).
     rows_q8_1_family_avx2<U: W32Min>, "avx2,fma,f16c", rows_q8_1_family::<Ymm<Avx2, 4>, U, 2>
 }
 
@@ -1521,7 +1853,9 @@ pub(crate) trait WK {
     /// For types with an `OFFSET`: [`unpack`](WK::unpack) without the
     /// offset, the 16 group scales (i16) in `mins` (`has_min` stays false).
     unsafe fn unpack_biased(p: *const u8) -> KRegs {
-        Self::unpack(p)
+        // SAFETY: `unpack` asks what this fn does: a whole block at `p`, on a
+        // CPU with the features of the implementor's set.
+        unsafe { Self::unpack(p) }
     }
 }
 
@@ -1564,24 +1898,33 @@ const PICK32: [[i8; 32]; 8] = {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn scale_vectors_v(s: __m256i) -> [__m256i; 8] {
-    let halves = [_mm256_permute2x128_si256(s, s, 0x00), _mm256_permute2x128_si256(s, s, 0x11)];
-    let mut v = [_mm256_setzero_si256(); 8];
-    for c in 0..8 {
-        v[c] = _mm256_shuffle_epi8(halves[c / 4], _mm256_loadu_si256(PICK16[c].as_ptr() as *const __m256i));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); each load reads one PICK16 row (32 bytes).
+    unsafe {
+        let halves = [_mm256_permute2x128_si256(s, s, 0x00), _mm256_permute2x128_si256(s, s, 0x11)];
+        let mut v = [_mm256_setzero_si256(); 8];
+        for c in 0..8 {
+            v[c] = _mm256_shuffle_epi8(halves[c / 4], _mm256_loadu_si256(PICK16[c].as_ptr() as *const __m256i));
+        }
+        v
     }
-    v
 }
 
 /// Scale vectors from 8 sub-block (32-element) scales.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
-    let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(s.as_ptr() as *const __m128i));
-    let mut v = [_mm256_setzero_si256(); 8];
-    for c in 0..8 {
-        v[c] = _mm256_shuffle_epi8(b, _mm256_loadu_si256(PICK32[c].as_ptr() as *const __m256i));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `s`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(s.as_ptr() as *const __m128i));
+        let mut v = [_mm256_setzero_si256(); 8];
+        for c in 0..8 {
+            v[c] = _mm256_shuffle_epi8(b, _mm256_loadu_si256(PICK32[c].as_ptr() as *const __m256i));
+        }
+        v
     }
-    v
 }
 
 /// Q4_K/Q5_K: the 8 6-bit scales and the 16 group minimums (each sub-block
@@ -1590,22 +1933,27 @@ unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
-    const K1: u32 = 0x3f3f_3f3f;
-    const K2: u32 = 0x0f0f_0f0f;
-    const K3: u32 = 0x0303_0303;
-    let mut u = [0u32; 4];
-    std::ptr::copy_nonoverlapping(p, u.as_mut_ptr() as *mut u8, 12);
-    u[3] = ((u[2] >> 4) & K2) | (((u[1] >> 6) & K3) << 4);
-    let uaux = u[1] & K1;
-    u[1] = (u[2] & K2) | (((u[0] >> 6) & K3) << 4);
-    u[2] = uaux;
-    u[0] &= K1;
-    // bytes 0-7: the scales, 8-15: the minimums
-    let v = _mm_loadu_si128(u.as_ptr() as *const __m128i);
-    let mut sc = [0i16; 8];
-    _mm_storeu_si128(sc.as_mut_ptr() as *mut __m128i, _mm_cvtepu8_epi16(v));
-    let m = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(v));
-    (sc, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)))
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `p`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        const K1: u32 = 0x3f3f_3f3f;
+        const K2: u32 = 0x0f0f_0f0f;
+        const K3: u32 = 0x0303_0303;
+        let mut u = [0u32; 4];
+        std::ptr::copy_nonoverlapping(p, u.as_mut_ptr() as *mut u8, 12);
+        u[3] = ((u[2] >> 4) & K2) | (((u[1] >> 6) & K3) << 4);
+        let uaux = u[1] & K1;
+        u[1] = (u[2] & K2) | (((u[0] >> 6) & K3) << 4);
+        u[2] = uaux;
+        u[0] &= K1;
+        // bytes 0-7: the scales, 8-15: the minimums
+        let v = _mm_loadu_si128(u.as_ptr() as *const __m128i);
+        let mut sc = [0i16; 8];
+        _mm_storeu_si128(sc.as_mut_ptr() as *mut __m128i, _mm_cvtepu8_epi16(v));
+        let m = _mm_cvtepu8_epi16(_mm_srli_si128::<8>(v));
+        (sc, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)))
+    }
 }
 
 pub(crate) struct WQ2K;
@@ -1616,24 +1964,30 @@ impl WK for WQ2K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let m3 = _mm256_set1_epi8(3);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for h in 0..2 {
-            let v = loadu(p.add(16 + 32 * h));
-            q[4 * h] = _mm256_and_si256(v, m3);
-            q[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
-            q[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
-            q[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-        }
-        // the 16 bytes (scale | min << 4) as i16
-        let raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(p as *const __m128i));
-        KRegs {
-            q,
-            sc: scale_vectors_v(_mm256_and_si256(raw, _mm256_set1_epi16(0xF))),
-            mins: _mm256_srli_epi16::<4>(raw),
-            has_min: true,
-            d: f16_at(p.add(80)),
-            dmin: f16_at(p.add(82)),
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let m3 = _mm256_set1_epi8(3);
+            let mut q = [_mm256_setzero_si256(); 8];
+            for h in 0..2 {
+                let v = loadu(p.add(16 + 32 * h));
+                q[4 * h] = _mm256_and_si256(v, m3);
+                q[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+                q[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+                q[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+            }
+            // the 16 bytes (scale | min << 4) as i16
+            let raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(p as *const __m128i));
+            KRegs {
+                q,
+                sc: scale_vectors_v(_mm256_and_si256(raw, _mm256_set1_epi16(0xF))),
+                mins: _mm256_srli_epi16::<4>(raw),
+                has_min: true,
+                d: f16_at(p.add(80)),
+                dmin: f16_at(p.add(82)),
+            }
         }
     }
 }
@@ -1645,38 +1999,44 @@ impl WK for WQ3K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let m3 = _mm256_set1_epi8(3);
-        let four = _mm256_set1_epi8(4);
-        let hm = loadu(p);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for h in 0..2 {
-            let v = loadu(p.add(32 + 32 * h));
-            for s in 0..4 {
-                let low = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * s as i32)), m3);
-                let bit = _mm256_set1_epi8((1u8 << (4 * h + s)) as i8);
-                let unset = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), _mm256_setzero_si256());
-                q[4 * h + s] = _mm256_sub_epi8(low, _mm256_and_si256(unset, four));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let m3 = _mm256_set1_epi8(3);
+            let four = _mm256_set1_epi8(4);
+            let hm = loadu(p);
+            let mut q = [_mm256_setzero_si256(); 8];
+            for h in 0..2 {
+                let v = loadu(p.add(32 + 32 * h));
+                for s in 0..4 {
+                    let low = _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * s as i32)), m3);
+                    let bit = _mm256_set1_epi8((1u8 << (4 * h + s)) as i8);
+                    let unset = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), _mm256_setzero_si256());
+                    q[4 * h + s] = _mm256_sub_epi8(low, _mm256_and_si256(unset, four));
+                }
             }
-        }
-        // the 16 6-bit scales by the reference's word masks: byte j of
-        // `u` is (low nibble j) | (2 high bits j) << 4
-        const K1: u32 = 0x0303_0303;
-        const K2: u32 = 0x0f0f_0f0f;
-        let mut u = [0u32; 4];
-        std::ptr::copy_nonoverlapping(p.add(96), u.as_mut_ptr() as *mut u8, 12);
-        let tmp = u[2];
-        u[2] = ((u[0] >> 4) & K2) | (((tmp >> 4) & K1) << 4);
-        u[3] = ((u[1] >> 4) & K2) | (((tmp >> 6) & K1) << 4);
-        u[0] = (u[0] & K2) | ((tmp & K1) << 4);
-        u[1] = (u[1] & K2) | (((tmp >> 2) & K1) << 4);
-        let sc = _mm256_cvtepu8_epi16(_mm_loadu_si128(u.as_ptr() as *const __m128i));
-        KRegs {
-            q,
-            sc: scale_vectors_v(_mm256_sub_epi16(sc, _mm256_set1_epi16(32))),
-            mins: _mm256_setzero_si256(),
-            has_min: false,
-            d: f16_at(p.add(108)),
-            dmin: 0.0,
+            // the 16 6-bit scales by the reference's word masks: byte j of
+            // `u` is (low nibble j) | (2 high bits j) << 4
+            const K1: u32 = 0x0303_0303;
+            const K2: u32 = 0x0f0f_0f0f;
+            let mut u = [0u32; 4];
+            std::ptr::copy_nonoverlapping(p.add(96), u.as_mut_ptr() as *mut u8, 12);
+            let tmp = u[2];
+            u[2] = ((u[0] >> 4) & K2) | (((tmp >> 4) & K1) << 4);
+            u[3] = ((u[1] >> 4) & K2) | (((tmp >> 6) & K1) << 4);
+            u[0] = (u[0] & K2) | ((tmp & K1) << 4);
+            u[1] = (u[1] & K2) | (((tmp >> 2) & K1) << 4);
+            let sc = _mm256_cvtepu8_epi16(_mm_loadu_si128(u.as_ptr() as *const __m128i));
+            KRegs {
+                q,
+                sc: scale_vectors_v(_mm256_sub_epi16(sc, _mm256_set1_epi16(32))),
+                mins: _mm256_setzero_si256(),
+                has_min: false,
+                d: f16_at(p.add(108)),
+                dmin: 0.0,
+            }
         }
     }
 }
@@ -1689,15 +2049,21 @@ impl WK for WQ4K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let m4 = _mm256_set1_epi8(0x0F);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for c in 0..4 {
-            let v = loadu(p.add(16 + 32 * c));
-            q[2 * c] = _mm256_and_si256(v, m4);
-            q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let mut q = [_mm256_setzero_si256(); 8];
+            for c in 0..4 {
+                let v = loadu(p.add(16 + 32 * c));
+                q[2 * c] = _mm256_and_si256(v, m4);
+                q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            }
+            let (sc, mins) = k4_scales(p.add(4));
+            KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
         }
-        let (sc, mins) = k4_scales(p.add(4));
-        KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
     }
 }
 
@@ -1709,21 +2075,27 @@ impl WK for WQ5K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let m4 = _mm256_set1_epi8(0x0F);
-        let b16 = _mm256_set1_epi8(0x10);
-        let hb = loadu(p.add(16));
-        let fifth = |k: i32| {
-            let bit = _mm256_set1_epi8((1u8 << k) as i8);
-            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), b16)
-        };
-        let mut q = [_mm256_setzero_si256(); 8];
-        for c in 0..4 {
-            let v = loadu(p.add(48 + 32 * c));
-            q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4), fifth(2 * c as i32));
-            q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), fifth(2 * c as i32 + 1));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let b16 = _mm256_set1_epi8(0x10);
+            let hb = loadu(p.add(16));
+            let fifth = |k: i32| {
+                let bit = _mm256_set1_epi8((1u8 << k) as i8);
+                _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit), b16)
+            };
+            let mut q = [_mm256_setzero_si256(); 8];
+            for c in 0..4 {
+                let v = loadu(p.add(48 + 32 * c));
+                q[2 * c] = _mm256_or_si256(_mm256_and_si256(v, m4), fifth(2 * c as i32));
+                q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), fifth(2 * c as i32 + 1));
+            }
+            let (sc, mins) = k4_scales(p.add(4));
+            KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
         }
-        let (sc, mins) = k4_scales(p.add(4));
-        KRegs { q, sc: scale_vectors32(&sc), mins, has_min: true, d: f16_at(p), dmin: f16_at(p.add(2)) }
     }
 }
 
@@ -1735,33 +2107,45 @@ impl WK for WQ6K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let mut k = Self::unpack_biased(p);
-        let b32 = _mm256_set1_epi8(32);
-        k.q = k.q.map(|q| _mm256_sub_epi8(q, b32));
-        k.mins = _mm256_setzero_si256();
-        k
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut k = Self::unpack_biased(p);
+            let b32 = _mm256_set1_epi8(32);
+            k.q = k.q.map(|q| _mm256_sub_epi8(q, b32));
+            k.mins = _mm256_setzero_si256();
+            k
+        }
     }
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack_biased(p: *const u8) -> KRegs {
-        let m4 = _mm256_set1_epi8(0x0F);
-        let m30 = _mm256_set1_epi8(0x30);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for h in 0..2 {
-            let ql0 = loadu(p.add(64 * h));
-            let ql1 = loadu(p.add(64 * h + 32));
-            let qh = loadu(p.add(128 + 32 * h));
-            let h0 = _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30);
-            let h1 = _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30);
-            let h2 = _mm256_and_si256(qh, m30);
-            let h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30);
-            q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), h0);
-            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), h1);
-            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
-            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let m30 = _mm256_set1_epi8(0x30);
+            let mut q = [_mm256_setzero_si256(); 8];
+            for h in 0..2 {
+                let ql0 = loadu(p.add(64 * h));
+                let ql1 = loadu(p.add(64 * h + 32));
+                let qh = loadu(p.add(128 + 32 * h));
+                let h0 = _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30);
+                let h1 = _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30);
+                let h2 = _mm256_and_si256(qh, m30);
+                let h3 = _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30);
+                q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), h0);
+                q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), h1);
+                q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
+                q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
+            }
+            let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(192) as *const __m128i));
+            KRegs { q, sc: scale_vectors_v(sc), mins: sc, has_min: false, d: f16_at(p.add(208)), dmin: 0.0 }
         }
-        let sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(p.add(192) as *const __m128i));
-        KRegs { q, sc: scale_vectors_v(sc), mins: sc, has_min: false, d: f16_at(p.add(208)), dmin: 0.0 }
     }
 }
 
@@ -1772,20 +2156,26 @@ impl WK for WIq4Xs {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
-        let table = _mm256_set_m128i(t, t);
-        let mut q = [_mm256_setzero_si256(); 8];
-        for (ib, qv) in q.iter_mut().enumerate() {
-            *qv = _mm256_shuffle_epi8(table, nibbles32(p.add(8 + 16 * ib)));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+            let table = _mm256_set_m128i(t, t);
+            let mut q = [_mm256_setzero_si256(); 8];
+            for (ib, qv) in q.iter_mut().enumerate() {
+                *qv = _mm256_shuffle_epi8(table, nibbles32(p.add(8 + 16 * ib)));
+            }
+            let h = std::ptr::read_unaligned(p.add(2) as *const u16);
+            let l: [u8; 4] = std::ptr::read_unaligned(p.add(4) as *const [u8; 4]);
+            let mut sc = [0i16; 8];
+            for (ib, o) in sc.iter_mut().enumerate() {
+                let ls = ((l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i16 | ((((h >> (2 * ib)) & 3) as i16) << 4);
+                *o = ls - 32;
+            }
+            KRegs { q, sc: scale_vectors32(&sc), mins: _mm256_setzero_si256(), has_min: false, d: f16_at(p), dmin: 0.0 }
         }
-        let h = std::ptr::read_unaligned(p.add(2) as *const u16);
-        let l: [u8; 4] = std::ptr::read_unaligned(p.add(4) as *const [u8; 4]);
-        let mut sc = [0i16; 8];
-        for (ib, o) in sc.iter_mut().enumerate() {
-            let ls = ((l[ib / 2] >> (4 * (ib % 2))) & 0xF) as i16 | ((((h >> (2 * ib)) & 3) as i16) << 4);
-            *o = ls - 32;
-        }
-        KRegs { q, sc: scale_vectors32(&sc), mins: _mm256_setzero_si256(), has_min: false, d: f16_at(p), dmin: 0.0 }
     }
 }
 
@@ -1794,25 +2184,34 @@ impl WK for WIq4Xs {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn k_isums(k: &KRegs, ab: *const u8) -> (i32, i32) {
-    let aq = ab.add(4);
-    let mut isum = _mm256_setzero_si256();
-    for c in 0..8 {
-        let p = dot_pairs_signed(k.q[c], loadu(aq.add(32 * c)));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `ab`
+    // stay within the buffers the caller vouched for (the same contract), which
+    // is what the callees' contracts ask.
+    unsafe {
+        let aq = ab.add(4);
+        let mut isum = _mm256_setzero_si256();
+        for c in 0..8 {
+            let p = dot_pairs_signed(k.q[c], loadu(aq.add(32 * c)));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+        }
+        let isum = hsum_epi32(isum);
+        let imin = if k.has_min { hsum_epi32(_mm256_madd_epi16(k.mins, loadu(ab.add(260)))) } else { 0 };
+        (isum, imin)
     }
-    let isum = hsum_epi32(isum);
-    let imin = if k.has_min { hsum_epi32(_mm256_madd_epi16(k.mins, loadu(ab.add(260)))) } else { 0 };
-    (isum, imin)
 }
 
 /// The f32 scale `d` of the Q8_K block at `ab`.
 #[inline]
 pub(crate) unsafe fn q8k_d(ab: *const u8) -> f32 {
-    f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]))
+    // SAFETY: a Q8_K block starts with its 4-byte scale, and `ab` points to
+    // one (the caller's contract).
+    unsafe { f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4])) }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
+#[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(
     nb: usize,
     w: *const u8,
@@ -1820,30 +2219,42 @@ unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(
     s: usize,
     out: &mut [f32],
 ) {
-    let mut acc = [0f32; T];
-    for b in 0..nb {
-        let k = U::unpack(w.add(b * U::BYTES));
-        for j in 0..T {
-            let ab = a.add(j * s + b * 292);
-            let (isum, imin) = k_isums(&k, ab);
-            acc[j] = F::fold(acc[j], k.d, k.dmin, q8k_d(ab), isum, imin);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let mut acc = [0f32; T];
+        for b in 0..nb {
+            let k = U::unpack(w.add(b * U::BYTES));
+            for j in 0..T {
+                let ab = a.add(j * s + b * 292);
+                let (isum, imin) = k_isums(&k, ab);
+                acc[j] = F::fold(acc[j], k.d, k.dmin, q8k_d(ab), isum, imin);
+            }
         }
+        out[..T].copy_from_slice(&acc);
     }
-    out[..T].copy_from_slice(&acc);
 }
 
 /// Super-blocks × Q8_K, folded by `F`: 4 tokens per pass over the row.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_q8_k_family<U: WK, F: KFold>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let nb = n / QK_K;
-    let mut t = 0;
-    while t + 4 <= out.len() {
-        group_q8_k::<U, F, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-        t += 4;
-    }
-    while t < out.len() {
-        group_q8_k::<U, F, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-        t += 1;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let nb = n / QK_K;
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_q8_k::<U, F, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_q8_k::<U, F, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 }
 
@@ -1862,7 +2273,11 @@ impl WF for WF32 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        _mm256_loadu_ps(p as *const f32)
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe { _mm256_loadu_ps(p as *const f32) }
     }
     fn one(b: &[u8]) -> f32 {
         f32::from_le_bytes([b[0], b[1], b[2], b[3]])
@@ -1875,7 +2290,11 @@ impl WF for WF16 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
     }
     fn one(b: &[u8]) -> f32 {
         crate::quant::f16_to_f32([b[0], b[1]])
@@ -1888,8 +2307,14 @@ impl WF for WBf16 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
-        _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe {
+            let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+            _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
+        }
     }
     fn one(b: &[u8]) -> f32 {
         crate::quant::bf16_to_f32([b[0], b[1]])
@@ -1898,50 +2323,69 @@ impl WF for WBf16 {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
+#[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_float<U: WF, const T: usize>(n: usize, w: &[u8], a: *const u8, s: usize, out: &mut [f32]) {
-    let n8 = n / 8 * 8;
-    let wp = w.as_ptr();
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut i = 0;
-    while i < n8 {
-        let wv = U::load8(wp.add(i * U::BYTES));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `a`,
+    // `w`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let n8 = n / 8 * 8;
+        let wp = w.as_ptr();
+        let mut acc = [_mm256_setzero_ps(); T];
+        let mut i = 0;
+        while i < n8 {
+            let wv = U::load8(wp.add(i * U::BYTES));
+            for j in 0..T {
+                let av = _mm256_loadu_ps(a.add(j * s + 4 * i) as *const f32);
+                acc[j] = _mm256_fmadd_ps(wv, av, acc[j]);
+            }
+            i += 8;
+        }
         for j in 0..T {
-            let av = _mm256_loadu_ps(a.add(j * s + 4 * i) as *const f32);
-            acc[j] = _mm256_fmadd_ps(wv, av, acc[j]);
+            let mut r = hsum_ps(acc[j]);
+            for k in n8..n {
+                let av = std::ptr::read_unaligned(a.add(j * s + 4 * k) as *const f32);
+                r += U::one(&w[k * U::BYTES..]) * av;
+            }
+            out[j] = r;
         }
-        i += 8;
-    }
-    for j in 0..T {
-        let mut r = hsum_ps(acc[j]);
-        for k in n8..n {
-            let av = std::ptr::read_unaligned(a.add(j * s + 4 * k) as *const f32);
-            r += U::one(&w[k * U::BYTES..]) * av;
-        }
-        out[j] = r;
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_float<U: WF>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let mut t = 0;
-    while t + 4 <= out.len() {
-        group_float::<U, 4>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-        t += 4;
-    }
-    while t < out.len() {
-        group_float::<U, 1>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-        t += 1;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
+    // `a`, `out` stay within the buffers the caller vouched for (the same
+    // contract), which is what the callees' contracts ask.
+    unsafe {
+        let mut t = 0;
+        while t + 4 <= out.len() {
+            group_float::<U, 4>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+            t += 4;
+        }
+        while t < out.len() {
+            group_float::<U, 1>(n, w, a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+            t += 1;
+        }
     }
 }
 
 unsafe fn tile_f32(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_float::<WF32>(n, w, a, s, out)
+    // SAFETY: `tile_float` asks the `TileFn` contract, which is this fn's
+    // (AVX2, FMA and F16C present: the set's).
+    unsafe { tile_float::<WF32>(n, w, a, s, out) }
 }
 unsafe fn tile_f16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_float::<WF16>(n, w, a, s, out)
+    // SAFETY: `tile_float` asks the `TileFn` contract, which is this fn's
+    // (AVX2, FMA and F16C present: the set's).
+    unsafe { tile_float::<WF16>(n, w, a, s, out) }
 }
 unsafe fn tile_bf16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_float::<WBf16>(n, w, a, s, out)
+    // SAFETY: `tile_float` asks the `TileFn` contract, which is this fn's
+    // (AVX2, FMA and F16C present: the set's).
+    unsafe { tile_float::<WBf16>(n, w, a, s, out) }
 }
 
 // --- activation quantizers
@@ -1950,15 +2394,20 @@ unsafe fn tile_bf16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn amax32(x: *const f32) -> f32 {
-    let sign = _mm256_set1_ps(-0.0);
-    let mut m = _mm256_setzero_ps();
-    for k in 0..4 {
-        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x.add(8 * k))));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `x`
+    // stay within the buffers the caller vouched for (the same contract).
+    unsafe {
+        let sign = _mm256_set1_ps(-0.0);
+        let mut m = _mm256_setzero_ps();
+        for k in 0..4 {
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x.add(8 * k))));
+        }
+        let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        let h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        _mm_cvtss_f32(h)
     }
-    let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    let h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    _mm_cvtss_f32(h)
 }
 
 /// The low bytes of 32 i32 lanes (C's `(int8_t)` of an int), in order.
@@ -1980,90 +2429,114 @@ unsafe fn low_bytes(v: [__m256i; 4]) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn q8_block(x: *const f32) -> (__m256i, f32, i32) {
-    let (d, id) = q8_0::act_scale_of(amax32(x));
-    let idv = _mm256_set1_ps(id);
-    let mut ints = [_mm256_setzero_si256(); 4];
-    for (k, iv) in ints.iter_mut().enumerate() {
-        let v = _mm256_mul_ps(_mm256_loadu_ps(x.add(8 * k)), idv);
-        let r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        *iv = _mm256_cvtps_epi32(r);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `x`
+    // stay within the buffers the caller vouched for (the same contract), which
+    // is what the callees' contracts ask.
+    unsafe {
+        let (d, id) = q8_0::act_scale_of(amax32(x));
+        let idv = _mm256_set1_ps(id);
+        let mut ints = [_mm256_setzero_si256(); 4];
+        for (k, iv) in ints.iter_mut().enumerate() {
+            let v = _mm256_mul_ps(_mm256_loadu_ps(x.add(8 * k)), idv);
+            let r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            *iv = _mm256_cvtps_epi32(r);
+        }
+        let sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(ints[0], ints[1]), _mm256_add_epi32(ints[2], ints[3])));
+        let ab = _mm256_packs_epi32(ints[0], ints[1]);
+        let cd = _mm256_packs_epi32(ints[2], ints[3]);
+        let q = _mm256_packs_epi16(ab, cd);
+        (_mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), d, sum)
     }
-    let sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(ints[0], ints[1]), _mm256_add_epi32(ints[2], ints[3])));
-    let ab = _mm256_packs_epi32(ints[0], ints[1]);
-    let cd = _mm256_packs_epi32(ints[2], ints[3]);
-    let q = _mm256_packs_epi16(ab, cd);
-    (_mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), d, sum)
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
-    for b in 0..x.len() / QK {
-        let (q, d, _) = q8_block(x.as_ptr().add(b * QK));
-        let o = out.as_mut_ptr().add(b * 34);
-        std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
-        _mm256_storeu_si256(o.add(2) as *mut __m256i, q);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
+    // `out` stay within the buffers the caller vouched for (the same contract),
+    // which is what the callees' contracts ask.
+    unsafe {
+        for b in 0..x.len() / QK {
+            let (q, d, _) = q8_block(x.as_ptr().add(b * QK));
+            let o = out.as_mut_ptr().add(b * 34);
+            std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
+            _mm256_storeu_si256(o.add(2) as *mut __m256i, q);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
-    for b in 0..x.len() / QK {
-        let (q, d, sum) = q8_block(x.as_ptr().add(b * QK));
-        let o = out.as_mut_ptr().add(b * 36);
-        std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
-        std::ptr::copy_nonoverlapping(f32_to_f16(d * sum as f32).as_ptr(), o.add(2), 2);
-        _mm256_storeu_si256(o.add(4) as *mut __m256i, q);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
+    // `out` stay within the buffers the caller vouched for (the same contract),
+    // which is what the callees' contracts ask.
+    unsafe {
+        for b in 0..x.len() / QK {
+            let (q, d, sum) = q8_block(x.as_ptr().add(b * QK));
+            let o = out.as_mut_ptr().add(b * 36);
+            std::ptr::copy_nonoverlapping(f32_to_f16(d).as_ptr(), o, 2);
+            std::ptr::copy_nonoverlapping(f32_to_f16(d * sum as f32).as_ptr(), o.add(2), 2);
+            _mm256_storeu_si256(o.add(4) as *mut __m256i, q);
+        }
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_k(x: &[f32], out: &mut [u8]) {
-    let sign = _mm256_set1_ps(-0.0);
-    for b in 0..x.len() / QK_K {
-        let xb = x.as_ptr().add(b * QK_K);
-        let o = out.as_mut_ptr().add(b * 292);
-        // --- absolute maximum, then the first value that has it
-        let mut m = _mm256_setzero_ps();
-        for k in 0..QK_K / 8 {
-            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb.add(8 * k))));
-        }
-        let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        let amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
-        if amax == 0.0 {
-            std::ptr::write_bytes(o, 0, 292);
-            continue;
-        }
-        let amv = _mm256_set1_ps(amax);
-        let mut max = amax;
-        for k in 0..QK_K / 8 {
-            let v = _mm256_loadu_ps(xb.add(8 * k));
-            let hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), amv, _CMP_EQ_OQ));
-            if hit != 0 {
-                max = *xb.add(8 * k + hit.trailing_zeros() as usize);
-                break;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
+    // `out` stay within the buffers the caller vouched for (the same contract),
+    // which is what the callees' contracts ask.
+    unsafe {
+        let sign = _mm256_set1_ps(-0.0);
+        for b in 0..x.len() / QK_K {
+            let xb = x.as_ptr().add(b * QK_K);
+            let o = out.as_mut_ptr().add(b * 292);
+            // --- absolute maximum, then the first value that has it
+            let mut m = _mm256_setzero_ps();
+            for k in 0..QK_K / 8 {
+                m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb.add(8 * k))));
             }
-        }
-        // --- quants: nearest_int(iscale·x) (round to nearest even), min 127
-        let iscale = -127.0 / max;
-        let isv = _mm256_set1_ps(iscale);
-        let lim = _mm256_set1_epi32(127);
-        for c in 0..QK_K / 32 {
-            let mut ints = [_mm256_setzero_si256(); 4];
-            for (k, iv) in ints.iter_mut().enumerate() {
-                let v = _mm256_mul_ps(isv, _mm256_loadu_ps(xb.add(32 * c + 8 * k)));
-                *iv = _mm256_min_epi32(_mm256_cvtps_epi32(v), lim);
+            let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            let amax = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+            if amax == 0.0 {
+                std::ptr::write_bytes(o, 0, 292);
+                continue;
             }
-            let q = low_bytes(ints);
-            _mm256_storeu_si256(o.add(4 + 32 * c) as *mut __m256i, q);
-            // group sums of 16 (i16)
-            let lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
-            let hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
-            let s0 = hsum_epi32(pairs_to_i32(lo)) as i16;
-            let s1 = hsum_epi32(pairs_to_i32(hi)) as i16;
-            std::ptr::copy_nonoverlapping(s0.to_le_bytes().as_ptr(), o.add(260 + 4 * c), 2);
-            std::ptr::copy_nonoverlapping(s1.to_le_bytes().as_ptr(), o.add(262 + 4 * c), 2);
+            let amv = _mm256_set1_ps(amax);
+            let mut max = amax;
+            for k in 0..QK_K / 8 {
+                let v = _mm256_loadu_ps(xb.add(8 * k));
+                let hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), amv, _CMP_EQ_OQ));
+                if hit != 0 {
+                    max = *xb.add(8 * k + hit.trailing_zeros() as usize);
+                    break;
+                }
+            }
+            // --- quants: nearest_int(iscale·x) (round to nearest even), min 127
+            let iscale = -127.0 / max;
+            let isv = _mm256_set1_ps(iscale);
+            let lim = _mm256_set1_epi32(127);
+            for c in 0..QK_K / 32 {
+                let mut ints = [_mm256_setzero_si256(); 4];
+                for (k, iv) in ints.iter_mut().enumerate() {
+                    let v = _mm256_mul_ps(isv, _mm256_loadu_ps(xb.add(32 * c + 8 * k)));
+                    *iv = _mm256_min_epi32(_mm256_cvtps_epi32(v), lim);
+                }
+                let q = low_bytes(ints);
+                _mm256_storeu_si256(o.add(4 + 32 * c) as *mut __m256i, q);
+                // group sums of 16 (i16)
+                let lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
+                let hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
+                let s0 = hsum_epi32(pairs_to_i32(lo)) as i16;
+                let s1 = hsum_epi32(pairs_to_i32(hi)) as i16;
+                std::ptr::copy_nonoverlapping(s0.to_le_bytes().as_ptr(), o.add(260 + 4 * c), 2);
+                std::ptr::copy_nonoverlapping(s1.to_le_bytes().as_ptr(), o.add(262 + 4 * c), 2);
+            }
+            std::ptr::copy_nonoverlapping((1.0 / iscale).to_le_bytes().as_ptr(), o, 4);
         }
-        std::ptr::copy_nonoverlapping((1.0 / iscale).to_le_bytes().as_ptr(), o, 4);
     }
 }

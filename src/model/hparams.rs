@@ -174,9 +174,9 @@ impl HParams {
 
         let h0 = n_head[0];
         let (mut n_embd_head_k, mut n_embd_head_v, mut n_rot) = (0, 0, 0);
-        if h0 > 0 {
-            n_embd_head_k = keys.u32("%s.attention.key_length")?.unwrap_or(n_embd / h0);
-            n_embd_head_v = keys.u32("%s.attention.value_length")?.unwrap_or(n_embd / h0);
+        if let Some(per_head) = n_embd.checked_div(h0) {
+            n_embd_head_k = keys.u32("%s.attention.key_length")?.unwrap_or(per_head);
+            n_embd_head_v = keys.u32("%s.attention.value_length")?.unwrap_or(per_head);
             n_rot = keys.u32("%s.rope.dimension_count")?.unwrap_or(n_embd_head_k);
         }
 
@@ -249,7 +249,7 @@ impl HParams {
         if self.n_embd_head_k == 0 || self.n_embd_head_v == 0 {
             return Err(Error::model(format!("attention head size is 0 ({arch}.attention.key_length/value_length)")));
         }
-        if self.n_rot > self.n_embd_head_k || self.n_rot % 2 != 0 {
+        if self.n_rot > self.n_embd_head_k || !self.n_rot.is_multiple_of(2) {
             return Err(Error::model(format!(
                 "{arch}.rope.dimension_count = {} must be even and at most the head size {}",
                 self.n_rot, self.n_embd_head_k

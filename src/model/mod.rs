@@ -171,8 +171,8 @@ impl Model {
         // The norms, biases and rope factors as f32, read from the file once:
         // the forward pass reads them every ubatch, and where the page cache
         // holds the file in 2 MiB folios each read of a 2 KB norm maps a
-        // whole huge page (SmolLM2 BF16: +56 MB RSS in the first prefill,
-        // every other byte of those pages copied at load and released).
+        // whole huge page (tens of MB of RSS, where the rest of those pages
+        // was copied at load and released).
         let mut vectors = HashMap::new();
         for w in weights.iter().flat_map(|w| w.vectors()) {
             if let std::collections::hash_map::Entry::Vacant(e) = vectors.entry((w.file, w.info.offset)) {

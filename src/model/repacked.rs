@@ -2,12 +2,14 @@
 //!
 //! - interleaved for the kernel set in use, as the reference repacks them
 //!   (`ggml-cpu/repack.cpp`): today the Q4_0, IQ4_NL and Q4_K matrices with
-//!   a multiple of 8 rows, on CPUs with AVX-512 VNNI (`KernelSet::tiled_fn`;
-//!   elsewhere no tiles are built and the kernels read the mapping);
+//!   a multiple of 8 rows, for the x86-64 sets (`avx2`, `avx2-vnni`:
+//!   `KernelSet::tiled_fn`; elsewhere no tiles are built and the kernels
+//!   read the mapping);
 //! - copied unchanged: the float matrices (F16, BF16, F32), on every CPU.
 //!   A decode streams each of them whole every token at 2–4 bytes a weight,
 //!   and through the file mapping most of their pages are 4 KiB ones (the
-//!   page cache decides, docs/PERFORMANCE.md): the copy is on huge pages.
+//!   page cache decides), which the TLB bounds: the copy is on huge pages
+//!   (`MADV_HUGEPAGE`; `MINFER_NO_THP=1` skips the advice).
 //!   Not where the copies would take more than half the free memory
 //!   (`_SC_AVPHYS_PAGES`, which leaves out the page cache): a model larger
 //!   than memory keeps running from the mapping, as with the reference.
@@ -58,7 +60,6 @@ enum Layout {
     /// the file's bytes unchanged: float matrices (2–4 bytes a weight), which
     /// a decode streams whole every token; read from the file mapping, most
     /// of their pages are 4 KiB ones and the TLB bounds the stream
-    /// (docs/PERFORMANCE.md, ninth session)
     Copy,
 }
 
@@ -137,8 +138,8 @@ impl Repacked {
         }
         // Transparent huge pages where the system gives them on request: a
         // decode streams every tile once per token, and with 4 KiB pages
-        // nearly every page costs a TLB miss (SmolLM2 Q4_0 tg128: 16 % more
-        // CPU time without). Their cost is at load, where the kernel may
+        // nearly every page costs a TLB miss (decodes took ~16 % more CPU
+        // time without). Their cost is at load, where the kernel may
         // compact memory to find 2 MiB pages (`MINFER_NO_THP=1` skips
         // them). Advice only: failure is fine.
         let no_thp = std::env::var_os("MINFER_NO_THP").is_some_and(|v| !v.is_empty() && v != "0");

@@ -74,9 +74,9 @@ fn read_hparams(m: &Model) -> Result<Saved> {
     let n_embd = keys.required_u32("%s.embedding_length")?;
     let n_ctx_train = keys.required_u32("%s.context_length")?;
     let (mut head_k, mut head_v, mut n_rot) = (0, 0, 0);
-    if n_head[0] > 0 {
-        head_k = keys.u32("%s.attention.key_length")?.unwrap_or(n_embd / n_head[0]);
-        head_v = keys.u32("%s.attention.value_length")?.unwrap_or(n_embd / n_head[0]);
+    if let Some(per_head) = n_embd.checked_div(n_head[0]) {
+        head_k = keys.u32("%s.attention.key_length")?.unwrap_or(per_head);
+        head_v = keys.u32("%s.attention.value_length")?.unwrap_or(per_head);
         n_rot = keys.u32("%s.rope.dimension_count")?.unwrap_or(head_k);
     }
     let rope_scale_key = match keys.f32("%s.rope.scaling.factor")? {

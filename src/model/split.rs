@@ -173,7 +173,8 @@ mod tests {
 
     #[test]
     fn broken_sets_are_refused_with_the_reference_messages() {
-        let cases: [(&dyn Fn(usize, &mut GgufWriter), &str); 4] = [
+        type Breaker<'a> = &'a dyn Fn(usize, &mut GgufWriter);
+        let cases: [(Breaker, &str); 4] = [
             (
                 &|i, w| {
                     if i == 0 {

@@ -232,7 +232,7 @@ fn quantize_iq4_impl(
         dh = f32_to_f16(d);
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         for ib in 0..nsub {
-            let mut ls = nearest_int(id * scales[ib]).min(31).max(-32);
+            let mut ls = nearest_int(id * scales[ib]).clamp(-32, 31);
             let dl = d * ls as f32;
             let idl = if dl != 0.0 { 1.0 / dl } else { 0.0 };
             let xb = &x[ib * BS..ib * BS + BS];

@@ -83,11 +83,11 @@ pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_typ
         iscale = -(nmaxf + 0.1 * is as f32) / max;
         sumlx = 0.0;
         suml2 = 0.0;
-        for i in 0..n {
-            let l = clamp(nearest_int(iscale * x[i]));
-            let w = weight(x[i]);
+        for &xi in &x[..n] {
+            let l = clamp(nearest_int(iscale * xi));
+            let w = weight(xi);
             let lf = l as f32;
-            sumlx += w * x[i] * lf;
+            sumlx += w * xi * lf;
             suml2 += w * lf * lf;
         }
         if suml2 > 0.0 && sumlx * sumlx > best * suml2 {

@@ -139,7 +139,7 @@ pub fn nearest_int(fval: f32) -> i32 {
 /// quantizers then keep the low byte (`(int8_t)x`, `(uint8_t)x`).
 #[inline]
 pub fn c_f32_to_i32(x: f32) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x < -2_147_483_648.0 {
+    if x.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&x) {
         i32::MIN
     } else {
         x as i32
@@ -156,7 +156,7 @@ pub fn c_roundf(x: f32) -> f32 {
 
 fn check_row(ty: GgmlType, n: usize, bytes: usize, what: &str) -> Result<()> {
     let bs = ty.block_size();
-    if n % bs != 0 {
+    if !n.is_multiple_of(bs) {
         return Err(Error::invalid(format!("{what}: {n} elements is not a multiple of the {ty} block size {bs}")));
     }
     let need = n / bs * ty.type_size();

@@ -97,8 +97,8 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ2K]) {
         }
         if max_scale > 0.0 {
             let iscale = Q4SCALE / max_scale;
-            for j in 0..16 {
-                b.scales[j] = nearest_int(iscale * scales[j]) as u8;
+            for (bs, &s) in b.scales.iter_mut().zip(&scales) {
+                *bs = nearest_int(iscale * s) as u8;
             }
             b.d = f32_to_f16(max_scale / Q4SCALE);
         } else {
@@ -107,9 +107,9 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ2K]) {
         }
         if max_min > 0.0 {
             let iscale = Q4SCALE / max_min;
-            for j in 0..16 {
-                let lm = nearest_int(iscale * mins[j]);
-                b.scales[j] |= (lm << 4) as u8;
+            for (bs, &m) in b.scales.iter_mut().zip(&mins) {
+                let lm = nearest_int(iscale * m);
+                *bs |= (lm << 4) as u8;
             }
             b.dmin = f32_to_f16(max_min / Q4SCALE);
         } else {
@@ -123,7 +123,7 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ2K]) {
             let dm = f16_to_f32(b.dmin) * (b.scales[j] >> 4) as f32;
             for ii in 0..16 {
                 let q = nearest_int((x[16 * j + ii] + dm) / d);
-                l[16 * j + ii] = q.min(3).max(0) as u8;
+                l[16 * j + ii] = q.clamp(0, 3) as u8;
             }
         }
         for h in 0..2 {

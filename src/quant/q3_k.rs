@@ -72,10 +72,10 @@ pub fn dequantize_row(blocks: &[BlockQ3K], out: &mut [f32]) {
         let d_all = f16_to_f32(b.d);
         let q = b.quants();
         let sc = b.group_scales();
-        for g in 0..16 {
-            let dl = d_all * sc[g] as f32;
-            for i in 16 * g..16 * g + 16 {
-                y[i] = dl * q[i] as f32;
+        for ((yg, qg), &s) in y.chunks_exact_mut(16).zip(q.chunks_exact(16)).zip(&sc) {
+            let dl = d_all * s as f32;
+            for (yi, &qi) in yg.iter_mut().zip(qg) {
+                *yi = dl * qi as f32;
             }
         }
     }
@@ -88,20 +88,20 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ3K]) {
         let mut scales = [0.0f32; 16];
         let mut max_scale = 0.0f32;
         let mut amax = 0.0f32;
-        for j in 0..16 {
-            scales[j] = make_q3_quants(16, 4, &x[16 * j..], &mut l[16 * j..16 * j + 16], true);
-            let scale = scales[j].abs();
+        for (j, sj) in scales.iter_mut().enumerate() {
+            *sj = make_q3_quants(16, 4, &x[16 * j..], &mut l[16 * j..16 * j + 16], true);
+            let scale = sj.abs();
             if scale > amax {
                 amax = scale;
-                max_scale = scales[j];
+                max_scale = *sj;
             }
         }
         b.scales = [0; 12];
         if max_scale != 0.0 {
             let iscale = -32.0 / max_scale;
-            for j in 0..16 {
-                let mut lv = nearest_int(iscale * scales[j]) as i8 as i32;
-                lv = lv.min(31).max(-32) + 32;
+            for (j, &s) in scales.iter().enumerate() {
+                let mut lv = nearest_int(iscale * s) as i8 as i32;
+                lv = lv.clamp(-32, 31) + 32;
                 let lv = lv as i8;
                 if j < 8 {
                     b.scales[j] = (lv & 0xF) as u8;
@@ -122,7 +122,7 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ3K]) {
                 continue;
             }
             for ii in 0..16 {
-                let q = nearest_int(x[16 * j + ii] / d).min(3).max(-4);
+                let q = nearest_int(x[16 * j + ii] / d).clamp(-4, 3);
                 l[16 * j + ii] = (q + 4) as i8;
             }
         }

@@ -93,8 +93,8 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ6K]) {
         }
         let iscale = -128.0 / max_scale;
         b.d = f32_to_f16(1.0 / iscale);
-        for ib in 0..16 {
-            b.scales[ib] = nearest_int(iscale * scales[ib]).min(127) as i8 as u8;
+        for (bs, &s) in b.scales.iter_mut().zip(&scales) {
+            *bs = nearest_int(iscale * s).min(127) as i8 as u8;
         }
         for j in 0..16 {
             let d = f16_to_f32(b.d) * b.scales[j] as i8 as f32;
@@ -102,7 +102,7 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ6K]) {
                 continue;
             }
             for ii in 0..16 {
-                let q = nearest_int(x[16 * j + ii] / d).min(31).max(-32);
+                let q = nearest_int(x[16 * j + ii] / d).clamp(-32, 31);
                 l[16 * j + ii] = (q + 32) as i8;
             }
         }

@@ -58,6 +58,7 @@ pub fn act_scale_of(amax: f32) -> (f32, f32) {
 /// half to even (`_mm256_round_ps`), then converted as `cvtps2dq` does
 /// (anything outside i32, NaN included, becomes i32::MIN).
 #[inline]
+#[allow(clippy::neg_cmp_op_on_partial_ord, reason = "`!(x < max)` is meant: it is true for NaN too")]
 pub fn act_convert(v: f32, id: f32) -> i32 {
     let r = (v * id).round_ties_even();
     if !(r.abs() < 2_147_483_648.0) {

@@ -164,7 +164,9 @@ fn fp16_and_bf16_conversions_match_ggml_on_edge_values() {
 #[test]
 fn dequantize_equals_gguf_numpy() {
     let Some(dir) = std::env::var_os("MINFER_GGUF_DEQUANT_DIR") else {
-        eprintln!("dequantize_equals_gguf_numpy: MINFER_GGUF_DEQUANT_DIR not set, skipped");
+        skip_test!(
+            "dequantize_equals_gguf_numpy: MINFER_GGUF_DEQUANT_DIR not set (scripts/test-kernels.sh prepare sets it)"
+        );
         return;
     };
     let dir = std::path::PathBuf::from(dir);

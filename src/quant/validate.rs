@@ -59,7 +59,7 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 pub fn validate_row_data(ty: GgmlType, data: &[u8]) -> Result<()> {
     use GgmlType::*;
     let size = ty.type_size();
-    if data.len() % size != 0 {
+    if !data.len().is_multiple_of(size) {
         return Err(Error::model(format!(
             "ggml_validate_row_data: invalid size {} for type {ty} (type size = {size})",
             data.len()

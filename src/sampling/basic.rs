@@ -129,6 +129,7 @@ impl Sampler for Dist {
     fn clone_box(&self) -> Result<Box<dyn Sampler>> {
         Ok(Box::new(Dist { seed: self.seed, seed_cur: self.seed_cur, rng: self.rng.clone() }))
     }
+    #[allow(clippy::misnamed_getters, reason = "the seed in use (seed_cur) is what llama_sampler_get_seed reports")]
     fn seed(&self) -> u32 {
         self.seed_cur
     }

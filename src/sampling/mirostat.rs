@@ -71,6 +71,7 @@ impl Sampler for Mirostat {
         r.rng = self.rng.clone();
         Ok(Box::new(r))
     }
+    #[allow(clippy::misnamed_getters, reason = "the seed in use (seed_cur) is what llama_sampler_get_seed reports")]
     fn seed(&self) -> u32 {
         self.seed_cur
     }
@@ -125,6 +126,7 @@ impl Sampler for MirostatV2 {
         r.rng = self.rng.clone();
         Ok(Box::new(r))
     }
+    #[allow(clippy::misnamed_getters, reason = "the seed in use (seed_cur) is what llama_sampler_get_seed reports")]
     fn seed(&self) -> u32 {
         self.seed_cur
     }

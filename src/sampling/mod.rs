@@ -41,7 +41,9 @@ pub const DEFAULT_SEED: u32 = 0xFFFF_FFFF;
 /// `LLAMA_TOKEN_NULL`.
 pub const TOKEN_NULL: i32 = -1;
 
-/// `llama_token_data`: same layout (checked below against the C type).
+/// One candidate: `llama_token_data`'s fields, with its C layout (`repr(C)`),
+/// so the ABI layer can view a caller's array as `&mut [TokenData]` without
+/// a copy (src/ffi/sampler.rs checks the two layouts agree).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenData {
@@ -51,7 +53,6 @@ pub struct TokenData {
 }
 
 const _: () = assert!(std::mem::size_of::<TokenData>() == 12);
-const _: () = assert!(std::mem::size_of::<TokenData>() == std::mem::size_of::<crate::ffi::types::llama_token_data>());
 
 /// The candidates a sampler transforms: `llama_token_data_array` with the
 /// (pointer, size) pair as a slice. Shrinking is re-slicing: a sampler keeps
@@ -165,7 +166,7 @@ pub(crate) fn cmax(a: f32, b: f32) -> f32 {
 /// "integer indefinite" INT_MIN for NaN and out-of-range values.
 #[inline]
 pub(crate) fn cvtt(x: f32) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x < -2_147_483_648.0 {
+    if x.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&x) {
         i32::MIN
     } else {
         x as i32

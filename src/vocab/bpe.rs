@@ -181,12 +181,10 @@ impl<'a> Session<'a> {
             self.queue.clear();
             self.syms.clear();
             let mut offset = 0;
-            if self.vocab.ignore_merges && self.vocab.text_to_token(word) != TOKEN_NULL {
-                self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
-                offset = word.len();
-            } else if self.vocab.pre_type == "GEMMA4"
-                && word.iter().all(|&b| b == b'\n')
-                && self.vocab.text_to_token(word) != TOKEN_NULL
+            if (self.vocab.ignore_merges && self.vocab.text_to_token(word) != TOKEN_NULL)
+                || (self.vocab.pre_type == "GEMMA4"
+                    && word.iter().all(|&b| b == b'\n')
+                    && self.vocab.text_to_token(word) != TOKEN_NULL)
             {
                 self.syms.push(Sym { prev: -1, next: -1, start: 0, n: word.len() });
                 offset = word.len();

@@ -13,15 +13,27 @@
 //! Unicode data: `unicode_data.rs` is generated from the reference's own
 //! tables by scripts/gen-unicode-tables.py (no crate: exact parity with the
 //! reference's categories matters more than being current with Unicode).
+//! The pre-tokenizer table (`pre_table.rs`: every `tokenizer.ggml.pre` name,
+//! its flags and regexes) is generated from llama-vocab.cpp by
+//! scripts/gen-pretokenizer-table.py.
+//!
+//! Validation: a load fails with a message on a wrong type of any
+//! `tokenizer.ggml.*` key, scores or token types shorter than the tokens, a
+//! duplicate token, BPE without merges, an unknown tokenizer model or
+//! pre-tokenizer, a malformed charsmap. As in the reference, out-of-range
+//! special ids are disabled or ignored with a warning. At run time an
+//! out-of-range token id gets the function's failure value and a message,
+//! and a vocabulary that cannot produce a needed byte token fails the call,
+//! where the reference crashes or throws.
 
 mod bpe;
 mod hash;
 mod plamo2;
 // Generated tables keep their generators' layout.
 #[rustfmt::skip]
+#[allow(clippy::type_complexity, reason = "generated tables, typed where they are declared")]
 mod pre_table;
 pub mod pretokenize;
-pub mod regex;
 mod rwkv;
 mod spm;
 mod stdmap;
@@ -218,6 +230,9 @@ pub(crate) fn bpe_regexes(pre: PreType) -> (Vec<&'static str>, bool) {
 
 const CONTROL_WARN: &str =
     "control-looking token was not control-type; this is probably a bug in the model. its type will be overridden";
+
+/// Where a special id lives in a `Vocab` (`bos`, `eos`, …).
+type IdField = fn(&mut Vocab) -> &mut i32;
 
 impl Vocab {
     pub fn n_tokens(&self) -> usize {
@@ -668,7 +683,7 @@ impl Vocab {
 
     fn read_special_ids(&mut self, k: &Keys) -> Result<()> {
         let n = self.tokens.len();
-        let keys: [(&str, fn(&mut Vocab) -> &mut i32); 17] = [
+        let keys: [(&str, IdField); 17] = [
             ("tokenizer.ggml.bos_token_id", |v| &mut v.bos),
             ("tokenizer.ggml.eos_token_id", |v| &mut v.eos),
             ("tokenizer.ggml.eot_token_id", |v| &mut v.eot),
@@ -813,7 +828,7 @@ impl Vocab {
         // first candidate it meets: walk the same order (stdmap.rs).
         let order: Vec<u32> = stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
             .unwrap_or_else(|| (0..self.tokens.len() as u32).collect());
-        let slots: [(fn(&mut Vocab) -> &mut i32, &[&str]); 8] = [
+        let slots: [(IdField, &[&str]); 8] = [
             (|v| &mut v.eot, EOT),
             (|v| &mut v.eom, EOM),
             (|v| &mut v.fim_pre, FIM_PRE),
@@ -885,7 +900,7 @@ impl Vocab {
                 _ => {}
             }
         }
-        if (has_return && has_call && has_end) || (has_call && has_flush && has_end) {
+        if has_call && has_end && (has_return || has_flush) {
             self.eog.remove(&end_id);
             self.tokens[end_id as usize].attr = ATTR_USER_DEFINED;
         }
@@ -967,7 +982,7 @@ impl Vocab {
         // Only specials that occur somewhere in the text can split it.
         let candidates = self.cache_special.iter().filter(|&&id| {
             let t = &self.tokens[id as usize];
-            !(!parse_special && t.attr & (ATTR_CONTROL | ATTR_UNKNOWN) != 0)
+            parse_special || t.attr & (ATTR_CONTROL | ATTR_UNKNOWN) == 0
         });
         let has_first = text.iter().any(|&b| self.special_first_bytes[b as usize]);
         if !has_first {
@@ -1411,7 +1426,7 @@ fn clean_spaces(text: &mut Vec<u8>) {
                 total -= 1;
             } else if i + 2 < total3 {
                 let x2 = text[i + 2];
-                if (x1 == b'r' && x2 == b'e') || (x1 == b'v' && x2 == b'e') {
+                if matches!((x1, x2), (b'r', b'e') | (b'v', b'e')) {
                     total -= 1;
                 }
             }

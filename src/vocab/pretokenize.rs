@@ -2,14 +2,14 @@
 //! a pre-tokenizer splits the pieces the previous one produced. The common
 //! regexes have hand-written splitters (as in the reference's unicode.cpp:
 //! GPT-2, Llama 3, Qwen 2, Qwen 3.5, newline runs); the others run on the
-//! small ECMAScript engine of `regex.rs`, over the same "collapsed" text the
+//! small ECMAScript engine of `regex::wide`, over the same "collapsed" text the
 //! reference feeds `std::regex` (each non-ASCII code point replaced by one
 //! byte standing for its category) or, without categories, over the code
 //! points with non-ASCII whitespace mapped to U+000B.
 
-use super::regex::Regex;
 use super::unicode::{self as u, flags};
 use crate::error::Result;
+use crate::regex::wide::Regex;
 
 const OUT: u32 = 0xFFFF_FFFF;
 
@@ -296,6 +296,7 @@ fn is(f: u16, bit: u16) -> bool {
 }
 
 /// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+#[allow(clippy::nonminimal_bool, reason = "the contractions tested one by one, as in unicode.cpp")]
 fn split_gpt2(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
@@ -386,6 +387,7 @@ fn split_gpt2(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
 
 /// Llama 3 (`digits` = 3), Qwen 2 (`digits` = 1) and, with `marks`, Qwen 3.5:
 /// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+#[allow(clippy::nonminimal_bool, reason = "the contractions tested one by one, as in unicode.cpp")]
 fn split_llama3(cpts: &[u32], offsets: &[usize], digits: usize, marks: bool) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
@@ -502,6 +504,7 @@ fn split_llama3(cpts: &[u32], offsets: &[usize], digits: usize, marks: bool) -> 
 }
 
 /// Kimi K2: `[\p{Han}]+`, then Llama-3-like rules on non-Han letters.
+#[allow(clippy::nonminimal_bool, reason = "the contractions tested one by one, as in unicode.cpp")]
 fn split_kimi_k2(cpts: &[u32], offsets: &[usize]) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;

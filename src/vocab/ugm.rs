@@ -138,8 +138,8 @@ impl Ugm {
         }
         let mut p = off;
         match unicode::cpt_from_utf8(input, &mut p) {
-            Ok(_) => Ok((&input[off..p], p - off)),
-            Err(()) => Ok(("\u{FFFD}".as_bytes(), 1)),
+            Some(_) => Ok((&input[off..p], p - off)),
+            None => Ok(("\u{FFFD}".as_bytes(), 1)),
         }
     }
 

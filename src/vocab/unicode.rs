@@ -31,45 +31,47 @@ pub fn len_utf8(b: u8) -> usize {
     LOOKUP[(b >> 4) as usize]
 }
 
-/// Decodes one code point at `*off`, advancing it; `Err` for an invalid
+/// Decodes one code point at `*off`, advancing it; `None` for an invalid
 /// sequence (offset untouched). Same checks as `unicode_cpt_from_utf8`.
 #[inline]
-pub fn cpt_from_utf8(s: &[u8], off: &mut usize) -> Result<u32, ()> {
+pub fn cpt_from_utf8(s: &[u8], off: &mut usize) -> Option<u32> {
     let o = *off;
     let b0 = s[o] as u32;
     let cont = |i: usize| s.get(o + i).is_some_and(|&b| b & 0xc0 == 0x80);
     if b0 & 0x80 == 0 {
         *off += 1;
-        return Ok(b0);
+        return Some(b0);
     }
     if b0 & 0x40 == 0 {
-        return Err(());
+        return None;
     }
     if b0 & 0x20 == 0 {
         if !cont(1) {
-            return Err(());
+            return None;
         }
         *off += 2;
-        return Ok(((b0 & 0x1f) << 6) | (s[o + 1] as u32 & 0x3f));
+        return Some(((b0 & 0x1f) << 6) | (s[o + 1] as u32 & 0x3f));
     }
     if b0 & 0x10 == 0 {
         if !(cont(1) && cont(2)) {
-            return Err(());
+            return None;
         }
         *off += 3;
-        return Ok(((b0 & 0x0f) << 12) | ((s[o + 1] as u32 & 0x3f) << 6) | (s[o + 2] as u32 & 0x3f));
+        return Some(((b0 & 0x0f) << 12) | ((s[o + 1] as u32 & 0x3f) << 6) | (s[o + 2] as u32 & 0x3f));
     }
     if b0 & 0x08 == 0 {
         if !(cont(1) && cont(2) && cont(3)) {
-            return Err(());
+            return None;
         }
         *off += 4;
-        return Ok(((b0 & 0x07) << 18)
-            | ((s[o + 1] as u32 & 0x3f) << 12)
-            | ((s[o + 2] as u32 & 0x3f) << 6)
-            | (s[o + 3] as u32 & 0x3f));
+        return Some(
+            ((b0 & 0x07) << 18)
+                | ((s[o + 1] as u32 & 0x3f) << 12)
+                | ((s[o + 2] as u32 & 0x3f) << 6)
+                | (s[o + 3] as u32 & 0x3f),
+        );
     }
-    Err(())
+    None
 }
 
 /// All code points of `s`; each invalid byte becomes U+FFFD.
@@ -78,8 +80,8 @@ pub fn cpts_from_utf8(s: &[u8]) -> Vec<u32> {
     let mut off = 0;
     while off < s.len() {
         match cpt_from_utf8(s, &mut off) {
-            Ok(c) => out.push(c),
-            Err(()) => {
+            Some(c) => out.push(c),
+            None => {
                 off += 1;
                 out.push(0xFFFD);
             }

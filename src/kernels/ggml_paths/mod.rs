@@ -106,7 +106,7 @@ pub const TILED_MIN_ROWS: usize = 8;
 /// `ggml_vec_dot` kernels (or float ones).
 pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
     use GgmlType::*;
-    if rows % 8 == 0 && matches!(ty, Q4_0 | IQ4_NL | Q4_K | Q2_K) {
+    if rows.is_multiple_of(8) && matches!(ty, Q4_0 | IQ4_NL | Q4_K | Q2_K) {
         return Some(Path::Repack);
     }
     match ty {

@@ -49,8 +49,8 @@ fn tile_b32<B: Block>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32], u
 /// The first two bytes of a block (its f16 scale `d`).
 #[inline]
 fn bytes2<B: Block>(b: &B) -> [u8; 2] {
-    // SAFETY: `B: Block` is a plain byte struct of at least 2 bytes.
     let p = b as *const B as *const u8;
+    // SAFETY: `B: Block` is a plain byte struct of at least 2 bytes.
     unsafe { [*p, *p.add(1)] }
 }
 
@@ -153,61 +153,80 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn one_b32<U: W32>(nb: usize, w: *const u8, a: *const u8) -> f32 {
-        let mut acc = 0f32;
-        let mut b = 0;
-        while b + 8 <= nb {
-            let mut p = [_mm256_setzero_si256(); 8];
-            let mut dw = [0f32; 8];
-            for (i, (pi, di)) in p.iter_mut().zip(&mut dw).enumerate() {
-                let (q, d) = U::load(w.add((b + i) * U::BYTES));
-                *pi = pairs_to_i32(dot_pairs_signed(q, loadu(a.add((b + i) * 34 + 2))));
-                *di = d;
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = 0f32;
+            let mut b = 0;
+            while b + 8 <= nb {
+                let mut p = [_mm256_setzero_si256(); 8];
+                let mut dw = [0f32; 8];
+                for (i, (pi, di)) in p.iter_mut().zip(&mut dw).enumerate() {
+                    let (q, d) = U::load(w.add((b + i) * U::BYTES));
+                    *pi = pairs_to_i32(dot_pairs_signed(q, loadu(a.add((b + i) * 34 + 2))));
+                    *di = d;
+                }
+                let mut isum = [0f32; 8];
+                _mm256_storeu_ps(isum.as_mut_ptr(), _mm256_cvtepi32_ps(hsum_epi32_x8(&p)));
+                let mut scale = [0f32; 8];
+                let sv = _mm256_mul_ps(_mm256_loadu_ps(dw.as_ptr()), f16_at_x8(a.add(b * 34), 34));
+                _mm256_storeu_ps(scale.as_mut_ptr(), sv);
+                for i in 0..8 {
+                    acc = isum[i].mul_add(scale[i], acc);
+                }
+                b += 8;
             }
-            let mut isum = [0f32; 8];
-            _mm256_storeu_ps(isum.as_mut_ptr(), _mm256_cvtepi32_ps(hsum_epi32_x8(&p)));
-            let mut scale = [0f32; 8];
-            let sv = _mm256_mul_ps(_mm256_loadu_ps(dw.as_ptr()), f16_at_x8(a.add(b * 34), 34));
-            _mm256_storeu_ps(scale.as_mut_ptr(), sv);
-            for i in 0..8 {
-                acc = isum[i].mul_add(scale[i], acc);
+            for b in b..nb {
+                let (q, dw) = U::load(w.add(b * U::BYTES));
+                let ab = a.add(b * 34);
+                let isum = hsum_epi32(pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))));
+                acc = (isum as f32).mul_add(dw * f16_at(ab), acc);
             }
-            b += 8;
+            acc
         }
-        for b in b..nb {
-            let (q, dw) = U::load(w.add(b * U::BYTES));
-            let ab = a.add(b * 34);
-            let isum = hsum_epi32(pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))));
-            acc = (isum as f32).mul_add(dw * f16_at(ab), acc);
-        }
-        acc
     }
 
     /// 8 tokens against one row of 32-blocks: the tokens are the f32 lanes.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight_b32<U: W32>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        let mut acc = _mm256_setzero_ps();
-        for b in 0..nb {
-            let (q, dw) = U::load(w.add(b * U::BYTES));
-            let ab = a.add(b * 34);
-            let p: [__m256i; 8] = std::array::from_fn(|j| pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(j * s + 2)))));
-            let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&p));
-            acc = _mm256_fmadd_ps(isum, _mm256_mul_ps(_mm256_set1_ps(dw), f16_at_x8(ab, s)), acc);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = _mm256_setzero_ps();
+            for b in 0..nb {
+                let (q, dw) = U::load(w.add(b * U::BYTES));
+                let ab = a.add(b * 34);
+                let p: [__m256i; 8] =
+                    std::array::from_fn(|j| pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(j * s + 2)))));
+                let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&p));
+                acc = _mm256_fmadd_ps(isum, _mm256_mul_ps(_mm256_set1_ps(dw), f16_at_x8(ab, s)), acc);
+            }
+            _mm256_storeu_ps(out.as_mut_ptr(), acc);
         }
-        _mm256_storeu_ps(out.as_mut_ptr(), acc);
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile_b32<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK;
-        let mut t = 0;
-        while t + 8 <= out.len() {
-            eight_b32::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
-            t += 8;
-        }
-        while t < out.len() {
-            out[t] = one_b32::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s));
-            t += 1;
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nb = n / QK;
+            let mut t = 0;
+            while t + 8 <= out.len() {
+                eight_b32::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
+                t += 8;
+            }
+            while t < out.len() {
+                out[t] = one_b32::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s));
+                t += 1;
+            }
         }
     }
 
@@ -216,26 +235,32 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn one_kmin<U: WK, const P: usize>(nb: usize, w: *const u8, a: *const u8) -> f32 {
-        let (mut acc, mut accm) = (0f32, 0f32);
-        for b in 0..nb {
-            let k = U::unpack(w.add(b * U::BYTES));
-            let ab = a.add(b * 292);
-            let da = q8k_d(ab);
-            let (dd, dm) = (k.d * da, k.dmin * da);
-            // [8] per 32-chunk: its two groups' min·bsum
-            let mut mins = [0i32; 8];
-            _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, _mm256_madd_epi16(k.mins, loadu(ab.add(260))));
-            for c0 in (0..8).step_by(P) {
-                let mut sub = _mm256_setzero_si256();
-                for c in c0..c0 + P {
-                    let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(4 + 32 * c)));
-                    sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let (mut acc, mut accm) = (0f32, 0f32);
+            for b in 0..nb {
+                let k = U::unpack(w.add(b * U::BYTES));
+                let ab = a.add(b * 292);
+                let da = q8k_d(ab);
+                let (dd, dm) = (k.d * da, k.dmin * da);
+                // [8] per 32-chunk: its two groups' min·bsum
+                let mut mins = [0i32; 8];
+                _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, _mm256_madd_epi16(k.mins, loadu(ab.add(260))));
+                for c0 in (0..8).step_by(P) {
+                    let mut sub = _mm256_setzero_si256();
+                    for c in c0..c0 + P {
+                        let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(4 + 32 * c)));
+                        sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
+                    }
+                    acc = (hsum_epi32(sub) as f32).mul_add(dd, acc);
+                    accm = (mins[c0..c0 + P].iter().sum::<i32>() as f32).mul_add(dm, accm);
                 }
-                acc = (hsum_epi32(sub) as f32).mul_add(dd, acc);
-                accm = (mins[c0..c0 + P].iter().sum::<i32>() as f32).mul_add(dm, accm);
             }
+            acc - accm
         }
-        acc - accm
     }
 
     /// 8 tokens (the f32 lanes) against one row of Q4_K or Q2_K, gemm order
@@ -243,55 +268,67 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight_kmin<U: WK, const P: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        let mut acc = _mm256_setzero_ps();
-        let mut accm = _mm256_setzero_ps();
-        for b in 0..nb {
-            let k = U::unpack(w.add(b * U::BYTES));
-            let ab = a.add(b * 292);
-            let da = q8k_d_x8(ab, s);
-            let (dd, dm) = (_mm256_mul_ps(_mm256_set1_ps(k.d), da), _mm256_mul_ps(_mm256_set1_ps(k.dmin), da));
-            // [token][chunk] min·bsum of the chunk's two groups
-            let mut mins = [[0i32; 8]; 8];
-            for (j, m) in mins.iter_mut().enumerate() {
-                let v = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
-                _mm256_storeu_si256(m.as_mut_ptr() as *mut __m256i, v);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = _mm256_setzero_ps();
+            let mut accm = _mm256_setzero_ps();
+            for b in 0..nb {
+                let k = U::unpack(w.add(b * U::BYTES));
+                let ab = a.add(b * 292);
+                let da = q8k_d_x8(ab, s);
+                let (dd, dm) = (_mm256_mul_ps(_mm256_set1_ps(k.d), da), _mm256_mul_ps(_mm256_set1_ps(k.dmin), da));
+                // [token][chunk] min·bsum of the chunk's two groups
+                let mut mins = [[0i32; 8]; 8];
+                for (j, m) in mins.iter_mut().enumerate() {
+                    let v = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
+                    _mm256_storeu_si256(m.as_mut_ptr() as *mut __m256i, v);
+                }
+                for c0 in (0..8).step_by(P) {
+                    let sub: [__m256i; 8] = std::array::from_fn(|j| {
+                        let mut sub = _mm256_setzero_si256();
+                        for c in c0..c0 + P {
+                            let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
+                            sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
+                        }
+                        sub
+                    });
+                    let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&sub));
+                    let imin: [i32; 8] = std::array::from_fn(|j| mins[j][c0..c0 + P].iter().sum());
+                    let imin = _mm256_cvtepi32_ps(_mm256_loadu_si256(imin.as_ptr() as *const __m256i));
+                    acc = _mm256_fmadd_ps(isum, dd, acc);
+                    accm = _mm256_fmadd_ps(imin, dm, accm);
+                }
             }
-            for c0 in (0..8).step_by(P) {
-                let sub: [__m256i; 8] = std::array::from_fn(|j| {
-                    let mut sub = _mm256_setzero_si256();
-                    for c in c0..c0 + P {
-                        let p = dot_pairs_k::<U>(k.q[c], loadu(ab.add(j * s + 4 + 32 * c)));
-                        sub = _mm256_add_epi32(sub, _mm256_madd_epi16(p, k.sc[c]));
-                    }
-                    sub
-                });
-                let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&sub));
-                let imin: [i32; 8] = std::array::from_fn(|j| mins[j][c0..c0 + P].iter().sum());
-                let imin = _mm256_cvtepi32_ps(_mm256_loadu_si256(imin.as_ptr() as *const __m256i));
-                acc = _mm256_fmadd_ps(isum, dd, acc);
-                accm = _mm256_fmadd_ps(imin, dm, accm);
-            }
+            _mm256_storeu_ps(out.as_mut_ptr(), _mm256_sub_ps(acc, accm));
         }
-        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_sub_ps(acc, accm));
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile_kmin<U: WK, const P: usize>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK_K;
-        let n4 = gemm_rows(out.len());
-        let (w, a) = (w.as_ptr(), a.as_ptr());
-        let mut t = 0;
-        while t + 8 <= n4 {
-            eight_kmin::<U, P>(nb, w, a.add(t * s), s, &mut out[t..t + 8]);
-            t += 8;
-        }
-        while t < n4 {
-            out[t] = one_kmin::<U, P>(nb, w, a.add(t * s));
-            t += 1;
-        }
-        while t < out.len() {
-            out[t] = one_kmin::<U, 8>(nb, w, a.add(t * s));
-            t += 1;
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nb = n / QK_K;
+            let n4 = gemm_rows(out.len());
+            let (w, a) = (w.as_ptr(), a.as_ptr());
+            let mut t = 0;
+            while t + 8 <= n4 {
+                eight_kmin::<U, P>(nb, w, a.add(t * s), s, &mut out[t..t + 8]);
+                t += 8;
+            }
+            while t < n4 {
+                out[t] = one_kmin::<U, P>(nb, w, a.add(t * s));
+                t += 1;
+            }
+            while t < out.len() {
+                out[t] = one_kmin::<U, 8>(nb, w, a.add(t * s));
+                t += 1;
+            }
         }
     }
 }

@@ -16,8 +16,7 @@
 //!   The weights are signed: the tile holds `w + 128` (u8) and each sum
 //!   starts from `−128·Σa` of the activation block (exact integers). Two
 //!   8-row groups per step where there are 16 rows, so that each activation
-//!   broadcast serves 16 rows (1.16× the kernel's speed in a 1-thread
-//!   timing of 1536×576 Q4_0 × 256 tokens).
+//!   broadcast serves 16 rows (~1.16× the speed of one group).
 //! - Q4_K, Q2_K: gemm tokens (the first `nt − nt % 4`) per piece (Q4_K: 64
 //!   elements, Q2_K: 128), gemv tokens per super-block:
 //!   `acc = fma(isum, d·da, acc)`, `accm = fma(imin, dmin·da, accm)`, result
@@ -67,10 +66,16 @@ const T: usize = 4;
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn store_rows(v: __m256, out: *mut f32, os: usize) {
-    let mut l = [0f32; 8];
-    _mm256_storeu_ps(l.as_mut_ptr(), v);
-    for (r, x) in l.iter().enumerate() {
-        *out.add(r * os) = *x;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `out` stay within the buffers the caller
+    // vouched for (the same contract).
+    unsafe {
+        let mut l = [0f32; 8];
+        _mm256_storeu_ps(l.as_mut_ptr(), v);
+        for (r, x) in l.iter().enumerate() {
+            *out.add(r * os) = *x;
+        }
     }
 }
 
@@ -78,7 +83,11 @@ unsafe fn store_rows(v: __m256, out: *mut f32, os: usize) {
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn bcast4(p: *const u8) -> __m256i {
-    _mm256_set1_epi32(std::ptr::read_unaligned(p as *const i32))
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `p` stay within the buffers the caller
+    // vouched for (the same contract).
+    unsafe { _mm256_set1_epi32(std::ptr::read_unaligned(p as *const i32)) }
 }
 
 /// The per-row fallback of a row-block kernel: rows `[r0, n_rows)` one at a
@@ -97,8 +106,13 @@ unsafe fn leftover_rows(
     out: &mut [f32],
     os: usize,
 ) {
-    for r in r0..n_rows {
-        f(n, &w[r * ws..], a, s, &mut out[r * os..r * os + nt]);
+    // SAFETY: `f` is a `TileFn` of the CPU's set (the caller's contract); row
+    // r is within `w` and its `nt` outputs within `out`, so each call gets
+    // the `TileFn` contract's shapes.
+    unsafe {
+        for r in r0..n_rows {
+            f(n, &w[r * ws..], a, s, &mut out[r * os..r * os + nt]);
+        }
     }
 }
 
@@ -118,56 +132,63 @@ unsafe fn rows_b32<U: Repacked>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    let nb = n / QK;
-    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-    // [nt][nb] per activation block: its f16 scale as f32 and −128·Σa
-    let mut da = vec![0f32; nt * nb];
-    let mut bias = vec![0i32; nt * nb];
-    for t in 0..nt {
-        for b in 0..nb {
-            let ab = ap.add(t * s + b * 34);
-            da[t * nb + b] = f16_at(ab);
-            let sum: i32 = (0..QK).map(|i| *ab.add(2 + i) as i8 as i32).sum();
-            bias[t * nb + b] = -128 * sum;
-        }
-    }
-    // [nb][R][8 groups] lane r: the group's 4 quants + 128 of row r of the
-    // R-th 8-row group; [nb][R] those rows' scales
-    let mut tile = vec![_mm256_setzero_si256(); nb * 16];
-    let mut dw = vec![_mm256_setzero_ps(); nb * 2];
-    let mut r0 = 0;
-    // two 8-row groups per step (each activation broadcast serves both),
-    // then one
-    while r0 + 8 <= n_rows {
-        let two = r0 + 16 <= n_rows;
-        let groups = if two { 2 } else { 1 };
-        pack_b32::<U>(nb, wp.add(r0 * ws), ws, groups, &mut tile, &mut dw);
-        let o = op.add(r0 * os);
-        let mut t = 0;
-        while t + T <= nt {
-            let (ap, da, bias, o) = (ap.add(t * s), &da[t * nb..], &bias[t * nb..], o.add(t));
-            if two {
-                b32_tokens::<T, 2>(nb, &tile, &dw, ap, s, da, bias, o, os);
-            } else {
-                b32_tokens::<T, 1>(nb, &tile, &dw, ap, s, da, bias, o, os);
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
+    // caller vouched for (the same contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        let nb = n / QK;
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        // [nt][nb] per activation block: its f16 scale as f32 and −128·Σa
+        let mut da = vec![0f32; nt * nb];
+        let mut bias = vec![0i32; nt * nb];
+        for t in 0..nt {
+            for b in 0..nb {
+                let ab = ap.add(t * s + b * 34);
+                da[t * nb + b] = f16_at(ab);
+                let sum: i32 = (0..QK).map(|i| *ab.add(2 + i) as i8 as i32).sum();
+                bias[t * nb + b] = -128 * sum;
             }
-            t += T;
         }
-        while t < nt {
-            let (ap, da, bias, o) = (ap.add(t * s), &da[t * nb..], &bias[t * nb..], o.add(t));
-            if two {
-                b32_tokens::<1, 2>(nb, &tile, &dw, ap, s, da, bias, o, os);
-            } else {
-                b32_tokens::<1, 1>(nb, &tile, &dw, ap, s, da, bias, o, os);
+        // [nb][R][8 groups] lane r: the group's 4 quants + 128 of row r of the
+        // R-th 8-row group; [nb][R] those rows' scales
+        let mut tile = vec![_mm256_setzero_si256(); nb * 16];
+        let mut dw = vec![_mm256_setzero_ps(); nb * 2];
+        let mut r0 = 0;
+        // two 8-row groups per step (each activation broadcast serves both),
+        // then one
+        while r0 + 8 <= n_rows {
+            let two = r0 + 16 <= n_rows;
+            let groups = if two { 2 } else { 1 };
+            pack_b32::<U>(nb, wp.add(r0 * ws), ws, groups, &mut tile, &mut dw);
+            let o = op.add(r0 * os);
+            let mut t = 0;
+            while t + T <= nt {
+                let (ap, da, bias, o) = (ap.add(t * s), &da[t * nb..], &bias[t * nb..], o.add(t));
+                if two {
+                    b32_tokens::<T, 2>(nb, &tile, &dw, ap, s, da, bias, o, os);
+                } else {
+                    b32_tokens::<T, 1>(nb, &tile, &dw, ap, s, da, bias, o, os);
+                }
+                t += T;
             }
-            t += 1;
+            while t < nt {
+                let (ap, da, bias, o) = (ap.add(t * s), &da[t * nb..], &bias[t * nb..], o.add(t));
+                if two {
+                    b32_tokens::<1, 2>(nb, &tile, &dw, ap, s, da, bias, o, os);
+                } else {
+                    b32_tokens::<1, 1>(nb, &tile, &dw, ap, s, da, bias, o, os);
+                }
+                t += 1;
+            }
+            r0 += 8 * groups;
         }
-        r0 += 8 * groups;
-    }
-    if r0 < n_rows {
-        let f = avx2_tile(U::TYPE).expect("repacked type");
-        leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
+        if r0 < n_rows {
+            let f = avx2_tile(U::TYPE).expect("repacked type");
+            leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
+        }
     }
 }
 
@@ -175,19 +196,26 @@ unsafe fn rows_b32<U: Repacked>(
 /// `tile` (`[nb][R][8]`) and their scales into `dw` (`[nb][R]`).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn pack_b32<U: W32>(nb: usize, w: *const u8, ws: usize, groups: usize, tile: &mut [__m256i], dw: &mut [__m256]) {
-    let flip = _mm256_set1_epi8(-128i8); // w ^ 0x80 == w + 128 as u8
-    for b in 0..nb {
-        for h in 0..groups {
-            let mut q = [_mm256_setzero_si256(); 8];
-            let mut d = [0f32; 8];
-            for r in 0..8 {
-                let (qr, dr) = U::load(w.add((8 * h + r) * ws + b * U::BYTES));
-                q[r] = _mm256_xor_si256(qr, flip);
-                d[r] = dr;
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `w`, `tile`, `dw` stay within the buffers
+    // the caller vouched for (the same contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        let flip = _mm256_set1_epi8(-128i8); // w ^ 0x80 == w + 128 as u8
+        for b in 0..nb {
+            for h in 0..groups {
+                let mut q = [_mm256_setzero_si256(); 8];
+                let mut d = [0f32; 8];
+                for r in 0..8 {
+                    let (qr, dr) = U::load(w.add((8 * h + r) * ws + b * U::BYTES));
+                    q[r] = _mm256_xor_si256(qr, flip);
+                    d[r] = dr;
+                }
+                let i = b * groups + h;
+                tile[i * 8..i * 8 + 8].copy_from_slice(&transpose8(&q));
+                dw[i] = _mm256_loadu_ps(d.as_ptr());
             }
-            let i = b * groups + h;
-            tile[i * 8..i * 8 + 8].copy_from_slice(&transpose8(&q));
-            dw[i] = _mm256_loadu_ps(d.as_ptr());
         }
     }
 }
@@ -208,33 +236,40 @@ unsafe fn b32_tokens<const TT: usize, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    assert!(tile.len() >= nb * R * 8 && dw.len() >= nb * R && da.len() >= TT * nb && bias.len() >= TT * nb);
-    let (tp, dwp, dap, bp) = (tile.as_ptr(), dw.as_ptr(), da.as_ptr(), bias.as_ptr());
-    // per token: its activation row (quants of block 0)
-    let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + 2));
-    let mut acc = [[_mm256_setzero_ps(); TT]; R];
-    for b in 0..nb {
-        let mut isum: [[__m256i; TT]; R] = [std::array::from_fn(|j| _mm256_set1_epi32(*bp.add(j * nb + b))); R];
-        for g in 0..8 {
-            let wq: [__m256i; R] = std::array::from_fn(|h| *tp.add((b * R + h) * 8 + g));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `a`, `out`, `tile`, `dw`, `da`, `bias` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        assert!(tile.len() >= nb * R * 8 && dw.len() >= nb * R && da.len() >= TT * nb && bias.len() >= TT * nb);
+        let (tp, dwp, dap, bp) = (tile.as_ptr(), dw.as_ptr(), da.as_ptr(), bias.as_ptr());
+        // per token: its activation row (quants of block 0)
+        let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + 2));
+        let mut acc = [[_mm256_setzero_ps(); TT]; R];
+        for b in 0..nb {
+            let mut isum: [[__m256i; TT]; R] = [std::array::from_fn(|j| _mm256_set1_epi32(*bp.add(j * nb + b))); R];
+            for g in 0..8 {
+                let wq: [__m256i; R] = std::array::from_fn(|h| *tp.add((b * R + h) * 8 + g));
+                for j in 0..TT {
+                    let av = bcast4(aq[j].add(b * 34 + 4 * g));
+                    for h in 0..R {
+                        isum[h][j] = _mm256_dpbusd_epi32(isum[h][j], wq[h], av);
+                    }
+                }
+            }
             for j in 0..TT {
-                let av = bcast4(aq[j].add(b * 34 + 4 * g));
+                let daj = _mm256_set1_ps(*dap.add(j * nb + b));
                 for h in 0..R {
-                    isum[h][j] = _mm256_dpbusd_epi32(isum[h][j], wq[h], av);
+                    let scale = _mm256_mul_ps(*dwp.add(b * R + h), daj);
+                    acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][j]), scale, acc[h][j]);
                 }
             }
         }
-        for j in 0..TT {
-            let daj = _mm256_set1_ps(*dap.add(j * nb + b));
-            for h in 0..R {
-                let scale = _mm256_mul_ps(*dwp.add(b * R + h), daj);
-                acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][j]), scale, acc[h][j]);
+        for (h, acc) in acc.iter().enumerate() {
+            for (j, v) in acc.iter().enumerate() {
+                store_rows(*v, out.add(8 * h * os + j), os);
             }
-        }
-    }
-    for (h, acc) in acc.iter().enumerate() {
-        for (j, v) in acc.iter().enumerate() {
-            store_rows(*v, out.add(8 * h * os + j), os);
         }
     }
 }
@@ -259,8 +294,14 @@ impl RepackedK for WQ4K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
-        let (s6, _) = k4_scales(p.add(4));
-        (WQ4K::unpack(p), std::array::from_fn(|g| s6[g / 2]))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let (s6, _) = k4_scales(p.add(4));
+            (WQ4K::unpack(p), std::array::from_fn(|g| s6[g / 2]))
+        }
     }
 }
 
@@ -271,8 +312,14 @@ impl RepackedK for WQ2K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
-        let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
-        (WQ2K::unpack(p), std::array::from_fn(|g| (raw[g] & 0xF) as i16))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
+            (WQ2K::unpack(p), std::array::from_fn(|g| (raw[g] & 0xF) as i16))
+        }
     }
 }
 
@@ -292,6 +339,7 @@ struct KTile {
 /// `RowsFn` for the repacked k-quants.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn rows_kmin<U: RepackedK>(
     n: usize,
     w: &[u8],
@@ -303,67 +351,79 @@ unsafe fn rows_kmin<U: RepackedK>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    let nb = n / QK_K;
-    let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
-    let n4 = gemm_rows(nt);
-    let zero = _mm256_setzero_si256();
-    let empty =
-        KTile { q: [[zero; 8]; 8], sc: [zero; 16], mn: [zero; 8], d: _mm256_setzero_ps(), dmin: _mm256_setzero_ps() };
-    let mut tiles = vec![empty; nb]; // [nb]
-    let mut r0 = 0;
-    while r0 + 8 <= n_rows {
-        for (b, kt) in tiles.iter_mut().enumerate() {
-            let mut q = [[zero; 8]; 8]; // [chunk][row]
-            let (mut sc, mut mn) = ([[zero; 8]; 2], [zero; 8]); // [half][row], [row]
-            let (mut d, mut dmin) = ([0f32; 8], [0f32; 8]);
-            for r in 0..8 {
-                let (k, s16) = U::load(wp.add((r0 + r) * ws + b * U::BYTES));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
+    // caller vouched for (the same contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        let nb = n / QK_K;
+        let (wp, ap, op) = (w.as_ptr(), a.as_ptr(), out.as_mut_ptr());
+        let n4 = gemm_rows(nt);
+        let zero = _mm256_setzero_si256();
+        let empty = KTile {
+            q: [[zero; 8]; 8],
+            sc: [zero; 16],
+            mn: [zero; 8],
+            d: _mm256_setzero_ps(),
+            dmin: _mm256_setzero_ps(),
+        };
+        let mut tiles = vec![empty; nb]; // [nb]
+        let mut r0 = 0;
+        while r0 + 8 <= n_rows {
+            for (b, kt) in tiles.iter_mut().enumerate() {
+                let mut q = [[zero; 8]; 8]; // [chunk][row]
+                let (mut sc, mut mn) = ([[zero; 8]; 2], [zero; 8]); // [half][row], [row]
+                let (mut d, mut dmin) = ([0f32; 8], [0f32; 8]);
+                for r in 0..8 {
+                    let (k, s16) = U::load(wp.add((r0 + r) * ws + b * U::BYTES));
+                    for c in 0..8 {
+                        q[c][r] = k.q[c];
+                    }
+                    for (h, v) in sc.iter_mut().enumerate() {
+                        v[r] = _mm256_cvtepi16_epi32(_mm_loadu_si128(s16.as_ptr().add(8 * h) as *const __m128i));
+                    }
+                    // the 16 group minimums: dword c = (min_2c, min_2c+1)
+                    mn[r] = k.mins;
+                    d[r] = k.d;
+                    dmin[r] = k.dmin;
+                }
                 for c in 0..8 {
-                    q[c][r] = k.q[c];
+                    kt.q[c] = transpose8(&q[c]);
                 }
-                for (h, v) in sc.iter_mut().enumerate() {
-                    v[r] = _mm256_cvtepi16_epi32(_mm_loadu_si128(s16.as_ptr().add(8 * h) as *const __m128i));
+                kt.sc[..8].copy_from_slice(&transpose8(&sc[0]));
+                kt.sc[8..].copy_from_slice(&transpose8(&sc[1]));
+                kt.mn = transpose8(&mn);
+                kt.d = _mm256_loadu_ps(d.as_ptr());
+                kt.dmin = _mm256_loadu_ps(dmin.as_ptr());
+            }
+            let o = op.add(r0 * os);
+            let mut t = 0;
+            while t < n4 {
+                // gemm: pieces of GEMM_P chunks
+                if U::GEMM_P == 2 {
+                    k_tokens::<T, 2, false>(&tiles, ap.add(t * s), s, o.add(t), os);
+                } else {
+                    k_tokens::<T, 4, true>(&tiles, ap.add(t * s), s, o.add(t), os);
                 }
-                // the 16 group minimums: dword c = (min_2c, min_2c+1)
-                mn[r] = k.mins;
-                d[r] = k.d;
-                dmin[r] = k.dmin;
+                t += T;
             }
-            for c in 0..8 {
-                kt.q[c] = transpose8(&q[c]);
+            while t < nt {
+                // gemv: one piece per super-block
+                if U::PER16 {
+                    k_tokens::<1, 8, true>(&tiles, ap.add(t * s), s, o.add(t), os);
+                } else {
+                    k_tokens::<1, 8, false>(&tiles, ap.add(t * s), s, o.add(t), os);
+                }
+                t += 1;
             }
-            kt.sc[..8].copy_from_slice(&transpose8(&sc[0]));
-            kt.sc[8..].copy_from_slice(&transpose8(&sc[1]));
-            kt.mn = transpose8(&mn);
-            kt.d = _mm256_loadu_ps(d.as_ptr());
-            kt.dmin = _mm256_loadu_ps(dmin.as_ptr());
+            r0 += 8;
         }
-        let o = op.add(r0 * os);
-        let mut t = 0;
-        while t < n4 {
-            // gemm: pieces of GEMM_P chunks
-            if U::GEMM_P == 2 {
-                k_tokens::<T, 2, false>(&tiles, ap.add(t * s), s, o.add(t), os);
-            } else {
-                k_tokens::<T, 4, true>(&tiles, ap.add(t * s), s, o.add(t), os);
-            }
-            t += T;
+        if r0 < n_rows {
+            let f = avx2_tile(U::TYPE).expect("repacked type");
+            leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
         }
-        while t < nt {
-            // gemv: one piece per super-block
-            if U::PER16 {
-                k_tokens::<1, 8, true>(&tiles, ap.add(t * s), s, o.add(t), os);
-            } else {
-                k_tokens::<1, 8, false>(&tiles, ap.add(t * s), s, o.add(t), os);
-            }
-            t += 1;
-        }
-        r0 += 8;
-    }
-    if r0 < n_rows {
-        let f = avx2_tile(U::TYPE).expect("repacked type");
-        leftover_rows(f, n, w, ws, r0, n_rows, a, s, nt, out, os);
     }
 }
 
@@ -378,41 +438,48 @@ unsafe fn k_tokens<const TT: usize, const P: usize, const PER16: bool>(
     out: *mut f32,
     os: usize,
 ) {
-    let zero = _mm256_setzero_si256();
-    let mut acc = [_mm256_setzero_ps(); TT];
-    let mut accm = [_mm256_setzero_ps(); TT];
-    for (b, kt) in tiles.iter().enumerate() {
-        let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 292));
-        let da: [__m256; TT] = std::array::from_fn(|j| _mm256_set1_ps(q8k_d(ab[j])));
-        for c0 in (0..8).step_by(P) {
-            let mut isum = [zero; TT];
-            let mut imin = [zero; TT];
-            for c in c0..c0 + P {
-                // [half][token]: Σ q·a of the chunk's 16-groups (both, unless PER16)
-                let mut chunk = [[zero; TT]; 2];
-                for g in 0..8 {
-                    let wq = kt.q[c][g];
-                    let h = if PER16 { g / 4 } else { 0 };
-                    for (j, v) in chunk[h].iter_mut().enumerate() {
-                        *v = _mm256_dpbusd_epi32(*v, wq, bcast4(ab[j].add(4 + 32 * c + 4 * g)));
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // offsets and accesses through `a`, `out`, `tiles` stay within the buffers
+    // the caller vouched for (the same contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        let zero = _mm256_setzero_si256();
+        let mut acc = [_mm256_setzero_ps(); TT];
+        let mut accm = [_mm256_setzero_ps(); TT];
+        for (b, kt) in tiles.iter().enumerate() {
+            let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 292));
+            let da: [__m256; TT] = std::array::from_fn(|j| _mm256_set1_ps(q8k_d(ab[j])));
+            for c0 in (0..8).step_by(P) {
+                let mut isum = [zero; TT];
+                let mut imin = [zero; TT];
+                for c in c0..c0 + P {
+                    // [half][token]: Σ q·a of the chunk's 16-groups (both, unless PER16)
+                    let mut chunk = [[zero; TT]; 2];
+                    for g in 0..8 {
+                        let wq = kt.q[c][g];
+                        let h = if PER16 { g / 4 } else { 0 };
+                        for (j, v) in chunk[h].iter_mut().enumerate() {
+                            *v = _mm256_dpbusd_epi32(*v, wq, bcast4(ab[j].add(4 + 32 * c + 4 * g)));
+                        }
+                    }
+                    for j in 0..TT {
+                        isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[0][j], kt.sc[2 * c]));
+                        if PER16 {
+                            isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[1][j], kt.sc[2 * c + 1]));
+                        }
+                        // Σ min·bsum of the chunk's two 16-groups (i16 pairs)
+                        imin[j] = _mm256_dpwssd_epi32(imin[j], kt.mn[c], bcast4(ab[j].add(260 + 4 * c)));
                     }
                 }
                 for j in 0..TT {
-                    isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[0][j], kt.sc[2 * c]));
-                    if PER16 {
-                        isum[j] = _mm256_add_epi32(isum[j], _mm256_mullo_epi32(chunk[1][j], kt.sc[2 * c + 1]));
-                    }
-                    // Σ min·bsum of the chunk's two 16-groups (i16 pairs)
-                    imin[j] = _mm256_dpwssd_epi32(imin[j], kt.mn[c], bcast4(ab[j].add(260 + 4 * c)));
+                    acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(kt.d, da[j]), acc[j]);
+                    accm[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(kt.dmin, da[j]), accm[j]);
                 }
             }
-            for j in 0..TT {
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(kt.d, da[j]), acc[j]);
-                accm[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[j]), _mm256_mul_ps(kt.dmin, da[j]), accm[j]);
-            }
         }
-    }
-    for j in 0..TT {
-        store_rows(_mm256_sub_ps(acc[j], accm[j]), out.add(j), os);
+        for j in 0..TT {
+            store_rows(_mm256_sub_ps(acc[j], accm[j]), out.add(j), os);
+        }
     }
 }

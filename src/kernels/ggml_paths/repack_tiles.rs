@@ -33,8 +33,8 @@
 //! types, so one kernel serves every token count. On AVX-512 VNNI a 16-row
 //! strip is one 512-bit vector (16 rows in the 16 lanes, `x86::strip_zmm`):
 //! one broadcast, `vpdpbusd` and fold per 16 rows where the 256-bit step
-//! takes two, 6 tokens per step (on Zen 5, 4 tokens ran ~5 % slower, 8 the
-//! same); the same integer sums and float operations per output.
+//! takes two, 6 tokens per step (4 were slower, 8 no faster); the same
+//! integer sums and float operations per output.
 //!
 //! Plain AVX2 has no `vpdpbusd`: `vpmaddubsw` (u8·i8 pairs to i16, which
 //! saturate) and `vpmaddwd` by ones (i16 pairs to i32) give the same exact
@@ -86,7 +86,7 @@ pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
         GgmlType::Q4_K => QK_K,
         _ => return None,
     };
-    let ok = rows % GROUP_ROWS == 0 && cols % block == 0 && cols > 0;
+    let ok = rows.is_multiple_of(GROUP_ROWS) && cols.is_multiple_of(block) && cols > 0;
     ok.then(|| rows_offset(ty, cols, rows))
 }
 
@@ -178,9 +178,8 @@ pub(super) mod x86 {
         type Sum: Copy;
         /// Tokens per gemm step of Q4_0: 4 where 32 vector registers hold
         /// the step's 8 sums and 8 accumulators (AVX-512VL); 2 in AVX2's 16
-        /// (in a 1-thread timing of 576×1536 × 256 tokens on Zen 3, 1.3× the
-        /// speed of 4 steps, whose accumulators spill; IQ4_NL and Q4_K ran
-        /// slower with 2: their dots take more instructions per weight load).
+        /// (~1.3× the speed of 4, whose accumulators spill; IQ4_NL and Q4_K
+        /// keep 4: their dots take more instructions per weight load).
         const Q4_0_TOKENS: usize;
         /// Whether Q4_0's block runs its 4 steps (of 4 bytes per row) as a
         /// loop: on AVX2 LLVM unrolled them, hoisted every step's weights
@@ -223,8 +222,13 @@ pub(super) mod x86 {
         #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
         #[inline]
         unsafe fn iq_table() -> __m256i {
-            let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
-            _mm256_broadcastsi128_si256(_mm_add_epi8(t, _mm_set1_epi8(-128)))
+            // SAFETY: the caller checked that the CPU has avx2, fma, f16c,
+            // avx512f, avx512vl, avx512vnni (the contract of this
+            // `#[target_feature]` fn); the load reads KVALUES_IQ4NL's 16 bytes.
+            unsafe {
+                let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+                _mm256_broadcastsi128_si256(_mm_add_epi8(t, _mm_set1_epi8(-128)))
+            }
         }
         #[inline(always)]
         unsafe fn start(init: __m256i) -> __m256i {
@@ -259,9 +263,8 @@ pub(super) mod x86 {
         /// (i16 pair sums of the nibble products, i32 lanes of the rest)
         type Sum = (__m256i, __m256i);
         const Q4_0_TOKENS: usize = 2;
-        /// SmolLM2 Q4_0 pp512 on Zen 2 (bench.c, 3 alternating runs):
-        /// 423–435 against 335–351 t/s unrolled at 1 thread, 793–806
-        /// against 615–647 at 2. (IQ4_NL, 4 tokens a step, gained nothing.)
+        /// (The rolled loop prefilled ~1.25× as fast as the unrolled one;
+        /// IQ4_NL, 4 tokens a step, gained nothing from it.)
         const Q4_0_ROLLED: bool = true;
         const STRIP_ZMM: bool = false;
         // the signed table values (`iq` takes them as they are)
@@ -269,7 +272,10 @@ pub(super) mod x86 {
         #[target_feature(enable = "avx2,fma,f16c")]
         #[inline]
         unsafe fn iq_table() -> __m256i {
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i))
+            // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+            // contract of this `#[target_feature]` fn); the load reads
+            // KVALUES_IQ4NL's 16 bytes.
+            unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i)) }
         }
         #[target_feature(enable = "avx2,fma,f16c")]
         #[inline]
@@ -324,7 +330,10 @@ pub(super) mod x86 {
                 out: *mut f32,
                 os: usize,
             ) {
-                ($body)(n, tiles, n_rows, a, s, nt, out, os)
+                // SAFETY: `$body` asks this fn's contract (the `TiledFn` one):
+                // the CPU has the set's features ($features, enabled here) and
+                // `tiles`, `a` and `out` hold what the shapes say.
+                unsafe { ($body)(n, tiles, n_rows, a, s, nt, out, os) }
             }
         };
     }
@@ -344,9 +353,8 @@ pub(super) mod x86 {
     );
 
     /// How far ahead of a one-token step the tiles (and the one-row F16
-    /// decode kernel's row, `tinyblas_f16`) are prefetched. SmolLM2 Q4_0
-    /// tg128 at 1 thread on the avx2 set (Xeon, `bench.c`, 5 alternating
-    /// rounds): 1024 bytes 0.98, 4096 0.95 of 2048's speed.
+    /// decode kernel's row, `tinyblas_f16`) are prefetched: decodes ran a
+    /// little slower at 1024 and at 4096 bytes.
     const PF_DIST: usize = 2048;
 
     /// Asks for the `len` bytes `PF_DIST` past `p` (a one-token step's
@@ -354,12 +362,15 @@ pub(super) mod x86 {
     /// prefetchers follow, but not far enough ahead of a decode's step.)
     #[inline(always)]
     pub(in crate::kernels::ggml_paths) unsafe fn prefetch_ahead(p: *const u8, len: usize) {
-        let mut o = 0;
-        while o < len {
-            // SAFETY: a prefetch does not fault, even past the tiles' end
-            // (`wrapping_add`: no pointer arithmetic out of bounds).
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PF_DIST + o) as *const i8);
-            o += 64;
+        // SAFETY: a prefetch (SSE: baseline on x86-64) does not fault, even
+        // past the tiles' end, and `wrapping_add` forms no out-of-bounds
+        // offset.
+        unsafe {
+            let mut o = 0;
+            while o < len {
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PF_DIST + o) as *const i8);
+                o += 64;
+            }
         }
     }
 
@@ -384,83 +395,93 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
-        let nb = n / QK;
-        assert!(n_rows % GROUP_ROWS == 0 && tiles.len() >= rows_offset_b32(n, n_rows), "tiled kernel: tiles too short");
-        assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
-        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
-        // [nb][nt] −off·Σa of each activation block (the weights' offset;
-        // none for AVX2's IQ4_NL), and [nb][nt] its scale as f32 (a step
-        // finds its tokens' values at one pointer)
-        let off: i32 = if IQ { D::IQ_OFF } else { 8 };
-        let (mut stack, mut stack_d) = ([0i32; STACK_SUMS], [0f32; STACK_SUMS]);
-        let (mut heap, mut heap_d) = (Vec::new(), Vec::new());
-        let (bias, da): (&mut [i32], &mut [f32]) = if nt * nb <= STACK_SUMS {
-            (&mut stack[..nt * nb], &mut stack_d[..nt * nb])
-        } else {
-            heap.resize(nt * nb, 0);
-            heap_d.resize(nt * nb, 0.0);
-            (&mut heap, &mut heap_d)
-        };
-        let ones = _mm256_set1_epi8(1);
-        let ones16 = _mm256_set1_epi16(1);
-        for t in 0..nt {
-            for b in 0..nb {
-                let blk = ap.add(t * s + b * 34);
-                da[b * nt + t] = f16_at(blk);
-                if off != 0 {
-                    let q = loadu(blk.add(2));
-                    let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
-                    bias[b * nt + t] = -off * sum;
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `out`,
+        // `tiles`, `a` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
+            let nb = n / QK;
+            assert!(
+                n_rows.is_multiple_of(GROUP_ROWS) && tiles.len() >= rows_offset_b32(n, n_rows),
+                "tiled kernel: tiles too short"
+            );
+            assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
+            let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
+            // [nb][nt] −off·Σa of each activation block (the weights' offset;
+            // none for AVX2's IQ4_NL), and [nb][nt] its scale as f32 (a step
+            // finds its tokens' values at one pointer)
+            let off: i32 = if IQ { D::IQ_OFF } else { 8 };
+            let (mut stack, mut stack_d) = ([0i32; STACK_SUMS], [0f32; STACK_SUMS]);
+            let (mut heap, mut heap_d) = (Vec::new(), Vec::new());
+            let (bias, da): (&mut [i32], &mut [f32]) = if nt * nb <= STACK_SUMS {
+                (&mut stack[..nt * nb], &mut stack_d[..nt * nb])
+            } else {
+                heap.resize(nt * nb, 0);
+                heap_d.resize(nt * nb, 0.0);
+                (&mut heap, &mut heap_d)
+            };
+            let ones = _mm256_set1_epi8(1);
+            let ones16 = _mm256_set1_epi16(1);
+            for t in 0..nt {
+                for b in 0..nb {
+                    let blk = ap.add(t * s + b * 34);
+                    da[b * nt + t] = f16_at(blk);
+                    if off != 0 {
+                        let q = loadu(blk.add(2));
+                        let sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), ones16));
+                        bias[b * nt + t] = -off * sum;
+                    }
                 }
             }
-        }
-        let (bp, dp) = (bias.as_ptr(), da.as_ptr());
-        // a strip of two groups per step (one activation broadcast serves 16
-        // rows); the last strip may hold one
-        let mut r0 = 0;
-        while r0 < n_rows {
-            let two = r0 + STRIP_ROWS <= n_rows;
-            let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0));
-            let st = Step { nb, gp, a: ap, s, bias: bp, da: dp, ns: nt, out, os };
-            if D::STRIP_ZMM && two {
-                // ZMM_TOKENS tokens per step, then the rest in one step
+            let (bp, dp) = (bias.as_ptr(), da.as_ptr());
+            // a strip of two groups per step (one activation broadcast serves 16
+            // rows); the last strip may hold one
+            let mut r0 = 0;
+            while r0 < n_rows {
+                let two = r0 + STRIP_ROWS <= n_rows;
+                let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0));
+                let st = Step { nb, gp, a: ap, s, bias: bp, da: dp, ns: nt, out, os };
+                if D::STRIP_ZMM && two {
+                    // ZMM_TOKENS tokens per step, then the rest in one step
+                    let mut t = 0;
+                    while t < nt {
+                        let tt = (nt - t).min(ZMM_TOKENS);
+                        match tt {
+                            1 => strip_zmm::<IQ, 1>(st.tokens(t)),
+                            2 => strip_zmm::<IQ, 2>(st.tokens(t)),
+                            3 => strip_zmm::<IQ, 3>(st.tokens(t)),
+                            4 => strip_zmm::<IQ, 4>(st.tokens(t)),
+                            5 => strip_zmm::<IQ, 5>(st.tokens(t)),
+                            _ => strip_zmm::<IQ, ZMM_TOKENS>(st.tokens(t)),
+                        }
+                        t += tt;
+                    }
+                    r0 += STRIP_ROWS;
+                    continue;
+                }
                 let mut t = 0;
-                while t < nt {
-                    let tt = (nt - t).min(ZMM_TOKENS);
-                    match tt {
-                        1 => strip_zmm::<IQ, 1>(st.tokens(t)),
-                        2 => strip_zmm::<IQ, 2>(st.tokens(t)),
-                        3 => strip_zmm::<IQ, 3>(st.tokens(t)),
-                        4 => strip_zmm::<IQ, 4>(st.tokens(t)),
-                        5 => strip_zmm::<IQ, 5>(st.tokens(t)),
-                        _ => strip_zmm::<IQ, ZMM_TOKENS>(st.tokens(t)),
+                let tt = if IQ { 4 } else { D::Q4_0_TOKENS };
+                while t + tt <= nt {
+                    match (tt, two) {
+                        (4, true) => step::<D, IQ, 4, 2>(st.tokens(t)),
+                        (4, false) => step::<D, IQ, 4, 1>(st.tokens(t)),
+                        (_, true) => step::<D, IQ, 2, 2>(st.tokens(t)),
+                        (_, false) => step::<D, IQ, 2, 1>(st.tokens(t)),
                     }
                     t += tt;
                 }
-                r0 += STRIP_ROWS;
-                continue;
-            }
-            let mut t = 0;
-            let tt = if IQ { 4 } else { D::Q4_0_TOKENS };
-            while t + tt <= nt {
-                match (tt, two) {
-                    (4, true) => step::<D, IQ, 4, 2>(st.tokens(t)),
-                    (4, false) => step::<D, IQ, 4, 1>(st.tokens(t)),
-                    (_, true) => step::<D, IQ, 2, 2>(st.tokens(t)),
-                    (_, false) => step::<D, IQ, 2, 1>(st.tokens(t)),
+                while t < nt {
+                    if two {
+                        step::<D, IQ, 1, 2>(st.tokens(t));
+                    } else {
+                        step::<D, IQ, 1, 1>(st.tokens(t));
+                    }
+                    t += 1;
                 }
-                t += tt;
+                r0 += if two { STRIP_ROWS } else { GROUP_ROWS };
             }
-            while t < nt {
-                if two {
-                    step::<D, IQ, 1, 2>(st.tokens(t));
-                } else {
-                    step::<D, IQ, 1, 1>(st.tokens(t));
-                }
-                t += 1;
-            }
-            r0 += if two { STRIP_ROWS } else { GROUP_ROWS };
         }
     }
 
@@ -485,12 +506,17 @@ pub(super) mod x86 {
         /// The same strip from `t` tokens on.
         #[inline(always)]
         unsafe fn tokens(self, t: usize) -> Step {
-            Step {
-                a: self.a.add(t * self.s),
-                bias: self.bias.add(t),
-                da: self.da.add(t),
-                out: self.out.add(t * self.os),
-                ..self
+            // SAFETY: token `t` lies within the strip this step was made for
+            // (the caller's contract), so each offset stays within its
+            // buffer: the activations, biases, scales and outputs.
+            unsafe {
+                Step {
+                    a: self.a.add(t * self.s),
+                    bias: self.bias.add(t),
+                    da: self.da.add(t),
+                    out: self.out.add(t * self.os),
+                    ..self
+                }
             }
         }
     }
@@ -502,59 +528,75 @@ pub(super) mod x86 {
     /// token, the low and high nibbles sum in two chains.
     #[inline(always)]
     unsafe fn strip_zmm<const IQ: bool, const TT: usize>(st: Step) {
-        let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
-        let mask = _mm512_set1_epi8(0x0F);
-        // IQ4_NL: nibble → table value + 128, in each 128-bit lane
-        let table =
-            if IQ { _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table())) } else { _mm512_setzero_si512() };
-        let mut acc = [_mm512_setzero_ps(); TT];
-        for b in 0..nb {
-            let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
-            if TT == 1 {
-                prefetch_ahead(bp, 2 * GROUP_BLOCK);
-            }
-            let mut lo: [__m512i; TT] = std::array::from_fn(|j| _mm512_set1_epi32(*bias.add(b * ns + j)));
-            let mut hi = [_mm512_setzero_si512(); TT];
-            let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 34 + 2)); // block b's quants
-            for k in 0..4 {
-                let v = _mm512_loadu_si512(bp.add(k * 64) as *const __m512i);
-                let mut wl = _mm512_and_si512(v, mask);
-                let mut wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-                if IQ {
-                    wl = _mm512_shuffle_epi8(table, wl);
-                    wh = _mm512_shuffle_epi8(table, wh);
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses stay within the
+        // buffers the caller vouched for (the same contract), which is what the
+        // callees' contracts ask.
+        unsafe {
+            let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
+            let mask = _mm512_set1_epi8(0x0F);
+            // IQ4_NL: nibble → table value + 128, in each 128-bit lane
+            let table = if IQ {
+                _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table()))
+            } else {
+                _mm512_setzero_si512()
+            };
+            let mut acc = [_mm512_setzero_ps(); TT];
+            for b in 0..nb {
+                let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
+                if TT == 1 {
+                    prefetch_ahead(bp, 2 * GROUP_BLOCK);
                 }
-                for j in 0..TT {
-                    let al = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
-                    let ah = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
-                    lo[j] = _mm512_dpbusd_epi32(lo[j], wl, al);
-                    if TT == 1 {
-                        hi[j] = _mm512_dpbusd_epi32(hi[j], wh, ah);
-                    } else {
-                        lo[j] = _mm512_dpbusd_epi32(lo[j], wh, ah);
+                let mut lo: [__m512i; TT] = std::array::from_fn(|j| _mm512_set1_epi32(*bias.add(b * ns + j)));
+                let mut hi = [_mm512_setzero_si512(); TT];
+                let aq: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * 34 + 2)); // block b's quants
+                for k in 0..4 {
+                    let v = _mm512_loadu_si512(bp.add(k * 64) as *const __m512i);
+                    let mut wl = _mm512_and_si512(v, mask);
+                    let mut wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                    if IQ {
+                        wl = _mm512_shuffle_epi8(table, wl);
+                        wh = _mm512_shuffle_epi8(table, wh);
+                    }
+                    for j in 0..TT {
+                        let al = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
+                        let ah = _mm512_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
+                        lo[j] = _mm512_dpbusd_epi32(lo[j], wl, al);
+                        if TT == 1 {
+                            hi[j] = _mm512_dpbusd_epi32(hi[j], wh, ah);
+                        } else {
+                            lo[j] = _mm512_dpbusd_epi32(lo[j], wh, ah);
+                        }
                     }
                 }
+                let dw = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(256) as *const __m256i));
+                for j in 0..TT {
+                    let isum = if TT == 1 { _mm512_add_epi32(lo[j], hi[j]) } else { lo[j] };
+                    let daj = _mm512_set1_ps(*da.add(b * ns + j));
+                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, daj), acc[j]);
+                }
             }
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(256) as *const __m256i));
-            for j in 0..TT {
-                let isum = if TT == 1 { _mm512_add_epi32(lo[j], hi[j]) } else { lo[j] };
-                let daj = _mm512_set1_ps(*da.add(b * ns + j));
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, daj), acc[j]);
+            for (j, v) in acc.iter().enumerate() {
+                // token j's 16 rows, one store
+                _mm512_storeu_ps(out.add(j * os), *v);
             }
-        }
-        for (j, v) in acc.iter().enumerate() {
-            // token j's 16 rows, one store
-            _mm512_storeu_ps(out.add(j * os), *v);
         }
     }
 
     /// The dot of the Q4_0 (`IQ` false) or IQ4_NL weights.
     #[inline(always)]
     unsafe fn dot<D: Dot4, const IQ: bool>(s: D::Sum, w: __m256i, a: __m256i) -> D::Sum {
-        if IQ {
-            D::iq(s, w, a)
-        } else {
-            D::nib(s, w, a)
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the callees' contracts ask no more than this
+        // fn's.
+        unsafe {
+            if IQ {
+                D::iq(s, w, a)
+            } else {
+                D::nib(s, w, a)
+            }
         }
     }
 
@@ -563,75 +605,85 @@ pub(super) mod x86 {
     /// nibbles sum in two chains (shorter latency).
     #[inline(always)]
     unsafe fn step<D: Dot4, const IQ: bool, const TT: usize, const R: usize>(st: Step) {
-        let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
-        let mask = _mm256_set1_epi8(0x0F);
-        // IQ4_NL: nibble → table value (+ D::IQ_OFF)
-        let table = if IQ { D::iq_table() } else { _mm256_setzero_si256() };
-        let biased = !IQ || D::IQ_OFF != 0;
-        let zero = _mm256_setzero_si256();
-        let mut acc = [[_mm256_setzero_ps(); TT]; R];
-        for b in 0..nb {
-            let bp = gp.add(b * R * GROUP_BLOCK); // [4][R][32] quants, [R][16] scales
-            if TT == 1 {
-                prefetch_ahead(bp, R * GROUP_BLOCK);
-            }
-            let mut lo = [[D::start(zero); TT]; R];
-            let mut hi = [[D::start(zero); TT]; R];
-            if biased {
-                for j in 0..TT {
-                    let bj = _mm256_set1_epi32(*bias.add(b * ns + j));
-                    for l in lo.iter_mut() {
-                        l[j] = D::start(bj);
-                    }
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses stay within the
+        // buffers the caller vouched for (the same contract), which is what the
+        // callees' contracts ask.
+        unsafe {
+            let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
+            let mask = _mm256_set1_epi8(0x0F);
+            // IQ4_NL: nibble → table value (+ D::IQ_OFF)
+            let table = if IQ { D::iq_table() } else { _mm256_setzero_si256() };
+            let biased = !IQ || D::IQ_OFF != 0;
+            let zero = _mm256_setzero_si256();
+            let mut acc = [[_mm256_setzero_ps(); TT]; R];
+            for b in 0..nb {
+                let bp = gp.add(b * R * GROUP_BLOCK); // [4][R][32] quants, [R][16] scales
+                if TT == 1 {
+                    prefetch_ahead(bp, R * GROUP_BLOCK);
                 }
-            }
-            let mut aq = [a; TT]; // per token: block b's quants
-            for (j, p) in aq.iter_mut().enumerate() {
-                *p = a.add(j * s + b * 34 + 2);
-            }
-            // a trip count the compiler cannot see keeps the loop rolled
-            // (only the speed depends on it)
-            let steps = if D::Q4_0_ROLLED && !IQ { std::hint::black_box(4) } else { 4 };
-            for k in 0..steps {
-                let mut wl = [zero; R];
-                let mut wh = [zero; R];
-                for h in 0..R {
-                    let v = loadu(bp.add((k * R + h) * 32));
-                    wl[h] = _mm256_and_si256(v, mask);
-                    wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-                    if IQ {
-                        wl[h] = _mm256_shuffle_epi8(table, wl[h]);
-                        wh[h] = _mm256_shuffle_epi8(table, wh[h]);
-                    }
-                }
-                // one sum takes 8 dots (TT > 1) or 4 (the two chains)
-                for j in 0..TT {
-                    let al = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
-                    let ah = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
-                    for h in 0..R {
-                        lo[h][j] = dot::<D, IQ>(lo[h][j], wl[h], al);
-                        if TT == 1 {
-                            hi[h][j] = dot::<D, IQ>(hi[h][j], wh[h], ah);
-                        } else {
-                            lo[h][j] = dot::<D, IQ>(lo[h][j], wh[h], ah);
+                let mut lo = [[D::start(zero); TT]; R];
+                let mut hi = [[D::start(zero); TT]; R];
+                if biased {
+                    for j in 0..TT {
+                        let bj = _mm256_set1_epi32(*bias.add(b * ns + j));
+                        for l in lo.iter_mut() {
+                            l[j] = D::start(bj);
                         }
                     }
                 }
-            }
-            for j in 0..TT {
-                let daj = _mm256_set1_ps(*da.add(b * ns + j));
-                for h in 0..R {
-                    let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
-                    let isum =
-                        if TT == 1 { _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j])) } else { D::end(lo[h][j]) };
-                    acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
+                let mut aq = [a; TT]; // per token: block b's quants
+                for (j, p) in aq.iter_mut().enumerate() {
+                    *p = a.add(j * s + b * 34 + 2);
+                }
+                // a trip count the compiler cannot see keeps the loop rolled
+                // (only the speed depends on it)
+                let steps = if D::Q4_0_ROLLED && !IQ { std::hint::black_box(4) } else { 4 };
+                for k in 0..steps {
+                    let mut wl = [zero; R];
+                    let mut wh = [zero; R];
+                    for h in 0..R {
+                        let v = loadu(bp.add((k * R + h) * 32));
+                        wl[h] = _mm256_and_si256(v, mask);
+                        wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                        if IQ {
+                            wl[h] = _mm256_shuffle_epi8(table, wl[h]);
+                            wh[h] = _mm256_shuffle_epi8(table, wh[h]);
+                        }
+                    }
+                    // one sum takes 8 dots (TT > 1) or 4 (the two chains)
+                    for j in 0..TT {
+                        let al = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
+                        let ah = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
+                        for h in 0..R {
+                            lo[h][j] = dot::<D, IQ>(lo[h][j], wl[h], al);
+                            if TT == 1 {
+                                hi[h][j] = dot::<D, IQ>(hi[h][j], wh[h], ah);
+                            } else {
+                                lo[h][j] = dot::<D, IQ>(lo[h][j], wh[h], ah);
+                            }
+                        }
+                    }
+                }
+                for j in 0..TT {
+                    let daj = _mm256_set1_ps(*da.add(b * ns + j));
+                    for h in 0..R {
+                        let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
+                        let isum = if TT == 1 {
+                            _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j]))
+                        } else {
+                            D::end(lo[h][j])
+                        };
+                        acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, daj), acc[h][j]);
+                    }
                 }
             }
-        }
-        for (h, acc) in acc.iter().enumerate() {
-            for (j, v) in acc.iter().enumerate() {
-                // token j's rows 8h..8h + 8, one store
-                _mm256_storeu_ps(out.add(j * os + 8 * h), *v);
+            for (h, acc) in acc.iter().enumerate() {
+                for (j, v) in acc.iter().enumerate() {
+                    // token j's rows 8h..8h + 8, one store
+                    _mm256_storeu_ps(out.add(j * os + 8 * h), *v);
+                }
             }
         }
     }

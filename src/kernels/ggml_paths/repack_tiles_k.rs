@@ -165,76 +165,86 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
-        let nb = n / QK_K;
-        assert!(n_rows % 8 == 0 && tiles.len() >= n_rows / 8 * nb * GROUP_BLOCK, "tiled kernel: tiles too short");
-        assert!(a.len() >= (nt - 1) * s + nb * ABLOCK, "tiled kernel: activations too short");
-        let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
-        // [nt][nb][4 pairs]: the i16 pair (Σa of chunk 2j, of chunk 2j + 1)
-        // from the block's 16-group bsums
-        let mut stack = [0i32; STACK_SUMS];
-        let mut heap = Vec::new();
-        let sums: &mut [i32] = if nt * nb * 4 <= STACK_SUMS {
-            &mut stack[..nt * nb * 4]
-        } else {
-            heap.resize(nt * nb * 4, 0);
-            &mut heap
-        };
-        for t in 0..nt {
-            for b in 0..nb {
-                let bs = ap.add(t * s + b * ABLOCK + 260) as *const i16;
-                for j in 0..4 {
-                    let c: [i32; 2] = std::array::from_fn(|h| {
-                        let g = 4 * j + 2 * h;
-                        std::ptr::read_unaligned(bs.add(g)) as i32 + std::ptr::read_unaligned(bs.add(g + 1)) as i32
-                    });
-                    sums[(t * nb + b) * 4 + j] = (c[0] & 0xFFFF) | (c[1] << 16);
-                }
-            }
-        }
-        let sp = sums.as_ptr();
-        let n4 = gemm_rows(nt);
-        let mut r0 = 0;
-        while r0 < n_rows {
-            let groups = if r0 + 16 <= n_rows { 2 } else { 1 };
-            let (gp, o) = (tp.add(r0 / 8 * nb * GROUP_BLOCK), op.add(r0));
-            let mut t = 0;
-            if D::STRIP_ZMM && groups == 2 {
-                // the strip as 512-bit vectors: gemm tokens 4 at a time per
-                // 64-element piece, gemv tokens one at a time per super-block
-                while t < nt {
-                    let (at, st, ot) = (ap.add(t * s), sp.add(t * nb * 4), o.add(t * os));
-                    if t < n4 {
-                        strip_zmm::<4, 2>(nb, gp, at, s, st, ot, os);
-                        t += 4;
-                    } else {
-                        strip_zmm::<1, 8>(nb, gp, at, s, st, ot, os);
-                        t += 1;
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `out`,
+        // `tiles`, `a` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
+            let nb = n / QK_K;
+            assert!(
+                n_rows.is_multiple_of(8) && tiles.len() >= n_rows / 8 * nb * GROUP_BLOCK,
+                "tiled kernel: tiles too short"
+            );
+            assert!(a.len() >= (nt - 1) * s + nb * ABLOCK, "tiled kernel: activations too short");
+            let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
+            // [nt][nb][4 pairs]: the i16 pair (Σa of chunk 2j, of chunk 2j + 1)
+            // from the block's 16-group bsums
+            let mut stack = [0i32; STACK_SUMS];
+            let mut heap = Vec::new();
+            let sums: &mut [i32] = if nt * nb * 4 <= STACK_SUMS {
+                &mut stack[..nt * nb * 4]
+            } else {
+                heap.resize(nt * nb * 4, 0);
+                &mut heap
+            };
+            for t in 0..nt {
+                for b in 0..nb {
+                    let bs = ap.add(t * s + b * ABLOCK + 260) as *const i16;
+                    for j in 0..4 {
+                        let c: [i32; 2] = std::array::from_fn(|h| {
+                            let g = 4 * j + 2 * h;
+                            std::ptr::read_unaligned(bs.add(g)) as i32 + std::ptr::read_unaligned(bs.add(g + 1)) as i32
+                        });
+                        sums[(t * nb + b) * 4 + j] = (c[0] & 0xFFFF) | (c[1] << 16);
                     }
                 }
-                r0 += 16;
-                continue;
             }
-            // gemm tokens: 4 at a time, one group at a time, 64-element pieces
-            while t < n4 {
-                let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
-                for h in 0..groups {
-                    step::<D, 4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(t * os + 8 * h), os);
+            let sp = sums.as_ptr();
+            let n4 = gemm_rows(nt);
+            let mut r0 = 0;
+            while r0 < n_rows {
+                let groups = if r0 + 16 <= n_rows { 2 } else { 1 };
+                let (gp, o) = (tp.add(r0 / 8 * nb * GROUP_BLOCK), op.add(r0));
+                let mut t = 0;
+                if D::STRIP_ZMM && groups == 2 {
+                    // the strip as 512-bit vectors: gemm tokens 4 at a time per
+                    // 64-element piece, gemv tokens one at a time per super-block
+                    while t < nt {
+                        let (at, st, ot) = (ap.add(t * s), sp.add(t * nb * 4), o.add(t * os));
+                        if t < n4 {
+                            strip_zmm::<4, 2>(nb, gp, at, s, st, ot, os);
+                            t += 4;
+                        } else {
+                            strip_zmm::<1, 8>(nb, gp, at, s, st, ot, os);
+                            t += 1;
+                        }
+                    }
+                    r0 += 16;
+                    continue;
                 }
-                t += 4;
-            }
-            // gemv tokens: one at a time, the strip's groups together, per
-            // super-block
-            while t < nt {
-                let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
-                if groups == 2 {
-                    step::<D, 1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t * os), os);
-                } else {
-                    step::<D, 1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t * os), os);
+                // gemm tokens: 4 at a time, one group at a time, 64-element pieces
+                while t < n4 {
+                    let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
+                    for h in 0..groups {
+                        step::<D, 4, 2, 1>(nb, gp, groups, h, at, s, st, o.add(t * os + 8 * h), os);
+                    }
+                    t += 4;
                 }
-                t += 1;
+                // gemv tokens: one at a time, the strip's groups together, per
+                // super-block
+                while t < nt {
+                    let (at, st) = (ap.add(t * s), sp.add(t * nb * 4));
+                    if groups == 2 {
+                        step::<D, 1, 8, 2>(nb, gp, 2, 0, at, s, st, o.add(t * os), os);
+                    } else {
+                        step::<D, 1, 8, 1>(nb, gp, 1, 0, at, s, st, o.add(t * os), os);
+                    }
+                    t += 1;
+                }
+                r0 += 8 * groups;
             }
-            r0 += 8 * groups;
         }
     }
 
@@ -252,59 +262,66 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        let mask = _mm512_set1_epi8(0x0F);
-        let zero = _mm512_setzero_si512();
-        let mut acc = [_mm512_setzero_ps(); TT];
-        let mut accm = [_mm512_setzero_ps(); TT];
-        for b in 0..nb {
-            let bp = gp.add(b * 2 * GROUP_BLOCK); // [2][16] d, [2][16] dmin, [4] pairs
-            let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * ABLOCK));
-            let da: [__m512; TT] = std::array::from_fn(|j| _mm512_set1_ps(q8k_d(ab[j])));
-            let d = _mm512_cvtph_ps(_mm256_loadu_si256(bp as *const __m256i));
-            let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(32) as *const __m256i));
-            let mut p0 = 0;
-            while p0 < 4 {
-                // pairs p0 .. p0 + P/2 of chunks: one piece
-                let mut isum = [zero; TT];
-                let mut imin = [zero; TT];
-                for pj in p0..p0 + P / 2 {
-                    let pb = bp.add(64 + pj * 2 * PAIR); // [8][64] quants, [2][16] scales, [16][2] minimums
-                                                         // 8 dots per sum (each a 32-chunk's Σq·a)
-                    let mut slo = [zero; TT];
-                    let mut shi = [zero; TT];
-                    for k in 0..8 {
-                        let v = _mm512_loadu_si512(pb.add(k * 64) as *const __m512i);
-                        let wl = _mm512_and_si512(v, mask);
-                        let wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `gp`, `a`,
+        // `sums`, `out` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mask = _mm512_set1_epi8(0x0F);
+            let zero = _mm512_setzero_si512();
+            let mut acc = [_mm512_setzero_ps(); TT];
+            let mut accm = [_mm512_setzero_ps(); TT];
+            for b in 0..nb {
+                let bp = gp.add(b * 2 * GROUP_BLOCK); // [2][16] d, [2][16] dmin, [4] pairs
+                let ab: [*const u8; TT] = std::array::from_fn(|j| a.add(j * s + b * ABLOCK));
+                let da: [__m512; TT] = std::array::from_fn(|j| _mm512_set1_ps(q8k_d(ab[j])));
+                let d = _mm512_cvtph_ps(_mm256_loadu_si256(bp as *const __m256i));
+                let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(32) as *const __m256i));
+                let mut p0 = 0;
+                while p0 < 4 {
+                    // pairs p0 .. p0 + P/2 of chunks: one piece
+                    let mut isum = [zero; TT];
+                    let mut imin = [zero; TT];
+                    for pj in p0..p0 + P / 2 {
+                        let pb = bp.add(64 + pj * 2 * PAIR); // [8][64] quants, [2][16] scales, [16][2] minimums
+                                                             // 8 dots per sum (each a 32-chunk's Σq·a)
+                        let mut slo = [zero; TT];
+                        let mut shi = [zero; TT];
+                        for k in 0..8 {
+                            let v = _mm512_loadu_si512(pb.add(k * 64) as *const __m512i);
+                            let wl = _mm512_and_si512(v, mask);
+                            let wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                            for j in 0..TT {
+                                let q = ab[j].add(4 + 64 * pj + 4 * k);
+                                let al = _mm512_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                                let ah = _mm512_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
+                                slo[j] = _mm512_dpbusd_epi32(slo[j], wl, al);
+                                shi[j] = _mm512_dpbusd_epi32(shi[j], wh, ah);
+                            }
+                        }
+                        let sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(512) as *const __m128i));
+                        let sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(528) as *const __m128i));
+                        let mn = _mm512_cvtepu8_epi16(_mm256_loadu_si256(pb.add(544) as *const __m256i));
                         for j in 0..TT {
-                            let q = ab[j].add(4 + 64 * pj + 4 * k);
-                            let al = _mm512_set1_epi32(std::ptr::read_unaligned(q as *const i32));
-                            let ah = _mm512_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
-                            slo[j] = _mm512_dpbusd_epi32(slo[j], wl, al);
-                            shi[j] = _mm512_dpbusd_epi32(shi[j], wh, ah);
+                            let x = _mm512_add_epi32(_mm512_mullo_epi32(slo[j], sl), _mm512_mullo_epi32(shi[j], sh));
+                            isum[j] = _mm512_add_epi32(isum[j], x);
+                            let asum = _mm512_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
+                            imin[j] = _mm512_dpwssd_epi32(imin[j], mn, asum);
                         }
                     }
-                    let sl = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(512) as *const __m128i));
-                    let sh = _mm512_cvtepu8_epi32(_mm_loadu_si128(pb.add(528) as *const __m128i));
-                    let mn = _mm512_cvtepu8_epi16(_mm256_loadu_si256(pb.add(544) as *const __m256i));
                     for j in 0..TT {
-                        let x = _mm512_add_epi32(_mm512_mullo_epi32(slo[j], sl), _mm512_mullo_epi32(shi[j], sh));
-                        isum[j] = _mm512_add_epi32(isum[j], x);
-                        let asum = _mm512_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
-                        imin[j] = _mm512_dpwssd_epi32(imin[j], mn, asum);
+                        let (dd, dm) = (_mm512_mul_ps(d, da[j]), _mm512_mul_ps(dmin, da[j]));
+                        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), dd, acc[j]);
+                        accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[j]), dm, accm[j]);
                     }
+                    p0 += P / 2;
                 }
-                for j in 0..TT {
-                    let (dd, dm) = (_mm512_mul_ps(d, da[j]), _mm512_mul_ps(dmin, da[j]));
-                    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), dd, acc[j]);
-                    accm[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[j]), dm, accm[j]);
-                }
-                p0 += P / 2;
             }
-        }
-        for j in 0..TT {
-            // token j's 16 rows, one store
-            _mm512_storeu_ps(out.add(j * os), _mm512_sub_ps(acc[j], accm[j]));
+            for j in 0..TT {
+                // token j's 16 rows, one store
+                _mm512_storeu_ps(out.add(j * os), _mm512_sub_ps(acc[j], accm[j]));
+            }
         }
     }
 
@@ -326,83 +343,90 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        let mask = _mm256_set1_epi8(0x0F);
-        let zero = _mm256_setzero_si256();
-        let mut acc = [[_mm256_setzero_ps(); TT]; G];
-        let mut accm = [[_mm256_setzero_ps(); TT]; G];
-        for b in 0..nb {
-            let bp = gp.add(b * groups * GROUP_BLOCK);
-            let (dp, dmp) = (bp, bp.add(groups * 16));
-            let mut ab = [a; TT];
-            let mut da = [_mm256_setzero_ps(); TT];
-            for j in 0..TT {
-                ab[j] = a.add(j * s + b * ABLOCK);
-                da[j] = _mm256_set1_ps(q8k_d(ab[j]));
-            }
-            let mut d = [_mm256_setzero_ps(); G];
-            let mut dmin = [_mm256_setzero_ps(); G];
-            for g in 0..G {
-                let h = h0 + g;
-                d[g] = _mm256_cvtph_ps(_mm_loadu_si128(dp.add(h * 16) as *const __m128i));
-                dmin[g] = _mm256_cvtph_ps(_mm_loadu_si128(dmp.add(h * 16) as *const __m128i));
-            }
-            let mut p0 = 0;
-            while p0 < 4 {
-                // pairs p0 .. p0 + P/2 of chunks: one piece
-                let mut isum = [[zero; TT]; G];
-                let mut imin = [[zero; TT]; G];
-                for pj in p0..p0 + P / 2 {
-                    let pb = bp.add(groups * 32 + pj * groups * PAIR); // the pair's quants
-                    let (scp, mnp) = (pb.add(groups * 256), pb.add(groups * 272));
-                    // 8 dots per sum (each a 32-chunk's Σq·a)
-                    let mut slo = [[D::start(zero); TT]; G];
-                    let mut shi = [[D::start(zero); TT]; G];
-                    for k in 0..8 {
-                        let mut wl = [zero; G];
-                        let mut wh = [zero; G];
-                        for g in 0..G {
-                            let v = loadu(pb.add((k * groups + h0 + g) * 32));
-                            wl[g] = _mm256_and_si256(v, mask);
-                            wh[g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-                        }
-                        for j in 0..TT {
-                            let q = ab[j].add(4 + 64 * pj + 4 * k);
-                            let al = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
-                            let ah = _mm256_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `gp`, `a`,
+        // `sums`, `out` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mask = _mm256_set1_epi8(0x0F);
+            let zero = _mm256_setzero_si256();
+            let mut acc = [[_mm256_setzero_ps(); TT]; G];
+            let mut accm = [[_mm256_setzero_ps(); TT]; G];
+            for b in 0..nb {
+                let bp = gp.add(b * groups * GROUP_BLOCK);
+                let (dp, dmp) = (bp, bp.add(groups * 16));
+                let mut ab = [a; TT];
+                let mut da = [_mm256_setzero_ps(); TT];
+                for j in 0..TT {
+                    ab[j] = a.add(j * s + b * ABLOCK);
+                    da[j] = _mm256_set1_ps(q8k_d(ab[j]));
+                }
+                let mut d = [_mm256_setzero_ps(); G];
+                let mut dmin = [_mm256_setzero_ps(); G];
+                for g in 0..G {
+                    let h = h0 + g;
+                    d[g] = _mm256_cvtph_ps(_mm_loadu_si128(dp.add(h * 16) as *const __m128i));
+                    dmin[g] = _mm256_cvtph_ps(_mm_loadu_si128(dmp.add(h * 16) as *const __m128i));
+                }
+                let mut p0 = 0;
+                while p0 < 4 {
+                    // pairs p0 .. p0 + P/2 of chunks: one piece
+                    let mut isum = [[zero; TT]; G];
+                    let mut imin = [[zero; TT]; G];
+                    for pj in p0..p0 + P / 2 {
+                        let pb = bp.add(groups * 32 + pj * groups * PAIR); // the pair's quants
+                        let (scp, mnp) = (pb.add(groups * 256), pb.add(groups * 272));
+                        // 8 dots per sum (each a 32-chunk's Σq·a)
+                        let mut slo = [[D::start(zero); TT]; G];
+                        let mut shi = [[D::start(zero); TT]; G];
+                        for k in 0..8 {
+                            let mut wl = [zero; G];
+                            let mut wh = [zero; G];
                             for g in 0..G {
-                                slo[g][j] = D::nib(slo[g][j], wl[g], al);
-                                shi[g][j] = D::nib(shi[g][j], wh[g], ah);
+                                let v = loadu(pb.add((k * groups + h0 + g) * 32));
+                                wl[g] = _mm256_and_si256(v, mask);
+                                wh[g] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                            }
+                            for j in 0..TT {
+                                let q = ab[j].add(4 + 64 * pj + 4 * k);
+                                let al = _mm256_set1_epi32(std::ptr::read_unaligned(q as *const i32));
+                                let ah = _mm256_set1_epi32(std::ptr::read_unaligned(q.add(32) as *const i32));
+                                for g in 0..G {
+                                    slo[g][j] = D::nib(slo[g][j], wl[g], al);
+                                    shi[g][j] = D::nib(shi[g][j], wh[g], ah);
+                                }
+                            }
+                        }
+                        for g in 0..G {
+                            let h = h0 + g;
+                            let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 8) as *const __m128i));
+                            let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add((groups + h) * 8) as *const __m128i));
+                            let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * 16) as *const __m128i));
+                            for j in 0..TT {
+                                let (lo, hi) = (D::end(slo[g][j]), D::end(shi[g][j]));
+                                let x = _mm256_add_epi32(_mm256_mullo_epi32(lo, sl), _mm256_mullo_epi32(hi, sh));
+                                isum[g][j] = _mm256_add_epi32(isum[g][j], x);
+                                let asum = _mm256_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
+                                imin[g][j] = D::wss(imin[g][j], mn, asum);
                             }
                         }
                     }
                     for g in 0..G {
-                        let h = h0 + g;
-                        let sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add(h * 8) as *const __m128i));
-                        let sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(scp.add((groups + h) * 8) as *const __m128i));
-                        let mn = _mm256_cvtepu8_epi16(_mm_loadu_si128(mnp.add(h * 16) as *const __m128i));
                         for j in 0..TT {
-                            let (lo, hi) = (D::end(slo[g][j]), D::end(shi[g][j]));
-                            let x = _mm256_add_epi32(_mm256_mullo_epi32(lo, sl), _mm256_mullo_epi32(hi, sh));
-                            isum[g][j] = _mm256_add_epi32(isum[g][j], x);
-                            let asum = _mm256_set1_epi32(*sums.add(j * nb * 4 + b * 4 + pj));
-                            imin[g][j] = D::wss(imin[g][j], mn, asum);
+                            let (dd, dm) = (_mm256_mul_ps(d[g], da[j]), _mm256_mul_ps(dmin[g], da[j]));
+                            acc[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g][j]), dd, acc[g][j]);
+                            accm[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[g][j]), dm, accm[g][j]);
                         }
                     }
+                    p0 += P / 2;
                 }
-                for g in 0..G {
-                    for j in 0..TT {
-                        let (dd, dm) = (_mm256_mul_ps(d[g], da[j]), _mm256_mul_ps(dmin[g], da[j]));
-                        acc[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[g][j]), dd, acc[g][j]);
-                        accm[g][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin[g][j]), dm, accm[g][j]);
-                    }
-                }
-                p0 += P / 2;
             }
-        }
-        for g in 0..G {
-            for j in 0..TT {
-                // token j's rows 8g..8g + 8, one store
-                _mm256_storeu_ps(out.add(j * os + 8 * g), _mm256_sub_ps(acc[g][j], accm[g][j]));
+            for g in 0..G {
+                for j in 0..TT {
+                    // token j's rows 8g..8g + 8, one store
+                    _mm256_storeu_ps(out.add(j * os + 8 * g), _mm256_sub_ps(acc[g][j], accm[g][j]));
+                }
             }
         }
     }

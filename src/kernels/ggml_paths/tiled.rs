@@ -81,55 +81,71 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight<U: WK>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        let mut acc = _mm256_setzero_ps();
-        for b in 0..nb {
-            // Q6_K: the stored (unsigned) values, their offset taken out
-            // through the activation block sums (exact integers either way)
-            let k = if U::OFFSET != 0 { U::unpack_biased(w.add(b * U::BYTES)) } else { U::unpack(w.add(b * U::BYTES)) };
-            let ab = a.add(b * 292);
-            // (loops, not array::from_fn: a closure does not inherit the
-            // target features, so its intrinsics would not be inlined)
-            let mut v = [_mm256_setzero_si256(); 8];
-            for (j, vj) in v.iter_mut().enumerate() {
-                let mut isum = _mm256_setzero_si256();
-                for c in 0..8 {
-                    let aq = loadu(ab.add(j * s + 4 + 32 * c));
-                    let p =
-                        if U::OFFSET != 0 { _mm256_maddubs_epi16(k.q[c], aq) } else { dot_pairs_k::<U>(k.q[c], aq) };
-                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = _mm256_setzero_ps();
+            for b in 0..nb {
+                // Q6_K: the stored (unsigned) values, their offset taken out
+                // through the activation block sums (exact integers either way)
+                let k =
+                    if U::OFFSET != 0 { U::unpack_biased(w.add(b * U::BYTES)) } else { U::unpack(w.add(b * U::BYTES)) };
+                let ab = a.add(b * 292);
+                // (loops, not array::from_fn: a closure does not inherit the
+                // target features, so its intrinsics would not be inlined)
+                let mut v = [_mm256_setzero_si256(); 8];
+                for (j, vj) in v.iter_mut().enumerate() {
+                    let mut isum = _mm256_setzero_si256();
+                    for c in 0..8 {
+                        let aq = loadu(ab.add(j * s + 4 + 32 * c));
+                        let p = if U::OFFSET != 0 {
+                            _mm256_maddubs_epi16(k.q[c], aq)
+                        } else {
+                            dot_pairs_k::<U>(k.q[c], aq)
+                        };
+                        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, k.sc[c]));
+                    }
+                    if U::OFFSET != 0 {
+                        // Σ_g scale_g · bsum_g (k.mins holds the scales here)
+                        let sb = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
+                        isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(sb, _mm256_set1_epi32(U::OFFSET)));
+                    }
+                    *vj = isum;
                 }
-                if U::OFFSET != 0 {
-                    // Σ_g scale_g · bsum_g (k.mins holds the scales here)
-                    let sb = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
-                    isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(sb, _mm256_set1_epi32(U::OFFSET)));
+                let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&v));
+                let mut r = _mm256_mul_ps(isum, _mm256_set1_ps(k.d));
+                if k.has_min {
+                    let mut m = [_mm256_setzero_si256(); 8];
+                    for (j, mj) in m.iter_mut().enumerate() {
+                        *mj = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
+                    }
+                    let imin = _mm256_cvtepi32_ps(hsum_epi32_x8(&m));
+                    r = _mm256_fnmadd_ps(_mm256_set1_ps(k.dmin), imin, r);
                 }
-                *vj = isum;
+                acc = _mm256_fmadd_ps(r, q8k_d_x8(ab, s), acc);
             }
-            let isum = _mm256_cvtepi32_ps(hsum_epi32_x8(&v));
-            let mut r = _mm256_mul_ps(isum, _mm256_set1_ps(k.d));
-            if k.has_min {
-                let mut m = [_mm256_setzero_si256(); 8];
-                for (j, mj) in m.iter_mut().enumerate() {
-                    *mj = _mm256_madd_epi16(k.mins, loadu(ab.add(j * s + 260)));
-                }
-                let imin = _mm256_cvtepi32_ps(hsum_epi32_x8(&m));
-                r = _mm256_fnmadd_ps(_mm256_set1_ps(k.dmin), imin, r);
-            }
-            acc = _mm256_fmadd_ps(r, q8k_d_x8(ab, s), acc);
+            _mm256_storeu_ps(out.as_mut_ptr(), acc);
         }
-        _mm256_storeu_ps(out.as_mut_ptr(), acc);
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile<U: WK>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK_K;
-        let mut t = 0;
-        while t + 8 <= out.len() {
-            eight::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
-            t += 8;
-        }
-        if t < out.len() {
-            tile_q8_k_family::<U, TiledFold>(n, w, &a[t * s..], s, &mut out[t..]);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nb = n / QK_K;
+            let mut t = 0;
+            while t + 8 <= out.len() {
+                eight::<U>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 8]);
+                t += 8;
+            }
+            if t < out.len() {
+                tile_q8_k_family::<U, TiledFold>(n, w, &a[t * s..], s, &mut out[t..]);
+            }
         }
     }
 }

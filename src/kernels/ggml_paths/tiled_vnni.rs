@@ -150,21 +150,33 @@ impl Lanes for Vnni {
     #[target_feature(enable = "avx512f,avx512vnni")]
     #[inline]
     unsafe fn group<U: WK>(s: __m512i, codes: *const __m512i, w: *const i8, scale: i32) -> __m512i {
-        let mut acc = _mm512_setzero_si512();
-        for kk in 0..4 {
-            let w4 = std::ptr::read_unaligned(w.add(4 * kk) as *const i32);
-            acc = _mm512_dpbusd_epi32(acc, *codes.add(kk), _mm512_set1_epi32(w4));
+        // SAFETY: the caller checked that the CPU has avx512f, avx512vnni (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `codes`, `w` stay within the buffers the caller vouched for
+        // (the same contract).
+        unsafe {
+            let mut acc = _mm512_setzero_si512();
+            for kk in 0..4 {
+                let w4 = std::ptr::read_unaligned(w.add(4 * kk) as *const i32);
+                acc = _mm512_dpbusd_epi32(acc, *codes.add(kk), _mm512_set1_epi32(w4));
+            }
+            _mm512_add_epi32(s, _mm512_mullo_epi32(acc, _mm512_set1_epi32(scale)))
         }
-        _mm512_add_epi32(s, _mm512_mullo_epi32(acc, _mm512_set1_epi32(scale)))
     }
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn min_sum(bsums: *const __m512i, mins: *const i32) -> __m512i {
-        let mut s2 = _mm512_setzero_si512();
-        for grp in 0..16 {
-            s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(*bsums.add(grp), _mm512_set1_epi32(*mins.add(grp))));
+        // SAFETY: the caller checked that the CPU has avx512f (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through
+        // `bsums`, `mins` stay within the buffers the caller vouched for (the
+        // same contract).
+        unsafe {
+            let mut s2 = _mm512_setzero_si512();
+            for grp in 0..16 {
+                s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(*bsums.add(grp), _mm512_set1_epi32(*mins.add(grp))));
+            }
+            s2
         }
-        s2
     }
     #[target_feature(enable = "avx512f")]
     #[inline]
@@ -185,7 +197,10 @@ impl Lanes for Vnni {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn store(v: __m512, out: *mut f32) {
-        _mm512_storeu_ps(out, v)
+        // SAFETY: the caller checked that the CPU has avx512f (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through `out`
+        // stay within the buffers the caller vouched for (the same contract).
+        unsafe { _mm512_storeu_ps(out, v) }
     }
 }
 
@@ -215,38 +230,50 @@ impl Lanes for Avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn group<U: WK>(s: __m256i, codes: *const __m256i, w: *const i8, scale: i32) -> __m256i {
-        let k = i16_sums::<U>();
-        assert!(k > 0, "weight values too large for vpmaddubsw");
-        // (the group scales fit i16: |scale| ≤ 128)
-        let sc = _mm256_set1_epi16(scale as i16);
-        // (a loop, not a closure: a closure does not inherit the target
-        // features, so its intrinsics would not be inlined)
-        let mut p = [_mm256_setzero_si256(); 4];
-        for (kk, pk) in p.iter_mut().enumerate() {
-            let w4 = _mm256_set1_epi32(std::ptr::read_unaligned(w.add(4 * kk) as *const i32));
-            *pk = _mm256_maddubs_epi16(*codes.add(kk), w4);
-        }
-        let mut s = s;
-        for c in p.chunks(k) {
-            let mut sum = c[0];
-            for v in &c[1..] {
-                sum = _mm256_add_epi16(sum, *v);
+        // SAFETY: the caller checked that the CPU has avx2 (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through
+        // `codes`, `w` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe {
+            let k = i16_sums::<U>();
+            assert!(k > 0, "weight values too large for vpmaddubsw");
+            // (the group scales fit i16: |scale| ≤ 128)
+            let sc = _mm256_set1_epi16(scale as i16);
+            // (a loop, not a closure: a closure does not inherit the target
+            // features, so its intrinsics would not be inlined)
+            let mut p = [_mm256_setzero_si256(); 4];
+            for (kk, pk) in p.iter_mut().enumerate() {
+                let w4 = _mm256_set1_epi32(std::ptr::read_unaligned(w.add(4 * kk) as *const i32));
+                *pk = _mm256_maddubs_epi16(*codes.add(kk), w4);
             }
-            s = _mm256_add_epi32(s, _mm256_madd_epi16(sum, sc));
+            let mut s = s;
+            for c in p.chunks(k) {
+                let mut sum = c[0];
+                for v in &c[1..] {
+                    sum = _mm256_add_epi16(sum, *v);
+                }
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(sum, sc));
+            }
+            s
         }
-        s
     }
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn min_sum(bsums: *const __m256i, mins: *const i32) -> __m256i {
-        // bsums (|·| ≤ 16·128) and minimums (≤ 63) as i16 pairs: vpmaddwd
-        // is exact
-        let mut s2 = _mm256_setzero_si256();
-        for j in 0..8 {
-            let m = (*mins.add(2 * j) & 0xFFFF) | (*mins.add(2 * j + 1) << 16);
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(*bsums.add(j), _mm256_set1_epi32(m)));
+        // SAFETY: the caller checked that the CPU has avx2 (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through
+        // `bsums`, `mins` stay within the buffers the caller vouched for (the
+        // same contract).
+        unsafe {
+            // bsums (|·| ≤ 16·128) and minimums (≤ 63) as i16 pairs: vpmaddwd
+            // is exact
+            let mut s2 = _mm256_setzero_si256();
+            for j in 0..8 {
+                let m = (*mins.add(2 * j) & 0xFFFF) | (*mins.add(2 * j + 1) << 16);
+                s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(*bsums.add(j), _mm256_set1_epi32(m)));
+            }
+            s2
         }
-        s2
     }
     #[target_feature(enable = "avx2,fma")]
     #[inline]
@@ -267,7 +294,10 @@ impl Lanes for Avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn store(v: __m256, out: *mut f32) {
-        _mm256_storeu_ps(out, v)
+        // SAFETY: the caller checked that the CPU has avx2 (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through `out`
+        // stay within the buffers the caller vouched for (the same contract).
+        unsafe { _mm256_storeu_ps(out, v) }
     }
 }
 
@@ -290,40 +320,47 @@ impl<L: Lanes> ActTiles<L> {
     /// `a` holds the `nt` rows; the CPU has `L`'s features.
     #[inline(always)]
     unsafe fn new(nsb: usize, a: *const u8, s: usize, nt: usize) -> ActTiles<L> {
-        let tg = L::TG;
-        assert!(std::mem::size_of::<L::I>() == 4 * tg && std::mem::size_of::<L::F>() == 4 * tg);
-        let ng = nt.div_ceil(tg);
-        let mut t = ActTiles {
-            nsb,
-            codes: vec![L::zero_i(); ng * nsb * 64],
-            bsums: vec![L::zero_i(); ng * nsb * Self::BSUM_SLOTS],
-            d: vec![L::zero_f(); ng * nsb],
-        };
-        let codes = t.codes.as_mut_ptr() as *mut u32;
-        let bsums = t.bsums.as_mut_ptr() as *mut i32;
-        let d = t.d.as_mut_ptr() as *mut f32;
-        for tok in 0..nt {
-            let (g, l) = (tok / tg, tok % tg);
-            for sb in 0..nsb {
-                let blk = a.add(tok * s + sb * Q8K_BYTES);
-                let gs = g * nsb + sb;
-                *d.add(gs * tg + l) = std::ptr::read_unaligned(blk as *const f32);
-                for kq in 0..64 {
-                    let v = std::ptr::read_unaligned(blk.add(4 + 4 * kq) as *const u32);
-                    *codes.add((gs * 64 + kq) * tg + l) = v ^ 0x8080_8080;
-                }
-                for j in 0..16 {
-                    let v = std::ptr::read_unaligned(blk.add(260 + 2 * j) as *const i16);
-                    if L::PAIRED_BSUMS {
-                        let slot = (gs * 8 + j / 2) * tg + l;
-                        *(bsums as *mut i16).add(2 * slot + j % 2) = v;
-                    } else {
-                        *bsums.add((gs * 16 + j) * tg + l) = v as i32;
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // covers the instructions used here, on a CPU that has those features
+        // (the callers' contract); the offsets and accesses through `a` stay
+        // within the buffers the caller vouched for (the same contract), which
+        // is what the callees' contracts ask.
+        unsafe {
+            let tg = L::TG;
+            assert!(std::mem::size_of::<L::I>() == 4 * tg && std::mem::size_of::<L::F>() == 4 * tg);
+            let ng = nt.div_ceil(tg);
+            let mut t = ActTiles {
+                nsb,
+                codes: vec![L::zero_i(); ng * nsb * 64],
+                bsums: vec![L::zero_i(); ng * nsb * Self::BSUM_SLOTS],
+                d: vec![L::zero_f(); ng * nsb],
+            };
+            let codes = t.codes.as_mut_ptr() as *mut u32;
+            let bsums = t.bsums.as_mut_ptr() as *mut i32;
+            let d = t.d.as_mut_ptr() as *mut f32;
+            for tok in 0..nt {
+                let (g, l) = (tok / tg, tok % tg);
+                for sb in 0..nsb {
+                    let blk = a.add(tok * s + sb * Q8K_BYTES);
+                    let gs = g * nsb + sb;
+                    *d.add(gs * tg + l) = std::ptr::read_unaligned(blk as *const f32);
+                    for kq in 0..64 {
+                        let v = std::ptr::read_unaligned(blk.add(4 + 4 * kq) as *const u32);
+                        *codes.add((gs * 64 + kq) * tg + l) = v ^ 0x8080_8080;
+                    }
+                    for j in 0..16 {
+                        let v = std::ptr::read_unaligned(blk.add(260 + 2 * j) as *const i16);
+                        if L::PAIRED_BSUMS {
+                            let slot = (gs * 8 + j / 2) * tg + l;
+                            *(bsums as *mut i16).add(2 * slot + j % 2) = v;
+                        } else {
+                            *bsums.add((gs * 16 + j) * tg + l) = v as i32;
+                        }
                     }
                 }
             }
+            t
         }
-        t
     }
 }
 
@@ -355,42 +392,48 @@ impl RowBlock {
     /// others.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn fill<U: WK>(&mut self, nsb: usize, w: *const u8, ws: usize, rows: usize) {
-        assert!(rows <= RB && self.corr.len() == RB * nsb);
-        let ones = _mm256_set1_epi8(1);
-        for r in 0..RB {
-            for sb in 0..nsb {
-                let i = r * nsb + sb;
-                if r >= rows {
-                    self.scales[i * 16..i * 16 + 16].fill(0);
-                    self.mins[i * 16..i * 16 + 16].fill(0);
-                    self.corr[i] = 0;
-                    self.d[i] = 0.0;
-                    self.dmin[i] = 0.0;
-                    continue;
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            assert!(rows <= RB && self.corr.len() == RB * nsb);
+            let ones = _mm256_set1_epi8(1);
+            for r in 0..RB {
+                for sb in 0..nsb {
+                    let i = r * nsb + sb;
+                    if r >= rows {
+                        self.scales[i * 16..i * 16 + 16].fill(0);
+                        self.mins[i * 16..i * 16 + 16].fill(0);
+                        self.corr[i] = 0;
+                        self.d[i] = 0.0;
+                        self.dmin[i] = 0.0;
+                        continue;
+                    }
+                    let k = U::unpack(w.add(r * ws + sb * U::BYTES));
+                    self.has_min = k.has_min;
+                    let mut wsum = _mm256_setzero_si256();
+                    for c in 0..8 {
+                        _mm256_storeu_si256(self.q.as_mut_ptr().add(i * QK_K + 32 * c) as *mut __m256i, k.q[c]);
+                        let mut sc = [0i16; 16];
+                        _mm256_storeu_si256(sc.as_mut_ptr() as *mut __m256i, k.sc[c]);
+                        self.scales[i * 16 + 2 * c] = sc[0] as i32;
+                        self.scales[i * 16 + 2 * c + 1] = sc[8] as i32;
+                        // Σ scale·w over the chunk: pair sums of w (exact: u8
+                        // ones × i8), times the i16 scale vector
+                        wsum = _mm256_add_epi32(wsum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, k.q[c]), k.sc[c]));
+                    }
+                    let mut ws8 = [0i32; 8];
+                    _mm256_storeu_si256(ws8.as_mut_ptr() as *mut __m256i, wsum);
+                    self.corr[i] = ws8.iter().fold(0i32, |acc, v| acc.wrapping_add(*v)).wrapping_mul(128);
+                    let mut mins = [0i16; 16];
+                    _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, k.mins);
+                    for (g, m) in mins.iter().enumerate() {
+                        self.mins[i * 16 + g] = if k.has_min { *m as i32 } else { 0 };
+                    }
+                    self.d[i] = k.d;
+                    self.dmin[i] = k.dmin;
                 }
-                let k = U::unpack(w.add(r * ws + sb * U::BYTES));
-                self.has_min = k.has_min;
-                let mut wsum = _mm256_setzero_si256();
-                for c in 0..8 {
-                    _mm256_storeu_si256(self.q.as_mut_ptr().add(i * QK_K + 32 * c) as *mut __m256i, k.q[c]);
-                    let mut sc = [0i16; 16];
-                    _mm256_storeu_si256(sc.as_mut_ptr() as *mut __m256i, k.sc[c]);
-                    self.scales[i * 16 + 2 * c] = sc[0] as i32;
-                    self.scales[i * 16 + 2 * c + 1] = sc[8] as i32;
-                    // Σ scale·w over the chunk: pair sums of w (exact: u8
-                    // ones × i8), times the i16 scale vector
-                    wsum = _mm256_add_epi32(wsum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, k.q[c]), k.sc[c]));
-                }
-                let mut ws8 = [0i32; 8];
-                _mm256_storeu_si256(ws8.as_mut_ptr() as *mut __m256i, wsum);
-                self.corr[i] = ws8.iter().fold(0i32, |acc, v| acc.wrapping_add(*v)).wrapping_mul(128);
-                let mut mins = [0i16; 16];
-                _mm256_storeu_si256(mins.as_mut_ptr() as *mut __m256i, k.mins);
-                for (g, m) in mins.iter().enumerate() {
-                    self.mins[i * 16 + g] = if k.has_min { *m as i32 } else { 0 };
-                }
-                self.d[i] = k.d;
-                self.dmin[i] = k.dmin;
             }
         }
     }
@@ -401,32 +444,42 @@ impl RowBlock {
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
 unsafe fn block<L: Lanes, U: WK, const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles<L>, g: usize, out: &mut [L::F; RB]) {
-    let nsb = at.nsb;
-    let slots = ActTiles::<L>::BSUM_SLOTS;
-    assert!(
-        at.codes.len() >= (g + 1) * nsb * 64 && at.bsums.len() >= (g + 1) * nsb * slots && at.d.len() >= (g + 1) * nsb
-    );
-    assert!(u.q.len() >= RB * nsb * QK_K && u.scales.len() >= RB * nsb * 16 && u.mins.len() >= RB * nsb * 16);
-    let (q, scales, mins) = (u.q.as_ptr(), u.scales.as_ptr(), u.mins.as_ptr());
-    for sb in 0..nsb {
-        let gs = g * nsb + sb;
-        let codes = at.codes.as_ptr().add(gs * 64);
-        let mut s1 = [L::zero_i(); RB];
-        for r in 0..RB {
-            s1[r] = L::set1(u.corr[r * nsb + sb].wrapping_neg());
-        }
-        for grp in 0..16 {
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `out` stay within
+    // the buffers the caller vouched for (the same contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let nsb = at.nsb;
+        let slots = ActTiles::<L>::BSUM_SLOTS;
+        assert!(
+            at.codes.len() >= (g + 1) * nsb * 64
+                && at.bsums.len() >= (g + 1) * nsb * slots
+                && at.d.len() >= (g + 1) * nsb
+        );
+        assert!(u.q.len() >= RB * nsb * QK_K && u.scales.len() >= RB * nsb * 16 && u.mins.len() >= RB * nsb * 16);
+        let (q, scales, mins) = (u.q.as_ptr(), u.scales.as_ptr(), u.mins.as_ptr());
+        for sb in 0..nsb {
+            let gs = g * nsb + sb;
+            let codes = at.codes.as_ptr().add(gs * 64);
+            let mut s1 = [L::zero_i(); RB];
+            for r in 0..RB {
+                s1[r] = L::set1(u.corr[r * nsb + sb].wrapping_neg());
+            }
+            for grp in 0..16 {
+                for r in 0..RB {
+                    let i = r * nsb + sb;
+                    s1[r] =
+                        L::group::<U>(s1[r], codes.add(4 * grp), q.add(i * QK_K + 16 * grp), *scales.add(i * 16 + grp));
+                }
+            }
+            let da = at.d[gs];
+            let bsums = at.bsums.as_ptr().add(gs * slots);
             for r in 0..RB {
                 let i = r * nsb + sb;
-                s1[r] = L::group::<U>(s1[r], codes.add(4 * grp), q.add(i * QK_K + 16 * grp), *scales.add(i * 16 + grp));
+                let s2 = if HAS_MIN { L::min_sum(bsums, mins.add(i * 16)) } else { L::zero_i() };
+                out[r] = L::fold::<HAS_MIN>(s1[r], s2, u.d[i], u.dmin[i], da, out[r]);
             }
-        }
-        let da = at.d[gs];
-        let bsums = at.bsums.as_ptr().add(gs * slots);
-        for r in 0..RB {
-            let i = r * nsb + sb;
-            let s2 = if HAS_MIN { L::min_sum(bsums, mins.add(i * 16)) } else { L::zero_i() };
-            out[r] = L::fold::<HAS_MIN>(s1[r], s2, u.d[i], u.dmin[i], da, out[r]);
         }
     }
 }
@@ -445,31 +498,38 @@ unsafe fn rows<L: Lanes, U: WK>(
     out: &mut [f32],
     os: usize,
 ) {
-    assert_rows_out(n_rows, nt, out.len(), os);
-    let (nsb, tg) = (n / QK_K, L::TG);
-    let at = ActTiles::<L>::new(nsb, a.as_ptr(), s, nt);
-    let mut u = RowBlock::new(nsb);
-    let mut lanes = [0f32; 16];
-    assert!(tg <= lanes.len());
-    let mut r = 0;
-    while r < n_rows {
-        let rh = (n_rows - r).min(RB);
-        u.fill::<U>(nsb, w.as_ptr().add(r * ws), ws, rh);
-        for g in 0..nt.div_ceil(tg) {
-            let mut acc = [L::zero_f(); RB];
-            if u.has_min {
-                block::<L, U, true>(&u, &at, g, &mut acc);
-            } else {
-                block::<L, U, false>(&u, &at, g, &mut acc);
+    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
+    // the instructions used here, on a CPU that has those features (the
+    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
+    // within the buffers the caller vouched for (the same contract), which is
+    // what the callees' contracts ask.
+    unsafe {
+        assert_rows_out(n_rows, nt, out.len(), os);
+        let (nsb, tg) = (n / QK_K, L::TG);
+        let at = ActTiles::<L>::new(nsb, a.as_ptr(), s, nt);
+        let mut u = RowBlock::new(nsb);
+        let mut lanes = [0f32; 16];
+        assert!(tg <= lanes.len());
+        let mut r = 0;
+        while r < n_rows {
+            let rh = (n_rows - r).min(RB);
+            u.fill::<U>(nsb, w.as_ptr().add(r * ws), ws, rh);
+            for g in 0..nt.div_ceil(tg) {
+                let mut acc = [L::zero_f(); RB];
+                if u.has_min {
+                    block::<L, U, true>(&u, &at, g, &mut acc);
+                } else {
+                    block::<L, U, false>(&u, &at, g, &mut acc);
+                }
+                let tl = (nt - g * tg).min(tg);
+                for (rr, v) in acc.iter().enumerate().take(rh) {
+                    L::store(*v, lanes.as_mut_ptr());
+                    let o = (r + rr) * os + g * tg;
+                    out[o..o + tl].copy_from_slice(&lanes[..tl]);
+                }
             }
-            let tl = (nt - g * tg).min(tg);
-            for (rr, v) in acc.iter().enumerate().take(rh) {
-                L::store(*v, lanes.as_mut_ptr());
-                let o = (r + rr) * os + g * tg;
-                out[o..o + tl].copy_from_slice(&lanes[..tl]);
-            }
+            r += rh;
         }
-        r += rh;
     }
 }
 
@@ -491,7 +551,10 @@ unsafe fn rows_vnni<U: WK>(
     out: &mut [f32],
     os: usize,
 ) {
-    rows::<Vnni, U>(n, w, ws, n_rows, a, s, nt, out, os)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
+    // callees' contracts ask no more than this fn's.
+    unsafe { rows::<Vnni, U>(n, w, ws, n_rows, a, s, nt, out, os) }
 }
 
 /// [`rows`] on plain AVX2.
@@ -511,5 +574,8 @@ unsafe fn rows_avx2<U: WK>(
     out: &mut [f32],
     os: usize,
 ) {
-    rows::<Avx2, U>(n, w, ws, n_rows, a, s, nt, out, os)
+    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
+    // of this `#[target_feature]` fn); the callees' contracts ask no more than
+    // this fn's.
+    unsafe { rows::<Avx2, U>(n, w, ws, n_rows, a, s, nt, out, os) }
 }

@@ -16,12 +16,12 @@
 //!   are f32 products (exact for bf16, no flushing) added in f64 one by one;
 //!   the f64 sum is rounded to f32.
 //!
-//! `vdpbf16ps` per lane (Intel's pseudo-code, checked against this AMD
-//! EPYC's instruction on 4.8M random lanes): with denormal inputs read as
-//! zero (DAZ), `acc = fma(w[2i+1], x[2i+1], acc)`, then
-//! `acc = fma(w[2i], x[2i], acc)`, each rounded to nearest even with a
-//! denormal result flushed to a signed zero (FTZ, tininess after rounding),
-//! whatever MXCSR says ([`dp`]).
+//! `vdpbf16ps` per lane (Intel's pseudo-code, checked against the CPU's
+//! own instruction where it has one, `dp_pairs_equal_the_instruction`):
+//! with denormal inputs read as zero (DAZ),
+//! `acc = fma(w[2i+1], x[2i+1], acc)`, then `acc = fma(w[2i], x[2i], acc)`,
+//! each rounded to nearest even with a denormal result flushed to a signed
+//! zero (FTZ, tininess after rounding), whatever MXCSR says ([`dp`]).
 //!
 //! The activations are rounded once per product, as the reference converts
 //! them ([`round_act_row`], `ActType::Bf16Rounded`), and held as f32: every
@@ -52,7 +52,7 @@ pub const KN: usize = 32;
 /// Whether `llamafile_sgemm` runs tinyBLAS<32> (AVX512_BF16) for a BF16
 /// product of `m` output rows, `n` activation rows and `k` columns.
 pub fn runs(m: usize, n: usize, k: usize) -> bool {
-    n >= 2 && k % KN == 0 && m % 4 == 0
+    n >= 2 && k.is_multiple_of(KN) && m.is_multiple_of(4)
 }
 
 #[inline]
@@ -205,6 +205,7 @@ mod avx512 {
     /// row `i` at `w + i·ws`, token `j` at `a + j·s` (packed bf16, see
     /// [`pack_acts`]), output at `o + i·os + j`.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     unsafe fn tile<const RB: usize, const TB: usize>(
         n: usize,
         w: *const u8,
@@ -217,7 +218,8 @@ mod avx512 {
         let mut acc = [[_mm512_setzero_ps(); TB]; RB];
         let mut l = 0;
         while l < n {
-            // SAFETY: l + 32 ≤ n: rows hold 2n bytes, tokens 4n (checked by the caller).
+            // SAFETY: l + 32 ≤ n: rows hold 2n bytes, tokens 4n (checked by the
+            // caller).
             let wv: [__m512bh; RB] = std::array::from_fn(|i| unsafe { load_w(w.add(i * ws + 2 * l)) });
             for j in 0..TB {
                 // SAFETY: as above (tokens hold 2n bytes here).
@@ -257,7 +259,7 @@ mod avx512 {
         out: &mut [f32],
         os: usize,
     ) {
-        if n % KN != 0 {
+        if !n.is_multiple_of(KN) {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
         }
@@ -293,7 +295,7 @@ mod avx512 {
     /// The rows are readable; the CPU has the target features.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bf16")]
     unsafe fn pack_acts(n: usize, a: *const u8, s: usize, nt: usize, out: &mut [u8]) {
-        assert!(n % KN == 0 && out.len() >= nt * 2 * n, "pack_acts: shapes");
+        assert!(n.is_multiple_of(KN) && out.len() >= nt * 2 * n, "pack_acts: shapes");
         for t in 0..nt {
             for l in (0..n).step_by(KN) {
                 // SAFETY: l + 32 ≤ n values of token t (the caller's rows);
@@ -334,7 +336,10 @@ mod avx512 {
         // (a loop, not `array::from_fn`: its closure was not inlined)
         let mut out = [0f32; R];
         for (r, (o, c)) in out.iter_mut().zip(&c).enumerate() {
-            *o = vec_dot_tail(n, np, &w[r * ws..r * ws + 2 * n], a, reduce16(c[0]), reduce16(c[1]));
+            // SAFETY: `reduce16` needs a subset of this fn's features, which
+            // the CPU has (this fn's contract).
+            let (s0, s1) = unsafe { (reduce16(c[0]), reduce16(c[1])) };
+            *o = vec_dot_tail(n, np, &w[r * ws..r * ws + 2 * n], a, s0, s1);
         }
         out
     }
@@ -381,6 +386,8 @@ mod avx2 {
             let rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
             let quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
             let r = _mm256_and_si256(_mm256_blendv_epi8(rounded, quiet, nan), _mm256_set1_epi32(0xffff_0000u32 as i32));
+            // SAFETY: `out` holds 4 bytes per value of `x` (the contract), so
+            // the 32 bytes at 4i lie within it (i + 8 ≤ x.len()).
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * i).cast(), r) };
         }
         n8
@@ -402,35 +409,45 @@ mod avx2 {
     /// the smallest nonzero magnitude − 1 and the largest (as u16).
     #[target_feature(enable = "avx2")]
     unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
-        let mut r = [_mm256_setzero_ps(); 4];
-        for h in 0..2 {
-            // SAFETY: the caller guarantees 64 bytes at p.
-            let words = _mm256_loadu_si256(p.add(32 * h) as *const __m256i);
-            let abs = _mm256_and_si256(words, _mm256_set1_epi16(0x7fff));
-            *mn = _mm256_min_epu16(*mn, _mm256_sub_epi16(abs, _mm256_set1_epi16(1)));
-            *mx = _mm256_max_epu16(*mx, abs);
-            let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
-            let odd = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
-            r[2 * h] = swap_mid(even);
-            r[2 * h + 1] = swap_mid(odd);
+        // SAFETY: the caller checked that the CPU has avx2 (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through `p`
+        // stay within the buffers the caller vouched for (the same contract).
+        unsafe {
+            let mut r = [_mm256_setzero_ps(); 4];
+            for h in 0..2 {
+                // SAFETY: the caller guarantees 64 bytes at p.
+                let words = _mm256_loadu_si256(p.add(32 * h) as *const __m256i);
+                let abs = _mm256_and_si256(words, _mm256_set1_epi16(0x7fff));
+                *mn = _mm256_min_epu16(*mn, _mm256_sub_epi16(abs, _mm256_set1_epi16(1)));
+                *mx = _mm256_max_epu16(*mx, abs);
+                let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
+                let odd = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
+                r[2 * h] = swap_mid(even);
+                r[2 * h + 1] = swap_mid(odd);
+            }
+            r
         }
-        r
     }
 
     /// 8 activations at `p` rounded to bf16 (nearest even), tracking the
     /// smallest nonzero magnitude − 1 and the largest (as u32).
     #[target_feature(enable = "avx2")]
     unsafe fn act8(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> __m256 {
-        // SAFETY: the caller guarantees 32 bytes at p.
-        let u = _mm256_loadu_si256(p as *const __m256i);
-        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
-        let r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-        let r = _mm256_and_si256(r, _mm256_set1_epi32(0xffff_0000u32 as i32));
-        let abs = _mm256_and_si256(r, _mm256_set1_epi32(0x7fff_ffff));
-        *mn = _mm256_min_epu32(*mn, _mm256_sub_epi32(abs, _mm256_set1_epi32(1)));
-        // a NaN input may round to anything: check the input
-        *mx = _mm256_max_epu32(*mx, _mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)));
-        _mm256_castsi256_ps(r)
+        // SAFETY: the caller checked that the CPU has avx2 (the contract of
+        // this `#[target_feature]` fn); the offsets and accesses through `p`
+        // stay within the buffers the caller vouched for (the same contract).
+        unsafe {
+            // SAFETY: the caller guarantees 32 bytes at p.
+            let u = _mm256_loadu_si256(p as *const __m256i);
+            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
+            let r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+            let r = _mm256_and_si256(r, _mm256_set1_epi32(0xffff_0000u32 as i32));
+            let abs = _mm256_and_si256(r, _mm256_set1_epi32(0x7fff_ffff));
+            *mn = _mm256_min_epu32(*mn, _mm256_sub_epi32(abs, _mm256_set1_epi32(1)));
+            // a NaN input may round to anything: check the input
+            *mx = _mm256_max_epu32(*mx, _mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)));
+            _mm256_castsi256_ps(r)
+        }
     }
 
     /// One 32-element step of a token: activations at `x`, weights `w`.
@@ -443,13 +460,21 @@ mod avx2 {
         mn: &mut __m256i,
         mx: &mut __m256i,
     ) {
-        // SAFETY: the caller guarantees 128 bytes at x.
-        let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
-        let (e0, o0) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
-        let (e1, o1) = (_mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
-        // vdpbf16ps: the odd product first
-        *lo = _mm256_fmadd_ps(w[0], e0, _mm256_fmadd_ps(w[1], o0, *lo));
-        *hi = _mm256_fmadd_ps(w[2], e1, _mm256_fmadd_ps(w[3], o1, *hi));
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `x`, `w` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            // SAFETY: the caller guarantees 128 bytes at x.
+            let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
+            let (e0, o0) =
+                (_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
+            let (e1, o1) =
+                (_mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
+            // vdpbf16ps: the odd product first
+            *lo = _mm256_fmadd_ps(w[0], e0, _mm256_fmadd_ps(w[1], o0, *lo));
+            *hi = _mm256_fmadd_ps(w[2], e1, _mm256_fmadd_ps(w[3], o1, *hi));
+        }
     }
 
     /// Whether every tracked value was 0 or in [2^-56, NaN) (u32 lanes).
@@ -472,72 +497,85 @@ mod avx2 {
     /// tinyBLAS (`sgemm`) or vec_dot_bf16's two accumulators.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn group<const T: usize>(sgemm: bool, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nl = if sgemm { n } else { n & !63 };
-        let z = _mm256_setzero_ps();
-        // [token][accumulator c1/c2][lo/hi]
-        let mut acc = [[[z; 2]; 2]; T];
-        let ones = _mm256_set1_epi32(-1);
-        let (mut wmn, mut wmx) = (ones, _mm256_setzero_si256());
-        let mut amn = [ones; T];
-        let mut amx = [_mm256_setzero_si256(); T];
-        let mut l = 0;
-        while l < nl {
-            // SAFETY: l + 32 ≤ nl ≤ n values in the weight row and in each
-            // of the T activation rows.
-            let wv = weights(w.as_ptr().add(2 * l), &mut wmn, &mut wmx);
-            // tinyBLAS: one accumulator; vec_dot: c1 for the first 32 of 64
-            let c = usize::from(!sgemm && (l / KN) % 2 == 1);
-            for j in 0..T {
-                let [lo, hi] = &mut acc[j][c];
-                step(&wv, a.as_ptr().add(j * s + 4 * l), lo, hi, &mut amn[j], &mut amx[j]);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `w`, `a`, `out` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nl = if sgemm { n } else { n & !63 };
+            let z = _mm256_setzero_ps();
+            // [token][accumulator c1/c2][lo/hi]
+            let mut acc = [[[z; 2]; 2]; T];
+            let ones = _mm256_set1_epi32(-1);
+            let (mut wmn, mut wmx) = (ones, _mm256_setzero_si256());
+            let mut amn = [ones; T];
+            let mut amx = [_mm256_setzero_si256(); T];
+            let mut l = 0;
+            while l < nl {
+                // SAFETY: l + 32 ≤ nl ≤ n values in the weight row and in each
+                // of the T activation rows.
+                let wv = weights(w.as_ptr().add(2 * l), &mut wmn, &mut wmx);
+                // tinyBLAS: one accumulator; vec_dot: c1 for the first 32 of 64
+                let c = usize::from(!sgemm && (l / KN) % 2 == 1);
+                for j in 0..T {
+                    let [lo, hi] = &mut acc[j][c];
+                    step(&wv, a.as_ptr().add(j * s + 4 * l), lo, hi, &mut amn[j], &mut amx[j]);
+                }
+                l += KN;
             }
-            l += KN;
-        }
-        let w_ok = safe16(wmn, wmx);
-        for j in 0..T {
-            let x = &a[j * s..j * s + 4 * n];
-            out[j] = if !(w_ok && safe32(amn[j], amx[j])) {
-                // a denormal or a NaN may be on the way: the exact definition
-                if sgemm {
-                    sgemm_dot(n, w, x)
+            let w_ok = safe16(wmn, wmx);
+            for j in 0..T {
+                let x = &a[j * s..j * s + 4 * n];
+                out[j] = if !(w_ok && safe32(amn[j], amx[j])) {
+                    // a denormal or a NaN may be on the way: the exact definition
+                    if sgemm {
+                        sgemm_dot(n, w, x)
+                    } else {
+                        vec_dot(n, w, x)
+                    }
                 } else {
-                    vec_dot(n, w, x)
-                }
-            } else {
-                let r = |c: usize| avx2_reduce_lo_hi(swap_mid(acc[j][c][0]), swap_mid(acc[j][c][1]));
-                if sgemm {
-                    r(0)
-                } else {
-                    vec_dot_tail(n, nl, w, x, r(0), r(1))
-                }
-            };
+                    let r = |c: usize| avx2_reduce_lo_hi(swap_mid(acc[j][c][0]), swap_mid(acc[j][c][1]));
+                    if sgemm {
+                        r(0)
+                    } else {
+                        vec_dot_tail(n, nl, w, x, r(0), r(1))
+                    }
+                };
+            }
         }
     }
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn tile(path: FloatPath, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let sgemm = path == FloatPath::TinyBlas && n % KN == 0;
-        let mut t = 0;
-        while t + 4 <= out.len() {
-            group::<4>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 4]);
-            t += 4;
-        }
-        while t < out.len() {
-            group::<1>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 1]);
-            t += 1;
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the callees' contracts ask no more
+        // than this fn's.
+        unsafe {
+            let sgemm = path == FloatPath::TinyBlas && n.is_multiple_of(KN);
+            let mut t = 0;
+            while t + 4 <= out.len() {
+                group::<4>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 4]);
+                t += 4;
+            }
+            while t < out.len() {
+                group::<1>(sgemm, n, w, &a[t * s..], s, &mut out[t..t + 1]);
+                t += 1;
+            }
         }
     }
 
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        tile(FloatPath::TinyBlas, n, w, a, s, out)
+        // SAFETY: the callee asks the `TileFn` contract, which is this fn's.
+        unsafe { tile(FloatPath::TinyBlas, n, w, a, s, out) }
     }
 
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        tile(FloatPath::VecDot, n, w, a, s, out)
+        // SAFETY: the callee asks the `TileFn` contract, which is this fn's.
+        unsafe { tile(FloatPath::VecDot, n, w, a, s, out) }
     }
 }
 
@@ -579,7 +617,8 @@ mod tests {
                 )
                 .expect("kernel");
                 let mut out = [f32::NAN; 2];
-                // SAFETY: 64 values per row, two rows 256 bytes apart; the set runs on this CPU.
+                // SAFETY: 64 values per row, two rows 256 bytes apart; the set
+                // runs on this CPU.
                 unsafe { f(64, &wb, &ab, 256, &mut out) };
                 assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
             }
@@ -626,7 +665,7 @@ mod tests {
         let (Some(tiny), Some(vd)) =
             (avx512_rows(GgmlType::BF16, FloatPath::TinyBlas), avx512_rows(GgmlType::BF16, FloatPath::VecDot))
         else {
-            eprintln!("no AVX512_BF16 on this CPU: skipped");
+            skip_test!("no AVX512_BF16 on this CPU");
             return;
         };
         let mut rng = Rng::new(17);
@@ -720,6 +759,7 @@ mod tests {
                 unsafe { (std::mem::transmute::<__m512i, __m512bh>(wv), std::mem::transmute::<__m512i, __m512bh>(xv)) };
             // SAFETY: acc holds 16 floats.
             let v = _mm512_dpbf16_ps(unsafe { _mm512_loadu_ps(acc.as_ptr()) }, wb, xb);
+            // SAFETY: r holds 16 floats.
             unsafe { _mm512_storeu_ps(r.as_mut_ptr(), v) };
             r
         }

@@ -48,16 +48,17 @@ pub const KN: usize = 16;
 /// Whether `llamafile_sgemm` runs tinyBLAS<16> for an F16 product of `m`
 /// output rows (rows of the matrix), `n` activation rows and `k` columns.
 pub fn runs(m: usize, n: usize, k: usize) -> bool {
-    n >= 2 && k % KN == 0 && m % 4 == 0
+    n >= 2 && k.is_multiple_of(KN) && m.is_multiple_of(4)
 }
 
 /// One tinyBLAS output: `Σ x[l]·y[l]` as 16 fused chains reduced by
 /// `_mm512_reduce_add_ps` (`x.len() == y.len()`, a multiple of 16).
 pub fn dot(x: &[f32], y: &[f32]) -> f32 {
-    assert!(x.len() == y.len() && x.len() % KN == 0, "tinyBLAS dot: lengths {} and {}", x.len(), y.len());
+    assert!(x.len() == y.len() && x.len().is_multiple_of(KN), "tinyBLAS dot: lengths {} and {}", x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     if vecf::use_avx2() {
-        // SAFETY: use_avx2() checked AVX2, FMA and F16C; the lengths are checked above.
+        // SAFETY: use_avx2() checked AVX2, FMA and F16C; the lengths are
+        // checked above.
         return unsafe { avx2::dot(x, y) };
     }
     dot_scalar(x, y)
@@ -91,7 +92,7 @@ thread_local! {
 /// once per product). tinyBLAS needs `n % 16 == 0`; otherwise the
 /// reference's `llamafile_sgemm` declines and it runs ggml_vec_dot_f16.
 fn tile(path: F16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    let path = if n % KN == 0 { path } else { F16Path::VecDot };
+    let path = if n.is_multiple_of(KN) { path } else { F16Path::VecDot };
     SCRATCH.with(|sc| {
         let (wf, af) = &mut *sc.borrow_mut();
         wf.resize(n, 0.0);
@@ -101,17 +102,18 @@ fn tile(path: F16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) 
         let nt = out.len();
         // SAFETY: every bit pattern is a valid f32.
         let (pre, whole, _) = unsafe { a.align_to::<f32>() };
-        let (acts, st): (&[f32], usize) = if pre.is_empty() && s % 4 == 0 && whole.len() >= (nt - 1) * (s / 4) + n {
-            (whole, s / 4)
-        } else {
-            af.clear();
-            for t in 0..nt {
-                af.extend(
-                    a[t * s..t * s + 4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                );
-            }
-            (af, n)
-        };
+        let (acts, st): (&[f32], usize) =
+            if pre.is_empty() && s.is_multiple_of(4) && whole.len() >= (nt - 1) * (s / 4) + n {
+                (whole, s / 4)
+            } else {
+                af.clear();
+                for t in 0..nt {
+                    af.extend(
+                        a[t * s..t * s + 4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    );
+                }
+                (af, n)
+            };
         let row = |t: usize| &acts[t * st..t * st + n];
         let mut t = 0;
         if path == F16Path::TinyBlas {
@@ -121,8 +123,8 @@ fn tile(path: F16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) 
                 t += 4;
             }
         }
-        for t in t..nt {
-            out[t] = match path {
+        for (t, o) in out.iter_mut().enumerate().skip(t) {
+            *o = match path {
                 F16Path::TinyBlas => dot(wf, row(t)),
                 F16Path::VecDot => vecf::dot_f16(wf, row(t)),
             };
@@ -133,7 +135,7 @@ fn tile(path: F16Path, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) 
 /// [`dot`] of `x` with each of 4 rows `y` (one pass over `x`).
 fn dot4(x: &[f32], y: [&[f32]; 4]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
-    if vecf::use_avx2() && y.iter().all(|r| r.len() == x.len()) && x.len() % KN == 0 {
+    if vecf::use_avx2() && y.iter().all(|r| r.len() == x.len()) && x.len().is_multiple_of(KN) {
         // SAFETY: use_avx2() checked AVX2 and FMA; the lengths are checked.
         return unsafe { avx2::dot4(x, y) };
     }
@@ -144,7 +146,8 @@ fn dot4(x: &[f32], y: [&[f32]; 4]) -> [f32; 4] {
 fn widen_row(bytes: &[u8], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if vecf::use_avx2() {
-        // SAFETY: features checked; `bytes` holds 2 * out.len() bytes (the caller slices it so).
+        // SAFETY: features checked; `bytes` holds 2 * out.len() bytes (the
+        // caller slices it so).
         return unsafe { avx2::widen_row(bytes, out) };
     }
     for (o, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
@@ -156,10 +159,8 @@ fn widen_row(bytes: &[u8], out: &mut [f32]) {
 /// even), written as little-endian f32 into `out[..4n]`, then as f16 into
 /// `out[4n..6n]` (`n = x.len()`). The multi-token kernels read the f32 part;
 /// the one-row ggml_vec_dot_f16 kernel of decodes reads the f16 copy: half
-/// the bytes beside each weight row (SmolLM2 F16 tg128, 7 alternating
-/// rounds: 89.1 against 83.3 t/s at 1 thread, 111.9 against 107.6 at 2).
-/// Its cost is 2n bytes per row of the activation buffer (F16 peak RSS
-/// 312.0 against 310.4 MB, the reference's 317.0).
+/// the bytes beside each weight row (decodes ~5 % faster). Its cost is 2n
+/// bytes per row of the activation buffer.
 pub fn round_act_row(x: &[f32], out: &mut [u8]) {
     let n = x.len();
     assert!(out.len() >= 6 * n, "round_act_row: output too short");
@@ -280,8 +281,7 @@ macro_rules! f16_row_kernels {
         /// Per 16-element step the `P` parts one after the other: each
         /// part's `RB` weight vectors are live only for its
         /// FMAs. (Running all of a part's steps before the next part's, for
-        /// tiles of twice the outputs, was slower on AVX2: 3 × 2 at 54-64
-        /// GFLOP/s that way against 62-80 this way, 4 × 3 at 30.)
+        /// tiles of twice the outputs, was slower on AVX2.)
         #[target_feature(enable = $features)]
         unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
             let mut acc = [[[zero(); P]; TB]; RB];
@@ -344,9 +344,8 @@ macro_rules! f16_row_kernels {
                     // this step's two lines of weights, prefetched ahead as
                     // the tiles' (a decode reads each stream segment's rows
                     // in turn, and one row per call, AVX2's kernel, left the
-                    // stream unprefetched far enough ahead: SmolLM2 F16
-                    // tg128 on the avx2 set, Xeon, 1.32× at 2 threads, 1.25×
-                    // at 1, alternating rounds)
+                    // stream unprefetched far enough ahead: decodes ~1.3×
+                    // as fast with the prefetch)
                     // SAFETY: a prefetch does not fault (no access is made).
                     unsafe { $crate::kernels::ggml_paths::repack_tiles::x86::prefetch_ahead(w.wrapping_add(2 * l), 128) };
                 }
@@ -437,13 +436,21 @@ pub(super) mod avx512 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
     unsafe fn load_h(p: *const u8) -> H {
-        _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `p` stay within the buffers the caller vouched
+        // for (the same contract).
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i)) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
     unsafe fn load_f(p: *const u8) -> H {
-        _mm512_loadu_ps(p as *const f32)
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `p` stay within the buffers the caller vouched
+        // for (the same contract).
+        unsafe { _mm512_loadu_ps(p as *const f32) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
@@ -464,9 +471,8 @@ pub(super) mod avx512 {
         [1, 2, 3, 4, 5, 6, 7],
         [1, 2, 3, 4],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
-        /// (`tinyblas_f32::rows_vec_dot_fn`). Rows 4 at a time: SmolLM2 F16
-        /// tg128, 7 alternating rounds, 99.5 against 88.9 t/s one row per
-        /// call at 2 threads (reference 80.5), 74.8 against 70.1 at 1 (59.0).
+        /// (`tinyblas_f32::rows_vec_dot_fn`). Rows 4 at a time: their loads
+        /// in flight together, decodes ran ~10 % faster than one row a call.
         ///
         /// # Safety
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
@@ -530,7 +536,7 @@ pub(super) mod avx512 {
         out: &mut [f32],
         os: usize,
     ) {
-        if n % KN != 0 {
+        if !n.is_multiple_of(KN) {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
         }
@@ -560,7 +566,7 @@ pub(super) mod avx512 {
         os: usize,
     ) {
         assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
-        if n % KN != 0 {
+        if !n.is_multiple_of(KN) {
             for t in 0..nt {
                 // SAFETY: token t's n_rows outputs are contiguous at t·os
                 // (the caller's contract); as a one-token row-major block
@@ -594,11 +600,8 @@ pub(super) mod avx512 {
     /// Partial tiles (fewer tokens, a panel's last rows) run through a
     /// local row-major block.
     ///
-    /// `bench_kernels` GEMM, 512 tokens, 1 thread, Zen 5 (576×576,
-    /// 1536×576, 576×1536): 97–99, 102–103, 88–90 GMAC/s against 94–96,
-    /// 98–99, 93–95 for 4 × 6 tiles converting f16 weights in registers
-    /// with a `reduce16` per output and chunks of tokens streamed from L2
-    /// past a row block (3 × 8 that way: 75, 73, 68).
+    /// (About as fast as 4 × 6 tiles converting the f16 weights in
+    /// registers, and faster than 3 × 8 tiles that way.)
     ///
     /// # Safety
     /// The shapes checked by the callers; every output (r, t) of `out` is
@@ -638,19 +641,10 @@ pub(super) mod avx512 {
                             if tb == RN {
                                 let blocks = pr / RM;
                                 let save = if parts > 1 { saved.as_mut_ptr() } else { std::ptr::null_mut() };
-                                // SAFETY: as below, for rows 0..blocks·RM of the panel.
+                                // SAFETY: as below, for rows 0..blocks·RM of the
+                                // panel.
                                 unsafe {
-                                    full_tiles(
-                                        blocks,
-                                        l0,
-                                        l1,
-                                        n,
-                                        wp as *const f32,
-                                        ap.wrapping_add(t * s),
-                                        s,
-                                        save,
-                                        out.at(r0, t),
-                                    )
+                                    full_tiles(blocks, l0, l1, n, wp, ap.wrapping_add(t * s), s, save, out.at(r0, t))
                                 };
                                 r = blocks * RM;
                             }
@@ -707,19 +701,26 @@ pub(super) mod avx512 {
         save: *mut __m512,
         o: Out,
     ) {
-        for b in 0..blocks {
-            let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
-            tile_3x8_part(
-                l0,
-                l1,
-                wp.add(b * RM * n) as *const u8,
-                4 * n,
-                a,
-                s,
-                acc,
-                l0 == 0,
-                (l1 == n).then_some(o.at(b * RM, 0)),
-            );
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
+        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
+        // and accesses through `wp`, `a`, `save` stay within the buffers the
+        // caller vouched for (the same contract), which is what the callees'
+        // contracts ask.
+        unsafe {
+            for b in 0..blocks {
+                let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
+                tile_3x8_part(
+                    l0,
+                    l1,
+                    wp.add(b * RM * n) as *const u8,
+                    4 * n,
+                    a,
+                    s,
+                    acc,
+                    l0 == 0,
+                    (l1 == n).then_some(o.at(b * RM, 0)),
+                );
+            }
         }
     }
 
@@ -747,14 +748,20 @@ pub(super) mod avx512 {
         /// Those outputs are valid for writes.
         #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
         unsafe fn put_row8(self, i: usize, v: __m256) {
-            let p = self.p.add(i * self.row);
-            if self.token == 1 {
-                _mm256_storeu_ps(p, v);
-            } else {
-                let mut x = [0f32; 8];
-                _mm256_storeu_ps(x.as_mut_ptr(), v);
-                for (j, x) in x.into_iter().enumerate() {
-                    *p.add(j * self.token) = x;
+            // SAFETY: the caller checked that the CPU has avx2, fma, f16c,
+            // avx512f, avx512vl (the contract of this `#[target_feature]` fn),
+            // and that row i's 8 outputs are valid for writes (the same
+            // contract).
+            unsafe {
+                let p = self.p.add(i * self.row);
+                if self.token == 1 {
+                    _mm256_storeu_ps(p, v);
+                } else {
+                    let mut x = [0f32; 8];
+                    _mm256_storeu_ps(x.as_mut_ptr(), v);
+                    for (j, x) in x.into_iter().enumerate() {
+                        *p.add(j * self.token) = x;
+                    }
                 }
             }
         }
@@ -814,9 +821,9 @@ pub(super) mod avx512 {
             };
         }
         if !first {
-            // SAFETY: acc holds 24 vectors (the caller's scratch).
             macro_rules! resume {
                 ($i:expr, $c:ident) => {
+                    // SAFETY: acc holds 24 vectors (the caller's scratch).
                     $c = unsafe { _mm512_loadu_ps(acc.add($i) as *const f32) };
                 };
             }
@@ -826,39 +833,45 @@ pub(super) mod avx512 {
         let (ws, s) = (ws / 4, s / 4);
         let mut l = l0;
         while l < l1 {
-            // SAFETY: l + 16 ≤ l1 ≤ n: rows and tokens hold n f32 (checked by the caller).
-            let w0 = _mm512_loadu_ps(w.add(l));
-            let w1 = _mm512_loadu_ps(w.add(ws + l));
-            let w2 = _mm512_loadu_ps(w.add(2 * ws + l));
-            macro_rules! token {
-                ($j:expr, $c0:ident, $c1:ident, $c2:ident) => {
-                    let av = _mm512_loadu_ps(a.add($j * s + l));
-                    $c0 = _mm512_fmadd_ps(w0, av, $c0);
-                    $c1 = _mm512_fmadd_ps(w1, av, $c1);
-                    $c2 = _mm512_fmadd_ps(w2, av, $c2);
-                };
+            // SAFETY: l + 16 ≤ l1 ≤ n: the 3 rows (`ws` apart at `w`) and the
+            // 8 tokens (`s` apart at `a`) hold n f32 (checked by the caller);
+            // the CPU has this fn's features (its contract).
+            unsafe {
+                let w0 = _mm512_loadu_ps(w.add(l));
+                let w1 = _mm512_loadu_ps(w.add(ws + l));
+                let w2 = _mm512_loadu_ps(w.add(2 * ws + l));
+                macro_rules! token {
+                    ($j:expr, $c0:ident, $c1:ident, $c2:ident) => {
+                        let av = _mm512_loadu_ps(a.add($j * s + l));
+                        $c0 = _mm512_fmadd_ps(w0, av, $c0);
+                        $c1 = _mm512_fmadd_ps(w1, av, $c1);
+                        $c2 = _mm512_fmadd_ps(w2, av, $c2);
+                    };
+                }
+                token!(0, c00, c10, c20);
+                token!(1, c01, c11, c21);
+                token!(2, c02, c12, c22);
+                token!(3, c03, c13, c23);
+                token!(4, c04, c14, c24);
+                token!(5, c05, c15, c25);
+                token!(6, c06, c16, c26);
+                token!(7, c07, c17, c27);
             }
-            token!(0, c00, c10, c20);
-            token!(1, c01, c11, c21);
-            token!(2, c02, c12, c22);
-            token!(3, c03, c13, c23);
-            token!(4, c04, c14, c24);
-            token!(5, c05, c15, c25);
-            token!(6, c06, c16, c26);
-            token!(7, c07, c17, c27);
             l += KN;
         }
         match o {
             Some(o) => {
                 // SAFETY: the 3 × 8 outputs lie within the caller's block.
-                o.put_row8(0, reduce16_x8([c00, c01, c02, c03, c04, c05, c06, c07]));
-                o.put_row8(1, reduce16_x8([c10, c11, c12, c13, c14, c15, c16, c17]));
-                o.put_row8(2, reduce16_x8([c20, c21, c22, c23, c24, c25, c26, c27]));
+                unsafe {
+                    o.put_row8(0, reduce16_x8([c00, c01, c02, c03, c04, c05, c06, c07]));
+                    o.put_row8(1, reduce16_x8([c10, c11, c12, c13, c14, c15, c16, c17]));
+                    o.put_row8(2, reduce16_x8([c20, c21, c22, c23, c24, c25, c26, c27]));
+                }
             }
             None => {
-                // SAFETY: as above.
                 macro_rules! save {
                     ($i:expr, $c:ident) => {
+                        // SAFETY: acc holds 24 vectors (the caller's scratch).
                         unsafe { _mm512_storeu_ps(acc.add($i) as *mut f32, $c) };
                     };
                 }
@@ -879,9 +892,7 @@ mod avx2 {
 
     /// tinyBLAS register tile: RM weight rows × RN tokens, 2 ymm each = 12
     /// accumulators, 3 weight vectors and an activation vector fill the 16
-    /// registers. CPU time of SmolLM2's products (576 × 1536 and
-    /// 1536 × 576, 256 tokens), Zen 3: 3 × 2 at 62-80 GFLOP/s, 2 × 3 at
-    /// 49-61, 1 × 6 at 33-40.
+    /// registers (the fastest shape: 2 × 3 and 1 × 6 ran slower).
     const RM: usize = 3;
     const RN: usize = 2;
 
@@ -909,13 +920,21 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load_h(p: *const u8) -> H {
-        _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load_f(p: *const u8) -> H {
-        _mm256_loadu_ps(p as *const f32)
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `p` stay within the buffers the caller vouched for (the same
+        // contract).
+        unsafe { _mm256_loadu_ps(p as *const f32) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -937,12 +956,9 @@ mod avx2 {
         [1],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
         /// (`tinyblas_f32::rows_vec_dot_fn`), one row at a time: its 8
-        /// accumulators cover the FMA latency, and 2 rows' 16 did not fit
-        /// the registers (CPU time on Zen 3, 576 columns: 1536 rows in
-        /// 0.048-0.056 ms against 0.063-0.077 for 2 rows a call, 49152 rows
-        /// in 4.6-5.2 ms against 7.5-7.8; reading the activations' f32 part
-        /// instead of the f16 copy, as memory operands of the FMAs: the same
-        /// times).
+        /// accumulators cover the FMA latency, and 2 rows' 16 do not fit
+        /// the registers (2 rows a call ran 1.3–1.5× slower; reading the
+        /// activations' f32 part instead of the f16 copy made no difference).
         ///
         /// # Safety
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
@@ -951,12 +967,9 @@ mod avx2 {
     /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where
     /// `n % 16 != 0`, as [`super::tile`]): per chunk of tokens, each block
     /// of `RM` weight rows widened to f32 (in L1), then its tiles over the
-    /// chunk. In 3 × 2 tiles a conversion in registers served only 2
-    /// tokens' FMAs, and Zen 2 runs one `vcvtph2ps` per cycle.
-    /// `bench_kernels` GEMM, 1 thread, 512 tokens, CPU time, Zen 2 (1536×576,
-    /// 576×1536, 2048×640, 640×2048): 33–35, 31–33, 33–34, 27–28 GMAC/s
-    /// against 22–24 for all four converting in registers (2 × 3 tiles
-    /// widened: 31–33, 30, 32–33, 27).
+    /// chunk. In 3 × 2 tiles a conversion in registers serves only 2
+    /// tokens' FMAs, and some cores run one `vcvtph2ps` per cycle: widening
+    /// first ran ~1.4× as fast.
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
@@ -973,7 +986,7 @@ mod avx2 {
         out: &mut [f32],
         os: usize,
     ) {
-        if n % KN != 0 {
+        if !n.is_multiple_of(KN) {
             // SAFETY: the same contract.
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
         }
@@ -1005,7 +1018,7 @@ mod avx2 {
     /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): each 3 × 2 tile's six
     /// outputs go from a local block straight into the matmul's
     /// `[token][row]` output, with no task tile to transpose (`scatter_tile`
-    /// took 4–5 % of a SmolLM2 F16 prefill on the AVX2 set).
+    /// took ~5 % of an F16 prefill).
     ///
     /// # Safety
     /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX2,
@@ -1024,7 +1037,7 @@ mod avx2 {
         os: usize,
     ) {
         assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
-        if n % KN != 0 {
+        if !n.is_multiple_of(KN) {
             for t in 0..nt {
                 // SAFETY: token t's n_rows outputs are contiguous at t·os
                 // (the caller's contract); as a one-token row-major block
@@ -1081,70 +1094,95 @@ mod avx2 {
     /// [`super::dot_scalar`] with lanes 0..8 in `lo`, 8..16 in `hi`.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dot(x: &[f32], y: &[f32]) -> f32 {
-        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let (px, py) = (x.as_ptr(), y.as_ptr());
-        let mut l = 0;
-        while l + 16 <= x.len() {
-            // SAFETY: l + 16 ≤ len of both (checked by the caller).
-            lo = _mm256_fmadd_ps(_mm256_loadu_ps(px.add(l)), _mm256_loadu_ps(py.add(l)), lo);
-            hi = _mm256_fmadd_ps(_mm256_loadu_ps(px.add(l + 8)), _mm256_loadu_ps(py.add(l + 8)), hi);
-            l += 16;
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `x`, `y` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            let (px, py) = (x.as_ptr(), y.as_ptr());
+            let mut l = 0;
+            while l + 16 <= x.len() {
+                // SAFETY: l + 16 ≤ len of both (checked by the caller).
+                lo = _mm256_fmadd_ps(_mm256_loadu_ps(px.add(l)), _mm256_loadu_ps(py.add(l)), lo);
+                hi = _mm256_fmadd_ps(_mm256_loadu_ps(px.add(l + 8)), _mm256_loadu_ps(py.add(l + 8)), hi);
+                l += 16;
+            }
+            avx2_reduce_lo_hi(lo, hi)
         }
-        avx2_reduce_lo_hi(lo, hi)
     }
 
     /// [`dot`] of `x` with 4 rows: per row the same 16 chains and reduction.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dot4(x: &[f32], y: [&[f32]; 4]) -> [f32; 4] {
-        let mut lo = [_mm256_setzero_ps(); 4];
-        let mut hi = [_mm256_setzero_ps(); 4];
-        let px = x.as_ptr();
-        let mut l = 0;
-        while l + 16 <= x.len() {
-            // SAFETY: l + 16 ≤ len of x and of every y (checked by the caller).
-            let (xl, xh) = (_mm256_loadu_ps(px.add(l)), _mm256_loadu_ps(px.add(l + 8)));
-            for j in 0..4 {
-                let py = y[j].as_ptr();
-                lo[j] = _mm256_fmadd_ps(xl, _mm256_loadu_ps(py.add(l)), lo[j]);
-                hi[j] = _mm256_fmadd_ps(xh, _mm256_loadu_ps(py.add(l + 8)), hi[j]);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through `x`
+        // stay within the buffers the caller vouched for (the same contract),
+        // which is what the callees' contracts ask.
+        unsafe {
+            let mut lo = [_mm256_setzero_ps(); 4];
+            let mut hi = [_mm256_setzero_ps(); 4];
+            let px = x.as_ptr();
+            let mut l = 0;
+            while l + 16 <= x.len() {
+                // SAFETY: l + 16 ≤ len of x and of every y (checked by the
+                // caller).
+                let (xl, xh) = (_mm256_loadu_ps(px.add(l)), _mm256_loadu_ps(px.add(l + 8)));
+                for j in 0..4 {
+                    let py = y[j].as_ptr();
+                    lo[j] = _mm256_fmadd_ps(xl, _mm256_loadu_ps(py.add(l)), lo[j]);
+                    hi[j] = _mm256_fmadd_ps(xh, _mm256_loadu_ps(py.add(l + 8)), hi[j]);
+                }
+                l += 16;
             }
-            l += 16;
+            std::array::from_fn(|j| avx2_reduce_lo_hi(lo[j], hi[j]))
         }
-        std::array::from_fn(|j| avx2_reduce_lo_hi(lo[j], hi[j]))
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn round_row(x: &[f32], out: &mut [u8]) {
-        let n = x.len();
-        assert!(out.len() >= 6 * n, "round_row: output too short");
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: x holds n values, out 6n bytes.
-            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(x.as_ptr().add(i)));
-            _mm256_storeu_ps(out.as_mut_ptr().add(4 * i) as *mut f32, _mm256_cvtph_ps(h));
-            _mm_storeu_si128(out.as_mut_ptr().add(4 * n + 2 * i) as *mut __m128i, h);
-            i += 8;
-        }
-        for k in i..n {
-            let v = half::f16::from_f32(x[k]);
-            out[4 * k..4 * k + 4].copy_from_slice(&v.to_f32().to_le_bytes());
-            out[4 * n + 2 * k..4 * n + 2 * k + 2].copy_from_slice(&v.to_le_bytes());
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `x`, `out` stay within the buffers the caller vouched for
+        // (the same contract).
+        unsafe {
+            let n = x.len();
+            assert!(out.len() >= 6 * n, "round_row: output too short");
+            let mut i = 0;
+            while i + 8 <= n {
+                // SAFETY: x holds n values, out 6n bytes.
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(x.as_ptr().add(i)));
+                _mm256_storeu_ps(out.as_mut_ptr().add(4 * i) as *mut f32, _mm256_cvtph_ps(h));
+                _mm_storeu_si128(out.as_mut_ptr().add(4 * n + 2 * i) as *mut __m128i, h);
+                i += 8;
+            }
+            for k in i..n {
+                let v = half::f16::from_f32(x[k]);
+                out[4 * k..4 * k + 4].copy_from_slice(&v.to_f32().to_le_bytes());
+                out[4 * n + 2 * k..4 * n + 2 * k + 2].copy_from_slice(&v.to_le_bytes());
+            }
         }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn widen_row(bytes: &[u8], out: &mut [f32]) {
-        let n = out.len();
-        assert!(bytes.len() >= 2 * n, "widen_row: input too short");
-        let mut i = 0;
-        while i + 8 <= n {
-            // SAFETY: bytes holds 2n bytes, out n values.
-            let h = _mm_loadu_si128(bytes.as_ptr().add(2 * i) as *const __m128i);
-            _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
-            i += 8;
-        }
-        for k in i..n {
-            out[k] = crate::quant::f16_to_f32([bytes[2 * k], bytes[2 * k + 1]]);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `bytes`, `out` stay within the buffers the caller vouched for
+        // (the same contract).
+        unsafe {
+            let n = out.len();
+            assert!(bytes.len() >= 2 * n, "widen_row: input too short");
+            let mut i = 0;
+            while i + 8 <= n {
+                // SAFETY: bytes holds 2n bytes, out n values.
+                let h = _mm_loadu_si128(bytes.as_ptr().add(2 * i) as *const __m128i);
+                _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+                i += 8;
+            }
+            for k in i..n {
+                out[k] = crate::quant::f16_to_f32([bytes[2 * k], bytes[2 * k + 1]]);
+            }
         }
     }
 }
@@ -1211,6 +1249,7 @@ mod tests {
 
     /// ggml_vec_dot_f16 by its scalar definition: the 64-lane tree over the
     /// first `n & !63` elements, the rest added in f64 in order.
+    #[cfg(target_arch = "x86_64")]
     fn dot_f16_scalar(x: &[f32], y: &[f32]) -> f32 {
         let np = x.len() & !63;
         let mut sum = vecf::dot64_scalar(&x[..np], &y[..np]);
@@ -1226,7 +1265,7 @@ mod tests {
         let (Some(tiny), Some(vd)) =
             (avx512_rows(GgmlType::F16, F16Path::TinyBlas), avx512_rows(GgmlType::F16, F16Path::VecDot))
         else {
-            eprintln!("no AVX-512F/VL on this CPU: skipped");
+            skip_test!("no AVX-512F/VL on this CPU");
             return;
         };
         let token_major = avx512_token_major(GgmlType::F16).expect("AVX-512F: a token-major kernel");
@@ -1237,7 +1276,7 @@ mod tests {
     #[test]
     fn avx2_row_kernels_give_the_scalar_definitions_bits() {
         if !crate::kernels::x86_avx2::cpu_ok() {
-            eprintln!("no AVX2/FMA/F16C on this CPU: skipped");
+            skip_test!("no AVX2/FMA/F16C on this CPU");
             return;
         }
         let (Some(tiny), Some(vd)) =
@@ -1319,7 +1358,8 @@ mod tests {
                         // [nt][os] with 2 untouched outputs after each token's rows
                         let os = n_rows + 2;
                         let mut out = vec![f32::NAN; nt * os];
-                        // SAFETY: as above; out holds nt rows of os ≥ n_rows outputs.
+                        // SAFETY: as above; out holds nt rows of os ≥ n_rows
+                        // outputs.
                         unsafe { f(n, &w[1..], ws, n_rows, &a[1..], s, nt, out.as_mut_ptr(), os) };
                         for t in 0..nt {
                             for r in 0..os {

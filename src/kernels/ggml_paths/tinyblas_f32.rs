@@ -30,7 +30,7 @@ pub const KN: usize = 16;
 /// Whether `llamafile_sgemm` runs tinyBLAS<16> for an F32 product of `m`
 /// output rows, `n` activation rows and `k` columns.
 pub fn runs(m: usize, n: usize, k: usize) -> bool {
-    n >= 2 && k % KN == 0 && m % 4 == 0
+    n >= 2 && k.is_multiple_of(KN) && m.is_multiple_of(4)
 }
 
 #[inline]
@@ -102,7 +102,7 @@ pub(super) fn tile_rows(
     s: usize,
     out: &mut [f32],
 ) {
-    let f = if path == FloatPath::TinyBlas && n % kn == 0 { sgemm } else { vec_dot };
+    let f = if path == FloatPath::TinyBlas && n.is_multiple_of(kn) { sgemm } else { vec_dot };
     for (t, o) in out.iter_mut().enumerate() {
         *o = f(n, w, &a[t * s..t * s + 4 * n]);
     }
@@ -307,23 +307,29 @@ mod avx2 {
     /// step): lanes 0..8 of token j in `lo[j]`, 8..16 in `hi[j]`.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn group_sgemm<const T: usize>(n: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        let mut lo = [_mm256_setzero_ps(); T];
-        let mut hi = [_mm256_setzero_ps(); T];
-        let mut l = 0;
-        while l < n {
-            // SAFETY (whole loop): l + 16 ≤ n; the weight row holds n values
-            // and each of the T activation rows (s bytes apart) n values.
-            let wl = _mm256_loadu_ps(w.add(4 * l) as *const f32);
-            let wh = _mm256_loadu_ps(w.add(4 * l + 32) as *const f32);
-            for j in 0..T {
-                let x = a.add(j * s + 4 * l) as *const f32;
-                lo[j] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x), lo[j]);
-                hi[j] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x.add(8)), hi[j]);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `w`, `a`, `out` stay within the buffers the caller vouched for (the
+        // same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut lo = [_mm256_setzero_ps(); T];
+            let mut hi = [_mm256_setzero_ps(); T];
+            let mut l = 0;
+            while l < n {
+                // SAFETY (whole loop): l + 16 ≤ n; the weight row holds n values
+                // and each of the T activation rows (s bytes apart) n values.
+                let wl = _mm256_loadu_ps(w.add(4 * l) as *const f32);
+                let wh = _mm256_loadu_ps(w.add(4 * l + 32) as *const f32);
+                for j in 0..T {
+                    let x = a.add(j * s + 4 * l) as *const f32;
+                    lo[j] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x), lo[j]);
+                    hi[j] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x.add(8)), hi[j]);
+                }
+                l += KN;
             }
-            l += KN;
-        }
-        for j in 0..T {
-            out[j] = avx2_reduce_lo_hi(lo[j], hi[j]);
+            for j in 0..T {
+                out[j] = avx2_reduce_lo_hi(lo[j], hi[j]);
+            }
         }
     }
 
@@ -332,44 +338,59 @@ mod avx2 {
     /// `acc[2j+1]`).
     #[target_feature(enable = "avx2,fma")]
     unsafe fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
-        let np = n & !63;
-        let mut acc = [_mm256_setzero_ps(); 8];
-        let (pw, px) = (w.as_ptr() as *const f32, x.as_ptr() as *const f32);
-        let mut l = 0;
-        while l < np {
-            for (r, v) in acc.iter_mut().enumerate() {
-                // SAFETY: l + 64 ≤ np ≤ n values in both rows.
-                *v = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(l + 8 * r)), _mm256_loadu_ps(px.add(l + 8 * r)), *v);
+        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
+        // of this `#[target_feature]` fn); the offsets and accesses through
+        // `w`, `x` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let np = n & !63;
+            let mut acc = [_mm256_setzero_ps(); 8];
+            let (pw, px) = (w.as_ptr() as *const f32, x.as_ptr() as *const f32);
+            let mut l = 0;
+            while l < np {
+                for (r, v) in acc.iter_mut().enumerate() {
+                    // SAFETY: l + 64 ≤ np ≤ n values in both rows.
+                    *v = _mm256_fmadd_ps(_mm256_loadu_ps(pw.add(l + 8 * r)), _mm256_loadu_ps(px.add(l + 8 * r)), *v);
+                }
+                l += 64;
             }
-            l += 64;
+            let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+            let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+            vec_dot_tail(n, np, w, x, avx2_reduce_lo_hi(lo, hi))
         }
-        let lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
-        let hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-        vec_dot_tail(n, np, w, x, avx2_reduce_lo_hi(lo, hi))
     }
 
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        if n % KN != 0 {
-            return tile_vec_dot(n, w, a, s, out);
-        }
-        let mut t = 0;
-        while t + 4 <= out.len() {
-            group_sgemm::<4>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-            t += 4;
-        }
-        while t < out.len() {
-            group_sgemm::<1>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-            t += 1;
+        // SAFETY: the `TileFn` contract (this fn's): AVX2 and FMA present, and
+        // `a` holds `out.len()` rows `s` apart, so each group's rows are
+        // within it, as the callees ask.
+        unsafe {
+            if !n.is_multiple_of(KN) {
+                return tile_vec_dot(n, w, a, s, out);
+            }
+            let mut t = 0;
+            while t + 4 <= out.len() {
+                group_sgemm::<4>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+                t += 4;
+            }
+            while t < out.len() {
+                group_sgemm::<1>(n, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+                t += 1;
+            }
         }
     }
 
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_vec_dot(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        for (t, o) in out.iter_mut().enumerate() {
-            *o = vec_dot(n, &w[..4 * n], &a[t * s..t * s + 4 * n]);
+        // SAFETY: `vec_dot` asks AVX2 and FMA (this fn's `TileFn` contract)
+        // and two rows of n values, which the (checked) slices are.
+        unsafe {
+            for (t, o) in out.iter_mut().enumerate() {
+                *o = vec_dot(n, &w[..4 * n], &a[t * s..t * s + 4 * n]);
+            }
         }
     }
 }

@@ -249,22 +249,28 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn lanes<const M: u8>(k: &KRegs, ab: *const u8) -> __m256i {
-        let mut sumi = _mm256_setzero_si256();
-        if M == Q6K {
-            // (`k.q` holds the unsigned 6-bit quants here: see `group`)
-            for c in 0..8 {
-                let p16 = _mm256_maddubs_epi16(k.q[c], loadu(ab.add(4 + 32 * c)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(k.sc[c], p16));
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `ab` stay within the buffers the caller vouched for (the same
+        // contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut sumi = _mm256_setzero_si256();
+            if M == Q6K {
+                // (`k.q` holds the unsigned 6-bit quants here: see `group`)
+                for c in 0..8 {
+                    let p16 = _mm256_maddubs_epi16(k.q[c], loadu(ab.add(4 + 32 * c)));
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(k.sc[c], p16));
+                }
+                // Q6K's `mins` vector holds the 16 group scales (see `group`)
+                let corr = _mm256_slli_epi32(_mm256_madd_epi16(loadu(ab.add(260)), k.mins), 5);
+                _mm256_sub_epi32(sumi, corr)
+            } else {
+                for c in 0..8 {
+                    let p16 = dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c)));
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, k.sc[c]));
+                }
+                sumi
             }
-            // Q6K's `mins` vector holds the 16 group scales (see `group`)
-            let corr = _mm256_slli_epi32(_mm256_madd_epi16(loadu(ab.add(260)), k.mins), 5);
-            _mm256_sub_epi32(sumi, corr)
-        } else {
-            for c in 0..8 {
-                let p16 = dot_pairs_signed(k.q[c], loadu(ab.add(4 + 32 * c)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, k.sc[c]));
-            }
-            sumi
         }
     }
 
@@ -278,99 +284,117 @@ mod avx2 {
         s: usize,
         out: &mut [f32],
     ) {
-        let mut acc = [_mm256_setzero_ps(); T];
-        let mut accm = [_mm_setzero_ps(); T];
-        let mut summs = [0f32; T];
-        for b in 0..nb {
-            let wp = w.add(b * U::BYTES);
-            // the weight stream 8 super-blocks ahead (decodes wait on it;
-            // past the row's end the next rows', or nothing: a prefetch
-            // does not fault)
-            let ahead = wp.wrapping_add(8 * U::BYTES);
-            let mut o = 0;
-            while o < U::BYTES {
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(o) as *const i8);
-                o += 64;
-            }
-            // Q6_K: the stored (unsigned) quants, the 16 group scales in
-            // `mins` (`WK::unpack_biased`)
-            let k = if M == Q6K { U::unpack_biased(wp) } else { U::unpack(wp) };
-            for j in 0..T {
-                let ab = a.add(j * s + b * 292);
-                let da = q8k_d(ab);
-                let (d, dmin) = (da * k.d, -da * k.dmin);
-                if M == LANES8 || M == LANES4 || M == SCALAR {
-                    // lane j: min_j·bsum32_j (Q4_K/Q5_K) or the 16-group pair (Q2_K)
-                    let ml = _mm256_madd_epi16(k.mins, loadu(ab.add(260)));
-                    if M == LANES8 {
-                        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(ml), acc[j]);
-                    } else if M == LANES4 {
-                        // [m0 m1 .. m7] → [m0+m1, m2+m3, m4+m5, m6+m7]
-                        let lo = _mm256_castsi256_si128(ml);
-                        let hi = _mm256_extracti128_si256(ml, 1);
-                        let prod = _mm_hadd_epi32(lo, hi);
-                        accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[j]);
-                    } else {
-                        summs[j] = dmin.mul_add(hsum_epi32(ml) as f32, summs[j]);
-                    }
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); T];
+            let mut accm = [_mm_setzero_ps(); T];
+            let mut summs = [0f32; T];
+            for b in 0..nb {
+                let wp = w.add(b * U::BYTES);
+                // the weight stream 8 super-blocks ahead (decodes wait on it;
+                // past the row's end the next rows', or nothing: a prefetch
+                // does not fault)
+                let ahead = wp.wrapping_add(8 * U::BYTES);
+                let mut o = 0;
+                while o < U::BYTES {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(o) as *const i8);
+                    o += 64;
                 }
-                let sumi = lanes::<M>(&k, ab);
-                acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
+                // Q6_K: the stored (unsigned) quants, the 16 group scales in
+                // `mins` (`WK::unpack_biased`)
+                let k = if M == Q6K { U::unpack_biased(wp) } else { U::unpack(wp) };
+                for j in 0..T {
+                    let ab = a.add(j * s + b * 292);
+                    let da = q8k_d(ab);
+                    let (d, dmin) = (da * k.d, -da * k.dmin);
+                    if M == LANES8 || M == LANES4 || M == SCALAR {
+                        // lane j: min_j·bsum32_j (Q4_K/Q5_K) or the 16-group pair (Q2_K)
+                        let ml = _mm256_madd_epi16(k.mins, loadu(ab.add(260)));
+                        if M == LANES8 {
+                            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(ml), acc[j]);
+                        } else if M == LANES4 {
+                            // [m0 m1 .. m7] → [m0+m1, m2+m3, m4+m5, m6+m7]
+                            let lo = _mm256_castsi256_si128(ml);
+                            let hi = _mm256_extracti128_si256(ml, 1);
+                            let prod = _mm_hadd_epi32(lo, hi);
+                            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), accm[j]);
+                        } else {
+                            summs[j] = dmin.mul_add(hsum_epi32(ml) as f32, summs[j]);
+                        }
+                    }
+                    let sumi = lanes::<M>(&k, ab);
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
+                }
             }
-        }
-        for j in 0..T {
-            let mut r = hsum_ps(acc[j]);
-            if M == LANES4 {
-                let m = accm[j];
-                let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-                r += _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
-            } else if M == SCALAR {
-                r += summs[j];
+            for j in 0..T {
+                let mut r = hsum_ps(acc[j]);
+                if M == LANES4 {
+                    let m = accm[j];
+                    let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+                    r += _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+                } else if M == SCALAR {
+                    r += summs[j];
+                }
+                out[j] = r;
             }
-            out[j] = r;
         }
     }
 
     /// ggml_vec_dot_iq4_nl_q8_0 (see the scalar `iq4_nl`), token by token.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK;
-        for (t, o) in out.iter_mut().enumerate() {
-            let (w, a) = (w.as_ptr(), a.as_ptr().add(t * s));
-            let block = |b: usize| {
-                let (q, dw) = WIq4Nl::load(w.add(b * WIq4Nl::BYTES));
-                let ab = a.add(b * 34);
-                (pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))), f16_at(ab) * dw)
-            };
-            let mut acc = [_mm256_setzero_ps(); 2];
-            let mut ib = 0;
-            while ib + 1 < nb {
-                for (k, acc) in acc.iter_mut().enumerate() {
-                    let (p, d) = block(ib + k);
-                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), *acc);
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nb = n / QK;
+            for (t, o) in out.iter_mut().enumerate() {
+                let (w, a) = (w.as_ptr(), a.as_ptr().add(t * s));
+                let block = |b: usize| {
+                    let (q, dw) = WIq4Nl::load(w.add(b * WIq4Nl::BYTES));
+                    let ab = a.add(b * 34);
+                    (pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))), f16_at(ab) * dw)
+                };
+                let mut acc = [_mm256_setzero_ps(); 2];
+                let mut ib = 0;
+                while ib + 1 < nb {
+                    for (k, acc) in acc.iter_mut().enumerate() {
+                        let (p, d) = block(ib + k);
+                        *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), *acc);
+                    }
+                    ib += 2;
                 }
-                ib += 2;
+                let mut sum = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+                if ib < nb {
+                    let (p, d) = block(ib);
+                    sum += d * hsum_epi32(p) as f32;
+                }
+                *o = sum;
             }
-            let mut sum = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
-            if ib < nb {
-                let (p, d) = block(ib);
-                sum += d * hsum_epi32(p) as f32;
-            }
-            *o = sum;
         }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile<U: WK, const M: u8>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK_K;
-        let mut t = 0;
-        while t + 4 <= out.len() {
-            group::<U, M, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
-            t += 4;
-        }
-        while t < out.len() {
-            group::<U, M, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
-            t += 1;
+        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
+        // contract of this `#[target_feature]` fn); the offsets and accesses
+        // through `w`, `a`, `out` stay within the buffers the caller vouched
+        // for (the same contract), which is what the callees' contracts ask.
+        unsafe {
+            let nb = n / QK_K;
+            let mut t = 0;
+            while t + 4 <= out.len() {
+                group::<U, M, 4>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 4]);
+                t += 4;
+            }
+            while t < out.len() {
+                group::<U, M, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
+                t += 1;
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::ggml_type::{GgmlType, GGML_TYPE_COUNT};
 use crate::gguf::TensorInfo;
 use crate::model::ftype as ft;
-use crate::sampling::grammar::regex::Regex;
+use crate::regex::bytes::Regex;
 
 /// Broad tensor roles (the reference's `tensor_category`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,11 +207,7 @@ pub struct ModelFacts {
 
 impl ModelFacts {
     fn n_gqa(&self) -> u32 {
-        if self.n_head_kv == 0 {
-            0
-        } else {
-            self.n_head / self.n_head_kv
-        }
+        self.n_head.checked_div(self.n_head_kv).unwrap_or(0)
     }
 }
 
@@ -324,6 +320,7 @@ impl<'a> Chooser<'a> {
     }
 
     /// `llama_tensor_get_type_impl`: the mixture of a file type.
+    #[allow(clippy::if_same_then_else, reason = "branch for branch as llama_tensor_get_type_impl")]
     fn get_type_impl(
         &mut self,
         mut new_type: GgmlType,

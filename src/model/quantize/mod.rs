@@ -23,7 +23,7 @@ use crate::model::hparams::{Keys, MAX_LAYERS};
 use crate::model::metadata::{Override, Overrides};
 use crate::model::split;
 use crate::quant;
-use crate::sampling::grammar::regex::Regex;
+use crate::regex::bytes::Regex;
 use choose::{Chooser, ModelFacts};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -163,7 +163,7 @@ fn remap_layer(
     let blk: i32 = name[at..at + n]
         .parse()
         .map_err(|_| Error::invalid(format!("stoi: layer number out of range in tensor name {name}")))?;
-    if !mapped.contains_key(&blk) {
+    if let std::collections::btree_map::Entry::Vacant(slot) = mapped.entry(blk) {
         let id = if prune.contains(&blk) {
             String::new()
         } else if blk < first {
@@ -173,7 +173,7 @@ fn remap_layer(
             *next_id += 1;
             (*next_id - 1).to_string()
         };
-        mapped.insert(blk, id);
+        slot.insert(id);
     }
     let id = &mapped[&blk];
     Ok((!id.is_empty()).then(|| format!("{}{}{}", &name[..at], id, &name[at + n..])))

@@ -10,7 +10,7 @@
 //! exactly as the reference does.
 
 use super::parser::{detect_left_recursion, nullable_rules, ElemType, Element, ParsedGrammar, Rule};
-use super::regex::Regex;
+use crate::regex::bytes::Regex;
 use crate::sampling::{Candidates, VocabView};
 use std::collections::HashSet;
 
@@ -415,14 +415,15 @@ impl Grammar {
                         }
                     }
                 }
-                ElemType::Char | ElemType::CharNot | ElemType::CharAny | ElemType::Token | ElemType::TokenNot => {
-                    if work.spend(new_stacks.len()) && !new_stacks.contains(&cur) {
-                        new_stacks.push(cur);
-                    }
+                ElemType::Char | ElemType::CharNot | ElemType::CharAny | ElemType::Token | ElemType::TokenNot
+                    if work.spend(new_stacks.len()) && !new_stacks.contains(&cur) =>
+                {
+                    new_stacks.push(cur);
                 }
                 _ => {
                     // END/ALT/CHAR_ALT/RNG_UPPER never top a stack (the
-                    // reference aborts); drop the stack
+                    // reference aborts); drop the stack (and a duplicate, or
+                    // one past the work budget)
                 }
             }
         }
@@ -512,7 +513,7 @@ impl Grammar {
         }
         let Some(first) = stacks.first() else {
             // no stack: the reference asserts; every candidate is rejected
-            return cands.iter().map(|c| *c).collect();
+            return cands.to_vec();
         };
         let mut rejects = self.reject_for_stack(first, cands, decoded, work);
         for s in &stacks[1..] {

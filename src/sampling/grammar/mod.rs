@@ -5,9 +5,9 @@
 
 pub mod matcher;
 pub mod parser;
-pub mod regex;
 
 use super::{Candidates, Sampler, VocabView};
+use crate::regex::bytes::Regex;
 use crate::sampler_any;
 use crate::{Error, Result};
 use matcher::Grammar;
@@ -104,11 +104,30 @@ impl Sampler for GrammarSampler {
 }
 
 /// Compiles trigger patterns, naming the one that fails.
-pub fn compile_patterns(patterns: &[&str]) -> Result<Vec<regex::Regex>> {
+pub fn compile_patterns(patterns: &[&str]) -> Result<Vec<Regex>> {
     patterns
         .iter()
-        .map(|p| regex::Regex::new(p).map_err(|e| Error::invalid(format!("invalid trigger pattern '{p}': {e}"))))
+        .map(|p| Regex::new(p).map_err(|e| Error::invalid(format!("invalid trigger pattern '{p}': {e}"))))
         .collect()
+}
+
+/// The pattern the deprecated trigger words become:
+/// `[\s\S]*?(w1|w2|…)[\s\S]*` with the words' special characters escaped.
+pub fn trigger_words_pattern(words: &[&[u8]]) -> String {
+    let mut p = String::from("[\\s\\S]*?(");
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            p.push('|');
+        }
+        for &c in w.iter() {
+            if b".^$|()*+?[]{}\\".contains(&c) {
+                p.push('\\');
+            }
+            p.push(c as char);
+        }
+    }
+    p.push_str(")[\\s\\S]*");
+    p
 }
 
 #[cfg(test)]

@@ -429,7 +429,7 @@ impl<'a> Parser<'a> {
                 pos = self.parse_space(end, is_nested);
             } else if is_word_char(c) {
                 let name_end = self.parse_name(pos)?;
-                let id = self.get_symbol_id(&self.src[pos..name_end].to_vec());
+                let id = self.get_symbol_id(&self.src[pos..name_end]);
                 pos = self.parse_space(name_end, is_nested);
                 last_sym_start = rule.len();
                 n_prev_rules = 1;
@@ -516,7 +516,7 @@ impl<'a> Parser<'a> {
         let name_end = self.parse_name(src)?;
         let mut pos = self.parse_space(name_end, false);
         let name = String::from_utf8_lossy(&self.src[src..name_end]).into_owned();
-        let rule_id = self.get_symbol_id(&self.src[src..name_end].to_vec());
+        let rule_id = self.get_symbol_id(&self.src[src..name_end]);
         if !(self.at(pos) == b':' && self.at(pos + 1) == b':' && self.at(pos + 2) == b'=') {
             return Err(self.err_at(pos, "expecting ::="));
         }
@@ -652,10 +652,8 @@ pub fn detect_left_recursion(
             if !may_be_empty[e.value as usize] {
                 recurse = false;
             }
-        } else if is_end(e) {
-            recurse = true;
         } else {
-            recurse = false;
+            recurse = is_end(e);
         }
     }
     in_progress[rule_index] = false;

@@ -481,7 +481,8 @@ fn generation_under_the_json_grammar_yields_valid_json_for_20_seeds() {
             let mut c: Vec<TokenData> = (0..n as i32)
                 .map(|id| TokenData {
                     id,
-                    logit: logits[id as usize] + ((id as u32 * 2654435761u32 ^ seed ^ step) % 7) as f32 * 0.1,
+                    logit: logits[id as usize]
+                        + (((id as u32).wrapping_mul(2654435761) ^ seed ^ step) % 7) as f32 * 0.1,
                     p: 0.0,
                 })
                 .collect();
@@ -644,7 +645,7 @@ fn grammar_trace_equals_the_reference() {
 fn lazy_grammar_triggered_by_a_pattern_replays_from_the_match() {
     let v = FakeVocab::new();
     let p = parse(b"root ::= \"{\\\"\" [a-z]+ \"\\\"}\"").unwrap();
-    let pat = super::regex::Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
+    let pat = Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
     let mut g = Grammar::with_patterns(&p, "root", true, vec![], vec![pat]).unwrap();
     for t in [&b"q"[..], b" ", b"{", b"\""] {
         g.accept(&v, v.id(t)).unwrap();
@@ -655,7 +656,7 @@ fn lazy_grammar_triggered_by_a_pattern_replays_from_the_match() {
     let a = allowed(&g, &v);
     assert!(a.contains(&b"k".to_vec()) && !a.contains(&b"{".to_vec()));
     // a token cut by the match start is replayed from the start only
-    let pat = super::regex::Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
+    let pat = Regex::new("[\\s\\S]*?(\\{\")[\\s\\S]*").unwrap();
     let mut g = Grammar::with_patterns(&p, "root", true, vec![], vec![pat]).unwrap();
     g.accept(&v, v.id(b"12")).unwrap();
     g.accept(&v, v.id(b"{\"")).unwrap();
@@ -670,4 +671,13 @@ fn lazy_grammar_triggered_by_a_pattern_replays_from_the_match() {
         &["(unclosed"]
     )
     .is_err());
+}
+
+#[test]
+fn trigger_words_are_escaped() {
+    let p = trigger_words_pattern(&[b"<|tool|>", b"a.b"]);
+    assert_eq!(p, "[\\s\\S]*?(<\\|tool\\|>|a\\.b)[\\s\\S]*");
+    let find = |t: &str| Regex::new(&p).unwrap().trigger_find(t.as_bytes());
+    assert_eq!(find("xx<|tool|>"), Some(2));
+    assert_eq!(find("aXb"), None);
 }

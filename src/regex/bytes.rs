@@ -1,6 +1,7 @@
-//! The regular expressions of lazy-grammar trigger patterns: the subset of
-//! `std::regex` (ECMAScript grammar, over bytes, as `std::regex` on a
-//! `std::string` matches `char`s) that trigger patterns use.
+//! The regular expressions of lazy-grammar trigger patterns (also used for
+//! quantize's tensor-type overrides): the subset of `std::regex` (ECMAScript
+//! grammar, over bytes, as `std::regex` on a `std::string` matches `char`s)
+//! that trigger patterns use.
 //!
 //! Supported: literals and escapes (`\n \t \r \f \v \0 \xHH \uHHHH`, escaped
 //! punctuation), `.` (any byte but `\n` and `\r`), classes `[...]` / `[^...]`
@@ -54,7 +55,10 @@ pub struct Regex {
     pub pattern: String,
 }
 
-fn class_escape(c: u8) -> Option<(Vec<(u8, u8)>, bool)> {
+/// A class: its byte ranges and whether it is negated.
+type ClassSet = (Vec<(u8, u8)>, bool);
+
+fn class_escape(c: u8) -> Option<ClassSet> {
     let space = vec![(b' ', b' '), (b'\t', b'\r')]; // \t \n \v \f \r
     let digit = vec![(b'0', b'9')];
     let word = vec![(b'0', b'9'), (b'A', b'Z'), (b'_', b'_'), (b'a', b'z')];
@@ -175,7 +179,7 @@ impl<'a> Parser<'a> {
     }
 
     /// An escape after '\\' (outside or inside a class): a byte or a class.
-    fn escape(&mut self) -> Result<Result<u8, (Vec<(u8, u8)>, bool)>, String> {
+    fn escape(&mut self) -> Result<Result<u8, ClassSet>, String> {
         let c = self.peek().ok_or_else(|| self.err("trailing backslash"))?;
         self.i += 1;
         if let Some(cls) = class_escape(c) {
@@ -556,25 +560,6 @@ impl Regex {
     }
 }
 
-/// The pattern the deprecated trigger words become:
-/// `[\s\S]*?(w1|w2|…)[\s\S]*` with the words' special characters escaped.
-pub fn trigger_words_pattern(words: &[&[u8]]) -> String {
-    let mut p = String::from("[\\s\\S]*?(");
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            p.push('|');
-        }
-        for &c in w.iter() {
-            if b".^$|()*+?[]{}\\".contains(&c) {
-                p.push('\\');
-            }
-            p.push(c as char);
-        }
-    }
-    p.push_str(")[\\s\\S]*");
-    p
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,14 +609,6 @@ mod tests {
         let mut t2 = text.clone();
         t2.extend_from_slice(b"<tool_call>");
         assert_eq!(Regex::new("^([\\s\\S]*)$").unwrap().full_match(&t2).map(|c| c[3]), Some(Some(t2.len())));
-    }
-
-    #[test]
-    fn trigger_words_are_escaped() {
-        let p = trigger_words_pattern(&[b"<|tool|>", b"a.b"]);
-        assert_eq!(p, "[\\s\\S]*?(<\\|tool\\|>|a\\.b)[\\s\\S]*");
-        assert_eq!(find(&p, "xx<|tool|>"), Some(2));
-        assert_eq!(find(&p, "aXb"), None);
     }
 }
 
