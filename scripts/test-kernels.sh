@@ -6,7 +6,7 @@
 #    script with `prepare` before `cargo test` (it prints the export line);
 #  - `check`: MINFER_NO_AVX2=1 forces the scalar set (x86-64), and the
 #    aarch64 tests under qemu (scripts/test-aarch64.sh).
-# `check` ends with "kernel checks: N passed, M failed".
+# `check` ends with "kernel checks: N passed, M failed, K skipped".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -33,8 +33,9 @@ check)
     line=$(grep -E '^aarch64 tests: ' target/aarch64-tests.log | tail -n 1)
     p=$(echo "$line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
     f=$(echo "$line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
+    sk=$(echo "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
     pass=$((pass + ${p:-0})); failed=$((failed + ${f:-1}))
-    echo "kernel checks: $pass passed, $failed failed"
+    echo "kernel checks: $pass passed, $failed failed, ${sk:-0} skipped"
     [ "$failed" = 0 ]
     ;;
 *)
