@@ -1,7 +1,8 @@
-//! The transformer forward pass of the architectures minfer runs (llama,
-//! gemma3, qwen2, qwen3), one ubatch at a time: embeddings → blocks
+//! The transformer forward pass, one ubatch at a time: embeddings → blocks
 //! (norm, q/k/v, rope, attention over the KV cache, output projection,
-//! residual, norm, gated FFN, residual) → final norm → output head.
+//! residual, norm, gated FFN, residual) → final norm → output head. It walks
+//! the model family's recipe (`model::arch::Block`): the families differ
+//! only in the switches read from it here.
 //!
 //! Buffers are [n_tokens][width] row-major f32.
 
@@ -14,7 +15,7 @@ use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
-use crate::model::arch::Arch;
+use crate::model::arch::{AttnScale, Ffn, Rope};
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
@@ -162,14 +163,15 @@ pub fn forward(
     abort: &mut dyn FnMut() -> bool,
 ) -> Result<ControlFlow<()>> {
     let hp = &model.hparams;
-    let arch = model.arch.expect("forward runs only on supported architectures");
+    let family = model.arch.ok_or_else(|| crate::Error::invalid("the model cannot run"))?;
+    let recipe = &family.block;
     let nt = tokens.len();
     let n_embd = hp.n_embd as usize;
     let hd_k = hp.n_embd_head_k as usize;
     let hd_v = hp.n_embd_head_v as usize;
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
-    let neox = arch.rope_type() == 2;
+    let neox = family.rope == Rope::Neox;
     let Workspace { x, h, gate, up, v, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
@@ -200,7 +202,7 @@ pub fn forward(
         }
     }
     // (the reference scales token embeddings only: `ubatch.token ? sqrtf(n_embd) : 1.0f`)
-    if arch == Arch::Gemma3 && !embd_input {
+    if recipe.embd_scale && !embd_input {
         let s = (n_embd as f32).sqrt();
         x.iter_mut().for_each(|v| *v *= s);
     }
@@ -233,7 +235,7 @@ pub fn forward(
         }
         let n_head = hp.n_head[il] as usize;
         let n_head_kv = hp.n_head_kv[il] as usize;
-        let swa = hp.is_swa[il];
+        let swa = hp.is_swa(il);
         let (freq_base, freq_scale) =
             if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
 
@@ -280,12 +282,13 @@ pub fn forward(
             dump::tensor("Kcur", Some(il), k, hd_k);
             dump::tensor("Vcur", Some(il), v, hd_v);
         }
-        let kq_scale = if hp.f_attention_scale != 0.0 {
-            // gemma3 scales q itself and attends with scale 1
-            q.iter_mut().for_each(|v| *v *= hp.f_attention_scale);
-            1.0
-        } else {
-            1.0 / (hd_k as f32).sqrt()
+        let kq_scale = match recipe.attn_scale {
+            AttnScale::IntoQ => {
+                q.iter_mut().for_each(|v| *v *= hp.f_attention_scale);
+                1.0
+            }
+            AttnScale::InSoftmax if hp.f_attention_scale != 0.0 => hp.f_attention_scale,
+            AttnScale::InSoftmax => 1.0 / (hd_k as f32).sqrt(),
         };
 
         // store k, v in the cache cells of this ubatch
@@ -337,14 +340,17 @@ pub fn forward(
         // ggml_vec_swiglu_f32 runs)
         pool.run_rows(gate, n_ff, pool.light_rows_per_task(nr), &|i, g| {
             let u = &up[i * n_ff..(i + 1) * n_ff];
-            if arch == Arch::Gemma3 {
-                ops::geglu(g, u);
-            } else {
-                kernels::vecf::swiglu(g, u);
+            match recipe.ffn {
+                Ffn::GeGlu => ops::geglu(g, u),
+                Ffn::SwiGlu => kernels::vecf::swiglu(g, u),
             }
         })?;
         let act = &*gate;
-        dump::tensor(if arch == Arch::Gemma3 { "ffn_geglu" } else { "ffn_swiglu" }, Some(il), act, act.len() / nr);
+        let act_name = match recipe.ffn {
+            Ffn::GeGlu => "ffn_geglu",
+            Ffn::SwiGlu => "ffn_swiglu",
+        };
+        dump::tensor(act_name, Some(il), act, act.len() / nr);
         // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
         linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *h])?;
         let o = &mut h[..nr * n_embd];
@@ -368,8 +374,10 @@ pub fn forward(
     }
     linear_into(pool, model, acts, &weights.output, x, out_rows.len(), logits)?;
     let cap = hp.f_final_logit_softcapping;
-    if cap != 0.0 {
-        logits.iter_mut().for_each(|l| *l = (*l / cap).tanh() * cap);
+    if recipe.logit_softcap && cap != 0.0 {
+        // as the reference's graph: scale by 1/cap, tanh, scale by cap
+        let inv = 1.0 / cap;
+        logits.iter_mut().for_each(|l| *l = (*l * inv).tanh() * cap);
     }
     Ok(ControlFlow::Continue(()))
 }

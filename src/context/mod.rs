@@ -429,8 +429,8 @@ impl Context {
     /// addition wraps to a negative position, which drops it).
     pub fn shift_positions(&mut self, seq: i32, p0: i32, p1: i32, f: impl Fn(i32) -> i64) -> Result<()> {
         let hp = &self.model.hparams;
-        let arch = self.model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
-        let neox = arch.rope_type() == 2;
+        let family = self.model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
+        let neox = family.rope == crate::model::arch::Rope::Neox;
         let (hd, n_rot) = (hp.n_embd_head_k as usize, hp.n_rot as usize);
         let factors: Option<Vec<f32>> = None;
         let mut head = vec![0f32; hd];
@@ -449,7 +449,7 @@ impl Context {
                 continue;
             }
             for il in 0..self.kv.k.len() {
-                let (base, swa) = (self.kv.k_width[il], hp.is_swa[il]);
+                let (base, swa) = (self.kv.k_width[il], hp.is_swa(il));
                 let (freq_base, freq_scale) = if swa {
                     (hp.rope_freq_base_train_swa, 1.0)
                 } else {

@@ -305,7 +305,7 @@ impl Layout {
     fn of(ctx: &Context) -> Layout {
         let hp = &ctx.model.hparams;
         let n_layer = ctx.kv.k.len();
-        let swa = |il: usize| hp.is_swa.get(il).copied().unwrap_or(false);
+        let swa = |il: usize| hp.is_swa(il);
         let sections = if (0..n_layer).any(swa) {
             vec![
                 Section { layers: (0..n_layer).filter(|&il| !swa(il)).collect(), n_swa: None },
@@ -493,7 +493,7 @@ fn write_kv(kv: &KvCache, layout: &Layout, sink: &mut dyn Sink, seq: i32, flags:
 }
 
 fn arch_name(ctx: &Context) -> Result<&'static str> {
-    ctx.model.arch.map(|a| a.name()).ok_or_else(|| Error::invalid("the model cannot run"))
+    ctx.model.arch.map(|a| a.name).ok_or_else(|| Error::invalid("the model cannot run"))
 }
 
 /// The whole state (llama_state_get_data's bytes); returns its size.

@@ -306,7 +306,9 @@ pub extern "C" fn llama_model_rope_freq_scale_train(model: *const llama_model) -
 #[no_mangle]
 pub extern "C" fn llama_model_rope_type(model: *const llama_model) -> enum_llama_rope_type {
     let none = llama_rope_type::LLAMA_ROPE_TYPE_NONE.into();
-    with_model("llama_model_rope_type", none, model, |m| m.arch.map_or(none, |a| enum_llama_rope_type(a.rope_type())))
+    with_model("llama_model_rope_type", none, model, |m| {
+        m.arch.map_or(none, |a| enum_llama_rope_type(a.rope.llama_rope_type()))
+    })
 }
 
 #[no_mangle]

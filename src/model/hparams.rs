@@ -27,10 +27,13 @@ pub struct HParams {
     pub rope_freq_base_train_swa: f32,
     pub rope_freq_scale_train: f32,
     pub f_norm_rms_eps: f32,
-    /// Sliding-window attention per layer (gemma3: 5 of every 6 layers).
-    pub is_swa: Vec<bool>,
+    /// Sliding-window attention per layer, non-zero where a layer slides
+    /// (gemma3: 5 of every 6), as the file gave it (the saver writes it back).
+    pub swa_layers: Vec<u32>,
     /// Scale of q·k; 0 means 1/sqrt(head size), the reference's default.
     pub f_attention_scale: f32,
+    /// The reference's 30 unless the family reads its key; applied only
+    /// where the family's recipe says (`Block::logit_softcap`).
     pub f_final_logit_softcapping: f32,
 }
 
@@ -155,8 +158,14 @@ pub fn swa_layers(keys: &Keys, n_layer_all: u32, n_layer: u32, default_period: u
 }
 
 impl HParams {
+    /// Whether layer `il` uses sliding-window attention.
+    pub fn is_swa(&self, il: usize) -> bool {
+        self.swa_layers.get(il).is_some_and(|&l| l != 0)
+    }
+
     /// Reads the hyperparameters every architecture shares (the reference's
-    /// llama_model_base::load_hparams), then checks them.
+    /// llama_model_base::load_hparams); the family's own keys come next
+    /// (`Family::read_hparams`), then `check_runnable`.
     pub fn read(keys: &Keys, n_vocab: u32) -> Result<HParams> {
         let n_ctx_train = keys.required_u32("%s.context_length")?;
         let n_embd = keys.required_u32("%s.embedding_length")?;
@@ -181,8 +190,6 @@ impl HParams {
         }
 
         let rope_freq_base_train = keys.f32("%s.rope.freq_base")?.unwrap_or(10000.0);
-        // The reference's default for SWA layers is 10000 (not the global base).
-        let rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(10000.0);
         let scale = match keys.f32("%s.rope.scaling.factor")? {
             Some(s) => s,
             None => keys.f32("%s.rope.scale_linear")?.unwrap_or(0.0),
@@ -199,35 +206,19 @@ impl HParams {
             n_embd_head_k,
             n_embd_head_v,
             n_rot,
-            n_swa: keys.u32("%s.attention.sliding_window")?.unwrap_or(0),
+            // (the family's own keys: `Family::read_hparams`; these are the
+            // reference's defaults)
+            n_swa: 0,
             n_vocab,
             rope_freq_base_train,
-            rope_freq_base_train_swa,
+            // 10000, not the global base, unless the family reads its key
+            rope_freq_base_train_swa: 10000.0,
             rope_freq_scale_train,
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
-            is_swa: vec![false; n_layer as usize],
+            swa_layers: vec![0; n_layer as usize],
             f_attention_scale: 0.0,
-            f_final_logit_softcapping: 0.0,
+            f_final_logit_softcapping: 30.0,
         })
-    }
-
-    /// Architecture-specific keys (the reference's load_arch_hparams).
-    pub fn read_arch(&mut self, arch: super::arch::Arch, keys: &Keys) -> Result<()> {
-        use super::arch::Arch;
-        if arch == Arch::Gemma3 {
-            if self.n_swa > 0 {
-                let layers = swa_layers(keys, self.n_layer, self.n_layer, 6)?;
-                for (swa, &l) in self.is_swa.iter_mut().zip(&layers) {
-                    *swa = l != 0;
-                }
-            }
-            self.f_final_logit_softcapping = keys.f32("%s.final_logit_softcapping")?.unwrap_or(0.0);
-            // 1/sqrt(head size) for every size but 27B (which uses n_embd / n_head).
-            self.f_attention_scale = 1.0 / (self.n_embd_head_k as f32).sqrt();
-        } else {
-            self.n_swa = 0;
-        }
-        Ok(())
     }
 
     /// The checks a transformer needs before anything divides or indexes by

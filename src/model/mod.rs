@@ -15,7 +15,7 @@ pub mod weights;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo, Value};
 use crate::vocab::Vocab;
-use arch::Arch;
+use arch::Family;
 use hparams::{HParams, Keys};
 use metadata::{Metadata, Overrides};
 use std::collections::HashMap;
@@ -50,7 +50,7 @@ pub struct Model {
     pub files: Vec<GgufFile>,
     pub arch_name: String,
     /// None when the architecture is one minfer does not run (vocab_only).
-    pub arch: Option<Arch>,
+    pub arch: Option<&'static Family>,
     pub hparams: HParams,
     pub metadata: Metadata,
     /// The vocabulary and its tokenizer (`llama_model_get_vocab` points here).
@@ -96,11 +96,12 @@ impl Model {
             }
             None => return Err(Error::model("key not found in model: general.architecture")),
         };
-        let arch = Arch::from_name(&arch_name);
+        let arch = arch::find(&arch_name);
         if arch.is_none() && !params.vocab_only {
             return Err(Error::model(format!(
-                "model architecture '{arch_name}' is not supported by minfer (supported: llama, gemma3, qwen2, qwen3; \
-                 other architectures load only with vocab_only)"
+                "model architecture '{arch_name}' is not supported by minfer (supported: {}; \
+                 other architectures load only with vocab_only)",
+                arch::supported_list()
             )));
         }
 
@@ -126,8 +127,8 @@ impl Model {
         } else {
             let keys = Keys { file: first, arch: &arch_name, overrides: &params.overrides };
             let mut hp = HParams::read(&keys, n_vocab)?;
-            if let Some(a) = arch {
-                hp.read_arch(a, &keys)?;
+            if let Some(family) = arch {
+                (family.read_hparams)(&mut hp, &keys)?;
             }
             hp.check_runnable(&arch_name)?;
             hp
@@ -138,9 +139,7 @@ impl Model {
             None => ftype::guess(files.iter().flat_map(|f| f.tensors().map(|t| t.ggml_type))),
         };
         let size_name = match arch {
-            Some(a) if !params.vocab_only => {
-                a.size_name(hparams.n_layer, hparams.n_embd, hparams.n_head[0], hparams.n_head_kv[0], hparams.n_vocab)
-            }
+            Some(family) if !params.vocab_only => (family.size_name)(&hparams),
             _ => "?B",
         };
         // With vocab_only the reference reads no file type and leaves the

@@ -91,7 +91,10 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         Some(crate::gguf::Value::Array(a)) => f.array_strings(&a).map_or_else(Vec::new, |it| it.map(c_trunc).collect()),
         _ => Vec::new(),
     };
-    let mut s = Saved {
+    // the family's own facts (swa, softcapping, attention scale) as the
+    // loader read them, in `HParams` (`Family::read_hparams`)
+    let hp = &m.hparams;
+    let s = Saved {
         n_ctx_train,
         n_embd,
         n_embd_out: keys.u32("%s.embedding_length_out")?.unwrap_or(0),
@@ -113,12 +116,12 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         n_rot,
         n_rot_swa: keys.u32("%s.rope.dimension_count_swa")?.unwrap_or(n_rot),
         rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
-        final_softcap: 30.0,
-        n_swa: 0,
-        swa_layers: None,
-        attn_scale: 0.0,
+        final_softcap: hp.f_final_logit_softcapping,
+        n_swa: hp.n_swa,
+        swa_layers: (hp.n_swa > 0).then(|| hp.swa_layers.clone()),
+        attn_scale: hp.f_attention_scale,
         rope_base: keys.f32("%s.rope.freq_base")?.unwrap_or(10000.0),
-        rope_base_swa: 10000.0,
+        rope_base_swa: hp.rope_freq_base_train_swa,
         rope_scaling,
         rope_scale: {
             // stored as a frequency scale, written back as its inverse (0 for 1)
@@ -135,21 +138,6 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         classifier_labels,
         name: keys.string("general.name")?.map_or_else(|| b"n/a".to_vec(), |v| c_trunc(&v)),
     };
-    if m.arch_name == "gemma3" {
-        s.n_swa = keys.u32("%s.attention.sliding_window")?.unwrap_or(0);
-        if s.n_swa > 0 {
-            let layers = super::hparams::swa_layers(&keys, n_layer_all, n_layer_all - n_layer_nextn, 6)?;
-            s.swa_layers = Some(layers);
-            s.rope_base_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(10000.0);
-        }
-        s.final_softcap = keys.f32("%s.final_logit_softcapping")?.unwrap_or(0.0);
-        // 27B (62 layers) scales by n_embd / n_head, the others by the head size
-        s.attn_scale = if n_layer_all - n_layer_nextn == 62 {
-            1.0 / ((s.n_embd / s.n_head[0].max(1)) as f32).sqrt()
-        } else {
-            1.0 / (s.head_k as f32).sqrt()
-        };
-    }
     Ok(s)
 }
 

@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::Arch;
+use super::arch::{Family, Need};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -29,8 +29,8 @@ impl Weight {
     }
 }
 
-/// One transformer block. Optional tensors exist only in some architectures:
-/// q/k/v biases (qwen2), q/k norms (qwen3, gemma3), post norms (gemma3).
+/// One transformer block. The optional tensors are bound as the family's
+/// recipe (`arch::Block`) says: q/k/v biases, q/k norms, post norms.
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
     pub attn_norm: Weight,              // [n_embd]
@@ -95,8 +95,9 @@ impl Binder<'_> {
 }
 
 impl Weights {
-    pub fn bind(arch: Arch, hp: &HParams, files: &[GgufFile]) -> Result<Weights> {
+    pub fn bind(family: &Family, hp: &HParams, files: &[GgufFile]) -> Result<Weights> {
         let b = Binder { files };
+        let recipe = &family.block;
         let n_embd = hp.n_embd as usize;
         let n_vocab = hp.n_vocab as usize;
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
@@ -107,6 +108,15 @@ impl Weights {
         };
         let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
 
+        // a tensor the recipe may ask for
+        let bind = |need: Need, name: &str, shape: &[usize]| -> Result<Option<Weight>> {
+            match need {
+                Need::Absent => Ok(None),
+                Need::Optional => b.optional(name, shape),
+                Need::Required => b.required(name, shape).map(Some),
+            }
+        };
+        let need = |present: bool| if present { Need::Required } else { Need::Absent };
         let mut layers = Vec::with_capacity(hp.n_layer as usize);
         for il in 0..hp.n_layer as usize {
             let n_head = hp.n_head[il] as usize;
@@ -115,42 +125,23 @@ impl Weights {
             let hd_v = hp.n_embd_head_v as usize;
             let n_ff = hp.n_ff[il] as usize;
             let t = |s: &str| format!("blk.{il}.{s}");
-            let has_qk_norm = matches!(arch, Arch::Qwen3 | Arch::Gemma3);
-            let is_gemma3 = arch == Arch::Gemma3;
-            let is_qwen2 = arch == Arch::Qwen2;
             let layer = LayerWeights {
                 attn_norm: b.required(&t("attn_norm.weight"), &[n_embd])?,
                 wq: b.required(&t("attn_q.weight"), &[n_embd, n_head * hd_k])?,
                 wk: b.required(&t("attn_k.weight"), &[n_embd, n_head_kv * hd_k])?,
                 wv: b.required(&t("attn_v.weight"), &[n_embd, n_head_kv * hd_v])?,
                 wo: b.required(&t("attn_output.weight"), &[n_head * hd_v, n_embd])?,
-                bq: if is_qwen2 {
-                    Some(b.required(&t("attn_q.bias"), &[n_head * hd_k])?)
-                } else {
-                    b.optional(&t("attn_q.bias"), &[n_head * hd_k])?
-                },
-                bk: if is_qwen2 {
-                    Some(b.required(&t("attn_k.bias"), &[n_head_kv * hd_k])?)
-                } else {
-                    b.optional(&t("attn_k.bias"), &[n_head_kv * hd_k])?
-                },
-                bv: if is_qwen2 {
-                    Some(b.required(&t("attn_v.bias"), &[n_head_kv * hd_v])?)
-                } else {
-                    b.optional(&t("attn_v.bias"), &[n_head_kv * hd_v])?
-                },
-                q_norm: if has_qk_norm { Some(b.required(&t("attn_q_norm.weight"), &[hd_k])?) } else { None },
-                k_norm: if has_qk_norm { Some(b.required(&t("attn_k_norm.weight"), &[hd_k])?) } else { None },
-                attn_post_norm: if is_gemma3 {
-                    Some(b.required(&t("post_attention_norm.weight"), &[n_embd])?)
-                } else {
-                    None
-                },
+                bq: bind(recipe.qkv_bias, &t("attn_q.bias"), &[n_head * hd_k])?,
+                bk: bind(recipe.qkv_bias, &t("attn_k.bias"), &[n_head_kv * hd_k])?,
+                bv: bind(recipe.qkv_bias, &t("attn_v.bias"), &[n_head_kv * hd_v])?,
+                q_norm: bind(need(recipe.qk_norm), &t("attn_q_norm.weight"), &[hd_k])?,
+                k_norm: bind(need(recipe.qk_norm), &t("attn_k_norm.weight"), &[hd_k])?,
+                attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
                 ffn_norm: b.required(&t("ffn_norm.weight"), &[n_embd])?,
                 ffn_gate: b.required(&t("ffn_gate.weight"), &[n_embd, n_ff])?,
                 ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, n_ff])?,
                 ffn_down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
-                ffn_post_norm: if is_gemma3 { Some(b.required(&t("post_ffw_norm.weight"), &[n_embd])?) } else { None },
+                ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
             };
             layers.push(layer);
         }

@@ -1,0 +1,38 @@
+//! `llama`: Llama 1-3, SmolLM2, Mistral 7B and most fine-tunes of them.
+//! RMS norms, SwiGLU, NORM rope (llama3 rope factors from `rope_freqs`).
+
+use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use crate::model::hparams::HParams;
+
+pub static FAMILY: Family = Family {
+    name: "llama",
+    rope: Rope::Norm,
+    block: Block {
+        qkv_bias: Need::Optional,
+        qk_norm: false,
+        post_norms: false,
+        ffn: Ffn::SwiGlu,
+        attn_scale: AttnScale::InSoftmax,
+        embd_scale: false,
+        logit_softcap: false,
+    },
+    read_hparams: |_, _| Ok(()),
+    size_name,
+};
+
+fn size_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        16 | 22 => "1B",
+        26 | 28 => "3B",
+        30 => "256M",
+        32 if hp.n_vocab == 49152 => "3B",
+        32 if hp.n_vocab < 40000 => "7B",
+        32 | 36 => "8B",
+        40 => "13B",
+        48 => "34B",
+        60 => "30B",
+        80 if hp.n_head[0] == hp.n_head_kv[0] => "65B",
+        80 => "70B",
+        _ => "?B",
+    }
+}

@@ -1,0 +1,182 @@
+//! Model families. A family is a description, [`Family`]: its
+//! `general.architecture` name, its rope kind, the keys it reads beyond the
+//! shared ones, its size classes, and the recipe of its transformer block,
+//! [`Block`]: which optional tensors a block has and which building block
+//! each step takes. `weights.rs` binds the tensors from the recipe,
+//! `context/forward.rs` walks it, and `save.rs` writes back the hyperparameters
+//! the family read: each fact is read once, here.
+//!
+//! Adding a dense family is one file in this folder (its `FAMILY`) and one
+//! line in [`FAMILIES`]; a building block the recipe does not offer yet is a
+//! new field of `Block` and one branch in the forward pass. This mirrors the
+//! reference's `src/models/<family>.cpp` (`load_arch_hparams`,
+//! `load_arch_tensors`, the graph builder) with the graph as data rather
+//! than code: the families differ in a handful of switches, and keeping one
+//! forward pass keeps one place for the bit-exact numerics.
+
+mod gemma3;
+mod llama;
+mod qwen2;
+mod qwen3;
+
+use super::hparams::{HParams, Keys};
+use crate::error::Result;
+
+/// Every family minfer runs, in the order the README lists them.
+pub static FAMILIES: &[&Family] = &[&llama::FAMILY, &gemma3::FAMILY, &qwen2::FAMILY, &qwen3::FAMILY];
+
+/// A model family: what the loader, the forward pass and the C API need to
+/// know about one `general.architecture`.
+pub struct Family {
+    /// The `general.architecture` string, which also prefixes its keys.
+    pub name: &'static str,
+    pub rope: Rope,
+    pub block: Block,
+    /// The family's own keys, read after the shared ones (the reference's
+    /// `load_arch_hparams`).
+    pub read_hparams: fn(&mut HParams, &Keys) -> Result<()>,
+    /// The size class in the model's description ("?B" when the
+    /// reference's table for the family has no entry).
+    pub size_name: fn(&HParams) -> &'static str,
+}
+
+impl std::fmt::Debug for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for Family {
+    fn eq(&self, other: &Family) -> bool {
+        self.name == other.name
+    }
+}
+
+/// How rope pairs the dimensions of a head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rope {
+    /// Adjacent pairs (x0, x1), (x2, x3), ... (LLAMA_ROPE_TYPE_NORM).
+    Norm,
+    /// The two halves of the head, (x0, x_{d/2}), ... (LLAMA_ROPE_TYPE_NEOX).
+    Neox,
+}
+
+impl Rope {
+    /// The llama_rope_type value `llama_model_rope_type` returns.
+    pub fn llama_rope_type(self) -> i32 {
+        match self {
+            Rope::Norm => 0,
+            Rope::Neox => 2,
+        }
+    }
+}
+
+/// Whether a block has an optional tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Absent,
+    /// Bound when the file has it.
+    Optional,
+    Required,
+}
+
+/// The gated feed-forward's activation: act(gate) * up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ffn {
+    /// SiLU (ggml_vec_swiglu_f32).
+    SwiGlu,
+    /// GELU, tanh approximation (ggml's GEGLU).
+    GeGlu,
+}
+
+/// Where the attention's 1/sqrt(d) goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttnScale {
+    /// Into softmax(kq * scale): `HParams::f_attention_scale`, or
+    /// 1/sqrt(head size) when that is 0 (most families).
+    InSoftmax,
+    /// Into q itself, by `HParams::f_attention_scale`; the softmax then
+    /// scales by 1 (the gemma families).
+    IntoQ,
+}
+
+/// The recipe of a transformer block, and of what surrounds the blocks.
+/// Every block is: norm → q, k, v (+ biases) → q/k norms → rope →
+/// attention → output projection → [post-norm] → residual → norm → gated
+/// FFN → [post-norm] → residual.
+#[derive(Debug, Clone, Copy)]
+pub struct Block {
+    /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias`.
+    pub qkv_bias: Need,
+    /// `attn_q_norm`, `attn_k_norm`: RMS norms over each head of q and k.
+    pub qk_norm: bool,
+    /// `post_attention_norm`, `post_ffw_norm`: RMS norms of each sublayer's
+    /// output before its residual add.
+    pub post_norms: bool,
+    pub ffn: Ffn,
+    pub attn_scale: AttnScale,
+    /// Token embeddings are scaled by sqrt(n_embd) (not caller embeddings).
+    pub embd_scale: bool,
+    /// The logits go through cap * tanh(logits / cap) when
+    /// `HParams::f_final_logit_softcapping` is not 0.
+    pub logit_softcap: bool,
+}
+
+/// The family of a `general.architecture` name, if minfer runs it.
+pub fn find(name: &str) -> Option<&'static Family> {
+    FAMILIES.iter().copied().find(|f| f.name == name)
+}
+
+/// "llama, gemma3, qwen2, qwen3": the families minfer runs.
+pub fn supported_list() -> String {
+    FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hp(n_layer: u32, n_embd: u32, n_head: u32, n_head_kv: u32, n_vocab: u32) -> HParams {
+        HParams { n_layer, n_embd, n_head: vec![n_head], n_head_kv: vec![n_head_kv], n_vocab, ..HParams::default() }
+    }
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for f in FAMILIES {
+            assert_eq!(find(f.name), Some(*f));
+            assert_eq!(FAMILIES.iter().filter(|g| g.name == f.name).count(), 1);
+        }
+        assert_eq!(find("phi3"), None);
+        assert_eq!(supported_list(), "llama, gemma3, qwen2, qwen3");
+    }
+
+    #[test]
+    fn size_classes_and_rope_types_follow_the_reference() {
+        let size = |name: &str, h: HParams| (find(name).unwrap().size_name)(&h);
+        // SmolLM2-135M has 30 layers: the reference calls it "256M".
+        assert_eq!(size("llama", hp(30, 576, 9, 3, 49152)), "256M");
+        assert_eq!(size("llama", hp(80, 8192, 64, 8, 128256)), "70B");
+        assert_eq!(size("gemma3", hp(18, 640, 4, 1, 262144)), "270M");
+        assert_eq!(size("qwen2", hp(24, 1024, 14, 2, 151936)), "0.5B");
+        assert_eq!(size("qwen3", hp(3, 64, 4, 2, 1000)), "?B");
+        let rope = |name: &str| find(name).unwrap().rope.llama_rope_type();
+        assert_eq!([rope("llama"), rope("gemma3"), rope("qwen2"), rope("qwen3")], [0, 2, 2, 2]);
+    }
+
+    /// The README's list of supported families is written from this
+    /// registry: `MINFER_UPDATE_README=1 cargo test --lib readme` rewrites it.
+    #[test]
+    fn the_readme_lists_the_registry() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let (open, close) = ("<!-- families -->", "<!-- /families -->");
+        let start = readme.find(open).expect("README.md has a <!-- families --> marker") + open.len();
+        let end = start + readme[start..].find(close).expect("README.md has a <!-- /families --> marker");
+        let want = supported_list();
+        if readme[start..end] != want && std::env::var_os("MINFER_UPDATE_README").is_some() {
+            std::fs::write(path, format!("{}{want}{}", &readme[..start], &readme[end..])).unwrap();
+            return;
+        }
+        assert_eq!(&readme[start..end], want, "README.md's family list (MINFER_UPDATE_README=1 rewrites it)");
+    }
+}
