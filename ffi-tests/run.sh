@@ -142,12 +142,14 @@ parity_tools() {
         && (cd "$ROOT" && cargo build --release --quiet --example synth_model) && SYNTH_BUILT=1
 }
 
-# make_synth ARCH: writes $OUT/synth-ARCH.gguf (random F32 weights, seed 11, a
-# reference vocab cut to 512 tokens) with examples/synth_model.rs
+# make_synth ARCH [NAME KEY=N...]: writes $OUT/synth-NAME.gguf (NAME: ARCH by
+# default; random F32 weights, seed 11, a reference vocab cut to 512 tokens;
+# KEY=N: the sizes examples/synth_model.rs takes) with examples/synth_model.rs
 make_synth() {
-    local vocab=llama-spm
-    case $1 in qwen*) vocab=qwen2 ;; esac
-    "$ROOT/target/release/examples/synth_model" "$1" "$VOCAB/ggml-vocab-$vocab.gguf" "$OUT/synth-$1.gguf" 11 512
+    local arch=$1 name=${2:-$1} vocab=llama-spm
+    shift $(($# < 2 ? $# : 2))
+    case $arch in qwen*) vocab=qwen2 ;; esac
+    "$ROOT/target/release/examples/synth_model" "$arch" "$VOCAB/ggml-vocab-$vocab.gguf" "$OUT/synth-$name.gguf" 11 512 "$@"
 }
 
 # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL [FLASH_ATTN]"...:
@@ -348,6 +350,15 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     not_ok "synthetic $arch: invariance across threads, n_ubatch and chunking"
                 fi
             done
+            # Gemma 3 "27B" (62 layers), tiny, with n_embd / n_head (16) other
+            # than the head size (32): the reference scales q by 1/sqrt(16)
+            make_synth gemma3 gemma3-27b layers=62 head_dim=32
+            if logits_hash_ok "$OUT/synth-gemma3-27b.gguf" "$PAR/tokens512.txt" "$PAR/synth-gemma3-27b.sha256" \
+                "512 2 512 one-decode" "512 1 512 one-decode" "512 2 7 chunks-of-7"; then
+                ok "synthetic 62-layer gemma3 (27B attention scale: 1/sqrt(n_embd / n_head)) logits bit-identical to the reference (1/2 threads, chunks of 7)"
+            else
+                not_ok "synthetic 62-layer gemma3 (27B attention scale) logits bit-identical to the reference"
+            fi
             # embedding inputs (llama_batch.embd carrying the tokens' token_embd
             # rows, parity/embd_logits.c): logits hash to the reference's
             # (golden/parity/embd.sha256, make-parity-goldens.sh); for llama and

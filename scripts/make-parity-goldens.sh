@@ -81,4 +81,11 @@ echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >>
 ref_hashes "$CACHE/requant/SmolLM2-135M-Instruct.F16.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
     ffi-tests/golden/parity/smollm2-f16.sha256 "128 one-decode" "7 chunks-of-7" \
     "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
+# Gemma 3 "27B" (62 layers: the reference scales q by 1/sqrt(n_embd / n_head),
+# not 1/sqrt(head size)), tiny, with n_embd / n_head = 16 and heads of 32:
+# 512 tokens in one decode and in decodes of 7
+target/release/examples/synth_model gemma3 "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/synth-gemma3-27b.gguf" 11 512 \
+    layers=62 head_dim=32
+ref_hashes "$OUT/synth-gemma3-27b.gguf" ffi-tests/golden/parity/tokens512.txt \
+    ffi-tests/golden/parity/synth-gemma3-27b.sha256 "512 one-decode" "7 chunks-of-7"
 ls -l ffi-tests/golden/parity/
