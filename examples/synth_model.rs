@@ -5,13 +5,15 @@
 //! usage: cargo run --release --example synth_model -- ARCH VOCAB.gguf OUT.gguf [SEED] [N_VOCAB] [KEY=N...]
 //! N_VOCAB keeps only the first N tokens of the vocabulary (merges and special
 //! ids that refer past them are dropped), so that logits goldens stay small.
-//! ARCH: llama | qwen2 | qwen3 | gemma3. Sizes: 2 layers, n_embd 64, 4 heads of
+//! ARCH: any family of src/model/arch/ (the tensors follow its recipe:
+//! required q/k/v biases, q/k norms, post-norms). Sizes: 2 layers, n_embd 64, 4 heads of
 //! 16 (2 KV heads), n_ff 128, context 512; KEY=N changes one of them:
 //! embd, layers, heads, kv_heads, head_dim, ff (e.g. embd=256 ff=512 for
 //! rows that the 256-element k-quant blocks divide).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
+use llama::model::arch::{self, Need};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -43,6 +45,13 @@ fn main() {
         std::process::exit(2);
     }
     let (arch, vocab_path, out_path) = (args[1].as_str(), &args[2], &args[3]);
+    let recipe = match arch::find(arch) {
+        Some(family) => family.block,
+        None => {
+            eprintln!("unknown family {arch} (minfer runs: {})", arch::supported_list());
+            std::process::exit(2);
+        }
+    };
     let seed: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(1);
     let vocab = GgufFile::open(Path::new(vocab_path)).expect("vocab file");
     let full_vocab = match vocab.get("tokenizer.ggml.tokens") {
@@ -137,18 +146,18 @@ fn main() {
         mat(&mut rng, t("attn_k.weight"), n_embd, n_head_kv * hd);
         mat(&mut rng, t("attn_v.weight"), n_embd, n_head_kv * hd);
         mat(&mut rng, t("attn_output.weight"), n_head * hd, n_embd);
-        if arch == "qwen2" {
+        if recipe.qkv_bias == Need::Required {
             for (name, n) in
                 [("attn_q.bias", n_head * hd), ("attn_k.bias", n_head_kv * hd), ("attn_v.bias", n_head_kv * hd)]
             {
                 vecs.push((t(name), vec![n as u64], (0..n).map(|_| 0.1 * rng.uniform()).collect()));
             }
         }
-        if arch == "qwen3" || arch == "gemma3" {
+        if recipe.qk_norm {
             vecs.push((t("attn_q_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
             vecs.push((t("attn_k_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
         }
-        if arch == "gemma3" {
+        if recipe.post_norms {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }

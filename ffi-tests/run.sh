@@ -152,6 +152,50 @@ make_synth() {
     "$ROOT/target/release/examples/synth_model" "$arch" "$VOCAB/ggml-vocab-$vocab.gguf" "$OUT/synth-$name.gguf" 11 512 "$@"
 }
 
+# family_parity FAMILY [KEY=N...]: the checks of one line of
+# golden/parity/families.txt (needs parity_tools and quantize_tool)
+family_parity() {
+    local family=$1 gold=$PAR/synth-$1.sha256 q want got
+    shift
+    if [ ! -f "$gold" ]; then
+        not_ok "synthetic $family: no $gold (scripts/make-parity-goldens.sh)"; return
+    fi
+    make_synth "$family" "fam-$family" "$@"
+    if logits_hash_ok "$OUT/synth-fam-$family.gguf" "$PAR/tokens512.txt" "$gold" \
+        "512 2 512 f32-one-decode" "512 1 512 f32-one-decode" "512 2 7 f32-chunks-of-7"; then
+        ok "synthetic $family (F32) logits bit-identical to the reference (1/2 threads, chunks of 7)"
+    else
+        not_ok "synthetic $family (F32) logits bit-identical to the reference"
+    fi
+    make_synth "$family" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64
+    for q in "15 q4_k_m" "1 f16"; do
+        set -- $q
+        "$OUT/quantize_tool" "$OUT/synth-fam-$family-256.gguf" "$OUT/fam-$family-$2.gguf" "$1" > /dev/null 2>&1
+        want=$(awk -v l="$2-model" '$2 == l {print $1}' "$gold")
+        got=$(sha256sum "$OUT/fam-$family-$2.gguf" 2> /dev/null | cut -d' ' -f1)
+        if [ -n "$want" ] && [ "$got" = "$want" ] && logits_hash_ok "$OUT/fam-$family-$2.gguf" "$PAR/tokens512.txt" "$gold" \
+            "512 2 512 $2-one-decode" "512 1 512 $2-one-decode" "512 2 7 $2-chunks-of-7"; then
+            ok "synthetic $family quantized to ${2^^} by minfer: the reference's bytes, logits bit-identical to the reference (1/2 threads, chunks of 7)"
+        else
+            not_ok "synthetic $family ${2^^}: file sha256 $got (want $want) or its logits"
+        fi
+    done
+    if compile dump_model "$ROOT/ffi-tests/dump_model.c" \
+        && "$OUT/dump_model" "$OUT/fam-$family-q4_k_m.gguf" > "$OUT/fam-$family.model.txt" 2> /dev/null \
+        && diff -u "$PAR/synth-$family.model.txt" "$OUT/fam-$family.model.txt"; then
+        ok "synthetic $family: description, rope type, sizes and metadata as the reference reports them"
+    else
+        not_ok "synthetic $family: model queries differ from the reference's"
+    fi
+    if compile simple "$ROOT/examples-c/simple.c" \
+        && "$OUT/simple" "$OUT/fam-$family-q4_k_m.gguf" -n 32 --ids "The capital of France is" > "$OUT/fam-$family.greedy.txt" 2> /dev/null \
+        && diff -u "$PAR/synth-$family.greedy.txt" "$OUT/fam-$family.greedy.txt"; then
+        ok "synthetic $family (Q4_K_M): 32 greedy tokens equal the reference's"
+    else
+        not_ok "synthetic $family (Q4_K_M): greedy tokens differ from the reference's"
+    fi
+}
+
 # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL [FLASH_ATTN]"...:
 # every run's logits hash to the sha256 SHA_FILE lists for LABEL
 # (FLASH_ATTN: flash_attn_type, default -1 AUTO = flash attention on)
@@ -358,6 +402,19 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 ok "synthetic 62-layer gemma3 (27B attention scale: 1/sqrt(n_embd / n_head)) logits bit-identical to the reference (1/2 threads, chunks of 7)"
             else
                 not_ok "synthetic 62-layer gemma3 (27B attention scale) logits bit-identical to the reference"
+            fi
+            # the families of golden/parity/families.txt (make-parity-goldens.sh):
+            # a synthetic model's logits, and the same shapes at embd 256
+            # quantized by our llama_model_quantize to Q4_K_M and F16 (the
+            # reference's bytes) with their logits, all bit-identical to the
+            # reference's, at 1 and 2 threads, in one decode and in decodes of 7
+            if compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; then
+                while read -r family sizes; do
+                    case $family in ''|'#'*) continue ;; esac
+                    family_parity "$family" $sizes
+                done < "$PAR/families.txt"
+            else
+                not_ok "quantize_tool build"
             fi
             # embedding inputs (llama_batch.embd carrying the tokens' token_embd
             # rows, parity/embd_logits.c): logits hash to the reference's

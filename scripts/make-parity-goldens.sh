@@ -88,4 +88,36 @@ target/release/examples/synth_model gemma3 "$CACHE/vocab/ggml-vocab-llama-spm.gg
     layers=62 head_dim=32
 ref_hashes "$OUT/synth-gemma3-27b.gguf" ffi-tests/golden/parity/tokens512.txt \
     ffi-tests/golden/parity/synth-gemma3-27b.sha256 "512 one-decode" "7 chunks-of-7"
+# The families of golden/parity/families.txt: a synthetic model (F32), and
+# the same shapes at embd 256 (rows the k-quants divide) quantized by the
+# reference to Q4_K_M and to F16: the files' sha256 and the logits' (512
+# tokens, one decode and decodes of 7)
+gcc -O2 -std=c11 -Iinclude -Iffi-tests ffi-tests/quantize_tool.c -o "$OUT/quantize_tool" -L"$REF_LIB" -lllama
+gcc -O2 -std=c11 -Iinclude -Iffi-tests ffi-tests/dump_model.c -o "$OUT/dump_model" -L"$REF_LIB" -lllama
+gcc -O2 -std=c11 -Iinclude examples-c/simple.c -o "$OUT/simple" -L"$REF_LIB" -lllama -lggml-base
+grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; do
+    [ -n "$family" ] || continue
+    vocab=llama-spm; case $family in qwen*) vocab=qwen2 ;; esac
+    gold=ffi-tests/golden/parity/synth-$family.sha256 && : > "$gold"
+    # shellcheck disable=SC2086
+    target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family.gguf" 11 512 $sizes
+    ref_hashes "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.f32" "512 f32-one-decode" "7 f32-chunks-of-7"
+    # shellcheck disable=SC2086
+    target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family-256.gguf" 11 512 \
+        $sizes embd=256 ff=512 head_dim=64
+    cat "$gold.f32" > "$gold" && rm "$gold.f32"
+    for q in "15 q4_k_m" "1 f16"; do
+        set -- $q
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/fam-$family-256.gguf" "$OUT/fam-$family-$2.gguf" "$1" > /dev/null 2>&1
+        echo "$(sha256sum "$OUT/fam-$family-$2.gguf" | cut -d' ' -f1)  $2-model" >> "$gold"
+        ref_hashes "$OUT/fam-$family-$2.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.q" \
+            "512 $2-one-decode" "7 $2-chunks-of-7"
+        cat "$gold.q" >> "$gold" && rm "$gold.q"
+    done
+    # what the C API reports of the Q4_K_M model (description, rope type, sizes, metadata)
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/dump_model" "$OUT/fam-$family-q4_k_m.gguf" > "ffi-tests/golden/parity/synth-$family.model.txt" 2> /dev/null
+    # greedy generation of 32 tokens from a prompt, on the Q4_K_M model
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/simple" "$OUT/fam-$family-q4_k_m.gguf" -n 32 --ids "The capital of France is" \
+        > "ffi-tests/golden/parity/synth-$family.greedy.txt" 2> /dev/null
+done
 ls -l ffi-tests/golden/parity/

@@ -265,15 +265,22 @@ pub fn forward(
             }
         };
         let angles = &rope_tables[table].1;
+        // (smollm3's NoPE layers: every n_no_rope_layer_step-th attends without rope)
+        let use_rope = !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
+            if norm.is_none() && !use_rope {
+                continue;
+            }
             let width = buf.len() / nt;
             pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|t, heads| {
                 if let Some(w) = &norm {
                     ops::rms_norm_mul(heads, hd_k, w, eps);
                 }
-                for head in heads.chunks_exact_mut(hd_k) {
-                    ops::rope_by(head, &angles[t], neox);
+                if use_rope {
+                    for head in heads.chunks_exact_mut(hd_k) {
+                        ops::rope_by(head, &angles[t], neox);
+                    }
                 }
             })?;
         }

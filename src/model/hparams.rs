@@ -35,6 +35,9 @@ pub struct HParams {
     /// The reference's 30 unless the family reads its key; applied only
     /// where the family's recipe says (`Block::logit_softcap`).
     pub f_final_logit_softcapping: f32,
+    /// Every n-th layer has no rope where the recipe says
+    /// (`Block::nope_layers`); the reference's default 4.
+    pub n_no_rope_layer_step: u32,
 }
 
 /// Typed reads of `{arch}.*` keys, overrides first.
@@ -218,6 +221,7 @@ impl HParams {
             swa_layers: vec![0; n_layer as usize],
             f_attention_scale: 0.0,
             f_final_logit_softcapping: 30.0,
+            n_no_rope_layer_step: 4,
         })
     }
 

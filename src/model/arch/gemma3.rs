@@ -17,6 +17,7 @@ pub static FAMILY: Family = Family {
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQ,
         embd_scale: true,
+        nope_layers: false,
         logit_softcap: true,
     },
     read_hparams,

@@ -14,6 +14,7 @@ pub static FAMILY: Family = Family {
         ffn: Ffn::SwiGlu,
         attn_scale: AttnScale::InSoftmax,
         embd_scale: false,
+        nope_layers: false,
         logit_softcap: false,
     },
     read_hparams: |_, _| Ok(()),

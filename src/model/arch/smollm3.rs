@@ -1,0 +1,45 @@
+//! `smollm3`: SmolLM3. As llama, with every fourth layer attending without
+//! rope (NoPE: layers 3, 7, 11, ...).
+
+use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use crate::error::{Error, Result};
+use crate::model::hparams::{HParams, Keys};
+
+pub static FAMILY: Family = Family {
+    name: "smollm3",
+    rope: Rope::Norm,
+    block: Block {
+        qkv_bias: Need::Optional,
+        qk_norm: false,
+        post_norms: false,
+        ffn: Ffn::SwiGlu,
+        attn_scale: AttnScale::InSoftmax,
+        embd_scale: false,
+        nope_layers: true,
+        logit_softcap: false,
+    },
+    read_hparams,
+    size_name,
+};
+
+fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+    hp.n_no_rope_layer_step = 4;
+    // (the reference asserts this in its graph builder, and aborts)
+    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
+            keys.full("%s"),
+            hp.n_rot,
+            hp.n_embd_head_k,
+            hp.n_embd_head_v
+        )));
+    }
+    Ok(())
+}
+
+fn size_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        36 => "3B",
+        _ => "?B",
+    }
+}
