@@ -16,7 +16,8 @@
 # after the table it prints how much of each model file is in the page cache
 # in 2 MiB folios (scripts/pagecache.c), which both libraries' decodes feel.
 #
-# usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below)
+# usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below, and
+#        one model per family of ffi-tests/golden/parity/families.txt)
 # env:   PAIRS (5)  THREADS ("1 2")  N_PP (512)  N_TG (128)  REPS (1, runs
 #        per process after its own warm-up run)  MINFER_LIB_DIR (target/release)
 #        OUT (target/bench: raw results, one line per run)
@@ -33,6 +34,24 @@ REPS=${REPS:-1}
 OUT=${OUT:-$ROOT/target/bench}
 mkdir -p "$OUT"
 
+# family_model FAMILY: a model of that family at SmolLM2-135M's shapes (30
+# layers, n_embd 576, 9 heads of 64, 3 KV heads, n_ff 1536; random weights,
+# SmolLM2's 49152-token vocabulary) quantized to Q4_K_M by minfer (the
+# reference's bytes), written once into $CACHE/families/
+family_model() {
+    local dir=$CACHE/families f32 q
+    f32=$dir/$1.F32.gguf q=$dir/$1.Q4_K_M.gguf
+    if [ ! -f "$q" ]; then
+        mkdir -p "$dir"
+        (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
+        gcc -O2 -std=c11 -I"$ROOT/include" "$ROOT/ffi-tests/quantize_tool.c" -o "$OUT/quantize_tool" -L"$OURS" -lllama
+        "$ROOT/target/release/examples/synth_model" "$1" "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
+            49152 embd=576 layers=30 heads=9 kv_heads=3 head_dim=64 ff=1536
+        LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" 15 > /dev/null && mv "$q.tmp" "$q" && rm -f "$f32"
+    fi
+    echo "$q"
+}
+
 if [ $# -gt 0 ]; then
     MODELS=("$@")
 else
@@ -40,6 +59,11 @@ else
     for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
         MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
     done
+    # one row per family of ffi-tests/golden/parity/families.txt
+    while read -r family _; do
+        case $family in ''|'#'*) continue ;; esac
+        MODELS+=("$(family_model "$family")")
+    done < "$ROOT/ffi-tests/golden/parity/families.txt"
 fi
 [ -f "$OURS/libllama.so" ] || { echo "no $OURS/libllama.so: cargo build --release first" >&2; exit 1; }
 [ -f "$REF/libllama.so" ] || { echo "no reference library in $REF (scripts/install-reference-lib.sh)" >&2; exit 1; }
