@@ -532,6 +532,16 @@ def cases(base):
                   arch_kv(kv_str("general.architecture", "nosucharch")))
     yield variant("block_count_missing.gguf", "block_count", lambda m: m.drop_kv("llama.block_count"))
 
+    def add_str_kv(key, v):
+        def f(m):
+            m.kvs.append(kv_str(key, v))
+        return f
+    # rope scaling the forward pass does not do (yet), and one nobody knows
+    yield variant("rope_scaling_yarn.gguf", "not implemented yet: rope scaling 'yarn'",
+                  add_str_kv("llama.rope.scaling.type", "yarn"))
+    yield variant("rope_scaling_unknown.gguf", "unknown rope scaling type 'spiral'",
+                  add_str_kv("llama.rope.scaling.type", "spiral"))
+
     def u32_kv(key, v):
         def f(m):
             m.kvs[m.kv_index(key)] = kv_u32(key, v)

@@ -198,6 +198,29 @@ impl HParams {
             None => keys.f32("%s.rope.scale_linear")?.unwrap_or(0.0),
         };
         let rope_freq_scale_train = if scale == 0.0 { 1.0 } else { 1.0 / scale };
+        // Linear scaling is the frequency scale above; YaRN and LongRoPE
+        // change the rotation itself, which the forward pass does not do
+        // yet: refused rather than decoded with other angles than the
+        // reference's. (An unknown type makes the reference abort.)
+        if let Some(kind) = keys.string("%s.rope.scaling.type")? {
+            match kind.as_slice() {
+                b"none" | b"linear" => {}
+                b"yarn" | b"longrope" => {
+                    return Err(Error::model(format!(
+                        "not implemented yet: rope scaling '{}' ({})",
+                        String::from_utf8_lossy(&kind),
+                        keys.full("%s.rope.scaling.type")
+                    )))
+                }
+                _ => {
+                    return Err(Error::model(format!(
+                        "unknown rope scaling type '{}' ({})",
+                        String::from_utf8_lossy(&kind),
+                        keys.full("%s.rope.scaling.type")
+                    )))
+                }
+            }
+        }
 
         Ok(HParams {
             n_ctx_train,
