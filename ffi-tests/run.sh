@@ -196,6 +196,17 @@ family_parity() {
     fi
 }
 
+# family_q4_k_m FAMILY [KEY=N...]: $OUT/fam-FAMILY-q4_k_m.gguf as family_parity
+# makes it (for the groups that run without it)
+family_q4_k_m() {
+    local family=$1
+    shift
+    [ -f "$OUT/fam-$family-q4_k_m.gguf" ] && return 0
+    parity_tools && { [ -x "$OUT/quantize_tool" ] || compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; } \
+        && make_synth "$family" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64 \
+        && "$OUT/quantize_tool" "$OUT/synth-fam-$family-256.gguf" "$OUT/fam-$family-q4_k_m.gguf" 15 > /dev/null 2>&1
+}
+
 # logits_hash_ok MODEL TOKENS SHA_FILE "N_UBATCH THREADS CHUNK LABEL [FLASH_ATTN]"...:
 # every run's logits hash to the sha256 SHA_FILE lists for LABEL
 # (FLASH_ATTN: flash_attn_type, default -1 AUTO = flash attention on)
@@ -982,6 +993,25 @@ group_python() { # llama-cpp-python 0.3.36
         fi
     else
         not_ok "llama-cpp-python test did not run"; tail -n 30 "$OUT/llama_cpp_python.err" "$OUT/llama_cpp_python.out"
+    fi
+    # create_completion on the synthetic Q4_K_M model of each family of
+    # golden/parity/families.txt: text and log-probabilities equal the reference's
+    if unsanitized "llama-cpp-python on the families"; then
+        local sdist py family sizes
+        sdist=$(bash "$ROOT/scripts/fetch-reference-src.sh" --print-paths | sed -n 1p)
+        py=$(bash "$ROOT/scripts/py-venv.sh")
+        while read -r family sizes; do
+            case $family in ''|'#'*) continue ;; esac
+            # shellcheck disable=SC2086
+            if family_q4_k_m "$family" $sizes \
+                && PYTHONPATH=$sdist LLAMA_CPP_LIB_PATH=$LIB_DIR "$py" "$ROOT/ffi-tests/python/family_completion.py" \
+                    "$OUT/fam-$family-q4_k_m.gguf" > "$OUT/family-$family.json" 2> "$OUT/family-$family.err" \
+                && diff -u "$ROOT/ffi-tests/python/golden/family-$family.json" "$OUT/family-$family.json"; then
+                ok "llama-cpp-python create_completion on synthetic $family (Q4_K_M): text and log-probabilities equal the reference's"
+            else
+                not_ok "llama-cpp-python create_completion on synthetic $family"; tail -n 5 "$OUT/family-$family.err"
+            fi
+        done < "$PAR/families.txt"
     fi
 }
 

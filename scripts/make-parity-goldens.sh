@@ -119,5 +119,9 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
     # greedy generation of 32 tokens from a prompt, on the Q4_K_M model
     LD_LIBRARY_PATH=$REF_LIB "$OUT/simple" "$OUT/fam-$family-q4_k_m.gguf" -n 32 --ids "The capital of France is" \
         > "ffi-tests/golden/parity/synth-$family.greedy.txt" 2> /dev/null
+    # llama-cpp-python's create_completion on it (ffi-tests/python/family_completion.py)
+    PYTHONPATH=$(bash scripts/fetch-reference-src.sh | sed -n 1p) LLAMA_CPP_LIB_PATH=$REF_LIB \
+        "$(bash scripts/py-venv.sh)" ffi-tests/python/family_completion.py "$OUT/fam-$family-q4_k_m.gguf" \
+        > "ffi-tests/python/golden/family-$family.json"
 done
 ls -l ffi-tests/golden/parity/
