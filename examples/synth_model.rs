@@ -166,7 +166,8 @@ fn main() {
         mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
         mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
     }
-    if arch != "gemma3" {
+    // (gemma3's test models tie it too, as Gemma 3's files do)
+    if !recipe.tied_output && arch != "gemma3" {
         mat(&mut rng, "output.weight".into(), n_embd, n_vocab);
     }
     let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =

@@ -167,6 +167,15 @@ family_parity() {
     else
         not_ok "synthetic $family (F32) logits bit-identical to the reference"
     fi
+    # the same tokens given as embeddings (llama_batch.embd: rows of token_embd)
+    want=$(awk '$2 == "f32-embd-input" {print $1}' "$gold")
+    if { [ -x "$OUT/embd_logits" ] || compile embd_logits "$ROOT/ffi-tests/parity/embd_logits.c"; } \
+        && "$OUT/embd_logits" "$OUT/synth-fam-$family.gguf" "$PAR/tokens512.txt" "$OUT/fam-embd.bin" 2> /dev/null \
+        && [ -n "$want" ] && [ "$(sha256sum "$OUT/fam-embd.bin" | cut -d' ' -f1)" = "$want" ]; then
+        ok "synthetic $family (F32), tokens given as embeddings: logits bit-identical to the reference"
+    else
+        not_ok "synthetic $family (F32), tokens given as embeddings: logits differ from the reference's"
+    fi
     make_synth "$family" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64
     for q in "15 q4_k_m" "1 f16"; do
         set -- $q

@@ -102,6 +102,9 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
     # shellcheck disable=SC2086
     target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family.gguf" 11 512 $sizes
     ref_hashes "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.f32" "512 f32-one-decode" "7 f32-chunks-of-7"
+    # the same tokens given as embeddings (rows of token_embd: parity/embd_logits.c)
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
+    echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  f32-embd-input" >> "$gold.f32"
     # shellcheck disable=SC2086
     target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family-256.gguf" 11 512 \
         $sizes embd=256 ff=512 head_dim=64

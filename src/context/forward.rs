@@ -15,7 +15,7 @@ use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
-use crate::model::arch::{AttnScale, Ffn, Rope};
+use crate::model::arch::{AttnScale, EmbdScale, Ffn, Rope};
 use crate::model::weights::{Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
@@ -201,8 +201,7 @@ pub fn forward(
             None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
         }
     }
-    // (the reference scales token embeddings only: `ubatch.token ? sqrtf(n_embd) : 1.0f`)
-    if recipe.embd_scale && !embd_input {
+    if recipe.embd_scale == EmbdScale::All || (recipe.embd_scale == EmbdScale::Tokens && !embd_input) {
         let s = (n_embd as f32).sqrt();
         x.iter_mut().for_each(|v| *v *= s);
     }
@@ -292,6 +291,11 @@ pub fn forward(
         let kq_scale = match recipe.attn_scale {
             AttnScale::IntoQ => {
                 q.iter_mut().for_each(|v| *v *= hp.f_attention_scale);
+                1.0
+            }
+            AttnScale::IntoQByHeadSize => {
+                let s = 1.0 / (hd_v as f32).sqrt();
+                q.iter_mut().for_each(|v| *v *= s);
                 1.0
             }
             AttnScale::InSoftmax if hp.f_attention_scale != 0.0 => hp.f_attention_scale,

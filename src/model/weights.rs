@@ -102,10 +102,11 @@ impl Weights {
         let n_vocab = hp.n_vocab as usize;
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
         let output_norm = b.required("output_norm.weight", &[n_embd])?;
-        let output = match b.optional("output.weight", &[n_embd, n_vocab])? {
-            Some(w) => w,
-            None => tok_embd.clone(),
-        };
+        let output = match recipe.tied_output {
+            true => None,
+            false => b.optional("output.weight", &[n_embd, n_vocab])?,
+        }
+        .unwrap_or_else(|| tok_embd.clone());
         let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
 
         // a tensor the recipe may ask for

@@ -3,7 +3,7 @@
 //! sublayers, GeGLU, token embeddings scaled by sqrt(n_embd), q scaled
 //! before attention, NEOX rope, optional final logit softcapping.
 
-use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
 use crate::error::Result;
 use crate::model::hparams::{swa_layers, HParams, Keys};
 
@@ -16,7 +16,8 @@ pub static FAMILY: Family = Family {
         post_norms: true,
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQ,
-        embd_scale: true,
+        embd_scale: EmbdScale::Tokens,
+        tied_output: false,
         nope_layers: false,
         logit_softcap: true,
     },

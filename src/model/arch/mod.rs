@@ -14,6 +14,7 @@
 //! than code: the families differ in a handful of switches, and keeping one
 //! forward pass keeps one place for the bit-exact numerics.
 
+mod gemma;
 mod gemma3;
 mod llama;
 mod qwen2;
@@ -24,7 +25,8 @@ use super::hparams::{HParams, Keys};
 use crate::error::Result;
 
 /// Every family minfer runs, in the order the README lists them.
-pub static FAMILIES: &[&Family] = &[&llama::FAMILY, &gemma3::FAMILY, &qwen2::FAMILY, &qwen3::FAMILY, &smollm3::FAMILY];
+pub static FAMILIES: &[&Family] =
+    &[&llama::FAMILY, &gemma3::FAMILY, &qwen2::FAMILY, &qwen3::FAMILY, &smollm3::FAMILY, &gemma::FAMILY];
 
 /// A model family: what the loader, the forward pass and the C API need to
 /// know about one `general.architecture`.
@@ -97,8 +99,22 @@ pub enum AttnScale {
     /// 1/sqrt(head size) when that is 0 (most families).
     InSoftmax,
     /// Into q itself, by `HParams::f_attention_scale`; the softmax then
-    /// scales by 1 (the gemma families).
+    /// scales by 1 (gemma3).
     IntoQ,
+    /// Into q itself, by 1/sqrt(value head size), after rope; the softmax
+    /// then scales by 1 (gemma).
+    IntoQByHeadSize,
+}
+
+/// Which inputs are scaled by sqrt(n_embd) before the first block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbdScale {
+    None,
+    /// Rows of `token_embd` only, not a caller's embeddings (gemma3:
+    /// `ubatch.token ? sqrtf(n_embd) : 1`).
+    Tokens,
+    /// Every input row (gemma).
+    All,
 }
 
 /// The recipe of a transformer block, and of what surrounds the blocks.
@@ -116,8 +132,11 @@ pub struct Block {
     pub post_norms: bool,
     pub ffn: Ffn,
     pub attn_scale: AttnScale,
-    /// Token embeddings are scaled by sqrt(n_embd) (not caller embeddings).
-    pub embd_scale: bool,
+    pub embd_scale: EmbdScale,
+    /// The output head is always `token_embd` (an `output.weight` in the
+    /// file is not read), where other families use `output.weight` when
+    /// the file has one.
+    pub tied_output: bool,
     /// The logits go through cap * tanh(logits / cap) when
     /// `HParams::f_final_logit_softcapping` is not 0.
     pub logit_softcap: bool,

@@ -1,6 +1,6 @@
 //! `qwen2`: Qwen 2 and 2.5. As llama with q/k/v biases (required), NEOX rope.
 
-use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
@@ -12,7 +12,8 @@ pub static FAMILY: Family = Family {
         post_norms: false,
         ffn: Ffn::SwiGlu,
         attn_scale: AttnScale::InSoftmax,
-        embd_scale: false,
+        embd_scale: EmbdScale::None,
+        tied_output: false,
         nope_layers: false,
         logit_softcap: false,
     },

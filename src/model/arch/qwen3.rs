@@ -1,7 +1,7 @@
 //! `qwen3`: Qwen 3 (dense). As llama with RMS norms over each head of q and
 //! k before rope, NEOX rope.
 
-use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
@@ -13,7 +13,8 @@ pub static FAMILY: Family = Family {
         post_norms: false,
         ffn: Ffn::SwiGlu,
         attn_scale: AttnScale::InSoftmax,
-        embd_scale: false,
+        embd_scale: EmbdScale::None,
+        tied_output: false,
         nope_layers: false,
         logit_softcap: false,
     },

@@ -1,7 +1,7 @@
 //! `smollm3`: SmolLM3. As llama, with every fourth layer attending without
 //! rope (NoPE: layers 3, 7, 11, ...).
 
-use super::{AttnScale, Block, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
 use crate::error::{Error, Result};
 use crate::model::hparams::{HParams, Keys};
 
@@ -14,7 +14,8 @@ pub static FAMILY: Family = Family {
         post_norms: false,
         ffn: Ffn::SwiGlu,
         attn_scale: AttnScale::InSoftmax,
-        embd_scale: false,
+        embd_scale: EmbdScale::None,
+        tied_output: false,
         nope_layers: true,
         logit_softcap: false,
     },
