@@ -2,22 +2,18 @@
 //! scaled by 1/sqrt(head size) after rope, NEOX rope, the output head tied
 //! to the token embeddings.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
     name: "gemma",
     rope: Rope::Neox,
     block: Block {
-        qkv_bias: Need::Optional,
-        qk_norm: false,
-        post_norms: false,
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQByHeadSize,
         embd_scale: EmbdScale::All,
         tied_output: true,
-        nope_layers: false,
-        logit_softcap: false,
+        ..Block::PLAIN
     },
     read_hparams: |_, _| Ok(()),
     size_name,

@@ -3,7 +3,7 @@
 //! sublayers, GeGLU, token embeddings scaled by sqrt(n_embd), q scaled
 //! before attention, NEOX rope, optional final logit softcapping.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Rope};
 use crate::error::Result;
 use crate::model::hparams::{swa_layers, HParams, Keys};
 
@@ -11,15 +11,13 @@ pub static FAMILY: Family = Family {
     name: "gemma3",
     rope: Rope::Neox,
     block: Block {
-        qkv_bias: Need::Optional,
         qk_norm: true,
         post_norms: true,
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQ,
         embd_scale: EmbdScale::Tokens,
-        tied_output: false,
-        nope_layers: false,
         logit_softcap: true,
+        ..Block::PLAIN
     },
     read_hparams,
     size_name,

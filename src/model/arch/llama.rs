@@ -1,26 +1,11 @@
 //! `llama`: Llama 1-3, SmolLM2, Mistral 7B and most fine-tunes of them.
 //! RMS norms, SwiGLU, NORM rope (llama3 rope factors from `rope_freqs`).
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{Block, Family, Rope};
 use crate::model::hparams::HParams;
 
-pub static FAMILY: Family = Family {
-    name: "llama",
-    rope: Rope::Norm,
-    block: Block {
-        qkv_bias: Need::Optional,
-        qk_norm: false,
-        post_norms: false,
-        ffn: Ffn::SwiGlu,
-        attn_scale: AttnScale::InSoftmax,
-        embd_scale: EmbdScale::None,
-        tied_output: false,
-        nope_layers: false,
-        logit_softcap: false,
-    },
-    read_hparams: |_, _| Ok(()),
-    size_name,
-};
+pub static FAMILY: Family =
+    Family { name: "llama", rope: Rope::Norm, block: Block::PLAIN, read_hparams: |_, _| Ok(()), size_name };
 
 fn size_name(hp: &HParams) -> &'static str {
     match hp.n_layer {

@@ -145,6 +145,24 @@ pub struct Block {
     pub nope_layers: bool,
 }
 
+impl Block {
+    /// The plain pre-norm block (llama's): no biases, norms or scaling
+    /// beyond RMS norms before each sublayer, SwiGLU, 1/sqrt(head size) in
+    /// the softmax. A family states where it differs:
+    /// `Block { qk_norm: true, ..Block::PLAIN }`.
+    pub const PLAIN: Block = Block {
+        qkv_bias: Need::Optional,
+        qk_norm: false,
+        post_norms: false,
+        ffn: Ffn::SwiGlu,
+        attn_scale: AttnScale::InSoftmax,
+        embd_scale: EmbdScale::None,
+        tied_output: false,
+        nope_layers: false,
+        logit_softcap: false,
+    };
+}
+
 /// The family of a `general.architecture` name, if minfer runs it.
 pub fn find(name: &str) -> Option<&'static Family> {
     FAMILIES.iter().copied().find(|f| f.name == name)

@@ -1,22 +1,12 @@
 //! `qwen2`: Qwen 2 and 2.5. As llama with q/k/v biases (required), NEOX rope.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{Block, Family, Need, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
     name: "qwen2",
     rope: Rope::Neox,
-    block: Block {
-        qkv_bias: Need::Required,
-        qk_norm: false,
-        post_norms: false,
-        ffn: Ffn::SwiGlu,
-        attn_scale: AttnScale::InSoftmax,
-        embd_scale: EmbdScale::None,
-        tied_output: false,
-        nope_layers: false,
-        logit_softcap: false,
-    },
+    block: Block { qkv_bias: Need::Required, ..Block::PLAIN },
     read_hparams: |_, _| Ok(()),
     size_name,
 };

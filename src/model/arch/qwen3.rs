@@ -1,23 +1,13 @@
 //! `qwen3`: Qwen 3 (dense). As llama with RMS norms over each head of q and
 //! k before rope, NEOX rope.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{Block, Family, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
     name: "qwen3",
     rope: Rope::Neox,
-    block: Block {
-        qkv_bias: Need::Optional,
-        qk_norm: true,
-        post_norms: false,
-        ffn: Ffn::SwiGlu,
-        attn_scale: AttnScale::InSoftmax,
-        embd_scale: EmbdScale::None,
-        tied_output: false,
-        nope_layers: false,
-        logit_softcap: false,
-    },
+    block: Block { qk_norm: true, ..Block::PLAIN },
     read_hparams: |_, _| Ok(()),
     size_name,
 };

@@ -1,24 +1,14 @@
 //! `smollm3`: SmolLM3. As llama, with every fourth layer attending without
 //! rope (NoPE: layers 3, 7, 11, ...).
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, Rope};
+use super::{Block, Family, Rope};
 use crate::error::{Error, Result};
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "smollm3",
     rope: Rope::Norm,
-    block: Block {
-        qkv_bias: Need::Optional,
-        qk_norm: false,
-        post_norms: false,
-        ffn: Ffn::SwiGlu,
-        attn_scale: AttnScale::InSoftmax,
-        embd_scale: EmbdScale::None,
-        tied_output: false,
-        nope_layers: true,
-        logit_softcap: false,
-    },
+    block: Block { nope_layers: true, ..Block::PLAIN },
     read_hparams,
     size_name,
 };
