@@ -97,8 +97,7 @@ impl Dot for Sdot {
     #[target_feature(enable = "dotprod")]
     #[inline]
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-        // SAFETY: the caller checked that the CPU has dotprod (the contract of
-        // this `#[target_feature]` fn).
+        // SAFETY: this fn's contract: the CPU has dotprod.
         unsafe {
             let mut acc = acc;
             // SAFETY: register-only instruction; the caller runs only on CPUs

@@ -585,10 +585,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `q`, `kt`, `out` stay within the buffers the caller vouched for (the
-        // same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `q`, `kt`, `out` cover every offset used here.
         unsafe {
             for half in 0..2 {
                 let mut acc = [[_mm256_setzero_ps(); 4]; R];
@@ -618,9 +615,7 @@ mod avx2 {
     /// AVX2 is available.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn scale_mask_max(x: &mut [f32; TILE], scale: f32, visible: u64) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through `x`
-        // stay within the buffers the caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `x` covers every offset used here.
         unsafe {
             let (sv, zero, ninf) = (_mm256_set1_ps(scale), _mm256_setzero_ps(), _mm256_set1_ps(f32::NEG_INFINITY));
             let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -649,10 +644,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `p`, `v`, `acc` stay within the buffers the caller vouched for (the
-        // same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `p`, `v`, `acc` cover every offset used here.
         unsafe {
             let mut d = 0;
             while d + 32 <= dv {
@@ -690,10 +682,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot64<X: F16Input>(x: &[X], y: &[f32]) -> f64 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `x`, `y` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `y` cover every offset used here.
         unsafe {
             let mut acc = [_mm256_setzero_ps(); 8]; // lanes 0..64
             let mut i = 0;
@@ -719,10 +708,7 @@ mod avx2 {
     /// even, as `round_f16`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn scale_f16(acc: &mut [f32], s: f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `acc` stay within the buffers the caller vouched for (the
-        // same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `acc` covers every offset used here.
         unsafe {
             let b = _mm256_set1_ps(s);
             let n = acc.len();
@@ -742,10 +728,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `acc`, `v` stay within the buffers the caller vouched for
-        // (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `acc`, `v` cover every offset used here.
         unsafe {
             let n = acc.len().min(v.len());
             let b = _mm256_set1_ps(s);
@@ -811,10 +794,8 @@ mod avx512 {
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn softmax_sum(row: &mut [f32; TILE], max: f32) -> f64 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `row` stay within the buffers the caller vouched
-        // for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `row` covers every offset used
+        // here.
         unsafe {
             let m = _mm512_set1_ps(max);
             let mut sum = 0f64;
@@ -832,10 +813,8 @@ mod avx512 {
     /// One group of [`super::soft_max`]: the 16 exps, stored, and their reduce16.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn soft_max16(g: &mut [f32; 16], max: f32) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `g` stay within the buffers the caller vouched
-        // for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `g` covers every offset used
+        // here.
         unsafe {
             let p = g.as_mut_ptr();
             // SAFETY: the group has 16 lanes.
@@ -847,10 +826,8 @@ mod avx512 {
 
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn swiglu(g: &mut [f32], u: &[f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `g`, `u` stay within the buffers the caller
-        // vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `g`, `u` cover every offset
+        // used here.
         unsafe {
             let one = _mm512_set1_ps(1.0);
             let n = g.len().min(u.len());
@@ -875,10 +852,8 @@ mod avx512 {
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     pub(super) unsafe fn gemv_tile_rows<const R: usize>(q: &[f32], hd: usize, kt: &[f32], out: &mut [[f32; TILE]; R]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `q`, `kt`, `out` stay within the buffers the
-        // caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `q`, `kt`, `out` cover every
+        // offset used here.
         unsafe {
             let mut acc = [[_mm512_setzero_ps(); 4]; R];
             for k in 0..hd {
@@ -907,11 +882,8 @@ mod avx512 {
     /// AVX-512F; `v` holds TILE rows of `dv`, `acc` R rows of `dv`.
     #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
     pub(super) unsafe fn axpy_tile_rows<const R: usize>(p: &[[f32; TILE]; R], v: &[f32], acc: &mut [f32], dv: usize) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `p`, `v`, `acc` stay within the buffers the
-        // caller vouched for (the same contract), which is what the callees'
-        // contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `p`, `v`, `acc` cover every
+        // offset used here.
         unsafe {
             #[target_feature(enable = "avx2,fma,avx512f,avx512vl")]
             #[inline]
@@ -922,11 +894,8 @@ mod avx512 {
                 a: *mut f32,
                 dv: usize,
             ) {
-                // SAFETY: the caller checked that the CPU has avx2, fma,
-                // avx512f, avx512vl (the contract of this `#[target_feature]`
-                // fn); the offsets and accesses through `v`, `a`, `p` stay
-                // within the buffers the caller vouched for (the same
-                // contract).
+                // SAFETY: this fn's contract: the CPU has avx2, fma, avx512f, avx512vl, and `v`, `a`, `p` cover
+                // every offset used here.
                 unsafe {
                     // SAFETY (all below): columns d..d+16C of the R rows of acc (at
                     // `a`, rows dv apart) and of the TILE rows of v (at `v`).

@@ -234,9 +234,7 @@ pub(crate) unsafe fn hsum_epi32(v: __m256i) -> i32 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn loadu(p: *const u8) -> __m256i {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `p`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
     unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
@@ -297,10 +295,7 @@ pub(crate) unsafe fn hsum_epi32_x8(v: &[__m256i; 8]) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `ab`
-    // stay within the buffers the caller vouched for (the same contract), which
-    // is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `ab` covers every offset used here.
     unsafe {
         let d: [f32; 8] = std::array::from_fn(|j| q8k_d(ab.add(j * s)));
         _mm256_loadu_ps(d.as_ptr())
@@ -311,9 +306,7 @@ pub(crate) unsafe fn q8k_d_x8(ab: *const u8, s: usize) -> __m256 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `p`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
     unsafe {
         // lane inserts (`vpinsrw` from memory), not a stack array: its 8
         // two-byte stores cannot forward to one 16-byte load
@@ -334,9 +327,7 @@ pub(crate) unsafe fn f16_at_x8(p: *const u8, s: usize) -> __m256 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn nibbles32(p: *const u8) -> __m256i {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `p`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
     unsafe {
         let v = _mm_loadu_si128(p as *const __m128i);
         let m = _mm_set1_epi8(0x0F);
@@ -350,9 +341,7 @@ pub(crate) unsafe fn nibbles32(p: *const u8) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn bits32(p: *const u8) -> __m256i {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `p`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
     unsafe {
         let x = std::ptr::read_unaligned(p as *const u32);
         let shuf = _mm256_set_epi64x(
@@ -410,11 +399,8 @@ pub(crate) trait W32 {
     /// shorter form there.
     #[inline(always)]
     unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `p` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `p`
+        // covers every offset used here.
         unsafe { Self::load(p) }
     }
 }
@@ -425,10 +411,7 @@ impl W32 for WQ4_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { (_mm256_sub_epi8(nibbles32(p.add(2)), _mm256_set1_epi8(8)), f16_at(p)) }
     }
 }
@@ -439,10 +422,7 @@ impl W32 for WQ5_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             // (nibble | bit<<4) - 16 == nibble | (bit ? 0 : 0xF0) as i8
             let hi = _mm256_andnot_si256(bits32(p.add(2)), _mm256_set1_epi8(0xF0u8 as i8));
@@ -456,11 +436,8 @@ impl W32 for WQ5_0 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw")]
     #[inline]
     unsafe fn load_vnni(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-        // avx512vl, avx512bw (the contract of this `#[target_feature]` fn); the
-        // offsets and accesses through `p` stay within the buffers the caller
-        // vouched for (the same contract), which is what the callees' contracts
-        // ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512bw, and `p` cover every
+        // offset used here.
         unsafe {
             let both = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.add(6) as *const __m128i));
             let shift = _mm256_setr_epi64x(0, 0, 0x0004_0004_0004_0004, 0x0004_0004_0004_0004);
@@ -477,10 +454,7 @@ impl W32 for WQ8_0 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { (loadu(p.add(2)), f16_at(p)) }
     }
 }
@@ -491,10 +465,7 @@ impl W32 for WIq4Nl {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
             let table = _mm256_set_m128i(t, t);
@@ -508,10 +479,7 @@ impl W32 for WIq4Nl {
 #[inline]
 #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_q8_0<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); T];
         for b in 0..nb {
@@ -531,10 +499,7 @@ unsafe fn group_q8_0<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const 
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_q8_0_family<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let nb = n / QK;
         let mut t = 0;
@@ -565,10 +530,7 @@ impl W32Min for WQ4_1 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, __m128) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { (nibbles32(p.add(4)), f16x2_at(p)) }
     }
 }
@@ -579,10 +541,7 @@ impl W32Min for WQ5_1 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (__m256i, __m128) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let hi = _mm256_and_si256(bits32(p.add(4)), _mm256_set1_epi8(0x10));
             (_mm256_or_si256(nibbles32(p.add(8)), hi), f16x2_at(p))
@@ -593,10 +552,7 @@ impl W32Min for WQ5_1 {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); T];
         let mut acc_min = [0f32; T];
@@ -621,10 +577,7 @@ unsafe fn group_q8_1<U: W32Min, const T: usize>(nb: usize, w: *const u8, a: *con
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let nb = n / QK;
         let mut t = 0;
@@ -653,11 +606,8 @@ unsafe fn tile_q8_1_family<U: W32Min>(n: usize, w: &[u8], a: &[u8], s: usize, ou
 #[inline]
 #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512bw, avx512vnni (the contract of this `#[target_feature]`
-    // fn); the offsets and accesses through `w`, `a`, `out` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512bw, avx512vnni, and `w`,
+    // `a`, `out` cover every offset used here.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); T];
         for b in 0..nb {
@@ -678,11 +628,8 @@ unsafe fn group_q8_0_vnni<U: W32, const T: usize>(nb: usize, w: *const u8, a: *c
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
 unsafe fn tile_q8_0_family_vnni<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512bw, avx512vnni (the contract of this `#[target_feature]`
-    // fn); the offsets and accesses through `w`, `a`, `out` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512bw, avx512vnni, and `w`,
+    // `a`, `out` cover every offset used here.
     unsafe {
         let nb = n / QK;
         let mut t = 0;
@@ -749,18 +696,13 @@ impl Dot8 for Vnni {
     type A = __m256i; // a + 128 as u8
     #[inline(always)]
     unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `p` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `p`
+        // covers every offset used here.
         unsafe { U::load_vnni(p) }
     }
     #[inline(always)]
     unsafe fn weight(q: __m256i) -> Self::W {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe {
             let zero = _mm256_setzero_si256();
             (q, _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(-128i8), q)))
@@ -768,25 +710,19 @@ impl Dot8 for Vnni {
     }
     #[inline(always)]
     unsafe fn act(a: __m256i) -> Self::A {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe {
             _mm256_xor_si256(a, _mm256_set1_epi8(-128i8)) // a ^ 0x80 == a + 128 as u8
         }
     }
     #[inline(always)]
     unsafe fn dot_signed((q, bias): Self::W, au: Self::A) -> __m256i {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe { _mm256_dpbusd_epi32(bias, au, q) }
     }
     #[inline(always)]
     unsafe fn dot_unsigned(u: __m256i, a: __m256i) -> __m256i {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe { _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a) }
     }
 }
@@ -802,18 +738,13 @@ impl Dot8 for Avx2 {
     type A = __m256i;
     #[inline(always)]
     unsafe fn load<U: W32>(p: *const u8) -> (__m256i, f32) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `p` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `p`
+        // covers every offset used here.
         unsafe { U::load(p) }
     }
     #[inline(always)]
     unsafe fn weight(q: __m256i) -> Self::W {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe { (q, _mm256_sign_epi8(q, q)) }
     }
     #[inline(always)]
@@ -946,11 +877,8 @@ impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
     type Acts = ();
     #[inline(always)]
     unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `p` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `p`
+        // covers every offset used here.
         unsafe {
             let (q, d) = D::load::<U>(p);
             (D::weight(q), d)
@@ -979,11 +907,8 @@ impl<D: Dot8, const TC: usize> Q0Groups for Ymm<D, TC> {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `a`, `da`,
-        // `sc`, `out` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`,
+        // `da`, `sc`, `out` cover every offset used here.
         unsafe { rows_group_q0::<D, R, TC>(nb, u, a, s, da, sc, out, os) }
     }
 }
@@ -997,11 +922,8 @@ unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(
     rows: usize,
     u: &mut UnpackedQ0<G::W>,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w` cover
+    // every offset used here.
     unsafe {
         assert!(u.w.len() >= nb * rows && u.dw.len() >= nb * rows);
         for b in 0..nb {
@@ -1018,11 +940,8 @@ unsafe fn unpack_rows_q0<G: Q0Groups, U: W32>(
 /// apart from `a`), `[n8 / 8][nb][8]`: token-minor per group of 8.
 #[inline(always)]
 unsafe fn act_scales_x8(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<f32> {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `a` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a` cover
+    // every offset used here.
     unsafe {
         let mut da = vec![0f32; n8 * nb];
         for g in 0..n8 / 8 {
@@ -1039,10 +958,8 @@ unsafe fn act_scales_x8(nb: usize, a: *const u8, s: usize, n8: usize) -> Vec<f32
 /// block one `vmulps` per row, `da[b * da_s ..]` the 8 tokens' scales.
 #[inline(always)]
 unsafe fn scale_products<const R: usize>(nb: usize, dw: &[f32], da: *const f32, da_s: usize, sc: *mut f32) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `da`, `sc`, `dw`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `da`,
+    // `sc`, `dw` cover every offset used here.
     unsafe {
         assert!(dw.len() >= nb * R);
         for b in 0..nb {
@@ -1070,11 +987,8 @@ unsafe fn rows_group_q0<D: Dot8, const R: usize, const TC: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `a`, `da`, `sc`,
-    // `out` stay within the buffers the caller vouched for (the same contract),
-    // which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`,
+    // `da`, `sc`, `out` cover every offset used here.
     unsafe {
         assert!(u.w.len() >= nb * R);
         scale_products::<R>(nb, &u.dw, da, 8, sc);
@@ -1117,11 +1031,8 @@ unsafe fn rows_one_token_q0<D: Dot8, U: W32, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`, `a`,
+    // `out` cover every offset used here.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
         for b in 0..nb {
@@ -1155,11 +1066,8 @@ unsafe fn rows_q8_0_family<G: Q0Groups, U: W32, const R: usize>(
     out: &mut [f32],
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`, `a`,
+    // `out` cover every offset used here.
     unsafe {
         assert_rows_out(n_rows, nt, out.len(), os);
         assert!(R <= 4);
@@ -1239,11 +1147,8 @@ impl Q0Groups for ZmmPairs {
     type Acts = Vec<__m512i>; // [n8 / 8][nb][4]
     #[inline(always)]
     unsafe fn unpack<U: W32>(p: *const u8) -> (Self::W, f32) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `p` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `p`
+        // covers every offset used here.
         unsafe {
             let (q, d) = U::load_vnni(p);
             let q2 = dup_dwords(q);
@@ -1254,18 +1159,13 @@ impl Q0Groups for ZmmPairs {
     }
     #[inline(always)]
     unsafe fn zero() -> Self::W {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract).
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
         unsafe { (_mm512_setzero_si512(), _mm512_setzero_si512()) }
     }
     #[inline(always)]
     unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `a` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`
+        // covers every offset used here.
         unsafe {
             interleave_act_pairs(nb, a, s, n8, 34, -128i8) // a + 128 as u8
         }
@@ -1283,11 +1183,8 @@ impl Q0Groups for ZmmPairs {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `da`, `sc`,
-        // `out` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `da`,
+        // `sc`, `out` cover every offset used here.
         unsafe {
             assert!(acts.len() >= (g + 1) * nb * 4);
             rows_group_pairs::<R>(nb, u, acts.as_ptr().add(g * nb * 4), da, sc, out, os)
@@ -1298,9 +1195,7 @@ impl Q0Groups for ZmmPairs {
 /// Each dword of `v` twice: lanes 2i and 2i+1 hold dword i.
 #[inline(always)]
 unsafe fn dup_dwords(v: __m256i) -> __m512i {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract).
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions.
     unsafe {
         let dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
         _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(v))
@@ -1313,11 +1208,8 @@ unsafe fn dup_dwords(v: __m256i) -> __m512i {
 /// 8g+2p and 8g+2p+1 interleaved by dword, each byte xor `flip`.
 #[inline(always)]
 unsafe fn interleave_act_pairs(nb: usize, a: *const u8, s: usize, n8: usize, bytes: usize, flip: i8) -> Vec<__m512i> {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `a` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a` cover
+    // every offset used here.
     unsafe {
         let mut v = vec![_mm512_setzero_si512(); n8 / 2 * nb];
         let idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -1348,11 +1240,8 @@ unsafe fn rows_group_pairs<const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `act`, `da`, `sc`,
-    // `out` stay within the buffers the caller vouched for (the same contract),
-    // which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `act`,
+    // `da`, `sc`, `out` cover every offset used here.
     unsafe {
         assert!(u.w.len() >= nb * R);
         scale_products::<R>(nb, &u.dw, da, 8, sc);
@@ -1378,10 +1267,8 @@ unsafe fn pairs_accumulate<W: Copy, const R: usize>(
     sc: *const f32,
     dot: impl Fn(W, __m512i) -> __m512i,
 ) -> [[__m256; 8]; R] {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `act`, `sc`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`,
+    // `act`, `sc` cover every offset used here.
     unsafe {
         let mut acc = [[_mm512_setzero_ps(); 4]; R];
         for b in 0..nb {
@@ -1437,10 +1324,7 @@ rows_entry! {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn q8_1_scales_f32(nb: usize, a: *const u8, s: usize, nt: usize, ntp: usize) -> (Vec<f32>, Vec<f32>) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `a`
-    // stay within the buffers the caller vouched for (the same contract), which
-    // is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `a` covers every offset used here.
     unsafe {
         let mut d = vec![0f32; nb * ntp];
         let mut m = vec![0f32; nb * ntp];
@@ -1517,11 +1401,8 @@ impl<D: Dot8, const TC: usize> Q1Groups for Ymm<D, TC> {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `a`, `da`,
-        // `sa`, `sc`, `out` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`,
+        // `da`, `sa`, `sc`, `out` cover every offset used here.
         unsafe { rows_group_q8_1::<D, R, TC>(nb, u, a, s, da, sa, ntp, sc, out, os) }
     }
 }
@@ -1535,11 +1416,8 @@ unsafe fn unpack_rows<G: Q1Groups, U: W32Min>(
     rows: usize,
     u: &mut UnpackedRows<G::Q>,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w` stay within the
-    // buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w` cover
+    // every offset used here.
     unsafe {
         assert!(u.q.len() >= nb * rows && u.dw.len() >= nb * rows && u.mw.len() >= nb * rows);
         for b in 0..nb {
@@ -1570,11 +1448,8 @@ unsafe fn rows_group_q8_1<D: Dot8, const R: usize, const TC: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `a`, `da`, `sa`,
-    // `sc`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`,
+    // `da`, `sa`, `sc`, `out` cover every offset used here.
     unsafe {
         let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
         let uq = u.q.as_ptr();
@@ -1618,11 +1493,8 @@ unsafe fn q8_1_float_side<Q, const R: usize>(
     ntp: usize,
     sc: *mut f32,
 ) -> [__m256; R] {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `da`, `sa`, `sc`
-    // stay within the buffers the caller vouched for (the same contract), which
-    // is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `da`,
+    // `sa`, `sc` cover every offset used here.
     unsafe {
         assert!(u.q.len() >= nb * R && u.mw.len() >= nb * R);
         scale_products::<R>(nb, &u.dw, da, ntp, sc);
@@ -1656,11 +1528,8 @@ impl Q1Groups for ZmmPairs {
     }
     #[inline(always)]
     unsafe fn acts(nb: usize, a: *const u8, s: usize, n8: usize) -> Self::Acts {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `a` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`
+        // covers every offset used here.
         unsafe { interleave_act_pairs(nb, a, s, n8, 36, 0) }
     }
     #[inline(always)]
@@ -1678,11 +1547,8 @@ impl Q1Groups for ZmmPairs {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `da`, `sa`,
-        // `sc`, `out` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `da`,
+        // `sa`, `sc`, `out` cover every offset used here.
         unsafe {
             assert!(acts.len() >= (g + 1) * nb * 4);
             let acc_min = q8_1_float_side::<_, R>(nb, u, da, sa, ntp, sc);
@@ -1712,11 +1578,8 @@ unsafe fn rows_one_token_q8_1<D: Dot8, U: W32Min, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`, `a`,
+    // `out` cover every offset used here.
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
         let mut acc_min = [0f32; R];
@@ -1753,11 +1616,8 @@ unsafe fn rows_q8_1_family<G: Q1Groups, U: W32Min, const R: usize>(
     out: &mut [f32],
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`, `a`,
+    // `out` cover every offset used here.
     unsafe {
         assert_rows_out(n_rows, nt, out.len(), os);
         assert!(R <= 4);
@@ -1914,9 +1774,7 @@ unsafe fn scale_vectors_v(s: __m256i) -> [__m256i; 8] {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `s`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `s` covers every offset used here.
     unsafe {
         let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(s.as_ptr() as *const __m128i));
         let mut v = [_mm256_setzero_si256(); 8];
@@ -1933,9 +1791,7 @@ unsafe fn scale_vectors32(s: &[i16; 8]) -> [__m256i; 8] {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn k4_scales(p: *const u8) -> ([i16; 8], __m256i) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `p`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
     unsafe {
         const K1: u32 = 0x3f3f_3f3f;
         const K2: u32 = 0x0f0f_0f0f;
@@ -1964,10 +1820,7 @@ impl WK for WQ2K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let m3 = _mm256_set1_epi8(3);
             let mut q = [_mm256_setzero_si256(); 8];
@@ -1999,10 +1852,7 @@ impl WK for WQ3K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let m3 = _mm256_set1_epi8(3);
             let four = _mm256_set1_epi8(4);
@@ -2049,10 +1899,7 @@ impl WK for WQ4K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let m4 = _mm256_set1_epi8(0x0F);
             let mut q = [_mm256_setzero_si256(); 8];
@@ -2075,10 +1922,7 @@ impl WK for WQ5K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let m4 = _mm256_set1_epi8(0x0F);
             let b16 = _mm256_set1_epi8(0x10);
@@ -2107,10 +1951,7 @@ impl WK for WQ6K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let mut k = Self::unpack_biased(p);
             let b32 = _mm256_set1_epi8(32);
@@ -2122,10 +1963,7 @@ impl WK for WQ6K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack_biased(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let m4 = _mm256_set1_epi8(0x0F);
             let m30 = _mm256_set1_epi8(0x30);
@@ -2156,10 +1994,7 @@ impl WK for WIq4Xs {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn unpack(p: *const u8) -> KRegs {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
             let table = _mm256_set_m128i(t, t);
@@ -2184,10 +2019,7 @@ impl WK for WIq4Xs {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(crate) unsafe fn k_isums(k: &KRegs, ab: *const u8) -> (i32, i32) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `ab`
-    // stay within the buffers the caller vouched for (the same contract), which
-    // is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `ab` covers every offset used here.
     unsafe {
         let aq = ab.add(4);
         let mut isum = _mm256_setzero_si256();
@@ -2219,10 +2051,7 @@ unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(
     s: usize,
     out: &mut [f32],
 ) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let mut acc = [0f32; T];
         for b in 0..nb {
@@ -2240,10 +2069,7 @@ unsafe fn group_q8_k<U: WK, F: KFold, const T: usize>(
 /// Super-blocks × Q8_K, folded by `F`: 4 tokens per pass over the row.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_q8_k_family<U: WK, F: KFold>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let nb = n / QK_K;
         let mut t = 0;
@@ -2273,10 +2099,7 @@ impl WF for WF32 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { _mm256_loadu_ps(p as *const f32) }
     }
     fn one(b: &[u8]) -> f32 {
@@ -2290,10 +2113,7 @@ impl WF for WF16 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
     }
     fn one(b: &[u8]) -> f32 {
@@ -2307,10 +2127,7 @@ impl WF for WBf16 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load8(p: *const u8) -> __m256 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let v = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
             _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
@@ -2325,10 +2142,7 @@ impl WF for WBf16 {
 #[inline]
 #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
 unsafe fn group_float<U: WF, const T: usize>(n: usize, w: &[u8], a: *const u8, s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `a`,
-    // `w`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `a`, `w`, `out` cover every offset used here.
     unsafe {
         let n8 = n / 8 * 8;
         let wp = w.as_ptr();
@@ -2355,10 +2169,7 @@ unsafe fn group_float<U: WF, const T: usize>(n: usize, w: &[u8], a: *const u8, s
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_float<U: WF>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `w`,
-    // `a`, `out` stay within the buffers the caller vouched for (the same
-    // contract), which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used here.
     unsafe {
         let mut t = 0;
         while t + 4 <= out.len() {
@@ -2394,9 +2205,7 @@ unsafe fn tile_bf16(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn amax32(x: *const f32) -> f32 {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `x`
-    // stay within the buffers the caller vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x` covers every offset used here.
     unsafe {
         let sign = _mm256_set1_ps(-0.0);
         let mut m = _mm256_setzero_ps();
@@ -2429,10 +2238,7 @@ unsafe fn low_bytes(v: [__m256i; 4]) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn q8_block(x: *const f32) -> (__m256i, f32, i32) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `x`
-    // stay within the buffers the caller vouched for (the same contract), which
-    // is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x` covers every offset used here.
     unsafe {
         let (d, id) = q8_0::act_scale_of(amax32(x));
         let idv = _mm256_set1_ps(id);
@@ -2452,10 +2258,7 @@ unsafe fn q8_block(x: *const f32) -> (__m256i, f32, i32) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
-    // `out` stay within the buffers the caller vouched for (the same contract),
-    // which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `out` cover every offset used here.
     unsafe {
         for b in 0..x.len() / QK {
             let (q, d, _) = q8_block(x.as_ptr().add(b * QK));
@@ -2468,10 +2271,7 @@ unsafe fn quant_q8_0(x: &[f32], out: &mut [u8]) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
-    // `out` stay within the buffers the caller vouched for (the same contract),
-    // which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `out` cover every offset used here.
     unsafe {
         for b in 0..x.len() / QK {
             let (q, d, sum) = q8_block(x.as_ptr().add(b * QK));
@@ -2485,10 +2285,7 @@ unsafe fn quant_q8_1(x: &[f32], out: &mut [u8]) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn quant_q8_k(x: &[f32], out: &mut [u8]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the contract
-    // of this `#[target_feature]` fn); the offsets and accesses through `x`,
-    // `out` stay within the buffers the caller vouched for (the same contract),
-    // which is what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `out` cover every offset used here.
     unsafe {
         let sign = _mm256_set1_ps(-0.0);
         for b in 0..x.len() / QK_K {

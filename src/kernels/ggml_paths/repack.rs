@@ -153,10 +153,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn one_b32<U: W32>(nb: usize, w: *const u8, a: *const u8) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a` cover every offset used here.
         unsafe {
             let mut acc = 0f32;
             let mut b = 0;
@@ -192,10 +189,8 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight_b32<U: W32>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             for b in 0..nb {
@@ -212,10 +207,8 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile_b32<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let nb = n / QK;
             let mut t = 0;
@@ -235,10 +228,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn one_kmin<U: WK, const P: usize>(nb: usize, w: *const u8, a: *const u8) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a` cover every offset used here.
         unsafe {
             let (mut acc, mut accm) = (0f32, 0f32);
             for b in 0..nb {
@@ -268,10 +258,8 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight_kmin<U: WK, const P: usize>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             let mut accm = _mm256_setzero_ps();
@@ -308,10 +296,8 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile_kmin<U: WK, const P: usize>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let nb = n / QK_K;
             let n4 = gemm_rows(out.len());

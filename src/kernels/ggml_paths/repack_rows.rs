@@ -66,10 +66,8 @@ const T: usize = 4;
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn store_rows(v: __m256, out: *mut f32, os: usize) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `out` stay within the buffers the caller
-    // vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `out` cover every
+    // offset used here.
     unsafe {
         let mut l = [0f32; 8];
         _mm256_storeu_ps(l.as_mut_ptr(), v);
@@ -83,10 +81,8 @@ unsafe fn store_rows(v: __m256, out: *mut f32, os: usize) {
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn bcast4(p: *const u8) -> __m256i {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `p` stay within the buffers the caller
-    // vouched for (the same contract).
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `p` cover every
+    // offset used here.
     unsafe { _mm256_set1_epi32(std::ptr::read_unaligned(p as *const i32)) }
 }
 
@@ -132,11 +128,8 @@ unsafe fn rows_b32<U: Repacked>(
     out: &mut [f32],
     os: usize,
 ) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
-    // caller vouched for (the same contract), which is what the callees'
-    // contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `w`, `a`, `out`
+    // cover every offset used here.
     unsafe {
         assert_rows_out(n_rows, nt, out.len(), os);
         let nb = n / QK;
@@ -196,11 +189,8 @@ unsafe fn rows_b32<U: Repacked>(
 /// `tile` (`[nb][R][8]`) and their scales into `dw` (`[nb][R]`).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
 unsafe fn pack_b32<U: W32>(nb: usize, w: *const u8, ws: usize, groups: usize, tile: &mut [__m256i], dw: &mut [__m256]) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `w`, `tile`, `dw` stay within the buffers
-    // the caller vouched for (the same contract), which is what the callees'
-    // contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `w`, `tile`, `dw`
+    // cover every offset used here.
     unsafe {
         let flip = _mm256_set1_epi8(-128i8); // w ^ 0x80 == w + 128 as u8
         for b in 0..nb {
@@ -236,11 +226,8 @@ unsafe fn b32_tokens<const TT: usize, const R: usize>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `a`, `out`, `tile`, `dw`, `da`, `bias` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `a`, `out`,
+    // `tile`, `dw`, `da`, `bias` cover every offset used here.
     unsafe {
         assert!(tile.len() >= nb * R * 8 && dw.len() >= nb * R && da.len() >= TT * nb && bias.len() >= TT * nb);
         let (tp, dwp, dap, bp) = (tile.as_ptr(), dw.as_ptr(), da.as_ptr(), bias.as_ptr());
@@ -294,10 +281,7 @@ impl RepackedK for WQ4K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let (s6, _) = k4_scales(p.add(4));
             (WQ4K::unpack(p), std::array::from_fn(|g| s6[g / 2]))
@@ -312,10 +296,7 @@ impl RepackedK for WQ2K {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load(p: *const u8) -> (KRegs, [i16; 16]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe {
             let raw: [u8; 16] = std::ptr::read_unaligned(p as *const [u8; 16]);
             (WQ2K::unpack(p), std::array::from_fn(|g| (raw[g] & 0xF) as i16))
@@ -351,11 +332,8 @@ unsafe fn rows_kmin<U: RepackedK>(
     out: &mut [f32],
     os: usize,
 ) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
-    // caller vouched for (the same contract), which is what the callees'
-    // contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `w`, `a`, `out`
+    // cover every offset used here.
     unsafe {
         assert_rows_out(n_rows, nt, out.len(), os);
         let nb = n / QK_K;
@@ -438,11 +416,8 @@ unsafe fn k_tokens<const TT: usize, const P: usize, const PER16: bool>(
     out: *mut f32,
     os: usize,
 ) {
-    // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-    // avx512vl, avx512vnni (the contract of this `#[target_feature]` fn); the
-    // offsets and accesses through `a`, `out`, `tiles` stay within the buffers
-    // the caller vouched for (the same contract), which is what the callees'
-    // contracts ask.
+    // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, avx512vnni, and `a`, `out`,
+    // `tiles` cover every offset used here.
     unsafe {
         let zero = _mm256_setzero_si256();
         let mut acc = [_mm256_setzero_ps(); TT];

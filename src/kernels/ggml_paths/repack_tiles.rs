@@ -395,11 +395,8 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `out`,
-        // `tiles`, `a` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and
+        // `out`, `tiles`, `a` cover every offset used here.
         unsafe {
             assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
             let nb = n / QK;

@@ -165,11 +165,8 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `out`,
-        // `tiles`, `a` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and
+        // `out`, `tiles`, `a` cover every offset used here.
         unsafe {
             assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
             let nb = n / QK_K;
@@ -262,11 +259,8 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `gp`, `a`,
-        // `sums`, `out` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `gp`,
+        // `a`, `sums`, `out` cover every offset used here.
         unsafe {
             let mask = _mm512_set1_epi8(0x0F);
             let zero = _mm512_setzero_si512();
@@ -343,11 +337,8 @@ pub(super) mod x86 {
         out: *mut f32,
         os: usize,
     ) {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `gp`, `a`,
-        // `sums`, `out` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `gp`,
+        // `a`, `sums`, `out` cover every offset used here.
         unsafe {
             let mask = _mm256_set1_epi8(0x0F);
             let zero = _mm256_setzero_si256();

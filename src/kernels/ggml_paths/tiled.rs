@@ -81,10 +81,8 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn eight<U: WK>(nb: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let mut acc = _mm256_setzero_ps();
             for b in 0..nb {
@@ -132,10 +130,8 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile<U: WK>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let nb = n / QK_K;
             let mut t = 0;

@@ -150,10 +150,8 @@ impl Lanes for Vnni {
     #[target_feature(enable = "avx512f,avx512vnni")]
     #[inline]
     unsafe fn group<U: WK>(s: __m512i, codes: *const __m512i, w: *const i8, scale: i32) -> __m512i {
-        // SAFETY: the caller checked that the CPU has avx512f, avx512vnni (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `codes`, `w` stay within the buffers the caller vouched for
-        // (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx512f, avx512vnni, and `codes`, `w` cover every offset used
+        // here.
         unsafe {
             let mut acc = _mm512_setzero_si512();
             for kk in 0..4 {
@@ -166,10 +164,7 @@ impl Lanes for Vnni {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn min_sum(bsums: *const __m512i, mins: *const i32) -> __m512i {
-        // SAFETY: the caller checked that the CPU has avx512f (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through
-        // `bsums`, `mins` stay within the buffers the caller vouched for (the
-        // same contract).
+        // SAFETY: this fn's contract: the CPU has avx512f, and `bsums`, `mins` cover every offset used here.
         unsafe {
             let mut s2 = _mm512_setzero_si512();
             for grp in 0..16 {
@@ -197,9 +192,7 @@ impl Lanes for Vnni {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn store(v: __m512, out: *mut f32) {
-        // SAFETY: the caller checked that the CPU has avx512f (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through `out`
-        // stay within the buffers the caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx512f, and `out` covers every offset used here.
         unsafe { _mm512_storeu_ps(out, v) }
     }
 }
@@ -230,10 +223,7 @@ impl Lanes for Avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn group<U: WK>(s: __m256i, codes: *const __m256i, w: *const i8, scale: i32) -> __m256i {
-        // SAFETY: the caller checked that the CPU has avx2 (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through
-        // `codes`, `w` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, and `codes`, `w` cover every offset used here.
         unsafe {
             let k = i16_sums::<U>();
             assert!(k > 0, "weight values too large for vpmaddubsw");
@@ -260,10 +250,7 @@ impl Lanes for Avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn min_sum(bsums: *const __m256i, mins: *const i32) -> __m256i {
-        // SAFETY: the caller checked that the CPU has avx2 (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through
-        // `bsums`, `mins` stay within the buffers the caller vouched for (the
-        // same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, and `bsums`, `mins` cover every offset used here.
         unsafe {
             // bsums (|·| ≤ 16·128) and minimums (≤ 63) as i16 pairs: vpmaddwd
             // is exact
@@ -294,9 +281,7 @@ impl Lanes for Avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn store(v: __m256, out: *mut f32) {
-        // SAFETY: the caller checked that the CPU has avx2 (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through `out`
-        // stay within the buffers the caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, and `out` covers every offset used here.
         unsafe { _mm256_storeu_ps(out, v) }
     }
 }
@@ -320,11 +305,8 @@ impl<L: Lanes> ActTiles<L> {
     /// `a` holds the `nt` rows; the CPU has `L`'s features.
     #[inline(always)]
     unsafe fn new(nsb: usize, a: *const u8, s: usize, nt: usize) -> ActTiles<L> {
-        // SAFETY: this runs only inside kernels whose `#[target_feature]`
-        // covers the instructions used here, on a CPU that has those features
-        // (the callers' contract); the offsets and accesses through `a` stay
-        // within the buffers the caller vouched for (the same contract), which
-        // is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `a`
+        // covers every offset used here.
         unsafe {
             let tg = L::TG;
             assert!(std::mem::size_of::<L::I>() == 4 * tg && std::mem::size_of::<L::F>() == 4 * tg);
@@ -392,10 +374,7 @@ impl RowBlock {
     /// others.
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn fill<U: WK>(&mut self, nsb: usize, w: *const u8, ws: usize, rows: usize) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w` covers every offset used here.
         unsafe {
             assert!(rows <= RB && self.corr.len() == RB * nsb);
             let ones = _mm256_set1_epi8(1);
@@ -444,11 +423,8 @@ impl RowBlock {
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // register arrays by row
 unsafe fn block<L: Lanes, U: WK, const HAS_MIN: bool>(u: &RowBlock, at: &ActTiles<L>, g: usize, out: &mut [L::F; RB]) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `out` stay within
-    // the buffers the caller vouched for (the same contract), which is what the
-    // callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `out`
+    // covers every offset used here.
     unsafe {
         let nsb = at.nsb;
         let slots = ActTiles::<L>::BSUM_SLOTS;
@@ -498,11 +474,8 @@ unsafe fn rows<L: Lanes, U: WK>(
     out: &mut [f32],
     os: usize,
 ) {
-    // SAFETY: this runs only inside kernels whose `#[target_feature]` covers
-    // the instructions used here, on a CPU that has those features (the
-    // callers' contract); the offsets and accesses through `w`, `a`, `out` stay
-    // within the buffers the caller vouched for (the same contract), which is
-    // what the callees' contracts ask.
+    // SAFETY: this fn's contract: the callers run with target features that cover these instructions, and `w`, `a`,
+    // `out` cover every offset used here.
     unsafe {
         assert_rows_out(n_rows, nt, out.len(), os);
         let (nsb, tg) = (n / QK_K, L::TG);

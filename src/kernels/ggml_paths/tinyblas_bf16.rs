@@ -409,9 +409,7 @@ mod avx2 {
     /// the smallest nonzero magnitude − 1 and the largest (as u16).
     #[target_feature(enable = "avx2")]
     unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
-        // SAFETY: the caller checked that the CPU has avx2 (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through `p`
-        // stay within the buffers the caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, and `p` covers every offset used here.
         unsafe {
             let mut r = [_mm256_setzero_ps(); 4];
             for h in 0..2 {
@@ -433,9 +431,7 @@ mod avx2 {
     /// smallest nonzero magnitude − 1 and the largest (as u32).
     #[target_feature(enable = "avx2")]
     unsafe fn act8(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> __m256 {
-        // SAFETY: the caller checked that the CPU has avx2 (the contract of
-        // this `#[target_feature]` fn); the offsets and accesses through `p`
-        // stay within the buffers the caller vouched for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, and `p` covers every offset used here.
         unsafe {
             // SAFETY: the caller guarantees 32 bytes at p.
             let u = _mm256_loadu_si256(p as *const __m256i);
@@ -460,10 +456,7 @@ mod avx2 {
         mn: &mut __m256i,
         mx: &mut __m256i,
     ) {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `x`, `w` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `x`, `w` cover every offset used here.
         unsafe {
             // SAFETY: the caller guarantees 128 bytes at x.
             let v = [act8(x, mn, mx), act8(x.add(32), mn, mx), act8(x.add(64), mn, mx), act8(x.add(96), mn, mx)];
@@ -497,10 +490,7 @@ mod avx2 {
     /// tinyBLAS (`sgemm`) or vec_dot_bf16's two accumulators.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn group<const T: usize>(sgemm: bool, n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `w`, `a`, `out` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `w`, `a`, `out` cover every offset used here.
         unsafe {
             let nl = if sgemm { n } else { n & !63 };
             let z = _mm256_setzero_ps();

@@ -436,20 +436,16 @@ pub(super) mod avx512 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
     unsafe fn load_h(p: *const u8) -> H {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `p` stay within the buffers the caller vouched
-        // for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, and `p` covers every offset
+        // used here.
         unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i)) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
     #[inline]
     unsafe fn load_f(p: *const u8) -> H {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `p` stay within the buffers the caller vouched
-        // for (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, and `p` covers every offset
+        // used here.
         unsafe { _mm512_loadu_ps(p as *const f32) }
     }
 
@@ -701,11 +697,8 @@ pub(super) mod avx512 {
         save: *mut __m512,
         o: Out,
     ) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c, avx512f,
-        // avx512vl (the contract of this `#[target_feature]` fn); the offsets
-        // and accesses through `wp`, `a`, `save` stay within the buffers the
-        // caller vouched for (the same contract), which is what the callees'
-        // contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, avx512f, avx512vl, and `wp`, `a`, `save` cover
+        // every offset used here.
         unsafe {
             for b in 0..blocks {
                 let acc = if save.is_null() { save } else { save.add(b * RM * RN) };
@@ -920,20 +913,14 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load_h(p: *const u8) -> H {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn load_f(p: *const u8) -> H {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `p` stay within the buffers the caller vouched for (the same
-        // contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
         unsafe { _mm256_loadu_ps(p as *const f32) }
     }
 
@@ -1094,10 +1081,7 @@ mod avx2 {
     /// [`super::dot_scalar`] with lanes 0..8 in `lo`, 8..16 in `hi`.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dot(x: &[f32], y: &[f32]) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `x`, `y` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `x`, `y` cover every offset used here.
         unsafe {
             let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
             let (px, py) = (x.as_ptr(), y.as_ptr());
@@ -1115,10 +1099,7 @@ mod avx2 {
     /// [`dot`] of `x` with 4 rows: per row the same 16 chains and reduction.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dot4(x: &[f32], y: [&[f32]; 4]) -> [f32; 4] {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through `x`
-        // stay within the buffers the caller vouched for (the same contract),
-        // which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `x` covers every offset used here.
         unsafe {
             let mut lo = [_mm256_setzero_ps(); 4];
             let mut hi = [_mm256_setzero_ps(); 4];
@@ -1141,10 +1122,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn round_row(x: &[f32], out: &mut [u8]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `x`, `out` stay within the buffers the caller vouched for
-        // (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `out` cover every offset used here.
         unsafe {
             let n = x.len();
             assert!(out.len() >= 6 * n, "round_row: output too short");
@@ -1166,10 +1144,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn widen_row(bytes: &[u8], out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `bytes`, `out` stay within the buffers the caller vouched for
-        // (the same contract).
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `bytes`, `out` cover every offset used here.
         unsafe {
             let n = out.len();
             assert!(bytes.len() >= 2 * n, "widen_row: input too short");

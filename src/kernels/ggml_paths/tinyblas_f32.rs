@@ -307,10 +307,7 @@ mod avx2 {
     /// step): lanes 0..8 of token j in `lo[j]`, 8..16 in `hi[j]`.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn group_sgemm<const T: usize>(n: usize, w: *const u8, a: *const u8, s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `w`, `a`, `out` stay within the buffers the caller vouched for (the
-        // same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `w`, `a`, `out` cover every offset used here.
         unsafe {
             let mut lo = [_mm256_setzero_ps(); T];
             let mut hi = [_mm256_setzero_ps(); T];
@@ -338,10 +335,7 @@ mod avx2 {
     /// `acc[2j+1]`).
     #[target_feature(enable = "avx2,fma")]
     unsafe fn vec_dot(n: usize, w: &[u8], x: &[u8]) -> f32 {
-        // SAFETY: the caller checked that the CPU has avx2, fma (the contract
-        // of this `#[target_feature]` fn); the offsets and accesses through
-        // `w`, `x` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, and `w`, `x` cover every offset used here.
         unsafe {
             let np = n & !63;
             let mut acc = [_mm256_setzero_ps(); 8];

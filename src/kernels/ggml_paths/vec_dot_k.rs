@@ -249,10 +249,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn lanes<const M: u8>(k: &KRegs, ab: *const u8) -> __m256i {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `ab` stay within the buffers the caller vouched for (the same
-        // contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `ab` covers every offset used here.
         unsafe {
             let mut sumi = _mm256_setzero_si256();
             if M == Q6K {
@@ -284,10 +281,8 @@ mod avx2 {
         s: usize,
         out: &mut [f32],
     ) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let mut acc = [_mm256_setzero_ps(); T];
             let mut accm = [_mm_setzero_ps(); T];
@@ -346,10 +341,8 @@ mod avx2 {
     /// ggml_vec_dot_iq4_nl_q8_0 (see the scalar `iq4_nl`), token by token.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let nb = n / QK;
             for (t, o) in out.iter_mut().enumerate() {
@@ -380,10 +373,8 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn tile<U: WK, const M: u8>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-        // contract of this `#[target_feature]` fn); the offsets and accesses
-        // through `w`, `a`, `out` stay within the buffers the caller vouched
-        // for (the same contract), which is what the callees' contracts ask.
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
+        // here.
         unsafe {
             let nb = n / QK_K;
             let mut t = 0;
