@@ -6,14 +6,16 @@
 //! N_VOCAB keeps only the first N tokens of the vocabulary (merges and special
 //! ids that refer past them are dropped), so that logits goldens stay small.
 //! ARCH: any family of src/model/arch/ (the tensors follow its recipe:
-//! required q/k/v biases, q/k norms, post-norms). Sizes: 2 layers, n_embd 64, 4 heads of
-//! 16 (2 KV heads), n_ff 128, context 512; KEY=N changes one of them:
-//! embd, layers, heads, kv_heads, head_dim, ff (e.g. embd=256 ff=512 for
-//! rows that the 256-element k-quant blocks divide).
+//! pre- and post-norms, fused or split projections, required biases, q/k
+//! norms; the family's own keys from `family_keys`). Sizes: 2 layers,
+//! n_embd 64, 4 heads of 16 (2 KV heads), n_ff 128, context 512; KEY=N
+//! changes one of them: embd, layers, heads, kv_heads, head_dim, ff (e.g.
+//! embd=256 ff=512 for rows that the 256-element k-quant blocks divide);
+//! optional=1 writes the recipe's optional biases too.
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
-use llama::model::arch::{self, Need};
+use llama::model::arch::{self, GateUp, Need, QkNorm};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -66,6 +68,7 @@ fn main() {
 
     let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
+    let mut optional = false;
     for kv in args.iter().skip(6) {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
         let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
@@ -76,6 +79,7 @@ fn main() {
             "kv_heads" => n_head_kv = v,
             "head_dim" => hd = v,
             "ff" => n_ff = v,
+            "optional" => optional = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -113,7 +117,9 @@ fn main() {
     }
     let k = |s: &str| format!("{arch}.{s}");
     w.set("general.architecture", OwnedValue::Str(arch.as_bytes().to_vec()));
-    w.set("general.name", OwnedValue::Str(format!("minfer synthetic {arch} seed {seed}").into_bytes()));
+    // (not naming the family: the reference sets token attributes by the
+    // model's name, "phi3" among them, from tokens a cut vocabulary lacks)
+    w.set("general.name", OwnedValue::Str(format!("minfer synthetic model seed {seed}").into_bytes()));
     w.set(&k("context_length"), OwnedValue::U32(512));
     w.set(&k("embedding_length"), OwnedValue::U32(n_embd as u32));
     w.set(&k("block_count"), OwnedValue::U32(n_layer as u32));
@@ -124,8 +130,8 @@ fn main() {
     w.set(&k("attention.value_length"), OwnedValue::U32(hd as u32));
     w.set(&k("attention.layer_norm_rms_epsilon"), OwnedValue::F32(1e-6));
     w.set(&k("rope.freq_base"), OwnedValue::F32(10000.0));
-    if arch == "gemma3" {
-        w.set(&k("attention.sliding_window"), OwnedValue::U32(4));
+    for (key, v) in family_keys(arch) {
+        w.set(&k(key), v);
     }
 
     let mut rng = Rng(seed);
@@ -139,36 +145,67 @@ fn main() {
     let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
     let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> =
         vec![("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd))];
+    let wanted = |need: Need| need == Need::Required || (need == Need::Optional && optional);
+    let bias = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 0.1 * rng.uniform()).collect() };
+    let (q_width, kv_width) = (n_head * hd, n_head_kv * hd);
     for il in 0..n_layer {
         let t = |s: &str| format!("blk.{il}.{s}");
-        vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
-        mat(&mut rng, t("attn_q.weight"), n_embd, n_head * hd);
-        mat(&mut rng, t("attn_k.weight"), n_embd, n_head_kv * hd);
-        mat(&mut rng, t("attn_v.weight"), n_embd, n_head_kv * hd);
-        mat(&mut rng, t("attn_output.weight"), n_head * hd, n_embd);
-        if recipe.qkv_bias == Need::Required {
-            for (name, n) in
-                [("attn_q.bias", n_head * hd), ("attn_k.bias", n_head_kv * hd), ("attn_v.bias", n_head_kv * hd)]
-            {
-                vecs.push((t(name), vec![n as u64], (0..n).map(|_| 0.1 * rng.uniform()).collect()));
+        if recipe.pre_norms {
+            vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        }
+        if recipe.fused_qkv {
+            mat(&mut rng, t("attn_qkv.weight"), n_embd, q_width + 2 * kv_width);
+        } else {
+            mat(&mut rng, t("attn_q.weight"), n_embd, q_width);
+            mat(&mut rng, t("attn_k.weight"), n_embd, kv_width);
+            mat(&mut rng, t("attn_v.weight"), n_embd, kv_width);
+        }
+        mat(&mut rng, t("attn_output.weight"), q_width, n_embd);
+        if wanted(recipe.qkv_bias) {
+            for (name, n) in [("attn_q.bias", q_width), ("attn_k.bias", kv_width), ("attn_v.bias", kv_width)] {
+                vecs.push((t(name), vec![n as u64], bias(&mut rng, n)));
             }
         }
-        if recipe.qk_norm {
-            vecs.push((t("attn_q_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
-            vecs.push((t("attn_k_norm.weight"), vec![hd as u64], norm(&mut rng, hd)));
+        let (qn, kn) = match recipe.qk_norm {
+            QkNorm::None => (0, 0),
+            QkNorm::PerHead => (hd, hd),
+            QkNorm::Whole => (q_width, kv_width),
+        };
+        if qn > 0 {
+            vecs.push((t("attn_q_norm.weight"), vec![qn as u64], norm(&mut rng, qn)));
+            vecs.push((t("attn_k_norm.weight"), vec![kn as u64], norm(&mut rng, kn)));
         }
         if recipe.post_norms {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
-        vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
-        mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
-        mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
+        if recipe.pre_norms {
+            vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        }
+        match recipe.gate_up {
+            GateUp::Split => {
+                mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
+                mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
+            }
+            GateUp::Fused => mat(&mut rng, t("ffn_up.weight"), n_embd, 2 * n_ff),
+        }
         mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
+        if wanted(recipe.proj_bias) {
+            let mut b = vec![("attn_output.bias", n_embd), ("ffn_up.bias", n_ff), ("ffn_down.bias", n_embd)];
+            if recipe.gate_up == GateUp::Split {
+                b.push(("ffn_gate.bias", n_ff));
+            }
+            for (name, n) in b {
+                vecs.push((t(name), vec![n as u64], bias(&mut rng, n)));
+            }
+        }
     }
     // (gemma3's test models tie it too, as Gemma 3's files do)
     if !recipe.tied_output && arch != "gemma3" {
         mat(&mut rng, "output.weight".into(), n_embd, n_vocab);
+    }
+    if wanted(recipe.output_bias) {
+        vecs.push(("output.bias".into(), vec![n_vocab as u64], bias(&mut rng, n_vocab)));
     }
     let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =
         tensors.into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
@@ -177,4 +214,26 @@ fn main() {
     }
     w.set("general.file_type", OwnedValue::U32(0));
     w.write_file(Path::new(out_path)).expect("write the model");
+}
+
+/// The keys a family's test model sets beyond the shared ones: values that
+/// make its switches bite at these sizes (a window of 4 tokens, caps and
+/// multipliers far from 1).
+fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
+    use OwnedValue::F32;
+    match arch {
+        "gemma3" => vec![("attention.sliding_window", OwnedValue::U32(4))],
+        "gemma2" => vec![
+            ("attention.sliding_window", OwnedValue::U32(4)),
+            ("attn_logit_softcapping", F32(1.5)),
+            ("final_logit_softcapping", F32(2.0)),
+        ],
+        "granite" => vec![
+            ("logit_scale", F32(2.5)),
+            ("residual_scale", F32(0.5)),
+            ("embedding_scale", F32(3.0)),
+            ("attention.scale", F32(0.3)),
+        ],
+        _ => Vec::new(),
+    }
 }

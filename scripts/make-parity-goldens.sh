@@ -6,8 +6,14 @@
 #
 # Needs the reference library (scripts/install-reference-lib.sh) and the vocab
 # files (scripts/fetch-reference-src.sh).
-# usage: scripts/make-parity-goldens.sh
+# usage: scripts/make-parity-goldens.sh [--families FAMILY...]
+# (--families: only the goldens of those lines of golden/parity/families.txt)
 set -euo pipefail
+ONLY=""
+if [ "${1:-}" = "--families" ]; then
+    shift
+    ONLY=" $* "
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
@@ -15,12 +21,7 @@ REF_LIB=$(bash scripts/install-reference-lib.sh --print-lib-dir)
 OUT=target/parity && mkdir -p "$OUT"
 cargo build --release --quiet --example synth_model
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama
-for arch in llama qwen2 qwen3 gemma3; do
-    vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
-    target/release/examples/synth_model "$arch" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/synth-$arch.gguf" 11 512
-    LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
-        "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
-done
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
 # ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL [FLASH_ATTN]"...: sha256 of
 # the reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a
 # time, with flash_attn_type FLASH_ATTN (default -1: AUTO, on for the CPU)
@@ -34,60 +35,67 @@ ref_hashes() {
         echo "$(sha256sum "$OUT/ref-hash.bin" | cut -d' ' -f1)  $2" >> "$out"
     done
 }
-# SmolLM2 Q4_1, 128 tokens: in one decode (tiled flash attention) and in
-# decodes of 32 (one-chunk attention); without flash attention (flash_attn_type
-# 0) in one decode (tinyBLAS KQ/KQV) and in decodes of 1 (ggml_vec_dot_f16)
-ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
-    ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32" \
-    "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
-# Gemma 3 270M Q4_K_M (Q4_K repacked gemm/gemv, Q6_K tiled/vec_dot, Q5_0,
-# Q8_0), 128 tokens: in one decode and in decodes of 7 (gemm on 4 rows + gemv
-# on 3, k-quant vec_dot below 8 rows)
-ref_hashes "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ffi-tests/golden/parity/tokens-gemma3-128.txt \
-    ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7" \
-    "128 one-decode-nofa 0" "7 chunks-of-7-nofa 0" "1 chunks-of-1-nofa 0"
-# SmolLM2 requantized to BF16 by the reference (llama_model_quantize with
-# allow_requantize; minfer's quantize writes the same bytes, which is how
-# run.sh makes it), 128 tokens: in one decode (llamafile's tinyBLAS<32> with
-# vdpbf16ps), token by token (ggml_vec_dot_bf16) and in decodes of 7
-BF16=$OUT/SmolLM2-135M-Instruct.BF16.gguf
-REF_PY=$(echo "$REF_LIB" | sed "s|/lib/python3[^/]*/.*||")/bin/python
-"$REF_PY" - "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$BF16" <<'PY' > /dev/null 2>&1
+if [ -z "$ONLY" ]; then
+    for arch in llama qwen2 qwen3 gemma3; do
+        vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
+        target/release/examples/synth_model "$arch" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/synth-$arch.gguf" 11 512
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
+            "ffi-tests/golden/parity/synth-$arch.ref.bin" 2> /dev/null
+    done
+    # SmolLM2 Q4_1, 128 tokens: in one decode (tiled flash attention) and in
+    # decodes of 32 (one-chunk attention); without flash attention (flash_attn_type
+    # 0) in one decode (tinyBLAS KQ/KQV) and in decodes of 1 (ggml_vec_dot_f16)
+    ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
+        ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32" \
+        "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
+    # Gemma 3 270M Q4_K_M (Q4_K repacked gemm/gemv, Q6_K tiled/vec_dot, Q5_0,
+    # Q8_0), 128 tokens: in one decode and in decodes of 7 (gemm on 4 rows + gemv
+    # on 3, k-quant vec_dot below 8 rows)
+    ref_hashes "$CACHE/models/gemma-3-270m-q4_k_m.gguf" ffi-tests/golden/parity/tokens-gemma3-128.txt \
+        ffi-tests/golden/parity/gemma3-q4_k_m.sha256 "128 one-decode" "7 chunks-of-7" \
+        "128 one-decode-nofa 0" "7 chunks-of-7-nofa 0" "1 chunks-of-1-nofa 0"
+    # SmolLM2 requantized to BF16 by the reference (llama_model_quantize with
+    # allow_requantize; minfer's quantize writes the same bytes, which is how
+    # run.sh makes it), 128 tokens: in one decode (llamafile's tinyBLAS<32> with
+    # vdpbf16ps), token by token (ggml_vec_dot_bf16) and in decodes of 7
+    BF16=$OUT/SmolLM2-135M-Instruct.BF16.gguf
+    REF_PY=$(echo "$REF_LIB" | sed "s|/lib/python3[^/]*/.*||")/bin/python
+    "$REF_PY" - "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$BF16" <<'PY' > /dev/null 2>&1
 import ctypes, sys, llama_cpp
 p = llama_cpp.llama_model_quantize_default_params()
 p.ftype = 32; p.allow_requantize = True  # LLAMA_FTYPE_MOSTLY_BF16
 sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(p)))
 PY
-echo "$(sha256sum "$BF16" | cut -d' ' -f1)  model" > ffi-tests/golden/parity/smollm2-bf16.sha256
-ref_hashes "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt ffi-tests/golden/parity/smollm2-bf16.sha256.tmp \
-    "128 one-decode" "1 token-by-token" "7 chunks-of-7"
-cat ffi-tests/golden/parity/smollm2-bf16.sha256.tmp >> ffi-tests/golden/parity/smollm2-bf16.sha256
-rm ffi-tests/golden/parity/smollm2-bf16.sha256.tmp
-# Embedding inputs (ffi-tests/parity/embd_logits.c: batches of token_embd
-# rows instead of token ids): sha256 of the reference's logits for the
-# synthetic llama, qwen3 and gemma3 models (512 tokens in one decode) and
-# SmolLM2 BF16 (128 tokens in decodes of 7)
-gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
-: > ffi-tests/golden/parity/embd.sha256
-for arch in llama qwen3 gemma3; do
-    LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
-    echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  synth-$arch" >> ffi-tests/golden/parity/embd.sha256
-done
-LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/embd.bin" 7 2> /dev/null
-echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >> ffi-tests/golden/parity/embd.sha256
-# SmolLM2 requantized to F16 by the reference (scripts/parity.sh caches it;
-# ffi-tests/run.sh uses the byte-identical file our llama_model_quantize makes
-# in scripts/quantize-compare.sh): F16 weights by tinyBLAS / ggml_vec_dot_f16
-ref_hashes "$CACHE/requant/SmolLM2-135M-Instruct.F16.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
-    ffi-tests/golden/parity/smollm2-f16.sha256 "128 one-decode" "7 chunks-of-7" \
-    "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
-# Gemma 3 "27B" (62 layers: the reference scales q by 1/sqrt(n_embd / n_head),
-# not 1/sqrt(head size)), tiny, with n_embd / n_head = 16 and heads of 32:
-# 512 tokens in one decode and in decodes of 7
-target/release/examples/synth_model gemma3 "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/synth-gemma3-27b.gguf" 11 512 \
-    layers=62 head_dim=32
-ref_hashes "$OUT/synth-gemma3-27b.gguf" ffi-tests/golden/parity/tokens512.txt \
-    ffi-tests/golden/parity/synth-gemma3-27b.sha256 "512 one-decode" "7 chunks-of-7"
+    echo "$(sha256sum "$BF16" | cut -d' ' -f1)  model" > ffi-tests/golden/parity/smollm2-bf16.sha256
+    ref_hashes "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt ffi-tests/golden/parity/smollm2-bf16.sha256.tmp \
+        "128 one-decode" "1 token-by-token" "7 chunks-of-7"
+    cat ffi-tests/golden/parity/smollm2-bf16.sha256.tmp >> ffi-tests/golden/parity/smollm2-bf16.sha256
+    rm ffi-tests/golden/parity/smollm2-bf16.sha256.tmp
+    # Embedding inputs (ffi-tests/parity/embd_logits.c: batches of token_embd
+    # rows instead of token ids): sha256 of the reference's logits for the
+    # synthetic llama, qwen3 and gemma3 models (512 tokens in one decode) and
+    # SmolLM2 BF16 (128 tokens in decodes of 7)
+    : > ffi-tests/golden/parity/embd.sha256
+    for arch in llama qwen3 gemma3; do
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/synth-$arch.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
+        echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  synth-$arch" >> ffi-tests/golden/parity/embd.sha256
+    done
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$BF16" ffi-tests/golden/parity/tokens-smollm2-128.txt "$OUT/embd.bin" 7 2> /dev/null
+    echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  smollm2-bf16-chunks-of-7" >> ffi-tests/golden/parity/embd.sha256
+    # SmolLM2 requantized to F16 by the reference (scripts/parity.sh caches it;
+    # ffi-tests/run.sh uses the byte-identical file our llama_model_quantize makes
+    # in scripts/quantize-compare.sh): F16 weights by tinyBLAS / ggml_vec_dot_f16
+    ref_hashes "$CACHE/requant/SmolLM2-135M-Instruct.F16.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
+        ffi-tests/golden/parity/smollm2-f16.sha256 "128 one-decode" "7 chunks-of-7" \
+        "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
+    # Gemma 3 "27B" (62 layers: the reference scales q by 1/sqrt(n_embd / n_head),
+    # not 1/sqrt(head size)), tiny, with n_embd / n_head = 16 and heads of 32:
+    # 512 tokens in one decode and in decodes of 7
+    target/release/examples/synth_model gemma3 "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/synth-gemma3-27b.gguf" 11 512 \
+        layers=62 head_dim=32
+    ref_hashes "$OUT/synth-gemma3-27b.gguf" ffi-tests/golden/parity/tokens512.txt \
+        ffi-tests/golden/parity/synth-gemma3-27b.sha256 "512 one-decode" "7 chunks-of-7"
+fi
 # The families of golden/parity/families.txt: a synthetic model (F32), and
 # the same shapes at embd 256 (rows the k-quants divide) quantized by the
 # reference to Q4_K_M and to F16: the files' sha256 and the logits' (512
@@ -97,6 +105,7 @@ gcc -O2 -std=c11 -Iinclude -Iffi-tests ffi-tests/dump_model.c -o "$OUT/dump_mode
 gcc -O2 -std=c11 -Iinclude examples-c/simple.c -o "$OUT/simple" -L"$REF_LIB" -lllama -lggml-base
 grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; do
     [ -n "$family" ] || continue
+    [ -z "$ONLY" ] || [[ "$ONLY" == *" $family "* ]] || continue
     vocab=llama-spm; case $family in qwen*) vocab=qwen2 ;; esac
     gold=ffi-tests/golden/parity/synth-$family.sha256 && : > "$gold"
     # shellcheck disable=SC2086
@@ -128,3 +137,4 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
         > "ffi-tests/python/golden/family-$family.json"
 done
 ls -l ffi-tests/golden/parity/
+

@@ -22,7 +22,7 @@
 # 2-layer models of the parity tests, one of them split in 3 parts by
 # examples/split_model.rs. Cases: every file type minfer quantizes on SmolLM2
 # F16 and on both 256-wide models, parameter variants, split input with and
-# without keep_split, and saving models of the four architectures.
+# without keep_split, and saving models of the families.
 # Output in target/quantize-compare/. Exit status 1 if any case differs.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +68,8 @@ synth synth-llama llama llama-spm 11 512
 synth synth-qwen2 qwen2 qwen2 11 512
 synth synth-qwen3 qwen3 qwen2 11 512
 synth synth-gemma3 gemma3 llama-spm 11 512
+for f in gemma2 olmo2 phi3; do synth "synth-$f" "$f" llama-spm 11 512; done
+synth synth-granite granite llama-spm 11 512 optional=1
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -161,7 +163,7 @@ run_case split.Q4_0 q "$OUT/in/split-00001-of-00003.gguf" 2
 run_case split.Q4_0+keep_split q "$OUT/in/split-00001-of-00003.gguf" 2 keep_split
 
 # --- llama_model_save_to_file
-for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256; do
+for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256 synth-gemma2 synth-olmo2 synth-granite synth-phi3; do
     run_case "save.$m" s "$OUT/in/$m.gguf"
 done
 run_case save.smollm2-q4_1 s "$SMOL"

@@ -55,6 +55,9 @@ pub struct AttnShape {
     pub kw: usize,
     pub vw: usize,
     pub kq_scale: f32,
+    /// 0, or the cap of the scores' softcapping: cap * tanh(s / cap)
+    /// (gemma2).
+    pub softcap: f32,
 }
 
 /// The K/V rows of one layer as f32, laid out for the path in use (kept
@@ -323,7 +326,11 @@ impl<const R: usize> TiledRows<R> {
         self.i = i;
         for (r, row) in self.kq.iter_mut().enumerate() {
             // scale, then the mask: visible cells add 0, the others are -inf
-            let tile_max = vecf::scale_mask_max(row, sh.kq_scale, seen);
+            let tile_max = if sh.softcap != 0.0 {
+                softcap_mask_max(row, sh.kq_scale / sh.softcap, sh.softcap, seen)
+            } else {
+                vecf::scale_mask_max(row, sh.kq_scale, seen)
+            };
             let m_new = self.m[r].max(tile_max);
             if m_new > self.m[r] {
                 let ms = (self.m[r] - m_new).exp();
@@ -428,6 +435,20 @@ fn block_tiled(layer: &LayerKv, sh: AttnShape, g: usize, qs: &[&[f32]], visible:
     }
 }
 
+/// [`vecf::scale_mask_max`] with the scores softcapped, as the reference's
+/// tiled flash attention runs it: every score times `scale` (the kq scale
+/// over the cap), `tanhf`, times `cap`, then the mask.
+fn softcap_mask_max(x: &mut [f32; TILE], scale: f32, cap: f32, visible: u64) -> f32 {
+    let mut max = f32::NEG_INFINITY;
+    for (j, v) in x.iter_mut().enumerate() {
+        *v = if visible >> j & 1 != 0 { (*v * scale).tanh() * cap + 0.0 } else { f32::NEG_INFINITY };
+        if *v > max {
+            max = *v;
+        }
+    }
+    max
+}
+
 /// The one-chunk path for one (token, head) row: `dot(c, q)` is
 /// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q` (`q_in`
 /// rounded to f16),
@@ -476,7 +497,12 @@ fn row_one_chunk(
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
     for &c in visible {
-        let s = dot(c, q) * sh.kq_scale + 0.0;
+        let s = if sh.softcap != 0.0 {
+            // (the reference divides the scale by the cap, then s = cap * tanhf(s))
+            sh.softcap * (dot(c, q) * (sh.kq_scale / sh.softcap)).tanh() + 0.0
+        } else {
+            dot(c, q) * sh.kq_scale + 0.0
+        };
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
         if s > m {
@@ -534,6 +560,8 @@ mod tests {
                 kw: n_head_kv * hd_k,
                 vw: n_head_kv * hd_v,
                 kq_scale: 0.11,
+                // (the softcapped scores on every other head count)
+                softcap: if heads % 2 == 0 { 0.5 } else { 0.0 },
             };
             for n in [1, 2, 5, TOKEN_BLOCK] {
                 let q: Vec<Vec<f32>> =

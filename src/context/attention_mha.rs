@@ -97,7 +97,11 @@ pub fn attention(
         let mut p = vec![f32::NEG_INFINITY; n_kv];
         for &c in &visible[t] {
             let kc = &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-            p[c] = dot(kq_tiny, kc, &qh) * sh.kq_scale + 0.0;
+            let s = dot(kq_tiny, kc, &qh);
+            // (softcapping: ggml_scale by 1 / cap, ggml_tanh, ggml_scale by
+            // cap, then the softmax's scale)
+            let s = if sh.softcap != 0.0 { (s * (1.0 / sh.softcap)).tanh() * sh.softcap } else { s };
+            p[c] = s * sh.kq_scale + 0.0;
         }
         soft_max_scaled(&mut p);
         p.iter_mut().for_each(|x| *x = round(*x, v_f16));

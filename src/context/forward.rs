@@ -15,8 +15,8 @@ use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
-use crate::model::arch::{AttnScale, EmbdScale, Ffn, Rope};
-use crate::model::weights::{Weight, Weights};
+use crate::model::arch::{AttnScale, EmbdScale, Ffn, QkNorm, Rope};
+use crate::model::weights::{Qkv, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
@@ -94,14 +94,17 @@ fn norm_into(pool: &ThreadPool, x: &[f32], h: &mut AlignedF32, width: usize, w: 
     })
 }
 
-/// `x += post_norm(y)` ([n][width] each; `y` normed in place by `post_norm`
-/// if there is one: gemma3), rows in parallel.
+/// `x += post_norm(y) · scale` ([n][width] each; `y` normed in place by
+/// `post_norm` if there is one: gemma3; `scale` 0 is none: granite's
+/// residual multiplier), rows in parallel.
+#[allow(clippy::too_many_arguments)]
 fn add_residual(
     pool: &ThreadPool,
     x: &mut [f32],
     y: &mut [f32],
     width: usize,
     post_norm: Option<&[f32]>,
+    scale: f32,
     eps: f32,
 ) -> Result<()> {
     let per_task = pool.light_rows_per_task(x.len() / width);
@@ -110,10 +113,44 @@ fn add_residual(
     }
     let y = &*y;
     pool.run_rows(x, width, per_task, &|i, row| {
-        for (xi, yi) in row.iter_mut().zip(&y[i * width..(i + 1) * width]) {
-            *xi += yi;
+        let y = &y[i * width..(i + 1) * width];
+        if scale != 0.0 {
+            // (ggml_scale, then ggml_add: two roundings)
+            row.iter_mut().zip(y).for_each(|(xi, yi)| *xi += yi * scale);
+        } else {
+            row.iter_mut().zip(y).for_each(|(xi, yi)| *xi += yi);
         }
     })
+}
+
+/// `h = rms_norm(x) * w` with a norm, else a copy of `x` (olmo2's blocks
+/// read their input unnormed).
+fn pre_norm(
+    pool: &ThreadPool,
+    model: &Model,
+    x: &[f32],
+    h: &mut AlignedF32,
+    width: usize,
+    w: Option<&Weight>,
+    eps: f32,
+) -> Result<()> {
+    match w {
+        Some(w) => norm_into(pool, x, h, width, vector(model, w)?, eps),
+        None => {
+            sized(h, x.len()).copy_from_slice(x);
+            Ok(())
+        }
+    }
+}
+
+/// Copies columns `from..from + dst_width` of each of the `n` rows of `src`
+/// ([n][src_width]) to `dst` ([n][dst_width]): one part of a fused
+/// projection's output.
+fn split_cols(src: &[f32], src_width: usize, from: usize, dst: &mut [f32], n: usize) {
+    let w = dst.len() / n.max(1);
+    for (t, d) in dst.chunks_exact_mut(w).enumerate() {
+        d.copy_from_slice(&src[t * src_width + from..][..w]);
+    }
 }
 
 fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
@@ -172,7 +209,7 @@ pub fn forward(
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
     let neox = family.rope == Rope::Neox;
-    let Workspace { x, h, gate, up, v, layer, acts } = ws;
+    let Workspace { x, h, gate, up, v, fused, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -205,6 +242,10 @@ pub fn forward(
         let s = (n_embd as f32).sqrt();
         x.iter_mut().for_each(|v| *v *= s);
     }
+    if hp.f_embedding_scale != 0.0 {
+        // (granite: ggml_scale of every input row)
+        x.iter_mut().for_each(|v| *v *= hp.f_embedding_scale);
+    }
     let rope_factors = match &weights.rope_freqs {
         Some(w) => Some(vector(model, w)?),
         None => None,
@@ -235,18 +276,34 @@ pub fn forward(
         let n_head = hp.n_head[il] as usize;
         let n_head_kv = hp.n_head_kv[il] as usize;
         let swa = hp.is_swa(il);
-        let (freq_base, freq_scale) =
-            if swa { (hp.rope_freq_base_train_swa, 1.0) } else { (hp.rope_freq_base_train, hp.rope_freq_scale_train) };
+        let (freq_base, freq_scale) = if swa {
+            (hp.rope_freq_base_train_swa, hp.rope_freq_scale_train_swa)
+        } else {
+            (hp.rope_freq_base_train, hp.rope_freq_scale_train)
+        };
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
-        norm_into(pool, x, h, n_embd, vector(model, &lw.attn_norm)?, eps)?;
+        pre_norm(pool, model, x, h, n_embd, lw.attn_norm.as_ref(), eps)?;
         let hn = &h[..nt * n_embd];
         dump::tensor("attn_norm", Some(il), hn, n_embd);
-        linear(pool, model, acts, [&lw.wq, &lw.wk, &lw.wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?;
+        let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
+        match &lw.qkv {
+            Qkv::Split { wq, wk, wv } => {
+                linear(pool, model, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?
+            }
+            Qkv::Fused(w) => {
+                // one matmul [nt][q | k | v], split into the three buffers
+                linear(pool, model, acts, [w], hn, nt, [&mut *fused])?;
+                let width = w.rows();
+                split_cols(fused, width, 0, sized(gate, nt * q_width), nt);
+                split_cols(fused, width, q_width, sized(up, nt * k_width), nt);
+                split_cols(fused, width, q_width + k_width, sized(v, nt * v_width), nt);
+            }
+        }
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
-        let q = &mut gate[..nt * lw.wq.rows()];
-        let k = &mut up[..nt * lw.wk.rows()];
-        let v = &mut v[..nt * lw.wv.rows()];
+        let q = &mut gate[..nt * q_width];
+        let k = &mut up[..nt * k_width];
+        let v = &mut v[..nt * v_width];
         add_bias(model, q, lw.bq.as_ref())?;
         add_bias(model, k, lw.bk.as_ref())?;
         add_bias(model, v, lw.bv.as_ref())?;
@@ -264,17 +321,20 @@ pub fn forward(
             }
         };
         let angles = &rope_tables[table].1;
-        // (smollm3's NoPE layers: every n_no_rope_layer_step-th attends without rope)
-        let use_rope = !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
+        // (smollm3's NoPE layers: every n_no_rope_layer_step-th attends
+        // without rope; granite's switch turns it off everywhere)
+        let use_rope = hp.use_rope && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
             if norm.is_none() && !use_rope {
                 continue;
             }
             let width = buf.len() / nt;
+            // a norm per head, or one over all heads of the token (olmo2)
+            let norm_width = if recipe.qk_norm == QkNorm::Whole { width } else { hd_k };
             pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|t, heads| {
                 if let Some(w) = &norm {
-                    ops::rms_norm_mul(heads, hd_k, w, eps);
+                    ops::rms_norm_mul(heads, norm_width, w, eps);
                 }
                 if use_rope {
                     for head in heads.chunks_exact_mut(hd_k) {
@@ -309,7 +369,8 @@ pub fn forward(
             kv.v[il].write(c * vw, &v[t * vw..(t + 1) * vw]);
         }
 
-        let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale };
+        let softcap = if recipe.attn_softcap { hp.f_attn_logit_softcapping } else { 0.0 };
+        let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw, vw, kq_scale, softcap };
         let window = if swa { Some(hp.n_swa as i32) } else { None };
         // attn: [nt][n_head * hd_v]
         let visible = match window {
@@ -322,6 +383,7 @@ pub fn forward(
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)
         linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *h])?;
+        add_bias(model, &mut h[..nt * n_embd], lw.bo.as_ref())?;
         dump::tensor("attn_out", Some(il), &h[..nt * n_embd], n_embd);
         if il + 1 == n_layer && out_rows.len() < nt {
             if out_rows.is_empty() {
@@ -332,17 +394,29 @@ pub fn forward(
             nr = out_rows.len();
         }
         let o = &mut h[..nr * n_embd];
-        add_residual(pool, x, o, n_embd, lw.attn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
+        let post_norm = lw.attn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?;
+        add_residual(pool, x, o, n_embd, post_norm, hp.f_residual_scale, eps)?;
 
         // --- feed-forward
         dump::tensor("ffn_inp", Some(il), x, n_embd);
-        norm_into(pool, x, h, n_embd, vector(model, &lw.ffn_norm)?, eps)?;
+        pre_norm(pool, model, x, h, n_embd, lw.ffn_norm.as_ref(), eps)?;
         let hn = &h[..nr * n_embd];
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
-        linear(pool, model, acts, [&lw.ffn_gate, &lw.ffn_up], hn, nr, [&mut *gate, &mut *up])?;
+        let n_ff = lw.ffn_down.cols();
+        match &lw.ffn_gate {
+            Some(wg) => linear(pool, model, acts, [wg, &lw.ffn_up], hn, nr, [&mut *gate, &mut *up])?,
+            None => {
+                // one matmul [nr][gate | up] (phi3), split
+                linear(pool, model, acts, [&lw.ffn_up], hn, nr, [&mut *fused])?;
+                split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
+                split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
+            }
+        }
         // gate, up [nr][n_ff]
-        let n_ff = lw.ffn_gate.rows();
-        let (gate, up) = (&mut gate[..nr * n_ff], &up[..nr * n_ff]);
+        let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
+        add_bias(model, up, lw.ffn_up_b.as_ref())?;
+        add_bias(model, gate, lw.ffn_gate_b.as_ref())?;
+        let up = &*up;
         if dump::enabled() {
             dump::tensor("ffn_gate", Some(il), gate, n_ff);
             dump::tensor("ffn_up", Some(il), up, n_ff);
@@ -365,8 +439,10 @@ pub fn forward(
         // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
         linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *h])?;
         let o = &mut h[..nr * n_embd];
+        add_bias(model, o, lw.ffn_down_b.as_ref())?;
         dump::tensor("ffn_out", Some(il), o, n_embd);
-        add_residual(pool, x, o, n_embd, lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?, eps)?;
+        let post_norm = lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?;
+        add_residual(pool, x, o, n_embd, post_norm, hp.f_residual_scale, eps)?;
         dump::tensor("l_out", Some(il), x, n_embd);
     }
 
@@ -384,6 +460,12 @@ pub fn forward(
         return Ok(ControlFlow::Continue(()));
     }
     linear_into(pool, model, acts, &weights.output, x, out_rows.len(), logits)?;
+    add_bias(model, logits, weights.output_b.as_ref())?;
+    if hp.f_logit_scale != 0.0 {
+        // (granite: ggml_scale by 1 / logit_scale)
+        let inv = 1.0 / hp.f_logit_scale;
+        logits.iter_mut().for_each(|l| *l *= inv);
+    }
     let cap = hp.f_final_logit_softcapping;
     if recipe.logit_softcap && cap != 0.0 {
         // as the reference's graph: scale by 1/cap, tanh, scale by cap

@@ -39,6 +39,9 @@ pub struct Workspace {
     pub up: AlignedF32,
     /// [nt][n_head_kv * hd_v]
     pub v: AlignedF32,
+    /// the output of a fused projection before it is split: [nt][q + k +
+    /// v widths] (`attn_qkv`), [nr][2 * n_ff] (a fused gate and up)
+    pub fused: AlignedF32,
     /// one layer's K and V as f32, as the flash attention reads them
     pub layer: LayerKv,
     /// the matmuls' quantized inputs, one per activation format

@@ -26,6 +26,13 @@ pub struct HParams {
     pub rope_freq_base_train: f32,
     pub rope_freq_base_train_swa: f32,
     pub rope_freq_scale_train: f32,
+    /// The frequency scale of sliding-window layers (the reference's 1).
+    pub rope_freq_scale_train_swa: f32,
+    /// `%s.rope.scaling.finetuned` (the reference's false when absent).
+    pub rope_finetuned: bool,
+    /// Whether the layers have rope (granite: its `rope_finetuned`, which
+    /// defaults to true there; true for the others).
+    pub use_rope: bool,
     pub f_norm_rms_eps: f32,
     /// Sliding-window attention per layer, non-zero where a layer slides
     /// (gemma3: 5 of every 6), as the file gave it (the saver writes it back).
@@ -35,6 +42,16 @@ pub struct HParams {
     /// The reference's 30 unless the family reads its key; applied only
     /// where the family's recipe says (`Block::logit_softcap`).
     pub f_final_logit_softcapping: f32,
+    /// The reference's 50 unless the family reads its key; applied only
+    /// where the recipe says (`Block::attn_softcap`).
+    pub f_attn_logit_softcapping: f32,
+    /// Granite's multipliers, 0 (not applied) unless the family reads
+    /// them: the input rows times `f_embedding_scale`, each sublayer's
+    /// output times `f_residual_scale` before its residual add, the logits
+    /// divided by `f_logit_scale`.
+    pub f_embedding_scale: f32,
+    pub f_residual_scale: f32,
+    pub f_logit_scale: f32,
     /// Every n-th layer has no rope where the recipe says
     /// (`Block::nope_layers`); the reference's default 4.
     pub n_no_rope_layer_step: u32,
@@ -240,10 +257,17 @@ impl HParams {
             // 10000, not the global base, unless the family reads its key
             rope_freq_base_train_swa: 10000.0,
             rope_freq_scale_train,
+            rope_freq_scale_train_swa: 1.0,
+            rope_finetuned: keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(false),
+            use_rope: true,
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
             swa_layers: vec![0; n_layer as usize],
             f_attention_scale: 0.0,
             f_final_logit_softcapping: 30.0,
+            f_attn_logit_softcapping: 50.0,
+            f_embedding_scale: 0.0,
+            f_residual_scale: 0.0,
+            f_logit_scale: 0.0,
             n_no_rope_layer_step: 4,
         })
     }

@@ -81,7 +81,7 @@ impl Repacked {
     pub fn build(ks: &KernelSet, files: &[GgufFile], weights: &Weights) -> Result<Repacked> {
         let mut mats: Vec<&Weight> = Vec::new();
         for l in &weights.layers {
-            mats.extend([&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down]);
+            mats.extend(l.matrices());
         }
         mats.push(&weights.output);
         let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);

@@ -3,8 +3,8 @@
 //! every hyperparameter the reference keeps (about 140 keys, most of them
 //! its defaults), the vocabulary as the tokenizer sees it, and the tensors
 //! the architecture created, in the order of its model struct. This module
-//! rebuilds that state for the architectures minfer runs (llama, qwen2,
-//! qwen3, gemma3) so the file is byte-identical to the reference's.
+//! rebuilds that state for the families minfer runs (`model::arch`) so the
+//! file is byte-identical to the reference's.
 
 use super::hparams::Keys;
 use super::Model;
@@ -42,6 +42,12 @@ struct Saved {
     n_rot_swa: u32,
     rms_eps: f32,
     final_softcap: f32,
+    attn_softcap: f32,
+    logit_scale: f32,
+    residual_scale: f32,
+    embedding_scale: f32,
+    /// rope_pattern's value for every layer (granite's rope switch).
+    rope_layers: bool,
     n_swa: u32,
     /// Some(per-layer flags) when the model has sliding-window layers.
     swa_layers: Option<Vec<u32>>,
@@ -117,6 +123,11 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         n_rot_swa: keys.u32("%s.rope.dimension_count_swa")?.unwrap_or(n_rot),
         rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
         final_softcap: hp.f_final_logit_softcapping,
+        attn_softcap: hp.f_attn_logit_softcapping,
+        logit_scale: hp.f_logit_scale,
+        residual_scale: hp.f_residual_scale,
+        embedding_scale: hp.f_embedding_scale,
+        rope_layers: hp.use_rope,
         n_swa: hp.n_swa,
         swa_layers: (hp.n_swa > 0).then(|| hp.swa_layers.clone()),
         attn_scale: hp.f_attention_scale,
@@ -134,7 +145,7 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         },
         rope_attn_factor: keys.f32("%s.rope.scaling.attn_factor")?.unwrap_or(1.0),
         n_ctx_orig: keys.u32("%s.rope.scaling.original_context_length")?.unwrap_or(n_ctx_train),
-        rope_finetuned: keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(false),
+        rope_finetuned: hp.rope_finetuned,
         classifier_labels,
         name: keys.string("general.name")?.map_or_else(|| b"n/a".to_vec(), |v| c_trunc(&v)),
     };
@@ -326,18 +337,18 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("n_deepstack_layers"), U32(0));
     put(&k("deepstack_mapping"), OwnedValue::Array(OwnedArray::I32(vec![-1; MAX_LAYERS])));
     put(&k("pooling_type"), U32(h.pooling as u32));
-    put(&k("logit_scale"), F32(0.0));
+    put(&k("logit_scale"), F32(h.logit_scale));
     put(&k("decoder_start_token_id"), I32(-1));
     put(&k("decoder_block_count"), U32(0));
-    put(&k("attn_logit_softcapping"), F32(50.0));
+    put(&k("attn_logit_softcapping"), F32(h.attn_softcap));
     put(&k("router_logit_softcapping"), F32(30.0));
     put(&k("final_logit_softcapping"), F32(h.final_softcap));
     put(&k("swin_norm"), Bool(false));
     for s in ["rescale_every_n_layers", "time_mix_extra_dim", "time_decay_extra_dim"] {
         put(&k(s), U32(0));
     }
-    put(&k("residual_scale"), F32(0.0));
-    put(&k("embedding_scale"), F32(0.0));
+    put(&k("residual_scale"), F32(h.residual_scale));
+    put(&k("embedding_scale"), F32(h.embedding_scale));
     for s in ["hrm.layers_per_stack", "hrm.h_cycles", "hrm.l_cycles"] {
         put(&k(s), U32(0));
     }
@@ -371,7 +382,7 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
         put(&k(s), U32(0));
     }
     if n_layer > 0 {
-        put(&k("attention.rope_pattern"), U32(1));
+        put(&k("attention.rope_pattern"), U32(u32::from(h.rope_layers)));
     }
     put(&k("attention.sliding_window"), U32(h.n_swa));
     if let Some(layers) = &h.swa_layers {

@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::{Family, Need};
+use super::arch::{Family, GateUp, Need, QkNorm};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -30,25 +30,52 @@ impl Weight {
 }
 
 /// One transformer block. The optional tensors are bound as the family's
-/// recipe (`arch::Block`) says: q/k/v biases, q/k norms, post norms.
+/// recipe (`arch::Block`) says.
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
-    pub attn_norm: Weight,              // [n_embd]
-    pub wq: Weight,                     // [n_embd, n_head * head_dim]
-    pub wk: Weight,                     // [n_embd, n_head_kv * head_dim]
-    pub wv: Weight,                     // [n_embd, n_head_kv * head_dim]
+    pub attn_norm: Option<Weight>,      // [n_embd]
+    pub qkv: Qkv,                       // q, k, v: [n_embd, q_width], [n_embd, kv_width] ×2
     pub wo: Weight,                     // [n_head * head_dim, n_embd]
-    pub bq: Option<Weight>,             // [n_head * head_dim]
-    pub bk: Option<Weight>,             // [n_head_kv * head_dim]
-    pub bv: Option<Weight>,             // [n_head_kv * head_dim]
-    pub q_norm: Option<Weight>,         // [head_dim]
-    pub k_norm: Option<Weight>,         // [head_dim]
+    pub bq: Option<Weight>,             // [q_width]
+    pub bk: Option<Weight>,             // [kv_width]
+    pub bv: Option<Weight>,             // [kv_width]
+    pub bo: Option<Weight>,             // [n_embd]
+    pub q_norm: Option<Weight>,         // [head_dim], or [q_width] (QkNorm::Whole)
+    pub k_norm: Option<Weight>,         // [head_dim], or [kv_width]
     pub attn_post_norm: Option<Weight>, // [n_embd]
-    pub ffn_norm: Weight,               // [n_embd]
-    pub ffn_gate: Weight,               // [n_embd, n_ff]
-    pub ffn_up: Weight,                 // [n_embd, n_ff]
+    pub ffn_norm: Option<Weight>,       // [n_embd]
+    /// None where `ffn_up` holds the gate too (`GateUp::Fused`).
+    pub ffn_gate: Option<Weight>, // [n_embd, n_ff]
+    pub ffn_up: Weight,                 // [n_embd, n_ff], or [n_embd, 2 * n_ff] (fused)
     pub ffn_down: Weight,               // [n_ff, n_embd]
+    pub ffn_gate_b: Option<Weight>,     // [n_ff]
+    pub ffn_up_b: Option<Weight>,       // [n_ff]
+    pub ffn_down_b: Option<Weight>,     // [n_embd]
     pub ffn_post_norm: Option<Weight>,  // [n_embd]
+}
+
+impl LayerWeights {
+    /// The matrices the block multiplies by.
+    pub fn matrices(&self) -> Vec<&Weight> {
+        let mut m = match &self.qkv {
+            Qkv::Split { wq, wk, wv } => vec![wq, wk, wv],
+            Qkv::Fused(w) => vec![w],
+        };
+        m.push(&self.wo);
+        m.extend(&self.ffn_gate);
+        m.extend([&self.ffn_up, &self.ffn_down]);
+        m
+    }
+}
+
+/// The attention's input projections.
+#[derive(Debug, Clone)]
+pub enum Qkv {
+    /// `attn_q`, `attn_k`, `attn_v`.
+    Split { wq: Weight, wk: Weight, wv: Weight },
+    /// `attn_qkv` [n_embd, q_width + 2 * kv_width]: each output row is q,
+    /// then k, then v.
+    Fused(Weight),
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +84,7 @@ pub struct Weights {
     pub output_norm: Weight, // [n_embd]
     /// The output head; the token embedding itself when the model ties them.
     pub output: Weight, // [n_embd, n_vocab]
+    pub output_b: Option<Weight>, // [n_vocab]
     /// llama3-style rope frequency factors, if present.
     pub rope_freqs: Option<Weight>, // [n_rot / 2]
     pub layers: Vec<LayerWeights>,
@@ -107,6 +135,11 @@ impl Weights {
             false => b.optional("output.weight", &[n_embd, n_vocab])?,
         }
         .unwrap_or_else(|| tok_embd.clone());
+        let output_b = match recipe.output_bias {
+            Need::Absent => None,
+            Need::Optional => b.optional("output.bias", &[n_vocab])?,
+            Need::Required => Some(b.required("output.bias", &[n_vocab])?),
+        };
         let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
 
         // a tensor the recipe may ask for
@@ -124,40 +157,88 @@ impl Weights {
             let n_head_kv = hp.n_head_kv[il] as usize;
             let hd_k = hp.n_embd_head_k as usize;
             let hd_v = hp.n_embd_head_v as usize;
+            let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
             let n_ff = hp.n_ff[il] as usize;
             let t = |s: &str| format!("blk.{il}.{s}");
+            let fused_qkv = match recipe.fused_qkv {
+                true => b.optional(&t("attn_qkv.weight"), &[n_embd, q_width + k_width + v_width])?,
+                false => None,
+            };
+            let qkv = match fused_qkv {
+                Some(w) => Qkv::Fused(w),
+                None => Qkv::Split {
+                    wq: b.required(&t("attn_q.weight"), &[n_embd, q_width])?,
+                    wk: b.required(&t("attn_k.weight"), &[n_embd, k_width])?,
+                    wv: b.required(&t("attn_v.weight"), &[n_embd, v_width])?,
+                },
+            };
+            let (q_norm, k_norm) = match recipe.qk_norm {
+                QkNorm::None => (None, None),
+                QkNorm::PerHead => (
+                    Some(b.required(&t("attn_q_norm.weight"), &[hd_k])?),
+                    Some(b.required(&t("attn_k_norm.weight"), &[hd_k])?),
+                ),
+                QkNorm::Whole => (
+                    Some(b.required(&t("attn_q_norm.weight"), &[q_width])?),
+                    Some(b.required(&t("attn_k_norm.weight"), &[k_width])?),
+                ),
+            };
+            let gate_width = match recipe.gate_up {
+                GateUp::Split => n_ff,
+                GateUp::Fused => 2 * n_ff,
+            };
             let layer = LayerWeights {
-                attn_norm: b.required(&t("attn_norm.weight"), &[n_embd])?,
-                wq: b.required(&t("attn_q.weight"), &[n_embd, n_head * hd_k])?,
-                wk: b.required(&t("attn_k.weight"), &[n_embd, n_head_kv * hd_k])?,
-                wv: b.required(&t("attn_v.weight"), &[n_embd, n_head_kv * hd_v])?,
+                attn_norm: bind(need(recipe.pre_norms), &t("attn_norm.weight"), &[n_embd])?,
+                qkv,
                 wo: b.required(&t("attn_output.weight"), &[n_head * hd_v, n_embd])?,
-                bq: bind(recipe.qkv_bias, &t("attn_q.bias"), &[n_head * hd_k])?,
-                bk: bind(recipe.qkv_bias, &t("attn_k.bias"), &[n_head_kv * hd_k])?,
-                bv: bind(recipe.qkv_bias, &t("attn_v.bias"), &[n_head_kv * hd_v])?,
-                q_norm: bind(need(recipe.qk_norm), &t("attn_q_norm.weight"), &[hd_k])?,
-                k_norm: bind(need(recipe.qk_norm), &t("attn_k_norm.weight"), &[hd_k])?,
+                bq: bind(recipe.qkv_bias, &t("attn_q.bias"), &[q_width])?,
+                bk: bind(recipe.qkv_bias, &t("attn_k.bias"), &[k_width])?,
+                bv: bind(recipe.qkv_bias, &t("attn_v.bias"), &[v_width])?,
+                bo: bind(recipe.proj_bias, &t("attn_output.bias"), &[n_embd])?,
+                q_norm,
+                k_norm,
                 attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
-                ffn_norm: b.required(&t("ffn_norm.weight"), &[n_embd])?,
-                ffn_gate: b.required(&t("ffn_gate.weight"), &[n_embd, n_ff])?,
-                ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, n_ff])?,
+                ffn_norm: bind(need(recipe.pre_norms), &t("ffn_norm.weight"), &[n_embd])?,
+                ffn_gate: bind(need(recipe.gate_up == GateUp::Split), &t("ffn_gate.weight"), &[n_embd, n_ff])?,
+                ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
                 ffn_down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
+                ffn_gate_b: match recipe.gate_up {
+                    GateUp::Split => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
+                    GateUp::Fused => None,
+                },
+                ffn_up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?,
+                ffn_down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
                 ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
             };
             layers.push(layer);
         }
-        Ok(Weights { tok_embd, output_norm, output, rope_freqs, layers })
+        Ok(Weights { tok_embd, output_norm, output, output_b, rope_freqs, layers })
     }
 
     /// The one-row weights the forward pass reads (norms, biases, rope
     /// factors), each once.
     pub fn vectors(&self) -> Vec<&Weight> {
         let mut v: Vec<&Weight> = vec![&self.output_norm];
-        v.extend(&self.rope_freqs);
+        v.extend([&self.rope_freqs, &self.output_b].into_iter().flatten());
         for l in &self.layers {
-            v.extend([&l.attn_norm, &l.ffn_norm]);
             v.extend(
-                [&l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.attn_post_norm, &l.ffn_post_norm].into_iter().flatten(),
+                [
+                    &l.attn_norm,
+                    &l.ffn_norm,
+                    &l.bq,
+                    &l.bk,
+                    &l.bv,
+                    &l.bo,
+                    &l.q_norm,
+                    &l.k_norm,
+                    &l.attn_post_norm,
+                    &l.ffn_post_norm,
+                    &l.ffn_gate_b,
+                    &l.ffn_up_b,
+                    &l.ffn_down_b,
+                ]
+                .into_iter()
+                .flatten(),
             );
         }
         v

@@ -3,7 +3,7 @@
 //! sublayers, GeGLU, token embeddings scaled by sqrt(n_embd), q scaled
 //! before attention, NEOX rope, optional final logit softcapping.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, QkNorm, Rope};
 use crate::error::Result;
 use crate::model::hparams::{swa_layers, HParams, Keys};
 
@@ -11,7 +11,7 @@ pub static FAMILY: Family = Family {
     name: "gemma3",
     rope: Rope::Neox,
     block: Block {
-        qk_norm: true,
+        qk_norm: QkNorm::PerHead,
         post_norms: true,
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQ,

@@ -15,8 +15,12 @@
 //! forward pass keeps one place for the bit-exact numerics.
 
 mod gemma;
+mod gemma2;
 mod gemma3;
+mod granite;
 mod llama;
+mod olmo2;
+mod phi3;
 mod qwen2;
 mod qwen3;
 mod smollm3;
@@ -25,8 +29,18 @@ use super::hparams::{HParams, Keys};
 use crate::error::Result;
 
 /// Every family minfer runs, in the order the README lists them.
-pub static FAMILIES: &[&Family] =
-    &[&llama::FAMILY, &gemma3::FAMILY, &qwen2::FAMILY, &qwen3::FAMILY, &smollm3::FAMILY, &gemma::FAMILY];
+pub static FAMILIES: &[&Family] = &[
+    &llama::FAMILY,
+    &gemma3::FAMILY,
+    &qwen2::FAMILY,
+    &qwen3::FAMILY,
+    &smollm3::FAMILY,
+    &gemma::FAMILY,
+    &gemma2::FAMILY,
+    &olmo2::FAMILY,
+    &granite::FAMILY,
+    &phi3::FAMILY,
+];
 
 /// A model family: what the loader, the forward pass and the C API need to
 /// know about one `general.architecture`.
@@ -92,6 +106,28 @@ pub enum Ffn {
     GeGlu,
 }
 
+/// Where the feed-forward's gate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateUp {
+    /// `ffn_gate` and `ffn_up`, two matrices.
+    Split,
+    /// One `ffn_up` of 2 * n_ff rows: the gate is the first half of each
+    /// output row, up the second (phi3: ggml_swiglu of one tensor).
+    Fused,
+}
+
+/// How q and k are normed per token after their projections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QkNorm {
+    None,
+    /// `attn_q_norm`, `attn_k_norm` of one head's size: an RMS norm over
+    /// each head (qwen3, gemma3).
+    PerHead,
+    /// Of the whole projection's size: one RMS norm over all heads of a
+    /// token (olmo2).
+    Whole,
+}
+
 /// Where the attention's 1/sqrt(d) goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttnScale {
@@ -118,20 +154,34 @@ pub enum EmbdScale {
 }
 
 /// The recipe of a transformer block, and of what surrounds the blocks.
-/// Every block is: norm → q, k, v (+ biases) → q/k norms → rope →
-/// attention → output projection → [post-norm] → residual → norm → gated
-/// FFN → [post-norm] → residual.
+/// Every block is: [norm] → q, k, v (+ biases) → q/k norms → rope →
+/// attention [softcapped] → output projection → [post-norm] → [scale] →
+/// residual → [norm] → gated FFN → [post-norm] → [scale] → residual.
 #[derive(Debug, Clone, Copy)]
 pub struct Block {
+    /// `attn_norm`, `ffn_norm`: RMS norms of each sublayer's input (olmo2
+    /// has none: it norms the outputs, `post_norms`).
+    pub pre_norms: bool,
+    /// `attn_qkv`: q, k and v as one matrix, used when the file has it
+    /// (else `attn_q`, `attn_k`, `attn_v`; phi3).
+    pub fused_qkv: bool,
     /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias`.
     pub qkv_bias: Need,
-    /// `attn_q_norm`, `attn_k_norm`: RMS norms over each head of q and k.
-    pub qk_norm: bool,
+    pub qk_norm: QkNorm,
     /// `post_attention_norm`, `post_ffw_norm`: RMS norms of each sublayer's
     /// output before its residual add.
     pub post_norms: bool,
     pub ffn: Ffn,
+    pub gate_up: GateUp,
+    /// `attn_output.bias`, `ffn_up.bias`, `ffn_gate.bias`, `ffn_down.bias`
+    /// (granite's optional ones).
+    pub proj_bias: Need,
+    /// `output.bias`, added to the logits.
+    pub output_bias: Need,
     pub attn_scale: AttnScale,
+    /// The attention scores go through cap * tanh(s / cap) before the
+    /// softmax, cap = `HParams::f_attn_logit_softcapping` (gemma2).
+    pub attn_softcap: bool,
     pub embd_scale: EmbdScale,
     /// The output head is always `token_embd` (an `output.weight` in the
     /// file is not read), where other families use `output.weight` when
@@ -149,13 +199,19 @@ impl Block {
     /// The plain pre-norm block (llama's): no biases, norms or scaling
     /// beyond RMS norms before each sublayer, SwiGLU, 1/sqrt(head size) in
     /// the softmax. A family states where it differs:
-    /// `Block { qk_norm: true, ..Block::PLAIN }`.
+    /// `Block { qk_norm: QkNorm::PerHead, ..Block::PLAIN }`.
     pub const PLAIN: Block = Block {
+        pre_norms: true,
+        fused_qkv: false,
         qkv_bias: Need::Optional,
-        qk_norm: false,
+        qk_norm: QkNorm::None,
         post_norms: false,
         ffn: Ffn::SwiGlu,
+        gate_up: GateUp::Split,
+        proj_bias: Need::Absent,
+        output_bias: Need::Absent,
         attn_scale: AttnScale::InSoftmax,
+        attn_softcap: false,
         embd_scale: EmbdScale::None,
         tied_output: false,
         nope_layers: false,
@@ -187,7 +243,7 @@ mod tests {
             assert_eq!(find(f.name), Some(*f));
             assert_eq!(FAMILIES.iter().filter(|g| g.name == f.name).count(), 1);
         }
-        assert_eq!(find("phi3"), None);
+        assert_eq!(find("phi2"), None);
         assert!(supported_list().starts_with("llama, gemma3, qwen2, qwen3"));
     }
 
@@ -200,8 +256,12 @@ mod tests {
         assert_eq!(size("gemma3", hp(18, 640, 4, 1, 262144)), "270M");
         assert_eq!(size("qwen2", hp(24, 1024, 14, 2, 151936)), "0.5B");
         assert_eq!(size("qwen3", hp(3, 64, 4, 2, 1000)), "?B");
+        assert_eq!(size("gemma2", hp(46, 4608, 32, 16, 256000)), "27B");
+        assert_eq!(size("granite", hp(40, 2560, 32, 8, 49155)), "3B");
+        assert_eq!(size("phi3", hp(40, 5120, 40, 10, 100352)), "14B");
         let rope = |name: &str| find(name).unwrap().rope.llama_rope_type();
-        assert_eq!([rope("llama"), rope("gemma3"), rope("qwen2"), rope("qwen3")], [0, 2, 2, 2]);
+        let names = ["llama", "gemma3", "qwen2", "qwen3", "smollm3", "gemma", "gemma2", "olmo2", "granite", "phi3"];
+        assert_eq!(names.map(rope), [0, 2, 2, 2, 0, 2, 2, 2, 0, 2]);
     }
 
     /// The README's list of supported families is written from this

@@ -1,13 +1,13 @@
 //! `qwen3`: Qwen 3 (dense). As llama with RMS norms over each head of q and
 //! k before rope, NEOX rope.
 
-use super::{Block, Family, Rope};
+use super::{Block, Family, QkNorm, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
     name: "qwen3",
     rope: Rope::Neox,
-    block: Block { qk_norm: true, ..Block::PLAIN },
+    block: Block { qk_norm: QkNorm::PerHead, ..Block::PLAIN },
     read_hparams: |_, _| Ok(()),
     size_name,
 };

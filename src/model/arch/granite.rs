@@ -1,0 +1,63 @@
+//! `granite`: IBM Granite 3 (dense). As llama with multipliers: the input
+//! rows, each sublayer's output before its residual add, the logits
+//! (divided), and the attention's scale; optional biases of the output
+//! projection and the FFN; a switch that turns rope off.
+
+use super::{Block, Family, Need, Rope};
+use crate::error::{Error, Result};
+use crate::model::hparams::{HParams, Keys};
+
+pub static FAMILY: Family = Family {
+    name: "granite",
+    rope: Rope::Norm,
+    block: Block { proj_bias: Need::Optional, ..Block::PLAIN },
+    read_hparams,
+    size_name,
+};
+
+fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+    hp.f_logit_scale = keys
+        .f32("%s.logit_scale")?
+        .ok_or_else(|| Error::model(format!("key not found in model: {}", keys.full("%s.logit_scale"))))?;
+    hp.f_residual_scale = keys.f32("%s.residual_scale")?.unwrap_or(0.0);
+    hp.f_embedding_scale = keys.f32("%s.embedding_scale")?.unwrap_or(0.0);
+    hp.f_attention_scale = keys.f32("%s.attention.scale")?.unwrap_or(0.0);
+    // (granite reads rope_finetuned as a switch for rope, true by default)
+    hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
+    hp.use_rope = hp.rope_finetuned;
+    // the reference's granite also runs Granite MoE files and the vision
+    // model's deepstack inputs: minfer runs neither yet
+    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
+        return Err(Error::model(format!(
+            "not implemented yet: mixture-of-experts layers ({} > 0)",
+            keys.full("%s.expert_count")
+        )));
+    }
+    if keys.file.get(&keys.full("%s.deepstack_mapping")).is_some() {
+        return Err(Error::model(format!(
+            "not implemented yet: deepstack inputs ({})",
+            keys.full("%s.deepstack_mapping")
+        )));
+    }
+    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
+            keys.full("%s"),
+            hp.n_rot,
+            hp.n_embd_head_k,
+            hp.n_embd_head_v
+        )));
+    }
+    Ok(())
+}
+
+fn size_name(hp: &HParams) -> &'static str {
+    match (hp.n_layer, hp.n_embd) {
+        (32, _) => "3B",
+        (40, 2048) => "2B",
+        (40, 2560) => "3B",
+        (40, 4096) => "8B",
+        (64, _) => "30B",
+        _ => "?B",
+    }
+}

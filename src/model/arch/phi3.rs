@@ -1,0 +1,58 @@
+//! `phi3`: Phi-3 and Phi-4 (dense). As llama with q, k and v in one matrix
+//! (or three), the FFN's gate and up in one matrix, q scaled by
+//! 1/sqrt(head size) before attention, an optional output bias, NEOX rope.
+//! Sliding windows in the file are ignored, as the reference does (its
+//! Phi SWA is disabled).
+
+use super::{AttnScale, Block, Family, GateUp, Need, Rope};
+use crate::error::{Error, Result};
+use crate::model::hparams::{HParams, Keys};
+
+pub static FAMILY: Family = Family {
+    name: "phi3",
+    rope: Rope::Neox,
+    block: Block {
+        fused_qkv: true,
+        qkv_bias: Need::Absent,
+        gate_up: GateUp::Fused,
+        attn_scale: AttnScale::IntoQByHeadSize,
+        output_bias: Need::Optional,
+        ..Block::PLAIN
+    },
+    read_hparams,
+    size_name,
+};
+
+fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+    if hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{}: the key and value head sizes ({}, {}) must be equal",
+            keys.full("%s"),
+            hp.n_embd_head_k,
+            hp.n_embd_head_v
+        )));
+    }
+    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
+        return Err(Error::model(format!(
+            "not implemented yet: mixture-of-experts layers ({} > 0)",
+            keys.full("%s.expert_count")
+        )));
+    }
+    // Phi-3's 128k-context models scale rope by per-dimension factors
+    // (LongRoPE: rope_factors_long/short), not run yet
+    for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
+        if keys.file.find_tensor(name).is_some() {
+            return Err(Error::model(format!("not implemented yet: LongRoPE rope factors ({name})")));
+        }
+    }
+    Ok(())
+}
+
+fn size_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        24 => "1B",
+        32 => "3B",
+        40 => "14B",
+        _ => "?B",
+    }
+}
