@@ -11,7 +11,8 @@
 //! n_embd 64, 4 heads of 16 (2 KV heads), n_ff 128, context 512; KEY=N
 //! changes one of them: embd, layers, heads, kv_heads, head_dim, ff (e.g.
 //! embd=256 ff=512 for rows that the 256-element k-quant blocks divide);
-//! optional=1 writes the recipe's optional biases too.
+//! optional=1 writes the recipe's optional biases too; fused_qkv=1 writes
+//! q, k and v as one attn_qkv (and their biases as one attn_qkv.bias).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -68,7 +69,7 @@ fn main() {
 
     let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
-    let mut optional = false;
+    let (mut optional, mut fused_qkv) = (false, false);
     for kv in args.iter().skip(6) {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
         let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
@@ -80,6 +81,7 @@ fn main() {
             "head_dim" => hd = v,
             "ff" => n_ff = v,
             "optional" => optional = v != 0,
+            "fused_qkv" => fused_qkv = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -153,7 +155,7 @@ fn main() {
         if recipe.pre_norms {
             vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
-        if recipe.fused_qkv {
+        if fused_qkv {
             mat(&mut rng, t("attn_qkv.weight"), n_embd, q_width + 2 * kv_width);
         } else {
             mat(&mut rng, t("attn_q.weight"), n_embd, q_width);
@@ -161,7 +163,10 @@ fn main() {
             mat(&mut rng, t("attn_v.weight"), n_embd, kv_width);
         }
         mat(&mut rng, t("attn_output.weight"), q_width, n_embd);
-        if wanted(recipe.qkv_bias) {
+        if wanted(recipe.qkv_bias) && fused_qkv {
+            let n = q_width + 2 * kv_width;
+            vecs.push((t("attn_qkv.bias"), vec![n as u64], bias(&mut rng, n)));
+        } else if wanted(recipe.qkv_bias) {
             for (name, n) in [("attn_q.bias", q_width), ("attn_k.bias", kv_width), ("attn_v.bias", kv_width)] {
                 vecs.push((t(name), vec![n as u64], bias(&mut rng, n)));
             }

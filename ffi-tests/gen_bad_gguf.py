@@ -541,6 +541,15 @@ def cases(base):
                   add_str_kv("llama.rope.scaling.type", "yarn"))
     yield variant("rope_scaling_unknown.gguf", "unknown rope scaling type 'spiral'",
                   add_str_kv("llama.rope.scaling.type", "spiral"))
+    # a tensor the family does not use (the reference counts them: "wrong
+    # number of tensors"), rather than a model decoded without it
+    def extra_tensor(m):
+        # 64 f32 appended to the data section, aligned
+        start = align_up(len(m.data), ALIGN)
+        m.data = bytes(m.data) + b"\0" * (start - len(m.data)) + b"\0" * 256
+        m.tis.append(TI("blk.0.attn_extra.weight", [64], GGML_F32, start))
+    yield variant("tensor_unused.gguf", "tensor 'blk.0.attn_extra.weight' is not one the llama family uses",
+                  extra_tensor)
 
     def u32_kv(key, v):
         def f(m):

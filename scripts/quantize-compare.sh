@@ -68,7 +68,8 @@ synth synth-llama llama llama-spm 11 512
 synth synth-qwen2 qwen2 qwen2 11 512
 synth synth-qwen3 qwen3 qwen2 11 512
 synth synth-gemma3 gemma3 llama-spm 11 512
-for f in gemma2 olmo2 phi3; do synth "synth-$f" "$f" llama-spm 11 512; done
+for f in gemma2 olmo2; do synth "synth-$f" "$f" llama-spm 11 512; done
+synth synth-phi3 phi3 llama-spm 11 512 fused_qkv=1
 synth synth-granite granite llama-spm 11 512 optional=1
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 

@@ -291,10 +291,11 @@ pub fn forward(
             Qkv::Split { wq, wk, wv } => {
                 linear(pool, model, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?
             }
-            Qkv::Fused(w) => {
-                // one matmul [nt][q | k | v], split into the three buffers
+            Qkv::Fused { w, b } => {
+                // one matmul [nt][q | k | v] (+ its bias), split into the three buffers
                 linear(pool, model, acts, [w], hn, nt, [&mut *fused])?;
                 let width = w.rows();
+                add_bias(model, &mut fused[..nt * width], b.as_ref())?;
                 split_cols(fused, width, 0, sized(gate, nt * q_width), nt);
                 split_cols(fused, width, q_width, sized(up, nt * k_width), nt);
                 split_cols(fused, width, q_width + k_width, sized(v, nt * v_width), nt);

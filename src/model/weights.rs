@@ -59,7 +59,7 @@ impl LayerWeights {
     pub fn matrices(&self) -> Vec<&Weight> {
         let mut m = match &self.qkv {
             Qkv::Split { wq, wk, wv } => vec![wq, wk, wv],
-            Qkv::Fused(w) => vec![w],
+            Qkv::Fused { w, .. } => vec![w],
         };
         m.push(&self.wo);
         m.extend(&self.ffn_gate);
@@ -74,8 +74,8 @@ pub enum Qkv {
     /// `attn_q`, `attn_k`, `attn_v`.
     Split { wq: Weight, wk: Weight, wv: Weight },
     /// `attn_qkv` [n_embd, q_width + 2 * kv_width]: each output row is q,
-    /// then k, then v.
-    Fused(Weight),
+    /// then k, then v; and its bias, if fused too ([q_width + 2 * kv_width]).
+    Fused { w: Weight, b: Option<Weight> },
 }
 
 #[derive(Debug, Clone)]
@@ -90,14 +90,39 @@ pub struct Weights {
     pub layers: Vec<LayerWeights>,
 }
 
-/// Finds tensors by name across the files and checks their shapes.
+/// Finds tensors by name across the files, checks their shapes, and
+/// records which it bound.
 struct Binder<'a> {
     files: &'a [GgufFile],
+    used: std::cell::RefCell<std::collections::HashSet<String>>,
 }
 
 impl Binder<'_> {
     fn find(&self, name: &str) -> Option<Weight> {
-        self.files.iter().enumerate().find_map(|(file, f)| Some(Weight { file, info: f.find_tensor(name)? }))
+        let w = self.files.iter().enumerate().find_map(|(file, f)| Some(Weight { file, info: f.find_tensor(name)? }));
+        if w.is_some() {
+            self.used.borrow_mut().insert(name.to_string());
+        }
+        w
+    }
+
+    /// Fails on a tensor of the files that nothing bound: the reference
+    /// counts the tensors its family created against the file's and
+    /// refuses the model when they differ ("wrong number of tensors"), so a
+    /// tensor minfer would ignore (a bias, a norm of another layout) is an
+    /// error rather than a silently different model.
+    fn check_all_used(&self, family: &str) -> Result<()> {
+        let used = self.used.borrow();
+        let n_file: usize = self.files.iter().map(GgufFile::n_tensors).sum();
+        for name in self.files.iter().flat_map(|f| f.tensors().map(|t| t.name)) {
+            if !used.contains(&name) {
+                return Err(Error::model(format!(
+                    "wrong number of tensors; expected {n_file}, got {}: tensor '{name}' is not one the {family} family uses",
+                    used.len()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// A tensor of exactly `shape` (ne order, trailing 1s implied).
@@ -124,7 +149,7 @@ impl Binder<'_> {
 
 impl Weights {
     pub fn bind(family: &Family, hp: &HParams, files: &[GgufFile]) -> Result<Weights> {
-        let b = Binder { files };
+        let b = Binder { files, used: Default::default() };
         let recipe = &family.block;
         let n_embd = hp.n_embd as usize;
         let n_vocab = hp.n_vocab as usize;
@@ -160,18 +185,20 @@ impl Weights {
             let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
             let n_ff = hp.n_ff[il] as usize;
             let t = |s: &str| format!("blk.{il}.{s}");
-            let fused_qkv = match recipe.fused_qkv {
-                true => b.optional(&t("attn_qkv.weight"), &[n_embd, q_width + k_width + v_width])?,
-                false => None,
-            };
-            let qkv = match fused_qkv {
-                Some(w) => Qkv::Fused(w),
+            // (every family takes q, k and v fused when the file has them so,
+            // as the reference's create_tensor_qkv: with a fused bias, or
+            // the three separate ones)
+            let qkv_width = q_width + k_width + v_width;
+            let qkv = match b.optional(&t("attn_qkv.weight"), &[n_embd, qkv_width])? {
+                Some(w) => Qkv::Fused { w, b: bind(recipe.qkv_bias, &t("attn_qkv.bias"), &[qkv_width])? },
                 None => Qkv::Split {
                     wq: b.required(&t("attn_q.weight"), &[n_embd, q_width])?,
                     wk: b.required(&t("attn_k.weight"), &[n_embd, k_width])?,
                     wv: b.required(&t("attn_v.weight"), &[n_embd, v_width])?,
                 },
             };
+            let fused_bias = matches!(qkv, Qkv::Fused { b: Some(_), .. });
+            let qkv_bias = if fused_bias { Need::Absent } else { recipe.qkv_bias };
             let (q_norm, k_norm) = match recipe.qk_norm {
                 QkNorm::None => (None, None),
                 QkNorm::PerHead => (
@@ -187,13 +214,13 @@ impl Weights {
                 GateUp::Split => n_ff,
                 GateUp::Fused => 2 * n_ff,
             };
-            let layer = LayerWeights {
+            let mut layer = LayerWeights {
                 attn_norm: bind(need(recipe.pre_norms), &t("attn_norm.weight"), &[n_embd])?,
                 qkv,
                 wo: b.required(&t("attn_output.weight"), &[n_head * hd_v, n_embd])?,
-                bq: bind(recipe.qkv_bias, &t("attn_q.bias"), &[q_width])?,
-                bk: bind(recipe.qkv_bias, &t("attn_k.bias"), &[k_width])?,
-                bv: bind(recipe.qkv_bias, &t("attn_v.bias"), &[v_width])?,
+                bq: bind(qkv_bias, &t("attn_q.bias"), &[q_width])?,
+                bk: bind(qkv_bias, &t("attn_k.bias"), &[k_width])?,
+                bv: bind(qkv_bias, &t("attn_v.bias"), &[v_width])?,
                 bo: bind(recipe.proj_bias, &t("attn_output.bias"), &[n_embd])?,
                 q_norm,
                 k_norm,
@@ -210,8 +237,16 @@ impl Weights {
                 ffn_down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
                 ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
             };
+            if matches!(layer.qkv, Qkv::Fused { .. })
+                && (layer.bq.is_none() || layer.bk.is_none() || layer.bv.is_none())
+            {
+                // (the reference adds separate biases to a fused output only
+                // when all three are there)
+                (layer.bq, layer.bk, layer.bv) = (None, None, None);
+            }
             layers.push(layer);
         }
+        b.check_all_used(family.name)?;
         Ok(Weights { tok_embd, output_norm, output, output_b, rope_freqs, layers })
     }
 
@@ -226,6 +261,10 @@ impl Weights {
                     &l.attn_norm,
                     &l.ffn_norm,
                     &l.bq,
+                    match &l.qkv {
+                        Qkv::Fused { b, .. } => b,
+                        Qkv::Split { .. } => &None,
+                    },
                     &l.bk,
                     &l.bv,
                     &l.bo,

@@ -1,11 +1,29 @@
 //! `llama`: Llama 1-3, SmolLM2, Mistral 7B and most fine-tunes of them.
-//! RMS norms, SwiGLU, NORM rope (llama3 rope factors from `rope_freqs`).
+//! RMS norms, SwiGLU, NORM rope (llama3 rope factors from `rope_freqs`),
+//! optional biases of every projection.
 
-use super::{Block, Family, Rope};
-use crate::model::hparams::HParams;
+use super::{Block, Family, Need, Rope};
+use crate::error::{Error, Result};
+use crate::model::hparams::{HParams, Keys};
 
-pub static FAMILY: Family =
-    Family { name: "llama", rope: Rope::Norm, block: Block::PLAIN, read_hparams: |_, _| Ok(()), size_name };
+pub static FAMILY: Family = Family {
+    name: "llama",
+    rope: Rope::Norm,
+    block: Block { proj_bias: Need::Optional, ..Block::PLAIN },
+    read_hparams,
+    size_name,
+};
+
+fn read_hparams(_: &mut HParams, keys: &Keys) -> Result<()> {
+    // (the reference's llama also runs Mixtral-style experts)
+    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
+        return Err(Error::model(format!(
+            "not implemented yet: mixture-of-experts layers ({} > 0)",
+            keys.full("%s.expert_count")
+        )));
+    }
+    Ok(())
+}
 
 fn size_name(hp: &HParams) -> &'static str {
     match hp.n_layer {

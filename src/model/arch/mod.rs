@@ -162,10 +162,9 @@ pub struct Block {
     /// `attn_norm`, `ffn_norm`: RMS norms of each sublayer's input (olmo2
     /// has none: it norms the outputs, `post_norms`).
     pub pre_norms: bool,
-    /// `attn_qkv`: q, k and v as one matrix, used when the file has it
-    /// (else `attn_q`, `attn_k`, `attn_v`; phi3).
-    pub fused_qkv: bool,
-    /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias`.
+    /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias` (or `attn_qkv.bias`
+    /// when the file has q, k and v in one `attn_qkv`, which every family
+    /// takes).
     pub qkv_bias: Need,
     pub qk_norm: QkNorm,
     /// `post_attention_norm`, `post_ffw_norm`: RMS norms of each sublayer's
@@ -174,7 +173,7 @@ pub struct Block {
     pub ffn: Ffn,
     pub gate_up: GateUp,
     /// `attn_output.bias`, `ffn_up.bias`, `ffn_gate.bias`, `ffn_down.bias`
-    /// (granite's optional ones).
+    /// (llama's and granite's optional ones).
     pub proj_bias: Need,
     /// `output.bias`, added to the logits.
     pub output_bias: Need,
@@ -202,7 +201,6 @@ impl Block {
     /// `Block { qk_norm: QkNorm::PerHead, ..Block::PLAIN }`.
     pub const PLAIN: Block = Block {
         pre_norms: true,
-        fused_qkv: false,
         qkv_bias: Need::Optional,
         qk_norm: QkNorm::None,
         post_norms: false,

@@ -1,5 +1,5 @@
 //! `phi3`: Phi-3 and Phi-4 (dense). As llama with q, k and v in one matrix
-//! (or three), the FFN's gate and up in one matrix, q scaled by
+//! (as its files have them), the FFN's gate and up in one matrix, q scaled by
 //! 1/sqrt(head size) before attention, an optional output bias, NEOX rope.
 //! Sliding windows in the file are ignored, as the reference does (its
 //! Phi SWA is disabled).
@@ -12,8 +12,6 @@ pub static FAMILY: Family = Family {
     name: "phi3",
     rope: Rope::Neox,
     block: Block {
-        fused_qkv: true,
-        qkv_bias: Need::Absent,
         gate_up: GateUp::Fused,
         attn_scale: AttnScale::IntoQByHeadSize,
         output_bias: Need::Optional,

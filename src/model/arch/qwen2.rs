@@ -1,4 +1,6 @@
-//! `qwen2`: Qwen 2 and 2.5. As llama with q/k/v biases (required), NEOX rope.
+//! `qwen2`: Qwen 2 and 2.5. As llama with q/k/v biases (required: minfer's
+//! choice, the reference's loader takes files without them), an optional
+//! output bias, NEOX rope.
 
 use super::{Block, Family, Need, Rope};
 use crate::model::hparams::HParams;
@@ -6,7 +8,7 @@ use crate::model::hparams::HParams;
 pub static FAMILY: Family = Family {
     name: "qwen2",
     rope: Rope::Neox,
-    block: Block { qkv_bias: Need::Required, ..Block::PLAIN },
+    block: Block { qkv_bias: Need::Required, output_bias: Need::Optional, ..Block::PLAIN },
     read_hparams: |_, _| Ok(()),
     size_name,
 };
