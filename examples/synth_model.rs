@@ -12,11 +12,13 @@
 //! changes one of them: embd, layers, heads, kv_heads, head_dim, ff (e.g.
 //! embd=256 ff=512 for rows that the 256-element k-quant blocks divide);
 //! optional=1 writes the recipe's optional biases too; fused_qkv=1 writes
-//! q, k and v as one attn_qkv (and their biases as one attn_qkv.bias).
+//! q, k and v as one attn_qkv (and their biases as one attn_qkv.bias);
+//! rot=N rotates only the first N dimensions of each head (partial rope);
+//! ctx=N sets the training context (512; gpt2's learned positions).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
-use llama::model::arch::{self, GateUp, Need, QkNorm};
+use llama::model::arch::{self, Ffn, GateUp, Need, Norm, QkNorm};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -69,7 +71,7 @@ fn main() {
 
     let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
-    let (mut optional, mut fused_qkv) = (false, false);
+    let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx) = (false, false, 0usize, 512usize);
     for kv in args.iter().skip(6) {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
         let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
@@ -82,6 +84,8 @@ fn main() {
             "ff" => n_ff = v,
             "optional" => optional = v != 0,
             "fused_qkv" => fused_qkv = v != 0,
+            "rot" => n_rot = v,
+            "ctx" => n_ctx = v,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -122,7 +126,7 @@ fn main() {
     // (not naming the family: the reference sets token attributes by the
     // model's name, "phi3" among them, from tokens a cut vocabulary lacks)
     w.set("general.name", OwnedValue::Str(format!("minfer synthetic model seed {seed}").into_bytes()));
-    w.set(&k("context_length"), OwnedValue::U32(512));
+    w.set(&k("context_length"), OwnedValue::U32(n_ctx as u32));
     w.set(&k("embedding_length"), OwnedValue::U32(n_embd as u32));
     w.set(&k("block_count"), OwnedValue::U32(n_layer as u32));
     w.set(&k("feed_forward_length"), OwnedValue::U32(n_ff as u32));
@@ -132,6 +136,12 @@ fn main() {
     w.set(&k("attention.value_length"), OwnedValue::U32(hd as u32));
     w.set(&k("attention.layer_norm_rms_epsilon"), OwnedValue::F32(1e-6));
     w.set(&k("rope.freq_base"), OwnedValue::F32(10000.0));
+    if n_rot > 0 {
+        w.set(&k("rope.dimension_count"), OwnedValue::U32(n_rot as u32));
+    }
+    if recipe.norm == Norm::Layer {
+        w.set(&k("attention.layer_norm_epsilon"), OwnedValue::F32(1e-5));
+    }
     for (key, v) in family_keys(arch) {
         w.set(&k(key), v);
     }
@@ -150,10 +160,26 @@ fn main() {
     let wanted = |need: Need| need == Need::Required || (need == Need::Optional && optional);
     let bias = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 0.1 * rng.uniform()).collect() };
     let (q_width, kv_width) = (n_head * hd, n_head_kv * hd);
+    let norm_bias = wanted(recipe.norm_bias);
+    if recipe.pos_embd {
+        mat(&mut rng, "position_embd.weight".into(), n_embd, n_ctx);
+    }
+    if norm_bias {
+        vecs.push(("output_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+    }
     for il in 0..n_layer {
         let t = |s: &str| format!("blk.{il}.{s}");
         if recipe.pre_norms {
             vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            if norm_bias {
+                vecs.push((t("attn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
+        }
+        if recipe.attn_norm_2 && optional {
+            vecs.push((t("attn_norm_2.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            if norm_bias {
+                vecs.push((t("attn_norm_2.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
         }
         if fused_qkv {
             mat(&mut rng, t("attn_qkv.weight"), n_embd, q_width + 2 * kv_width);
@@ -184,20 +210,25 @@ fn main() {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
-        if recipe.pre_norms {
+        if recipe.pre_norms && !recipe.parallel {
             vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            if norm_bias {
+                vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
         }
+        let gated = recipe.ffn != Ffn::Gelu;
         match recipe.gate_up {
-            GateUp::Split => {
+            GateUp::Split if gated => {
                 mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
                 mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
             }
+            GateUp::Split => mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff),
             GateUp::Fused => mat(&mut rng, t("ffn_up.weight"), n_embd, 2 * n_ff),
         }
         mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
         if wanted(recipe.proj_bias) {
             let mut b = vec![("attn_output.bias", n_embd), ("ffn_up.bias", n_ff), ("ffn_down.bias", n_embd)];
-            if recipe.gate_up == GateUp::Split {
+            if recipe.gate_up == GateUp::Split && gated {
                 b.push(("ffn_gate.bias", n_ff));
             }
             for (name, n) in b {

@@ -433,6 +433,13 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     case $family in ''|'#'*) continue ;; esac
                     family_parity "$family" $sizes
                 done < "$PAR/families.txt"
+                # gpt2's learned positions end at n_ctx_train: a decode past
+                # them fails and leaves the context usable
+                if [ -f "$OUT/synth-fam-gpt2.gguf" ] && compile test_positions "$ROOT/ffi-tests/test_positions.c"; then
+                    run_prog test_positions "$OUT/synth-fam-gpt2.gguf"
+                else
+                    not_ok "test_positions: no synthetic gpt2 model or no build"
+                fi
             else
                 not_ok "quantize_tool build"
             fi

@@ -34,19 +34,23 @@ REPS=${REPS:-1}
 OUT=${OUT:-$ROOT/target/bench}
 mkdir -p "$OUT"
 
-# family_model FAMILY: a model of that family at SmolLM2-135M's shapes (30
-# layers, n_embd 576, 9 heads of 64, 3 KV heads, n_ff 1536; random weights,
-# SmolLM2's 49152-token vocabulary) quantized to Q4_K_M by minfer (the
+# family_model FAMILY [KEY=N...]: a model of that family at SmolLM2-135M's
+# shapes (30 layers, n_embd 576, 9 heads of 64, 3 KV heads, n_ff 1536;
+# random weights, SmolLM2's 49152-token vocabulary; a context of 1024) with
+# the line's switches of families.txt (fused q/k/v, partial rope, optional
+# biases; not its layer count), quantized to Q4_K_M by minfer (the
 # reference's bytes), written once into $CACHE/families/
 family_model() {
-    local dir=$CACHE/families f32 q
-    f32=$dir/$1.F32.gguf q=$dir/$1.Q4_K_M.gguf
+    local dir=$CACHE/families f32 q family=$1 keys=()
+    shift
+    for k in "$@"; do case $k in layers=*) ;; *) keys+=("$k") ;; esac; done
+    f32=$dir/$family.F32.gguf q=$dir/$family.Q4_K_M.gguf
     if [ ! -f "$q" ]; then
         mkdir -p "$dir"
         (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
         gcc -O2 -std=c11 -I"$ROOT/include" "$ROOT/ffi-tests/quantize_tool.c" -o "$OUT/quantize_tool" -L"$OURS" -lllama
-        "$ROOT/target/release/examples/synth_model" "$1" "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
-            49152 embd=576 layers=30 heads=9 kv_heads=3 head_dim=64 ff=1536
+        "$ROOT/target/release/examples/synth_model" "$family" "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
+            49152 embd=576 layers=30 heads=9 kv_heads=3 head_dim=64 ff=1536 ctx=1024 "${keys[@]}"
         LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" 15 > /dev/null && mv "$q.tmp" "$q" && rm -f "$f32"
     fi
     echo "$q"
@@ -60,9 +64,10 @@ else
         MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
     done
     # one row per family of ffi-tests/golden/parity/families.txt
-    while read -r family _; do
+    while read -r family keys; do
         case $family in ''|'#'*) continue ;; esac
-        MODELS+=("$(family_model "$family")")
+        # shellcheck disable=SC2086
+        MODELS+=("$(family_model "$family" $keys)")
     done < "$ROOT/ffi-tests/golden/parity/families.txt"
 fi
 [ -f "$OURS/libllama.so" ] || { echo "no $OURS/libllama.so: cargo build --release first" >&2; exit 1; }

@@ -15,7 +15,8 @@ use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
-use crate::model::arch::{AttnScale, EmbdScale, Ffn, QkNorm, Rope};
+use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, Norm, QkNorm, Rope};
+use crate::model::weights::LayerWeights;
 use crate::model::weights::{Qkv, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
@@ -85,15 +86,6 @@ fn linear_into(
     kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &[kw(model, w)?], x, nt, &mut [y])
 }
 
-/// `h = rms_norm(x) * w` ([n][width] each), rows in parallel.
-fn norm_into(pool: &ThreadPool, x: &[f32], h: &mut AlignedF32, width: usize, w: &[f32], eps: f32) -> Result<()> {
-    let h = sized(h, x.len());
-    pool.run_rows(h, width, pool.light_rows_per_task(x.len() / width), &|i, row| {
-        row.copy_from_slice(&x[i * width..(i + 1) * width]);
-        ops::rms_norm_mul(row, width, w, eps);
-    })
-}
-
 /// `x += post_norm(y) · scale` ([n][width] each; `y` normed in place by
 /// `post_norm` if there is one: gemma3; `scale` 0 is none: granite's
 /// residual multiplier), rows in parallel.
@@ -123,24 +115,42 @@ fn add_residual(
     })
 }
 
-/// `h = rms_norm(x) * w` with a norm, else a copy of `x` (olmo2's blocks
-/// read their input unnormed).
+/// A norm of the family's kind with its epsilon: RMS (`f_norm_rms_eps`)
+/// or LayerNorm (`f_norm_eps`).
+#[derive(Clone, Copy)]
+struct NormKind {
+    kind: Norm,
+    eps: f32,
+}
+
+/// `h = norm(x) * w (+ b)` ([n][width] each) with a norm weight, else a
+/// copy of `x` (olmo2's blocks read their input unnormed); rows in
+/// parallel.
+#[allow(clippy::too_many_arguments)]
 fn pre_norm(
     pool: &ThreadPool,
     model: &Model,
+    norm: NormKind,
     x: &[f32],
     h: &mut AlignedF32,
     width: usize,
     w: Option<&Weight>,
-    eps: f32,
+    b: Option<&Weight>,
 ) -> Result<()> {
-    match w {
-        Some(w) => norm_into(pool, x, h, width, vector(model, w)?, eps),
-        None => {
-            sized(h, x.len()).copy_from_slice(x);
-            Ok(())
+    let Some(w) = w else {
+        sized(h, x.len()).copy_from_slice(x);
+        return Ok(());
+    };
+    let w = vector(model, w)?;
+    let b = b.map(|b| vector(model, b)).transpose()?;
+    let h = sized(h, x.len());
+    pool.run_rows(h, width, pool.light_rows_per_task(x.len() / width), &|i, row| {
+        row.copy_from_slice(&x[i * width..(i + 1) * width]);
+        match norm.kind {
+            Norm::Rms => ops::rms_norm_mul(row, width, w, norm.eps),
+            Norm::Layer => ops::layer_norm(row, width, w, b, norm.eps),
         }
-    }
+    })
 }
 
 /// Copies columns `from..from + dst_width` of each of the `n` rows of `src`
@@ -163,6 +173,66 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The FFN up to its down projection, for the `nr` rows of `input`
+/// ([nr][n_embd]): gate and up (split or fused, + biases), the activation;
+/// `gate` then holds the hidden rows [nr][n_ff]. Returns n_ff.
+#[allow(clippy::too_many_arguments)]
+fn ffn_hidden(
+    pool: &ThreadPool,
+    model: &Model,
+    acts: &mut Vec<Activations>,
+    lw: &LayerWeights,
+    recipe: &Block,
+    input: &[f32],
+    nr: usize,
+    gate: &mut AlignedF32,
+    up: &mut AlignedF32,
+    fused: &mut AlignedF32,
+    il: usize,
+) -> Result<usize> {
+    let n_ff = lw.ffn_down.cols();
+    if recipe.ffn == Ffn::Gelu {
+        // not gated: gelu(up · x + b), in `gate`
+        linear(pool, model, acts, [&lw.ffn_up], input, nr, [&mut *gate])?;
+        let g = &mut gate[..nr * n_ff];
+        add_bias(model, g, lw.ffn_up_b.as_ref())?;
+        dump::tensor("ffn_up", Some(il), g, n_ff);
+        pool.run_rows(g, n_ff, pool.light_rows_per_task(nr), &|_, row| ops::gelu(row))?;
+        dump::tensor("ffn_gelu", Some(il), g, n_ff);
+        return Ok(n_ff);
+    }
+    match &lw.ffn_gate {
+        Some(wg) => linear(pool, model, acts, [wg, &lw.ffn_up], input, nr, [&mut *gate, &mut *up])?,
+        None => {
+            // one matmul [nr][gate | up] (phi3), split
+            linear(pool, model, acts, [&lw.ffn_up], input, nr, [&mut *fused])?;
+            split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
+            split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
+        }
+    }
+    // gate, up [nr][n_ff]
+    let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
+    add_bias(model, up, lw.ffn_up_b.as_ref())?;
+    add_bias(model, gate, lw.ffn_gate_b.as_ref())?;
+    let up = &*up;
+    if dump::enabled() {
+        dump::tensor("ffn_gate", Some(il), gate, n_ff);
+        dump::tensor("ffn_up", Some(il), up, n_ff);
+    }
+    // the activation in place of the gate, row by row (as
+    // ggml_vec_swiglu_f32 runs)
+    pool.run_rows(gate, n_ff, pool.light_rows_per_task(nr), &|i, g| {
+        let u = &up[i * n_ff..(i + 1) * n_ff];
+        match recipe.ffn {
+            Ffn::GeGlu => ops::geglu(g, u),
+            _ => kernels::vecf::swiglu(g, u),
+        }
+    })?;
+    let name = if recipe.ffn == Ffn::GeGlu { "ffn_geglu" } else { "ffn_swiglu" };
+    dump::tensor(name, Some(il), gate, n_ff);
+    Ok(n_ff)
 }
 
 /// How the ubatch attends: `causal` false lets a token see every cell of
@@ -208,8 +278,15 @@ pub fn forward(
     let hd_v = hp.n_embd_head_v as usize;
     let n_rot = hp.n_rot as usize;
     let eps = hp.f_norm_rms_eps;
+    let norm = NormKind {
+        kind: recipe.norm,
+        eps: match recipe.norm {
+            Norm::Rms => hp.f_norm_rms_eps,
+            Norm::Layer => hp.f_norm_eps,
+        },
+    };
     let neox = family.rope == Rope::Neox;
-    let Workspace { x, h, gate, up, v, fused, layer, acts } = ws;
+    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -236,6 +313,23 @@ pub fn forward(
                 crate::quant::dequantize_row(tok_embd.ty(), row, xt)?;
             }
             None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
+        }
+    }
+    if let Some(pe) = &weights.pos_embd {
+        // learned positions: x += position_embd[pos] (gpt2: ggml_get_rows, ggml_add)
+        let pe_bytes = bytes(model, pe);
+        let pe_row = pe_bytes.len() / pe.rows();
+        let mut row = vec![0f32; n_embd];
+        for (t, tok) in tokens.iter().enumerate() {
+            let p = usize::try_from(tok.pos).ok().filter(|&p| p < pe.rows()).ok_or_else(|| {
+                crate::Error::invalid(format!(
+                    "position {} is outside the model's {} learned positions (n_ctx_train)",
+                    tok.pos,
+                    pe.rows()
+                ))
+            })?;
+            crate::quant::dequantize_row(pe.ty(), &pe_bytes[p * pe_row..(p + 1) * pe_row], &mut row)?;
+            x[t * n_embd..(t + 1) * n_embd].iter_mut().zip(&row).for_each(|(v, r)| *v += r);
         }
     }
     if recipe.embd_scale == EmbdScale::All || (recipe.embd_scale == EmbdScale::Tokens && !embd_input) {
@@ -283,7 +377,15 @@ pub fn forward(
         };
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
-        pre_norm(pool, model, x, h, n_embd, lw.attn_norm.as_ref(), eps)?;
+        if recipe.parallel {
+            // the FFN's input, kept for after the attention: attn_norm(x)
+            pre_norm(pool, model, norm, x, ffn_in, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?;
+        }
+        match &lw.attn_norm_2 {
+            // (falcon 40B: the attention reads its own norm of x)
+            Some(w2) => pre_norm(pool, model, norm, x, h, n_embd, Some(w2), lw.attn_norm_2_b.as_ref())?,
+            None => pre_norm(pool, model, norm, x, h, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?,
+        }
         let hn = &h[..nt * n_embd];
         dump::tensor("attn_norm", Some(il), hn, n_embd);
         let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
@@ -304,10 +406,10 @@ pub fn forward(
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
         let q = &mut gate[..nt * q_width];
         let k = &mut up[..nt * k_width];
-        let v = &mut v[..nt * v_width];
+        let vcur = &mut v[..nt * v_width];
         add_bias(model, q, lw.bq.as_ref())?;
         add_bias(model, k, lw.bk.as_ref())?;
-        add_bias(model, v, lw.bv.as_ref())?;
+        add_bias(model, vcur, lw.bv.as_ref())?;
         // per token: the heads' norms (qwen3, gemma3), then rope
         let key = (freq_base.to_bits(), freq_scale.to_bits());
         let table = match rope_tables.iter().position(|(k, _)| *k == key) {
@@ -324,7 +426,9 @@ pub fn forward(
         let angles = &rope_tables[table].1;
         // (smollm3's NoPE layers: every n_no_rope_layer_step-th attends
         // without rope; granite's switch turns it off everywhere)
-        let use_rope = hp.use_rope && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
+        let use_rope = hp.use_rope
+            && family.rope != Rope::None
+            && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
             if norm.is_none() && !use_rope {
@@ -347,7 +451,7 @@ pub fn forward(
         if dump::enabled() {
             dump::tensor("Qcur", Some(il), q, hd_k);
             dump::tensor("Kcur", Some(il), k, hd_k);
-            dump::tensor("Vcur", Some(il), v, hd_v);
+            dump::tensor("Vcur", Some(il), vcur, hd_v);
         }
         let kq_scale = match recipe.attn_scale {
             AttnScale::IntoQ => {
@@ -367,7 +471,7 @@ pub fn forward(
         let (kw, vw) = (kv.k_width[il], kv.v_width[il]);
         for (t, &c) in cells.iter().enumerate() {
             kv.k[il].write(c * kw, &k[t * kw..(t + 1) * kw]);
-            kv.v[il].write(c * vw, &v[t * vw..(t + 1) * vw]);
+            kv.v[il].write(c * vw, &vcur[t * vw..(t + 1) * vw]);
         }
 
         let softcap = if recipe.attn_softcap { hp.f_attn_logit_softcapping } else { 0.0 };
@@ -392,53 +496,35 @@ pub fn forward(
             }
             keep_rows(x, n_embd, &out_rows);
             keep_rows(h, n_embd, &out_rows);
+            if recipe.parallel {
+                keep_rows(ffn_in, n_embd, &out_rows);
+            }
             nr = out_rows.len();
         }
         let o = &mut h[..nr * n_embd];
+        if recipe.parallel {
+            // --- feed-forward on the same normed input; x = (attn + ffn) + x
+            let n_ff = ffn_hidden(pool, model, acts, lw, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
+            linear(pool, model, acts, [&lw.ffn_down], &gate[..nr * n_ff], nr, [&mut *v])?;
+            let f = &mut v[..nr * n_embd];
+            add_bias(model, f, lw.ffn_down_b.as_ref())?;
+            dump::tensor("ffn_out", Some(il), f, n_embd);
+            o.iter_mut().zip(&*f).for_each(|(a, b)| *a += b);
+            add_residual(pool, x, o, n_embd, None, 0.0, eps)?;
+            dump::tensor("l_out", Some(il), x, n_embd);
+            continue;
+        }
         let post_norm = lw.attn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?;
         add_residual(pool, x, o, n_embd, post_norm, hp.f_residual_scale, eps)?;
 
         // --- feed-forward
         dump::tensor("ffn_inp", Some(il), x, n_embd);
-        pre_norm(pool, model, x, h, n_embd, lw.ffn_norm.as_ref(), eps)?;
+        pre_norm(pool, model, norm, x, h, n_embd, lw.ffn_norm.as_ref(), lw.ffn_norm_b.as_ref())?;
         let hn = &h[..nr * n_embd];
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
-        let n_ff = lw.ffn_down.cols();
-        match &lw.ffn_gate {
-            Some(wg) => linear(pool, model, acts, [wg, &lw.ffn_up], hn, nr, [&mut *gate, &mut *up])?,
-            None => {
-                // one matmul [nr][gate | up] (phi3), split
-                linear(pool, model, acts, [&lw.ffn_up], hn, nr, [&mut *fused])?;
-                split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
-                split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
-            }
-        }
-        // gate, up [nr][n_ff]
-        let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
-        add_bias(model, up, lw.ffn_up_b.as_ref())?;
-        add_bias(model, gate, lw.ffn_gate_b.as_ref())?;
-        let up = &*up;
-        if dump::enabled() {
-            dump::tensor("ffn_gate", Some(il), gate, n_ff);
-            dump::tensor("ffn_up", Some(il), up, n_ff);
-        }
-        // the activation in place of the gate, row by row (as
-        // ggml_vec_swiglu_f32 runs)
-        pool.run_rows(gate, n_ff, pool.light_rows_per_task(nr), &|i, g| {
-            let u = &up[i * n_ff..(i + 1) * n_ff];
-            match recipe.ffn {
-                Ffn::GeGlu => ops::geglu(g, u),
-                Ffn::SwiGlu => kernels::vecf::swiglu(g, u),
-            }
-        })?;
-        let act = &*gate;
-        let act_name = match recipe.ffn {
-            Ffn::GeGlu => "ffn_geglu",
-            Ffn::SwiGlu => "ffn_swiglu",
-        };
-        dump::tensor(act_name, Some(il), act, act.len() / nr);
+        let n_ff = ffn_hidden(pool, model, acts, lw, recipe, hn, nr, gate, up, fused, il)?;
         // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
-        linear(pool, model, acts, [&lw.ffn_down], act, nr, [&mut *h])?;
+        linear(pool, model, acts, [&lw.ffn_down], &gate[..nr * n_ff], nr, [&mut *h])?;
         let o = &mut h[..nr * n_embd];
         add_bias(model, o, lw.ffn_down_b.as_ref())?;
         dump::tensor("ffn_out", Some(il), o, n_embd);
@@ -454,7 +540,14 @@ pub fn forward(
     if nr == nt {
         keep_rows(x, n_embd, &out_rows);
     }
-    ops::rms_norm_mul(x, n_embd, vector(model, &weights.output_norm)?, eps);
+    let w = vector(model, &weights.output_norm)?;
+    match norm.kind {
+        Norm::Rms => ops::rms_norm_mul(x, n_embd, w, norm.eps),
+        Norm::Layer => {
+            let b = weights.output_norm_b.as_ref().map(|b| vector(model, b)).transpose()?;
+            ops::layer_norm(x, n_embd, w, b, norm.eps)
+        }
+    }
     embd.copy_from_slice(x);
     dump::tensor("result_norm", None, x, n_embd);
     if logits.is_empty() {

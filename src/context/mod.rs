@@ -432,7 +432,14 @@ impl Context {
         let family = self.model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
         let neox = family.rope == crate::model::arch::Rope::Neox;
         let (hd, n_rot) = (hp.n_embd_head_k as usize, hp.n_rot as usize);
-        let factors: Option<Vec<f32>> = None;
+        // the K rows are rotated as the forward pass rotated them (llama3's
+        // rope factors included); not at all without rope (the reference's
+        // has_rope: rope type none, granite's switch; smollm3's NoPE layers
+        // are rotated, as the reference does)
+        let rotate = family.rope != crate::model::arch::Rope::None && hp.use_rope;
+        let rope_freqs = self.model.weights.as_ref().and_then(|w| w.rope_freqs.as_ref());
+        let factors: Option<&[f32]> =
+            rope_freqs.and_then(|w| self.model.vectors.get(&(w.file, w.info.offset))).map(Vec::as_slice);
         let mut head = vec![0f32; hd];
         for c in 0..self.kv.n_cells() {
             let cell = self.kv.cells[c];
@@ -445,20 +452,20 @@ impl Context {
             };
             let delta = new - cell.pos; // both in [0, i32::MAX]
             self.kv.cells[c].pos = new;
-            if delta == 0 {
+            if delta == 0 || !rotate {
                 continue;
             }
             for il in 0..self.kv.k.len() {
                 let (base, swa) = (self.kv.k_width[il], hp.is_swa(il));
                 let (freq_base, freq_scale) = if swa {
-                    (hp.rope_freq_base_train_swa, 1.0)
+                    (hp.rope_freq_base_train_swa, hp.rope_freq_scale_train_swa)
                 } else {
                     (hp.rope_freq_base_train, hp.rope_freq_scale_train)
                 };
                 for g in 0..base / hd {
                     let at = c * base + g * hd;
                     KvCache::read(&self.kv.k[il], at, &mut head);
-                    ops::rope(&mut head, delta, n_rot, freq_base, freq_scale, factors.as_deref(), neox);
+                    ops::rope(&mut head, delta, n_rot, freq_base, freq_scale, factors, neox);
                     self.kv.k[il].write(at, &head);
                 }
             }

@@ -15,6 +15,54 @@ pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
     }
 }
 
+/// LayerNorm of each row of `x` ([n][d]), times `w`, plus `b` ([d] each),
+/// in place, as ggml_norm, ggml_mul, ggml_add run it: the mean from an f64
+/// sum rounded to f32; the centred values' squares summed per 16 lanes as
+/// `_mm512_reduce_add_ps` then added in f64 (ggml_vec_cvar_f32 built for
+/// AVX-512), the tail one by one; `x · 1/sqrt(var + eps)`, `· w`, `+ b`.
+pub fn layer_norm(x: &mut [f32], d: usize, w: &[f32], b: Option<&[f32]>, eps: f32) {
+    for row in x.chunks_exact_mut(d) {
+        let sum: f64 = row.iter().map(|&v| f64::from(v)).sum();
+        let mean = sum as f32 / d as f32;
+        let mut sum2 = 0f64;
+        let mut groups = row.chunks_exact_mut(16);
+        for g in &mut groups {
+            let mut sq = [0f32; 16];
+            for (v, s) in g.iter_mut().zip(&mut sq) {
+                *v -= mean;
+                *s = *v * *v;
+            }
+            sum2 += f64::from(crate::kernels::vecf::reduce16(&sq));
+        }
+        for v in groups.into_remainder() {
+            *v -= mean;
+            sum2 += f64::from(*v * *v);
+        }
+        let variance = (sum2 / d as f64) as f32;
+        let scale = 1.0 / (variance + eps).sqrt();
+        for (v, &wi) in row.iter_mut().zip(w) {
+            *v = *v * scale * wi;
+        }
+        if let Some(b) = b {
+            row.iter_mut().zip(b).for_each(|(v, bi)| *v += bi);
+        }
+    }
+}
+
+/// ggml_vec_gelu_f32 as the reference builds it (GGML_GELU_FP16), in place:
+/// the table's GELU of the f16 of each value (0 at or below -10, the value
+/// itself at or above 10).
+pub fn gelu(x: &mut [f32]) {
+    let table = gelu_table();
+    for v in x.iter_mut() {
+        if *v <= -10.0 {
+            *v = 0.0;
+        } else if *v < 10.0 {
+            *v = half::f16::from_bits(table[half::f16::from_f32(*v).to_bits() as usize]).to_f32();
+        }
+    }
+}
+
 /// ggml_vec_geglu_f32 as the reference builds it (GGML_GELU_FP16): GELU
 /// read from a table of f16 values indexed by the f16 of `g` (0 at or below
 /// -10, the identity at or above 10), times `u`; in place: `g[i]` becomes

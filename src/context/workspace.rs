@@ -42,6 +42,9 @@ pub struct Workspace {
     /// the output of a fused projection before it is split: [nt][q + k +
     /// v widths] (`attn_qkv`), [nr][2 * n_ff] (a fused gate and up)
     pub fused: AlignedF32,
+    /// [nt][n_embd] the FFN's normed input while the attention runs
+    /// (parallel blocks: phi2, falcon)
+    pub ffn_in: AlignedF32,
     /// one layer's K and V as f32, as the flash attention reads them
     pub layer: LayerKv,
     /// the matmuls' quantized inputs, one per activation format

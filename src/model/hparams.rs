@@ -34,6 +34,8 @@ pub struct HParams {
     /// defaults to true there; true for the others).
     pub use_rope: bool,
     pub f_norm_rms_eps: f32,
+    /// LayerNorm's epsilon (`%s.attention.layer_norm_epsilon`).
+    pub f_norm_eps: f32,
     /// Sliding-window attention per layer, non-zero where a layer slides
     /// (gemma3: 5 of every 6), as the file gave it (the saver writes it back).
     pub swa_layers: Vec<u32>,
@@ -92,6 +94,10 @@ impl Keys<'_> {
 
     pub fn required_u32(&self, key: &str) -> Result<u32> {
         self.u32(key)?.ok_or_else(|| Error::model(format!("key not found in model: {}", self.full(key))))
+    }
+
+    pub fn required_f32(&self, key: &str) -> Result<f32> {
+        self.f32(key)?.ok_or_else(|| Error::model(format!("key not found in model: {}", self.full(key))))
     }
 
     pub fn f32(&self, key: &str) -> Result<Option<f32>> {
@@ -261,6 +267,7 @@ impl HParams {
             rope_finetuned: keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(false),
             use_rope: true,
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
+            f_norm_eps: keys.f32("%s.attention.layer_norm_epsilon")?.unwrap_or(0.0),
             swa_layers: vec![0; n_layer as usize],
             f_attention_scale: 0.0,
             f_final_logit_softcapping: 30.0,

@@ -41,6 +41,7 @@ struct Saved {
     n_rot: u32,
     n_rot_swa: u32,
     rms_eps: f32,
+    norm_eps: f32,
     final_softcap: f32,
     attn_softcap: f32,
     logit_scale: f32,
@@ -121,7 +122,8 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         head_v_swa: keys.u32("%s.attention.value_length_swa")?.unwrap_or(head_v),
         n_rot,
         n_rot_swa: keys.u32("%s.rope.dimension_count_swa")?.unwrap_or(n_rot),
-        rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
+        rms_eps: hp.f_norm_rms_eps,
+        norm_eps: hp.f_norm_eps,
         final_softcap: hp.f_final_logit_softcapping,
         attn_softcap: hp.f_attn_logit_softcapping,
         logit_scale: hp.f_logit_scale,
@@ -205,6 +207,8 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
     Some(match suffix {
         "attn_norm.weight" => 1,
         "attn_norm.bias" => 2,
+        "attn_norm_2.weight" => 3,
+        "attn_norm_2.bias" => 4,
         "attn_q_norm.weight" => 5,
         "attn_k_norm.weight" => 7,
         "post_attention_norm.weight" => 14,
@@ -365,7 +369,7 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("attention.clamp_kqv"), F32(0.0));
     put(&k("attention.key_length"), U32(h.head_k));
     put(&k("attention.value_length"), U32(h.head_v));
-    put(&k("attention.layer_norm_epsilon"), F32(0.0));
+    put(&k("attention.layer_norm_epsilon"), F32(h.norm_eps));
     put(&k("attention.layer_norm_rms_epsilon"), F32(h.rms_eps));
     put(&k("attention.group_norm_epsilon"), F32(0.0));
     put(&k("attention.group_norm_groups"), U32(0));

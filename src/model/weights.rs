@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::{Family, GateUp, Need, QkNorm};
+use super::arch::{Family, Ffn, GateUp, Need, QkNorm};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -33,25 +33,31 @@ impl Weight {
 /// recipe (`arch::Block`) says.
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
-    pub attn_norm: Option<Weight>,      // [n_embd]
-    pub qkv: Qkv,                       // q, k, v: [n_embd, q_width], [n_embd, kv_width] ×2
-    pub wo: Weight,                     // [n_head * head_dim, n_embd]
-    pub bq: Option<Weight>,             // [q_width]
-    pub bk: Option<Weight>,             // [kv_width]
-    pub bv: Option<Weight>,             // [kv_width]
-    pub bo: Option<Weight>,             // [n_embd]
-    pub q_norm: Option<Weight>,         // [head_dim], or [q_width] (QkNorm::Whole)
-    pub k_norm: Option<Weight>,         // [head_dim], or [kv_width]
+    pub attn_norm: Option<Weight>,   // [n_embd]
+    pub attn_norm_b: Option<Weight>, // [n_embd] (LayerNorm)
+    /// falcon 40B: the attention's input norm, `attn_norm` the FFN's.
+    pub attn_norm_2: Option<Weight>, // [n_embd]
+    pub attn_norm_2_b: Option<Weight>, // [n_embd]
+    pub qkv: Qkv,                    // q, k, v: [n_embd, q_width], [n_embd, kv_width] ×2
+    pub wo: Weight,                  // [n_head * head_dim, n_embd]
+    pub bq: Option<Weight>,          // [q_width]
+    pub bk: Option<Weight>,          // [kv_width]
+    pub bv: Option<Weight>,          // [kv_width]
+    pub bo: Option<Weight>,          // [n_embd]
+    pub q_norm: Option<Weight>,      // [head_dim], or [q_width] (QkNorm::Whole)
+    pub k_norm: Option<Weight>,      // [head_dim], or [kv_width]
     pub attn_post_norm: Option<Weight>, // [n_embd]
-    pub ffn_norm: Option<Weight>,       // [n_embd]
-    /// None where `ffn_up` holds the gate too (`GateUp::Fused`).
+    pub ffn_norm: Option<Weight>,    // [n_embd]
+    pub ffn_norm_b: Option<Weight>,  // [n_embd]
+    /// None where `ffn_up` holds the gate too (`GateUp::Fused`) or the FFN
+    /// is not gated (`Ffn::Gelu`).
     pub ffn_gate: Option<Weight>, // [n_embd, n_ff]
-    pub ffn_up: Weight,                 // [n_embd, n_ff], or [n_embd, 2 * n_ff] (fused)
-    pub ffn_down: Weight,               // [n_ff, n_embd]
-    pub ffn_gate_b: Option<Weight>,     // [n_ff]
-    pub ffn_up_b: Option<Weight>,       // [n_ff]
-    pub ffn_down_b: Option<Weight>,     // [n_embd]
-    pub ffn_post_norm: Option<Weight>,  // [n_embd]
+    pub ffn_up: Weight,              // [n_embd, n_ff], or [n_embd, 2 * n_ff] (fused)
+    pub ffn_down: Weight,            // [n_ff, n_embd]
+    pub ffn_gate_b: Option<Weight>,  // [n_ff]
+    pub ffn_up_b: Option<Weight>,    // [n_ff]
+    pub ffn_down_b: Option<Weight>,  // [n_embd]
+    pub ffn_post_norm: Option<Weight>, // [n_embd]
 }
 
 impl LayerWeights {
@@ -80,11 +86,14 @@ pub enum Qkv {
 
 #[derive(Debug, Clone)]
 pub struct Weights {
-    pub tok_embd: Weight,    // [n_embd, n_vocab]
-    pub output_norm: Weight, // [n_embd]
+    pub tok_embd: Weight,              // [n_embd, n_vocab]
+    pub output_norm: Weight,           // [n_embd]
+    pub output_norm_b: Option<Weight>, // [n_embd]
+    /// Learned position embeddings (gpt2).
+    pub pos_embd: Option<Weight>, // [n_embd, n_ctx_train]
     /// The output head; the token embedding itself when the model ties them.
     pub output: Weight, // [n_embd, n_vocab]
-    pub output_b: Option<Weight>, // [n_vocab]
+    pub output_b: Option<Weight>,      // [n_vocab]
     /// llama3-style rope frequency factors, if present.
     pub rope_freqs: Option<Weight>, // [n_rot / 2]
     pub layers: Vec<LayerWeights>,
@@ -153,20 +162,6 @@ impl Weights {
         let recipe = &family.block;
         let n_embd = hp.n_embd as usize;
         let n_vocab = hp.n_vocab as usize;
-        let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
-        let output_norm = b.required("output_norm.weight", &[n_embd])?;
-        let output = match recipe.tied_output {
-            true => None,
-            false => b.optional("output.weight", &[n_embd, n_vocab])?,
-        }
-        .unwrap_or_else(|| tok_embd.clone());
-        let output_b = match recipe.output_bias {
-            Need::Absent => None,
-            Need::Optional => b.optional("output.bias", &[n_vocab])?,
-            Need::Required => Some(b.required("output.bias", &[n_vocab])?),
-        };
-        let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
-
         // a tensor the recipe may ask for
         let bind = |need: Need, name: &str, shape: &[usize]| -> Result<Option<Weight>> {
             match need {
@@ -176,6 +171,18 @@ impl Weights {
             }
         };
         let need = |present: bool| if present { Need::Required } else { Need::Absent };
+        let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
+        let output_norm = b.required("output_norm.weight", &[n_embd])?;
+        let output_norm_b = bind(recipe.norm_bias, "output_norm.bias", &[n_embd])?;
+        let pos_embd = bind(need(recipe.pos_embd), "position_embd.weight", &[n_embd, hp.n_ctx_train as usize])?;
+        let output = match recipe.tied_output {
+            true => None,
+            false => b.optional("output.weight", &[n_embd, n_vocab])?,
+        }
+        .unwrap_or_else(|| tok_embd.clone());
+        let output_b = bind(recipe.output_bias, "output.bias", &[n_vocab])?;
+        let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
+
         let mut layers = Vec::with_capacity(hp.n_layer as usize);
         for il in 0..hp.n_layer as usize {
             let n_head = hp.n_head[il] as usize;
@@ -210,12 +217,25 @@ impl Weights {
                     Some(b.required(&t("attn_k_norm.weight"), &[k_width])?),
                 ),
             };
+            let pre_norm_bias = if recipe.pre_norms { recipe.norm_bias } else { Need::Absent };
+            let ffn_norm = need(recipe.pre_norms && !recipe.parallel);
+            let attn_norm_2 = match recipe.attn_norm_2 {
+                true => b.optional(&t("attn_norm_2.weight"), &[n_embd])?,
+                false => None,
+            };
+            let gated = recipe.ffn != Ffn::Gelu;
             let gate_width = match recipe.gate_up {
                 GateUp::Split => n_ff,
                 GateUp::Fused => 2 * n_ff,
             };
             let mut layer = LayerWeights {
                 attn_norm: bind(need(recipe.pre_norms), &t("attn_norm.weight"), &[n_embd])?,
+                attn_norm_b: bind(pre_norm_bias, &t("attn_norm.bias"), &[n_embd])?,
+                attn_norm_2: attn_norm_2.clone(),
+                attn_norm_2_b: match attn_norm_2 {
+                    Some(_) => bind(recipe.norm_bias, &t("attn_norm_2.bias"), &[n_embd])?,
+                    None => None,
+                },
                 qkv,
                 wo: b.required(&t("attn_output.weight"), &[n_head * hd_v, n_embd])?,
                 bq: bind(qkv_bias, &t("attn_q.bias"), &[q_width])?,
@@ -225,13 +245,18 @@ impl Weights {
                 q_norm,
                 k_norm,
                 attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
-                ffn_norm: bind(need(recipe.pre_norms), &t("ffn_norm.weight"), &[n_embd])?,
-                ffn_gate: bind(need(recipe.gate_up == GateUp::Split), &t("ffn_gate.weight"), &[n_embd, n_ff])?,
+                ffn_norm: bind(ffn_norm, &t("ffn_norm.weight"), &[n_embd])?,
+                ffn_norm_b: bind(
+                    if ffn_norm == Need::Absent { Need::Absent } else { pre_norm_bias },
+                    &t("ffn_norm.bias"),
+                    &[n_embd],
+                )?,
+                ffn_gate: bind(need(gated && recipe.gate_up == GateUp::Split), &t("ffn_gate.weight"), &[n_embd, n_ff])?,
                 ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
                 ffn_down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
                 ffn_gate_b: match recipe.gate_up {
-                    GateUp::Split => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
-                    GateUp::Fused => None,
+                    GateUp::Split if gated => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
+                    _ => None,
                 },
                 ffn_up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?,
                 ffn_down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
@@ -247,19 +272,23 @@ impl Weights {
             layers.push(layer);
         }
         b.check_all_used(family.name)?;
-        Ok(Weights { tok_embd, output_norm, output, output_b, rope_freqs, layers })
+        Ok(Weights { tok_embd, output_norm, output_norm_b, pos_embd, output, output_b, rope_freqs, layers })
     }
 
     /// The one-row weights the forward pass reads (norms, biases, rope
     /// factors), each once.
     pub fn vectors(&self) -> Vec<&Weight> {
         let mut v: Vec<&Weight> = vec![&self.output_norm];
-        v.extend([&self.rope_freqs, &self.output_b].into_iter().flatten());
+        v.extend([&self.rope_freqs, &self.output_b, &self.output_norm_b].into_iter().flatten());
         for l in &self.layers {
             v.extend(
                 [
                     &l.attn_norm,
+                    &l.attn_norm_b,
+                    &l.attn_norm_2,
+                    &l.attn_norm_2_b,
                     &l.ffn_norm,
+                    &l.ffn_norm_b,
                     &l.bq,
                     match &l.qkv {
                         Qkv::Fused { b, .. } => b,

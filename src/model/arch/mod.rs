@@ -14,19 +14,24 @@
 //! than code: the families differ in a handful of switches, and keeping one
 //! forward pass keeps one place for the bit-exact numerics.
 
+mod falcon;
 mod gemma;
 mod gemma2;
 mod gemma3;
+mod gpt2;
 mod granite;
 mod llama;
 mod olmo2;
+mod phi2;
 mod phi3;
 mod qwen2;
 mod qwen3;
 mod smollm3;
+mod stablelm;
+mod starcoder2;
 
 use super::hparams::{HParams, Keys};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Every family minfer runs, in the order the README lists them.
 pub static FAMILIES: &[&Family] = &[
@@ -40,6 +45,11 @@ pub static FAMILIES: &[&Family] = &[
     &olmo2::FAMILY,
     &granite::FAMILY,
     &phi3::FAMILY,
+    &phi2::FAMILY,
+    &starcoder2::FAMILY,
+    &stablelm::FAMILY,
+    &gpt2::FAMILY,
+    &falcon::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -72,6 +82,9 @@ impl PartialEq for Family {
 /// How rope pairs the dimensions of a head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rope {
+    /// No rope: positions come from learned embeddings (gpt2;
+    /// LLAMA_ROPE_TYPE_NONE).
+    None,
     /// Adjacent pairs (x0, x1), (x2, x3), ... (LLAMA_ROPE_TYPE_NORM).
     Norm,
     /// The two halves of the head, (x0, x_{d/2}), ... (LLAMA_ROPE_TYPE_NEOX).
@@ -82,6 +95,7 @@ impl Rope {
     /// The llama_rope_type value `llama_model_rope_type` returns.
     pub fn llama_rope_type(self) -> i32 {
         match self {
+            Rope::None => -1,
             Rope::Norm => 0,
             Rope::Neox => 2,
         }
@@ -97,13 +111,26 @@ pub enum Need {
     Required,
 }
 
-/// The gated feed-forward's activation: act(gate) * up.
+/// The feed-forward's activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ffn {
-    /// SiLU (ggml_vec_swiglu_f32).
+    /// Gated: SiLU(gate) * up (ggml_vec_swiglu_f32).
     SwiGlu,
-    /// GELU, tanh approximation (ggml's GEGLU).
+    /// Gated: GELU(gate) * up, tanh approximation (ggml's GEGLU).
     GeGlu,
+    /// Not gated: GELU(up), no `ffn_gate` (ggml_gelu).
+    Gelu,
+}
+
+/// The norm of the blocks' inputs and of the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Norm {
+    /// x / sqrt(mean(x²) + eps) · w (ggml_rms_norm), eps
+    /// `%s.attention.layer_norm_rms_epsilon`.
+    Rms,
+    /// (x - mean) / sqrt(var + eps) · w + b (ggml_norm), eps
+    /// `%s.attention.layer_norm_epsilon`; the biases as `Block::norm_bias`.
+    Layer,
 }
 
 /// Where the feed-forward's gate comes from.
@@ -156,12 +183,25 @@ pub enum EmbdScale {
 /// The recipe of a transformer block, and of what surrounds the blocks.
 /// Every block is: [norm] → q, k, v (+ biases) → q/k norms → rope →
 /// attention [softcapped] → output projection → [post-norm] → [scale] →
-/// residual → [norm] → gated FFN → [post-norm] → [scale] → residual.
+/// residual → [norm] → FFN → [post-norm] → [scale] → residual; or, parallel,
+/// norm → (attention, FFN) → x + (attn + ffn).
 #[derive(Debug, Clone, Copy)]
 pub struct Block {
-    /// `attn_norm`, `ffn_norm`: RMS norms of each sublayer's input (olmo2
+    /// `attn_norm`, `ffn_norm`: norms of each sublayer's input (olmo2
     /// has none: it norms the outputs, `post_norms`).
     pub pre_norms: bool,
+    /// The kind of `attn_norm`, `ffn_norm` and `output_norm`.
+    pub norm: Norm,
+    /// Their biases (`attn_norm.bias`, ...), LayerNorms only.
+    pub norm_bias: Need,
+    /// `attn_norm_2` (+ bias): the attention's own input norm, the FFN
+    /// keeping `attn_norm` (falcon 40B), used when the file has it.
+    pub attn_norm_2: bool,
+    /// The attention and the FFN both read the block's normed input, and
+    /// x becomes (attn + ffn) + x (phi2, falcon).
+    pub parallel: bool,
+    /// `position_embd` rows added to the input rows by position (gpt2).
+    pub pos_embd: bool,
     /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias` (or `attn_qkv.bias`
     /// when the file has q, k and v in one `attn_qkv`, which every family
     /// takes).
@@ -201,6 +241,11 @@ impl Block {
     /// `Block { qk_norm: QkNorm::PerHead, ..Block::PLAIN }`.
     pub const PLAIN: Block = Block {
         pre_norms: true,
+        norm: Norm::Rms,
+        norm_bias: Need::Absent,
+        attn_norm_2: false,
+        parallel: false,
+        pos_embd: false,
         qkv_bias: Need::Optional,
         qk_norm: QkNorm::None,
         post_norms: false,
@@ -215,6 +260,31 @@ impl Block {
         nope_layers: false,
         logit_softcap: false,
     };
+}
+
+/// The reference's graph assertion of several families (it aborts where
+/// this refuses the file): rope over the whole head, and key and value
+/// heads of one size.
+pub(crate) fn require_full_rope(hp: &HParams, keys: &Keys) -> Result<()> {
+    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
+            keys.full("%s"),
+            hp.n_rot,
+            hp.n_embd_head_k,
+            hp.n_embd_head_v
+        )));
+    }
+    Ok(())
+}
+
+/// The LayerNorm families' epsilon, `%s.attention.layer_norm_epsilon`
+/// (required), in place of the RMS one, which they do not read (as the
+/// reference: its saver then writes 0 for it).
+pub(crate) fn read_layer_norm_eps(hp: &mut HParams, keys: &Keys) -> Result<()> {
+    hp.f_norm_eps = keys.required_f32("%s.attention.layer_norm_epsilon")?;
+    hp.f_norm_rms_eps = 0.0;
+    Ok(())
 }
 
 /// The family of a `general.architecture` name, if minfer runs it.
@@ -241,7 +311,7 @@ mod tests {
             assert_eq!(find(f.name), Some(*f));
             assert_eq!(FAMILIES.iter().filter(|g| g.name == f.name).count(), 1);
         }
-        assert_eq!(find("phi2"), None);
+        assert_eq!(find("mistral3"), None);
         assert!(supported_list().starts_with("llama, gemma3, qwen2, qwen3"));
     }
 
