@@ -18,7 +18,7 @@
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
-use llama::model::arch::{self, Ffn, GateUp, Need, Norm, QkNorm};
+use llama::model::arch::{self, Ffn, GateUp, Need, Norm, Parallel, QkNorm};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -210,7 +210,7 @@ fn main() {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
-        if recipe.pre_norms && !recipe.parallel {
+        if recipe.pre_norms && recipe.parallel == Parallel::No {
             vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             if norm_bias {
                 vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
@@ -270,6 +270,9 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
             ("embedding_scale", F32(3.0)),
             ("attention.scale", F32(0.3)),
         ],
+        "cohere2" => vec![("attention.sliding_window", OwnedValue::U32(4)), ("logit_scale", F32(0.625))],
+        // (its 64-layer model slides: layers=64 and this window)
+        "exaone4" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         _ => Vec::new(),
     }
 }

@@ -423,6 +423,15 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             else
                 not_ok "synthetic 62-layer gemma3 (27B attention scale) logits bit-identical to the reference"
             fi
+            # EXAONE 4 "32B" (64 layers), tiny: sliding windows on 3 of every
+            # 4 layers, rope on those only
+            make_synth exaone4 exaone4-32b layers=64
+            if logits_hash_ok "$OUT/synth-exaone4-32b.gguf" "$PAR/tokens512.txt" "$PAR/synth-exaone4-32b.sha256" \
+                "512 2 512 one-decode" "512 1 512 one-decode" "512 2 7 chunks-of-7"; then
+                ok "synthetic 64-layer exaone4 (sliding windows, global layers without rope) logits bit-identical to the reference (1/2 threads, chunks of 7)"
+            else
+                not_ok "synthetic 64-layer exaone4 logits bit-identical to the reference"
+            fi
             # the families of golden/parity/families.txt (make-parity-goldens.sh):
             # a synthetic model's logits, and the same shapes at embd 256
             # quantized by our llama_model_quantize to Q4_K_M and F16 (the

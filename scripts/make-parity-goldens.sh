@@ -136,5 +136,13 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
         "$(bash scripts/py-venv.sh)" ffi-tests/python/family_completion.py "$OUT/fam-$family-q4_k_m.gguf" \
         > "ffi-tests/python/golden/family-$family.json"
 done
+# EXAONE 4 "32B" (64 layers: sliding windows on 3 of every 4, the others
+# without rope), tiny: 512 tokens in one decode and in decodes of 7
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" exaone4 "* ]]; then
+    target/release/examples/synth_model exaone4 "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/synth-exaone4-32b.gguf" \
+        11 512 layers=64
+    ref_hashes "$OUT/synth-exaone4-32b.gguf" ffi-tests/golden/parity/tokens512.txt \
+        ffi-tests/golden/parity/synth-exaone4-32b.sha256 "512 one-decode" "7 chunks-of-7"
+fi
 ls -l ffi-tests/golden/parity/
 

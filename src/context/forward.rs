@@ -15,7 +15,7 @@ use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
-use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, Norm, QkNorm, Rope};
+use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, LogitScale, Norm, Parallel, QkNorm, Rope};
 use crate::model::weights::LayerWeights;
 use crate::model::weights::{Qkv, Weight, Weights};
 use crate::model::Model;
@@ -377,7 +377,8 @@ pub fn forward(
         };
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
-        if recipe.parallel {
+        let parallel = recipe.parallel != Parallel::No;
+        if parallel {
             // the FFN's input, kept for after the attention: attn_norm(x)
             pre_norm(pool, model, norm, x, ffn_in, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?;
         }
@@ -428,6 +429,8 @@ pub fn forward(
         // without rope; granite's switch turns it off everywhere)
         let use_rope = hp.use_rope
             && family.rope != Rope::None
+            // (cohere2, exaone4 32B: the global layers attend without rope)
+            && !(hp.nope_global && !swa)
             && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
@@ -496,21 +499,28 @@ pub fn forward(
             }
             keep_rows(x, n_embd, &out_rows);
             keep_rows(h, n_embd, &out_rows);
-            if recipe.parallel {
+            if parallel {
                 keep_rows(ffn_in, n_embd, &out_rows);
             }
             nr = out_rows.len();
         }
         let o = &mut h[..nr * n_embd];
-        if recipe.parallel {
-            // --- feed-forward on the same normed input; x = (attn + ffn) + x
+        if parallel {
+            // --- feed-forward on the same normed input
             let n_ff = ffn_hidden(pool, model, acts, lw, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
             linear(pool, model, acts, [&lw.ffn_down], &gate[..nr * n_ff], nr, [&mut *v])?;
             let f = &mut v[..nr * n_embd];
             add_bias(model, f, lw.ffn_down_b.as_ref())?;
             dump::tensor("ffn_out", Some(il), f, n_embd);
-            o.iter_mut().zip(&*f).for_each(|(a, b)| *a += b);
-            add_residual(pool, x, o, n_embd, None, 0.0, eps)?;
+            if recipe.parallel == Parallel::AttnFfn {
+                // x = (attn + ffn) + x
+                o.iter_mut().zip(&*f).for_each(|(a, b)| *a += b);
+                add_residual(pool, x, o, n_embd, None, 0.0, eps)?;
+            } else {
+                // x = (ffn + x) + attn
+                add_residual(pool, x, f, n_embd, None, 0.0, eps)?;
+                add_residual(pool, x, o, n_embd, None, 0.0, eps)?;
+            }
             dump::tensor("l_out", Some(il), x, n_embd);
             continue;
         }
@@ -556,9 +566,12 @@ pub fn forward(
     linear_into(pool, model, acts, &weights.output, x, out_rows.len(), logits)?;
     add_bias(model, logits, weights.output_b.as_ref())?;
     if hp.f_logit_scale != 0.0 {
-        // (granite: ggml_scale by 1 / logit_scale)
-        let inv = 1.0 / hp.f_logit_scale;
-        logits.iter_mut().for_each(|l| *l *= inv);
+        // ggml_scale by 1 / logit_scale (granite) or by logit_scale (cohere2)
+        let s = match recipe.logit_scale {
+            LogitScale::Divide => 1.0 / hp.f_logit_scale,
+            LogitScale::Multiply => hp.f_logit_scale,
+        };
+        logits.iter_mut().for_each(|l| *l *= s);
     }
     let cap = hp.f_final_logit_softcapping;
     if recipe.logit_softcap && cap != 0.0 {

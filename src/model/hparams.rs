@@ -39,6 +39,9 @@ pub struct HParams {
     /// Sliding-window attention per layer, non-zero where a layer slides
     /// (gemma3: 5 of every 6), as the file gave it (the saver writes it back).
     pub swa_layers: Vec<u32>,
+    /// Whether the family set a sliding-window pattern (the reference's
+    /// swa_type STANDARD; `slide`).
+    pub swa: bool,
     /// Scale of q·k; 0 means 1/sqrt(head size), the reference's default.
     pub f_attention_scale: f32,
     /// The reference's 30 unless the family reads its key; applied only
@@ -54,6 +57,9 @@ pub struct HParams {
     pub f_embedding_scale: f32,
     pub f_residual_scale: f32,
     pub f_logit_scale: f32,
+    /// The layers that do not slide attend without rope (cohere2, exaone4
+    /// with sliding windows).
+    pub nope_global: bool,
     /// Every n-th layer has no rope where the recipe says
     /// (`Block::nope_layers`); the reference's default 4.
     pub n_no_rope_layer_step: u32,
@@ -184,6 +190,14 @@ pub fn swa_layers(keys: &Keys, n_layer_all: u32, n_layer: u32, default_period: u
 }
 
 impl HParams {
+    /// Sets the sliding-window pattern ([`swa_layers`], every
+    /// `default_period`-th layer global unless the file says otherwise).
+    pub fn slide(&mut self, keys: &Keys, default_period: u32) -> Result<()> {
+        self.swa_layers = swa_layers(keys, self.n_layer, self.n_layer, default_period)?;
+        self.swa = true;
+        Ok(())
+    }
+
     /// Whether layer `il` uses sliding-window attention.
     pub fn is_swa(&self, il: usize) -> bool {
         self.swa_layers.get(il).is_some_and(|&l| l != 0)
@@ -269,12 +283,14 @@ impl HParams {
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
             f_norm_eps: keys.f32("%s.attention.layer_norm_epsilon")?.unwrap_or(0.0),
             swa_layers: vec![0; n_layer as usize],
+            swa: false,
             f_attention_scale: 0.0,
             f_final_logit_softcapping: 30.0,
             f_attn_logit_softcapping: 50.0,
             f_embedding_scale: 0.0,
             f_residual_scale: 0.0,
             f_logit_scale: 0.0,
+            nope_global: false,
             n_no_rope_layer_step: 4,
         })
     }

@@ -131,7 +131,7 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         embedding_scale: hp.f_embedding_scale,
         rope_layers: hp.use_rope,
         n_swa: hp.n_swa,
-        swa_layers: (hp.n_swa > 0).then(|| hp.swa_layers.clone()),
+        swa_layers: hp.swa.then(|| hp.swa_layers.clone()),
         attn_scale: hp.f_attention_scale,
         rope_base: keys.f32("%s.rope.freq_base")?.unwrap_or(10000.0),
         rope_base_swa: hp.rope_freq_base_train_swa,

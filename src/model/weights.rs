@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::{Family, Ffn, GateUp, Need, QkNorm};
+use super::arch::{Family, Ffn, GateUp, Need, Parallel, QkNorm};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -218,7 +218,7 @@ impl Weights {
                 ),
             };
             let pre_norm_bias = if recipe.pre_norms { recipe.norm_bias } else { Need::Absent };
-            let ffn_norm = need(recipe.pre_norms && !recipe.parallel);
+            let ffn_norm = need(recipe.pre_norms && recipe.parallel == Parallel::No);
             let attn_norm_2 = match recipe.attn_norm_2 {
                 true => b.optional(&t("attn_norm_2.weight"), &[n_embd])?,
                 false => None,

@@ -3,7 +3,7 @@
 //! and v in one matrix, a GELU FFN without gate, no biases but the norms',
 //! NEOX rope.
 
-use super::{Block, Family, Ffn, Need, Norm, Rope};
+use super::{Block, Family, Ffn, Need, Norm, Parallel, Rope};
 use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
@@ -14,7 +14,7 @@ pub static FAMILY: Family = Family {
         norm: Norm::Layer,
         norm_bias: Need::Required,
         attn_norm_2: true,
-        parallel: true,
+        parallel: Parallel::AttnFfn,
         qkv_bias: Need::Absent,
         ffn: Ffn::Gelu,
         ..Block::PLAIN

@@ -5,7 +5,7 @@
 
 use super::{AttnScale, Block, EmbdScale, Family, Ffn, Rope};
 use crate::error::Result;
-use crate::model::hparams::{swa_layers, HParams, Keys};
+use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "gemma2",
@@ -28,7 +28,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // every layer but each second one slides, over 4096 tokens unless the
     // file says otherwise; their rope is the global one unless it has its own
     hp.n_swa = 4096;
-    hp.swa_layers = swa_layers(keys, hp.n_layer, hp.n_layer, 2)?;
+    hp.slide(keys, 2)?;
     hp.rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(hp.rope_freq_base_train);
     hp.rope_freq_scale_train_swa = hp.rope_freq_scale_train;
     if let Some(n) = keys.u32("%s.attention.sliding_window")? {

@@ -5,7 +5,7 @@
 
 use super::{AttnScale, Block, EmbdScale, Family, Ffn, QkNorm, Rope};
 use crate::error::Result;
-use crate::model::hparams::{swa_layers, HParams, Keys};
+use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "gemma3",
@@ -26,7 +26,7 @@ pub static FAMILY: Family = Family {
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.n_swa = keys.u32("%s.attention.sliding_window")?.unwrap_or(0);
     if hp.n_swa > 0 {
-        hp.swa_layers = swa_layers(keys, hp.n_layer, hp.n_layer, 6)?;
+        hp.slide(keys, 6)?;
         if let Some(base) = keys.f32("%s.rope.freq_base_swa")? {
             hp.rope_freq_base_train_swa = base;
         }

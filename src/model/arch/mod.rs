@@ -14,6 +14,8 @@
 //! than code: the families differ in a handful of switches, and keeping one
 //! forward pass keeps one place for the bit-exact numerics.
 
+mod cohere2;
+mod exaone4;
 mod falcon;
 mod gemma;
 mod gemma2;
@@ -50,6 +52,8 @@ pub static FAMILIES: &[&Family] = &[
     &stablelm::FAMILY,
     &gpt2::FAMILY,
     &falcon::FAMILY,
+    &exaone4::FAMILY,
+    &cohere2::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -120,6 +124,27 @@ pub enum Ffn {
     GeGlu,
     /// Not gated: GELU(up), no `ffn_gate` (ggml_gelu).
     Gelu,
+}
+
+/// Sequential blocks, or parallel ones: attention and FFN on one normed
+/// input, their outputs added to x in the family's order (the sums round
+/// differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallel {
+    No,
+    /// x = (attn + ffn) + x (phi2, falcon).
+    AttnFfn,
+    /// x = (ffn + x) + attn (cohere2).
+    FfnResidualAttn,
+}
+
+/// What `HParams::f_logit_scale` does to the logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogitScale {
+    /// Divided by it (granite).
+    Divide,
+    /// Multiplied by it (cohere2).
+    Multiply,
 }
 
 /// The norm of the blocks' inputs and of the output.
@@ -197,9 +222,9 @@ pub struct Block {
     /// `attn_norm_2` (+ bias): the attention's own input norm, the FFN
     /// keeping `attn_norm` (falcon 40B), used when the file has it.
     pub attn_norm_2: bool,
-    /// The attention and the FFN both read the block's normed input, and
-    /// x becomes (attn + ffn) + x (phi2, falcon).
-    pub parallel: bool,
+    /// Whether the attention and the FFN both read the block's normed
+    /// input, and in which order their outputs join x.
+    pub parallel: Parallel,
     /// `position_embd` rows added to the input rows by position (gpt2).
     pub pos_embd: bool,
     /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias` (or `attn_qkv.bias`
@@ -217,6 +242,8 @@ pub struct Block {
     pub proj_bias: Need,
     /// `output.bias`, added to the logits.
     pub output_bias: Need,
+    /// How `HParams::f_logit_scale` (when not 0) scales the logits.
+    pub logit_scale: LogitScale,
     pub attn_scale: AttnScale,
     /// The attention scores go through cap * tanh(s / cap) before the
     /// softmax, cap = `HParams::f_attn_logit_softcapping` (gemma2).
@@ -244,7 +271,7 @@ impl Block {
         norm: Norm::Rms,
         norm_bias: Need::Absent,
         attn_norm_2: false,
-        parallel: false,
+        parallel: Parallel::No,
         pos_embd: false,
         qkv_bias: Need::Optional,
         qk_norm: QkNorm::None,
@@ -253,6 +280,7 @@ impl Block {
         gate_up: GateUp::Split,
         proj_bias: Need::Absent,
         output_bias: Need::Absent,
+        logit_scale: LogitScale::Divide,
         attn_scale: AttnScale::InSoftmax,
         attn_softcap: false,
         embd_scale: EmbdScale::None,

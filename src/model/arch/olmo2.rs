@@ -4,7 +4,7 @@
 
 use super::{Block, Family, QkNorm, Rope};
 use crate::error::{Error, Result};
-use crate::model::hparams::{swa_layers, HParams, Keys};
+use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "olmo2",
@@ -29,7 +29,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     if hp.n_swa > 0 {
         // OLMo 3: 3 of every 4 layers slide, with the global rope base
         // and no frequency scale
-        hp.swa_layers = swa_layers(keys, hp.n_layer, hp.n_layer, 4)?;
+        hp.slide(keys, 4)?;
         hp.rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(hp.rope_freq_base_train);
         hp.rope_freq_scale_train_swa = 1.0;
     }

@@ -3,7 +3,7 @@
 //! without gate, q scaled by 1/sqrt(head size) before attention, rope over
 //! part of each head (NEOX).
 
-use super::{AttnScale, Block, Family, Ffn, Need, Norm, Rope};
+use super::{AttnScale, Block, Family, Ffn, Need, Norm, Parallel, Rope};
 use crate::error::{Error, Result};
 use crate::model::hparams::{HParams, Keys};
 
@@ -13,7 +13,7 @@ pub static FAMILY: Family = Family {
     block: Block {
         norm: Norm::Layer,
         norm_bias: Need::Required,
-        parallel: true,
+        parallel: Parallel::AttnFfn,
         ffn: Ffn::Gelu,
         proj_bias: Need::Required,
         output_bias: Need::Required,
