@@ -430,7 +430,7 @@ pub fn forward(
         let use_rope = hp.use_rope
             && family.rope != Rope::None
             // (cohere2, exaone4 32B: the global layers attend without rope)
-            && !(hp.nope_global && !swa)
+            && (swa || !hp.nope_global)
             && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
         for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
             let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
