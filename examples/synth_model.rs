@@ -14,7 +14,9 @@
 //! optional=1 writes the recipe's optional biases too; fused_qkv=1 writes
 //! q, k and v as one attn_qkv (and their biases as one attn_qkv.bias);
 //! rot=N rotates only the first N dimensions of each head (partial rope);
-//! ctx=N sets the training context (512; gpt2's learned positions).
+//! ctx=N sets the training context (512; gpt2's learned positions);
+//! scaling=yarn|longrope|linear|none, factor=F, attn_factor=F and
+//! orig_ctx=N write the rope scaling keys (longrope: random factors too).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -71,9 +73,25 @@ fn main() {
 
     let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
-    let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx) = (false, false, 0usize, 512usize);
+    let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
+    // rope scaling: scaling=yarn|longrope|linear|none with factor=F (a
+    // float), orig_ctx=N, attn_factor=F
+    let mut scaling: Option<String> = None;
+    let mut floats: Vec<(&str, f32)> = Vec::new();
     for kv in args.iter().skip(6) {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("expected KEY=N, got {kv}"));
+        match k {
+            "scaling" => {
+                scaling = Some(v.to_string());
+                continue;
+            }
+            "factor" | "attn_factor" => {
+                let key = if k == "factor" { "rope.scaling.factor" } else { "rope.scaling.attn_factor" };
+                floats.push((key, v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"))));
+                continue;
+            }
+            _ => {}
+        }
         let v: usize = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
         match k {
             "embd" => n_embd = v,
@@ -86,6 +104,7 @@ fn main() {
             "fused_qkv" => fused_qkv = v != 0,
             "rot" => n_rot = v,
             "ctx" => n_ctx = v,
+            "orig_ctx" => orig_ctx = v,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -139,6 +158,15 @@ fn main() {
     if n_rot > 0 {
         w.set(&k("rope.dimension_count"), OwnedValue::U32(n_rot as u32));
     }
+    if let Some(kind) = &scaling {
+        w.set(&k("rope.scaling.type"), OwnedValue::Str(kind.as_bytes().to_vec()));
+    }
+    for (key, v) in &floats {
+        w.set(&k(key), OwnedValue::F32(*v));
+    }
+    if orig_ctx > 0 {
+        w.set(&k("rope.scaling.original_context_length"), OwnedValue::U32(orig_ctx as u32));
+    }
     if recipe.norm == Norm::Layer {
         w.set(&k("attention.layer_norm_epsilon"), OwnedValue::F32(1e-5));
     }
@@ -163,6 +191,13 @@ fn main() {
     let norm_bias = wanted(recipe.norm_bias);
     if recipe.pos_embd {
         mat(&mut rng, "position_embd.weight".into(), n_embd, n_ctx);
+    }
+    if scaling.as_deref() == Some("longrope") {
+        // LongRoPE's per-pair factors, in [1, 8)
+        let half = if n_rot > 0 { n_rot } else { hd } / 2;
+        for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
+            vecs.push((name.into(), vec![half as u64], (0..half).map(|_| 4.5 + 3.5 * rng.uniform()).collect()));
+        }
     }
     if norm_bias {
         vecs.push(("output_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
@@ -271,6 +306,12 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
             ("attention.scale", F32(0.3)),
         ],
         "cohere2" => vec![("attention.sliding_window", OwnedValue::U32(4)), ("logit_scale", F32(0.625))],
+        "mistral3" => vec![
+            ("attention.temperature_scale", F32(0.3)),
+            ("rope.scaling.yarn_log_multiplier", F32(0.7)),
+            ("rope.scaling.yarn_beta_fast", F32(16.0)),
+            ("rope.scaling.yarn_beta_slow", F32(2.0)),
+        ],
         // (its 64-layer model slides: layers=64 and this window)
         "exaone4" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         _ => Vec::new(),

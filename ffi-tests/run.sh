@@ -432,6 +432,30 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             else
                 not_ok "synthetic 64-layer exaone4 logits bit-identical to the reference"
             fi
+            # rope scaling (golden/parity/rope.sha256): YaRN (qwen3), LongRoPE's
+            # long and short factors (phi3), the caller's rope overrides (llama)
+            local rope_ok=1 f o
+            "$ROOT/target/release/examples/synth_model" qwen3 "$VOCAB/ggml-vocab-qwen2.gguf" "$OUT/rope-qwen3-yarn.gguf" 11 512 \
+                scaling=yarn factor=4 orig_ctx=128 > /dev/null
+            logits_hash_ok "$OUT/rope-qwen3-yarn.gguf" "$PAR/tokens512.txt" "$PAR/rope.sha256" \
+                "512 2 512 qwen3-yarn" "512 1 7 qwen3-yarn-chunks-of-7" || rope_ok=0
+            for o in "long 128" "short 1024"; do
+                set -- $o
+                "$ROOT/target/release/examples/synth_model" phi3 "$VOCAB/ggml-vocab-llama-spm.gguf" "$OUT/rope-phi3-$1.gguf" 11 512 \
+                    fused_qkv=1 scaling=longrope orig_ctx="$2" attn_factor=1.19 > /dev/null
+                logits_hash_ok "$OUT/rope-phi3-$1.gguf" "$PAR/tokens512.txt" "$PAR/rope.sha256" \
+                    "512 2 512 phi3-longrope-$1" "512 1 7 phi3-longrope-$1-chunks-of-7" || rope_ok=0
+            done
+            for o in "linear 500000 0.5 1 0" "yarn 0 0 2 64" "yarn-scaled 0 0.25 2 128" "none 0 0.25 0 0"; do
+                set -- $o
+                LOGITS_ROPE="$2 $3 $4 $5" logits_hash_ok "$OUT/synth-llama.gguf" "$PAR/tokens512.txt" "$PAR/rope.sha256" \
+                    "512 2 512 llama-ctx-$1" || rope_ok=0
+            done
+            if [ $rope_ok = 1 ]; then
+                ok "rope scaling: YaRN (synthetic qwen3), LongRoPE long and short factors (synthetic phi3), the context's rope overrides (synthetic llama): logits bit-identical to the reference (1/2 threads, chunks of 7)"
+            else
+                not_ok "rope scaling: logits differ from the reference's"
+            fi
             # the families of golden/parity/families.txt (make-parity-goldens.sh):
             # a synthetic model's logits, and the same shapes at embd 256
             # quantized by our llama_model_quantize to Q4_K_M and F16 (the

@@ -144,5 +144,33 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" exaone4 "* ]]; then
     ref_hashes "$OUT/synth-exaone4-32b.gguf" ffi-tests/golden/parity/tokens512.txt \
         ffi-tests/golden/parity/synth-exaone4-32b.sha256 "512 one-decode" "7 chunks-of-7"
 fi
+# Rope scaling (golden/parity/rope.sha256): YaRN on a synthetic qwen3 (factor
+# 4 from 128 tokens), LongRoPE on a synthetic phi3 with its long factors (the
+# 256-cell context is past the original 128) and its short ones (original
+# 1024), and the caller's overrides of a synthetic llama's rope (logits.c's
+# LOGITS_ROPE: base, scale, scaling type, original context)
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" rope "* ]]; then
+    R=ffi-tests/golden/parity/rope.sha256 && : > "$R"
+    S=target/release/examples/synth_model
+    $S qwen3 "$CACHE/vocab/ggml-vocab-qwen2.gguf" "$OUT/rope-qwen3-yarn.gguf" 11 512 scaling=yarn factor=4 orig_ctx=128
+    for o in "long 128" "short 1024"; do
+        set -- $o
+        $S phi3 "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/rope-phi3-$1.gguf" 11 512 fused_qkv=1 scaling=longrope \
+            orig_ctx="$2" attn_factor=1.19
+    done
+    $S llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/rope-llama.gguf" 11 512
+    ref_hashes "$OUT/rope-qwen3-yarn.gguf" ffi-tests/golden/parity/tokens512.txt "$R.tmp" "512 qwen3-yarn" \
+        "7 qwen3-yarn-chunks-of-7" && cat "$R.tmp" >> "$R"
+    for f in long short; do
+        ref_hashes "$OUT/rope-phi3-$f.gguf" ffi-tests/golden/parity/tokens512.txt "$R.tmp" "512 phi3-longrope-$f" \
+            "7 phi3-longrope-$f-chunks-of-7" && cat "$R.tmp" >> "$R"
+    done
+    for o in "linear 500000 0.5 1 0" "yarn 0 0 2 64" "yarn-scaled 0 0.25 2 128" "none 0 0.25 0 0"; do
+        set -- $o
+        LOGITS_ROPE="$2 $3 $4 $5" ref_hashes "$OUT/rope-llama.gguf" ffi-tests/golden/parity/tokens512.txt "$R.tmp" \
+            "512 llama-ctx-$1" && cat "$R.tmp" >> "$R"
+    done
+    rm -f "$R.tmp"
+fi
 ls -l ffi-tests/golden/parity/
 

@@ -50,6 +50,15 @@ int main(int argc, char ** argv) {
         cp.type_k = GGML_TYPE_F32;
         cp.type_v = GGML_TYPE_F32;
     }
+    // the caller's rope overrides, as "BASE SCALE TYPE ORIG_CTX" (0 / -1: the model's)
+    const char * rope = getenv("LOGITS_ROPE");
+    if (rope) {
+        int type = -1;
+        unsigned orig = 0;
+        sscanf(rope, "%f %f %d %u", &cp.rope_freq_base, &cp.rope_freq_scale, &type, &orig);
+        cp.rope_scaling_type = (enum llama_rope_scaling_type) type;
+        cp.yarn_orig_ctx = orig;
+    }
     if (argc > 7) cp.flash_attn_type = (enum llama_flash_attn_type) atoi(argv[7]);
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }

@@ -11,6 +11,7 @@ use super::batch::Token;
 use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
+use super::rope::{RopeArgs, RopeCfg};
 use super::workspace::{sized, Workspace};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
@@ -265,6 +266,7 @@ pub fn forward(
     inp_embd: &[f32],
     cells: &[usize],
     mode: AttnMode,
+    rope: &RopeCfg,
     embd: &mut [f32],
     logits: &mut [f32],
     abort: &mut dyn FnMut() -> bool,
@@ -340,7 +342,7 @@ pub fn forward(
         // (granite: ggml_scale of every input row)
         x.iter_mut().for_each(|v| *v *= hp.f_embedding_scale);
     }
-    let rope_factors = match &weights.rope_freqs {
+    let rope_factors = match weights.rope_factors(rope.long_factors) {
         Some(w) => Some(vector(model, w)?),
         None => None,
     };
@@ -356,11 +358,11 @@ pub fn forward(
     // sequences do not change during the ubatch)
     let mut visible_full: Option<Vec<Vec<usize>>> = None;
     let mut visible_swa: Option<Vec<Vec<usize>>> = None;
-    // the rotary angles of every token ([nt][n_rot / 2]), per (freq_base,
-    // freq_scale) as f32 bits: the same for q and k of every layer of that
-    // kind (computed per token, head kind and layer they were ~1 % of a
-    // SmolLM2 prefill, in sinf/cosf)
-    type RopeTable = ((u32, u32), Vec<Vec<(f32, f32)>>);
+    // the rotary angles of every token ([nt][n_rot / 2]), per layer kind's
+    // rope arguments: the same for q and k of every layer of that kind
+    // (computed per token, head kind and layer they were ~1 % of a SmolLM2
+    // prefill, in sinf/cosf)
+    type RopeTable = (RopeArgs, Vec<Vec<(f32, f32)>>);
     let mut rope_tables: Vec<RopeTable> = Vec::new();
 
     for (il, lw) in weights.layers.iter().enumerate() {
@@ -370,11 +372,7 @@ pub fn forward(
         let n_head = hp.n_head[il] as usize;
         let n_head_kv = hp.n_head_kv[il] as usize;
         let swa = hp.is_swa(il);
-        let (freq_base, freq_scale) = if swa {
-            (hp.rope_freq_base_train_swa, hp.rope_freq_scale_train_swa)
-        } else {
-            (hp.rope_freq_base_train, hp.rope_freq_scale_train)
-        };
+        let rope_args = rope.layer(hp, il);
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
         let parallel = recipe.parallel != Parallel::No;
@@ -412,15 +410,11 @@ pub fn forward(
         add_bias(model, k, lw.bk.as_ref())?;
         add_bias(model, vcur, lw.bv.as_ref())?;
         // per token: the heads' norms (qwen3, gemma3), then rope
-        let key = (freq_base.to_bits(), freq_scale.to_bits());
-        let table = match rope_tables.iter().position(|(k, _)| *k == key) {
+        let table = match rope_tables.iter().position(|(k, _)| *k == rope_args) {
             Some(i) => i,
             None => {
-                let angles = tokens
-                    .iter()
-                    .map(|t| ops::rope_angles(t.pos, n_rot, freq_base, freq_scale, rope_factors))
-                    .collect();
-                rope_tables.push((key, angles));
+                let angles = tokens.iter().map(|t| ops::rope_angles(t.pos, n_rot, &rope_args, rope_factors)).collect();
+                rope_tables.push((rope_args, angles));
                 rope_tables.len() - 1
             }
         };
@@ -450,6 +444,16 @@ pub fn forward(
                     }
                 }
             })?;
+        }
+        if hp.f_attn_temp_scale != 0.0 {
+            // Llama 4's temperature per position (in f64 as the reference's
+            // input, rounded to f32), ggml_mul into q
+            let width = q.len() / nt;
+            for (t, row) in q.chunks_exact_mut(width).enumerate() {
+                let floor = ((tokens[t].pos as f32) / hp.n_attn_temp_floor_scale as f32).floor();
+                let s = ((f64::from(floor) + 1.0).ln() * f64::from(hp.f_attn_temp_scale) + 1.0) as f32;
+                row.iter_mut().for_each(|v| *v *= s);
+            }
         }
         if dump::enabled() {
             dump::tensor("Qcur", Some(il), q, hd_k);

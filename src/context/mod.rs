@@ -11,6 +11,7 @@ pub mod dump;
 pub mod forward;
 pub mod kv_cache;
 pub mod ops;
+pub mod rope;
 pub mod state;
 pub mod workspace;
 
@@ -46,6 +47,8 @@ pub struct ContextParams {
     /// or only the window's; only saved states see it.
     pub swa_full: bool,
     pub no_perf: bool,
+    /// The rope and YaRN fields.
+    pub rope: rope::RopeRequest,
 }
 
 /// The resolved parameters, following the reference's rules (llama_context's
@@ -165,6 +168,9 @@ fn kv_type(ggml_type: i32, which: &str) -> Result<KvType> {
 pub struct Context {
     pub model: Arc<Model>,
     pub cparams: CParams,
+    /// The rope parameters of the non-sliding layers (the model's with the
+    /// caller's overrides).
+    pub rope: rope::RopeCfg,
     pub kv: KvCache,
     /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
     /// (rows past n_outputs are zeros).
@@ -209,6 +215,7 @@ impl Context {
             return Err(Error::invalid("the model was loaded with vocab_only and cannot run"));
         }
         let cparams = CParams::resolve(params, model.hparams.n_ctx_train)?;
+        let rope = rope::RopeCfg::resolve(&params.rope, &model.hparams, cparams.n_ctx_seq)?;
         let (type_k, type_v) = (kv_type(params.type_k, "type_k")?, kv_type(params.type_v, "type_v")?);
         let hp = &model.hparams;
         let k_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_k) as usize).collect();
@@ -248,6 +255,7 @@ impl Context {
             device_states: Default::default(),
             workspace: Default::default(),
             cparams,
+            rope,
         })
     }
 
@@ -332,6 +340,7 @@ impl Context {
                 inp_embd,
                 cells,
                 forward::AttnMode { causal: self.causal, flash: self.flash_attn },
+                &self.rope,
                 embd,
                 logits,
                 abort,
@@ -437,7 +446,7 @@ impl Context {
         // has_rope: rope type none, granite's switch; smollm3's NoPE layers
         // are rotated, as the reference does)
         let rotate = family.rope != crate::model::arch::Rope::None && hp.use_rope;
-        let rope_freqs = self.model.weights.as_ref().and_then(|w| w.rope_freqs.as_ref());
+        let rope_freqs = self.model.weights.as_ref().and_then(|w| w.rope_factors(self.rope.long_factors));
         let factors: Option<&[f32]> =
             rope_freqs.and_then(|w| self.model.vectors.get(&(w.file, w.info.offset))).map(Vec::as_slice);
         let mut head = vec![0f32; hd];
@@ -456,16 +465,12 @@ impl Context {
                 continue;
             }
             for il in 0..self.kv.k.len() {
-                let (base, swa) = (self.kv.k_width[il], hp.is_swa(il));
-                let (freq_base, freq_scale) = if swa {
-                    (hp.rope_freq_base_train_swa, hp.rope_freq_scale_train_swa)
-                } else {
-                    (hp.rope_freq_base_train, hp.rope_freq_scale_train)
-                };
+                let base = self.kv.k_width[il];
+                let args = self.rope.layer(hp, il);
                 for g in 0..base / hd {
                     let at = c * base + g * hd;
                     KvCache::read(&self.kv.k[il], at, &mut head);
-                    ops::rope(&mut head, delta, n_rot, freq_base, freq_scale, factors, neox);
+                    ops::rope(&mut head, delta, n_rot, &args, factors, neox);
                     self.kv.k[il].write(at, &head);
                 }
             }
@@ -564,6 +569,7 @@ mod tests {
             flash_attn_type: -1,
             swa_full: true,
             no_perf: true,
+            rope: rope::RopeRequest::default(),
         }
     }
 

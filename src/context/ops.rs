@@ -2,6 +2,8 @@
 //! (ggml-cpu ops.cpp / vec.h): where ggml sums in double or rounds through
 //! f16, so do these, because logits parity depends on it.
 
+use super::rope::RopeArgs;
+
 /// RMS norm of each row of `x` ([n][d]) times `w` ([d]), in place:
 /// `x * (1/sqrt(mean(x²) + eps)) * w`, the square sum in f64 as ggml does.
 pub fn rms_norm_mul(x: &mut [f32], d: usize, w: &[f32], eps: f32) {
@@ -153,24 +155,38 @@ fn gelu_f32(x: f32) -> f32 {
 }
 
 /// The rotary angles of one position: `(sin, cos)` of each of the `n_rot/2`
-/// pairs, as ggml_rope_cache_init computes them: theta starts at `pos` and
-/// is multiplied by base^(-2/n_rot) per pair, all in f32. Shared by every
-/// head of the position (as the reference's cache is).
-pub fn rope_angles(
-    pos: i32,
-    n_rot: usize,
-    freq_base: f32,
-    freq_scale: f32,
-    factors: Option<&[f32]>,
-) -> Vec<(f32, f32)> {
-    let theta_scale = freq_base.powf(-2.0 / n_rot as f32);
+/// pairs times the magnitude, as ggml_rope_cache_init and rope_yarn compute
+/// them: theta starts at `pos` and is multiplied by base^(-2/n_rot) per
+/// pair, divided by the pair's factor (llama3, LongRoPE), scaled by the
+/// frequency scale, and with YaRN (`ext_factor` not 0) blended back toward
+/// the unscaled angle by the pair's ramp; all in f32, with the fused
+/// multiply-adds GCC forms in the reference's build. Shared by every head
+/// of the position (as the reference's cache is).
+pub fn rope_angles(pos: i32, n_rot: usize, a: &RopeArgs, factors: Option<&[f32]>) -> Vec<(f32, f32)> {
+    let theta_scale = a.freq_base.powf(-2.0 / n_rot as f32);
     let mut theta = pos as f32;
+    // (rope_yarn: the magnitude grows by 1 + 0.1 ln(1 / scale) with YaRN)
+    let mscale = if a.ext_factor != 0.0 {
+        a.attn_factor * 0.1f32.mul_add((1.0 / a.freq_scale).ln(), 1.0)
+    } else {
+        a.attn_factor
+    };
     (0..n_rot / 2)
         .map(|i| {
             let ff = factors.map_or(1.0, |f| f[i]);
-            let t = freq_scale * (theta / ff);
+            let extrap = theta / ff;
+            let interp = a.freq_scale * extrap;
+            let t = if a.ext_factor != 0.0 {
+                let [low, high] = a.corr_dims;
+                // rope_yarn_ramp of pair i (i0 / 2 = i)
+                let y = (i as f32 - low) / 0.001f32.max(high - low);
+                let ramp = (1.0 - y.clamp(0.0, 1.0)) * a.ext_factor;
+                interp.mul_add(1.0 - ramp, extrap * ramp)
+            } else {
+                interp
+            };
             theta *= theta_scale;
-            (t.sin(), t.cos())
+            (t.sin() * mscale, t.cos() * mscale)
         })
         .collect()
 }
@@ -213,16 +229,8 @@ fn rope_pairs(v: &mut [f32], angles: &[(f32, f32)], neox: bool) {
 
 /// Rotary embedding of one head vector at position `pos` ([`rope_angles`]
 /// then [`rope_by`]).
-pub fn rope(
-    v: &mut [f32],
-    pos: i32,
-    n_rot: usize,
-    freq_base: f32,
-    freq_scale: f32,
-    factors: Option<&[f32]>,
-    neox: bool,
-) {
-    rope_by(v, &rope_angles(pos, n_rot, freq_base, freq_scale, factors), neox);
+pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, a: &RopeArgs, factors: Option<&[f32]>, neox: bool) {
+    rope_by(v, &rope_angles(pos, n_rot, a, factors), neox);
 }
 
 #[cfg(test)]
@@ -276,15 +284,34 @@ mod tests {
         assert!((rms - 1.0).abs() < 1e-6);
     }
 
+    fn plain() -> RopeArgs {
+        RopeArgs { freq_base: 10000.0, freq_scale: 1.0, ext_factor: 0.0, attn_factor: 1.0, corr_dims: [0.0, 0.0] }
+    }
+
+    #[test]
+    fn yarn_blends_the_first_pairs_toward_the_unscaled_angles() {
+        // pairs below the correction range keep the unscaled angle, those
+        // above it the scaled one
+        let a =
+            RopeArgs { freq_base: 10000.0, freq_scale: 0.25, ext_factor: 1.0, attn_factor: 1.0, corr_dims: [1.0, 2.0] };
+        let lin = RopeArgs { ext_factor: 0.0, ..a };
+        let unscaled = RopeArgs { freq_scale: 1.0, ext_factor: 0.0, ..a };
+        let m = 0.1f32.mul_add(4f32.ln(), 1.0);
+        let (y, l, u) =
+            (rope_angles(9, 8, &a, None), rope_angles(9, 8, &lin, None), rope_angles(9, 8, &unscaled, None));
+        assert_eq!(y[0], (u[0].0 * m, u[0].1 * m));
+        assert_eq!(y[3], (l[3].0 * m, l[3].1 * m));
+    }
+
     #[test]
     fn rope_at_zero_is_identity_and_preserves_norm() {
         let v0 = vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
         let mut v = v0.clone();
-        rope(&mut v, 0, 4, 10000.0, 1.0, None, false);
+        rope(&mut v, 0, 4, &plain(), None, false);
         assert_eq!(v, v0);
         for neox in [false, true] {
             let mut v = v0.clone();
-            rope(&mut v, 7, 4, 10000.0, 1.0, None, neox);
+            rope(&mut v, 7, 4, &plain(), None, neox);
             let n0: f32 = v0[..4].iter().map(|x| x * x).sum();
             let n1: f32 = v[..4].iter().map(|x| x * x).sum();
             assert!((n0 - n1).abs() < 1e-4);

@@ -82,6 +82,16 @@ pub extern "C" fn llama_init_from_model(model: *mut llama_model, params: llama_c
             flash_attn_type: params.flash_attn_type.0,
             swa_full: params.swa_full,
             no_perf: params.no_perf,
+            rope: crate::context::rope::RopeRequest {
+                scaling_type: params.rope_scaling_type.0,
+                freq_base: params.rope_freq_base,
+                freq_scale: params.rope_freq_scale,
+                ext_factor: params.yarn_ext_factor,
+                attn_factor: params.yarn_attn_factor,
+                beta_fast: params.yarn_beta_fast,
+                beta_slow: params.yarn_beta_slow,
+                orig_ctx: params.yarn_orig_ctx,
+            },
         };
         let mut ctx = Context::new(model, &request)?;
         ctx.abort = abort_closure(params.abort_callback, params.abort_callback_data);

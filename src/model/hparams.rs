@@ -28,6 +28,22 @@ pub struct HParams {
     pub rope_freq_scale_train: f32,
     /// The frequency scale of sliding-window layers (the reference's 1).
     pub rope_freq_scale_train_swa: f32,
+    /// Sliding-window layers rope without YaRN (olmo2).
+    pub swa_plain_rope: bool,
+    pub rope_scaling: RopeScaling,
+    /// The context the model was trained at before scaling
+    /// (`rope.scaling.original_context_length`, else n_ctx_train).
+    pub n_ctx_orig_yarn: u32,
+    /// `rope.scaling.attn_factor` (1): multiplies the rope magnitude.
+    pub rope_attn_factor: f32,
+    /// `rope.scaling.yarn_log_multiplier` where the family reads it (mistral3).
+    pub rope_yarn_log_mul: f32,
+    /// The reference's YaRN defaults (-1: from the scaling type; 1; 32; 1),
+    /// which a family may read from its keys.
+    pub yarn_ext_factor: f32,
+    pub yarn_attn_factor: f32,
+    pub yarn_beta_fast: f32,
+    pub yarn_beta_slow: f32,
     /// `%s.rope.scaling.finetuned` (the reference's false when absent).
     pub rope_finetuned: bool,
     /// Whether the layers have rope (granite: its `rope_finetuned`, which
@@ -57,12 +73,38 @@ pub struct HParams {
     pub f_embedding_scale: f32,
     pub f_residual_scale: f32,
     pub f_logit_scale: f32,
+    /// Llama 4's attention temperature (mistral3): q is multiplied by
+    /// log(floor(pos / floor_scale) + 1) · scale + 1 when `scale` is not 0.
+    pub f_attn_temp_scale: f32,
+    pub n_attn_temp_floor_scale: u32,
     /// The layers that do not slide attend without rope (cohere2, exaone4
     /// with sliding windows).
     pub nope_global: bool,
     /// Every n-th layer has no rope where the recipe says
     /// (`Block::nope_layers`); the reference's default 4.
     pub n_no_rope_layer_step: u32,
+}
+
+/// `%s.rope.scaling.type` (llama_rope_scaling_type values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RopeScaling {
+    None = 0,
+    /// The frequency scale alone (the default).
+    #[default]
+    Linear = 1,
+    /// YaRN: the frequencies blended between scaled and not by dimension,
+    /// and a magnitude factor (`context::rope`).
+    Yarn = 2,
+    /// LongRoPE: per-dimension factors, `rope_factors_long`/`_short`.
+    LongRope = 3,
+}
+
+impl RopeScaling {
+    pub fn from_i32(v: i32) -> Option<RopeScaling> {
+        [RopeScaling::None, RopeScaling::Linear, RopeScaling::Yarn, RopeScaling::LongRope]
+            .into_iter()
+            .find(|s| *s as i32 == v)
+    }
 }
 
 /// Typed reads of `{arch}.*` keys, overrides first.
@@ -235,29 +277,20 @@ impl HParams {
             None => keys.f32("%s.rope.scale_linear")?.unwrap_or(0.0),
         };
         let rope_freq_scale_train = if scale == 0.0 { 1.0 } else { 1.0 / scale };
-        // Linear scaling is the frequency scale above; YaRN and LongRoPE
-        // change the rotation itself, which the forward pass does not do
-        // yet: refused rather than decoded with other angles than the
-        // reference's. (An unknown type makes the reference abort.)
-        if let Some(kind) = keys.string("%s.rope.scaling.type")? {
-            match kind.as_slice() {
-                b"none" | b"linear" => {}
-                b"yarn" | b"longrope" => {
-                    return Err(Error::model(format!(
-                        "not implemented yet: rope scaling '{}' ({})",
-                        String::from_utf8_lossy(&kind),
-                        keys.full("%s.rope.scaling.type")
-                    )))
-                }
-                _ => {
-                    return Err(Error::model(format!(
-                        "unknown rope scaling type '{}' ({})",
-                        String::from_utf8_lossy(&kind),
-                        keys.full("%s.rope.scaling.type")
-                    )))
-                }
+        let rope_scaling = match keys.string("%s.rope.scaling.type")?.as_deref() {
+            None | Some(b"linear") => RopeScaling::Linear,
+            Some(b"none") => RopeScaling::None,
+            Some(b"yarn") => RopeScaling::Yarn,
+            Some(b"longrope") => RopeScaling::LongRope,
+            // (the reference aborts on an unknown type)
+            Some(kind) => {
+                return Err(Error::model(format!(
+                    "unknown rope scaling type '{}' ({})",
+                    String::from_utf8_lossy(kind),
+                    keys.full("%s.rope.scaling.type")
+                )))
             }
-        }
+        };
 
         Ok(HParams {
             n_ctx_train,
@@ -278,6 +311,15 @@ impl HParams {
             rope_freq_base_train_swa: 10000.0,
             rope_freq_scale_train,
             rope_freq_scale_train_swa: 1.0,
+            swa_plain_rope: false,
+            rope_scaling,
+            n_ctx_orig_yarn: keys.u32("%s.rope.scaling.original_context_length")?.unwrap_or(n_ctx_train),
+            rope_attn_factor: keys.f32("%s.rope.scaling.attn_factor")?.unwrap_or(1.0),
+            rope_yarn_log_mul: 0.0,
+            yarn_ext_factor: -1.0,
+            yarn_attn_factor: 1.0,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
             rope_finetuned: keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(false),
             use_rope: true,
             f_norm_rms_eps: keys.f32("%s.attention.layer_norm_rms_epsilon")?.unwrap_or(0.0),
@@ -291,6 +333,8 @@ impl HParams {
             f_residual_scale: 0.0,
             f_logit_scale: 0.0,
             nope_global: false,
+            f_attn_temp_scale: 0.0,
+            n_attn_temp_floor_scale: 0,
             n_no_rope_layer_step: 4,
         })
     }

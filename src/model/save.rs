@@ -60,6 +60,10 @@ struct Saved {
     rope_attn_factor: f32,
     n_ctx_orig: u32,
     rope_finetuned: bool,
+    attn_temp_scale: f32,
+    yarn_log_mul: f32,
+    yarn_beta_fast: f32,
+    yarn_beta_slow: f32,
     classifier_labels: Vec<Vec<u8>>,
     name: Vec<u8>,
 }
@@ -148,6 +152,10 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         rope_attn_factor: keys.f32("%s.rope.scaling.attn_factor")?.unwrap_or(1.0),
         n_ctx_orig: keys.u32("%s.rope.scaling.original_context_length")?.unwrap_or(n_ctx_train),
         rope_finetuned: hp.rope_finetuned,
+        attn_temp_scale: hp.f_attn_temp_scale,
+        yarn_log_mul: hp.rope_yarn_log_mul,
+        yarn_beta_fast: hp.yarn_beta_fast,
+        yarn_beta_slow: hp.yarn_beta_slow,
         classifier_labels,
         name: keys.string("general.name")?.map_or_else(|| b"n/a".to_vec(), |v| c_trunc(&v)),
     };
@@ -238,7 +246,8 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
 /// The model's tensors in the order the reference's saver adds them: the
 /// top-level tensors (token embeddings first only when the output matrix
 /// is a tensor of its own), then each layer's in struct order, with
-/// rope_freqs.weight in layer 0 (later layers share it).
+/// rope_freqs.weight and LongRoPE's factors in layer 0 (later layers share
+/// them).
 fn tensor_order(m: &Model) -> Result<Vec<String>> {
     let has = |n: &str| m.tensor(n).is_some();
     let mut top: Vec<&str> = Vec::new();
@@ -259,6 +268,10 @@ fn tensor_order(m: &Model) -> Result<Vec<String>> {
         }
         let (il, rank) = if name == "rope_freqs.weight" {
             (0, 153)
+        } else if name == "rope_factors_long.weight" {
+            (0, 151)
+        } else if name == "rope_factors_short.weight" {
+            (0, 152)
         } else {
             let rest = name.strip_prefix("blk.").and_then(|r| r.split_once('.'));
             match rest.and_then(|(n, s)| Some((n.parse::<u32>().ok()?, layer_field_rank(s)?))) {
@@ -397,7 +410,7 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("attention.output_scale"), F32(0.0));
     put(&k("attention.value_scale"), F32(0.0));
     put(&k("attention.temperature_length"), U32(0));
-    put(&k("attention.temperature_scale"), F32(0.0));
+    put(&k("attention.temperature_scale"), F32(h.attn_temp_scale));
     put(&k("attention.key_length_mla"), U32(0));
     put(&k("attention.value_length_mla"), U32(0));
     put(&k("attention.key_length_swa"), U32(h.head_k_swa));
@@ -442,11 +455,11 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("rope.scaling.attn_factor"), F32(h.rope_attn_factor));
     put(&k("rope.scaling.original_context_length"), U32(h.n_ctx_orig));
     put(&k("rope.scaling.finetuned"), Bool(h.rope_finetuned));
-    put(&k("rope.scaling.yarn_log_multiplier"), F32(0.0));
+    put(&k("rope.scaling.yarn_log_multiplier"), F32(h.yarn_log_mul));
     put(&k("rope.scaling.yarn_ext_factor"), F32(-1.0));
     put(&k("rope.scaling.yarn_attn_factor"), F32(1.0));
-    put(&k("rope.scaling.yarn_beta_fast"), F32(32.0));
-    put(&k("rope.scaling.yarn_beta_slow"), F32(1.0));
+    put(&k("rope.scaling.yarn_beta_fast"), F32(h.yarn_beta_fast));
+    put(&k("rope.scaling.yarn_beta_slow"), F32(h.yarn_beta_slow));
     for s in ["ssm.inner_size", "ssm.conv_kernel", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"] {
         put(&k(s), U32(0));
     }

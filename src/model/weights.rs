@@ -96,6 +96,9 @@ pub struct Weights {
     pub output_b: Option<Weight>,      // [n_vocab]
     /// llama3-style rope frequency factors, if present.
     pub rope_freqs: Option<Weight>, // [n_rot / 2]
+    /// LongRoPE's factors for contexts past the original one, and within it.
+    pub rope_long: Option<Weight>, // [n_rot / 2]
+    pub rope_short: Option<Weight>,    // [n_rot / 2]
     pub layers: Vec<LayerWeights>,
 }
 
@@ -182,6 +185,8 @@ impl Weights {
         .unwrap_or_else(|| tok_embd.clone());
         let output_b = bind(recipe.output_bias, "output.bias", &[n_vocab])?;
         let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
+        let rope_long = b.optional("rope_factors_long.weight", &[hp.n_rot as usize / 2])?;
+        let rope_short = b.optional("rope_factors_short.weight", &[hp.n_rot as usize / 2])?;
 
         let mut layers = Vec::with_capacity(hp.n_layer as usize);
         for il in 0..hp.n_layer as usize {
@@ -272,14 +277,35 @@ impl Weights {
             layers.push(layer);
         }
         b.check_all_used(family.name)?;
-        Ok(Weights { tok_embd, output_norm, output_norm_b, pos_embd, output, output_b, rope_freqs, layers })
+        Ok(Weights {
+            tok_embd,
+            output_norm,
+            output_norm_b,
+            pos_embd,
+            output,
+            output_b,
+            rope_freqs,
+            rope_long,
+            rope_short,
+            layers,
+        })
+    }
+
+    /// The rope factors (the reference's get_rope_factors): llama3's when
+    /// the model has them, else LongRoPE's long or short ones.
+    pub fn rope_factors(&self, long: bool) -> Option<&Weight> {
+        self.rope_freqs.as_ref().or(if long { self.rope_long.as_ref() } else { self.rope_short.as_ref() })
     }
 
     /// The one-row weights the forward pass reads (norms, biases, rope
     /// factors), each once.
     pub fn vectors(&self) -> Vec<&Weight> {
         let mut v: Vec<&Weight> = vec![&self.output_norm];
-        v.extend([&self.rope_freqs, &self.output_b, &self.output_norm_b].into_iter().flatten());
+        v.extend(
+            [&self.rope_freqs, &self.rope_long, &self.rope_short, &self.output_b, &self.output_norm_b]
+                .into_iter()
+                .flatten(),
+        );
         for l in &self.layers {
             v.extend(
                 [

@@ -23,6 +23,7 @@ mod gemma3;
 mod gpt2;
 mod granite;
 mod llama;
+mod mistral3;
 mod olmo2;
 mod phi2;
 mod phi3;
@@ -54,6 +55,7 @@ pub static FAMILIES: &[&Family] = &[
     &falcon::FAMILY,
     &exaone4::FAMILY,
     &cohere2::FAMILY,
+    &mistral3::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -339,7 +341,7 @@ mod tests {
             assert_eq!(find(f.name), Some(*f));
             assert_eq!(FAMILIES.iter().filter(|g| g.name == f.name).count(), 1);
         }
-        assert_eq!(find("mistral3"), None);
+        assert_eq!(find("deepseek2"), None);
         assert!(supported_list().starts_with("llama, gemma3, qwen2, qwen3"));
     }
 

@@ -32,6 +32,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
         hp.slide(keys, 4)?;
         hp.rope_freq_base_train_swa = keys.f32("%s.rope.freq_base_swa")?.unwrap_or(hp.rope_freq_base_train);
         hp.rope_freq_scale_train_swa = 1.0;
+        hp.swa_plain_rope = true;
     }
     Ok(())
 }

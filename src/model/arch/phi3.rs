@@ -1,4 +1,4 @@
-//! `phi3`: Phi-3 and Phi-4 (dense). As llama with q, k and v in one matrix
+//! `phi3`: Phi-3, Phi-3.5 and Phi-4 (dense), LongRoPE included. As llama with q, k and v in one matrix
 //! (as its files have them), the FFN's gate and up in one matrix, q scaled by
 //! 1/sqrt(head size) before attention, an optional output bias, NEOX rope.
 //! Sliding windows in the file are ignored, as the reference does (its
@@ -35,13 +35,6 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
             "not implemented yet: mixture-of-experts layers ({} > 0)",
             keys.full("%s.expert_count")
         )));
-    }
-    // Phi-3's 128k-context models scale rope by per-dimension factors
-    // (LongRoPE: rope_factors_long/short), not run yet
-    for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
-        if keys.file.find_tensor(name).is_some() {
-            return Err(Error::model(format!("not implemented yet: LongRoPE rope factors ({name})")));
-        }
     }
     Ok(())
 }
