@@ -16,7 +16,8 @@
 //! rot=N rotates only the first N dimensions of each head (partial rope);
 //! ctx=N sets the training context (512; gpt2's learned positions);
 //! scaling=yarn|longrope|linear|none, factor=F, attn_factor=F and
-//! orig_ctx=N write the rope scaling keys (longrope: random factors too).
+//! orig_ctx=N write the rope scaling keys (longrope: random factors too);
+//! ffn_norm=0 leaves out ffn_norm where the recipe allows it.
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -74,6 +75,7 @@ fn main() {
     let (mut n_embd, mut n_layer, mut n_head, mut n_head_kv, mut hd, mut n_ff) =
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
+    let mut ffn_norm = true;
     // rope scaling: scaling=yarn|longrope|linear|none with factor=F (a
     // float), orig_ctx=N, attn_factor=F
     let mut scaling: Option<String> = None;
@@ -105,6 +107,7 @@ fn main() {
             "rot" => n_rot = v,
             "ctx" => n_ctx = v,
             "orig_ctx" => orig_ctx = v,
+            "ffn_norm" => ffn_norm = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -236,16 +239,23 @@ fn main() {
             QkNorm::None => (0, 0),
             QkNorm::PerHead => (hd, hd),
             QkNorm::Whole => (q_width, kv_width),
+            // (optional: written with optional=1, as [head_dim, n_head])
+            QkNorm::LayerPerHead => (0, 0),
         };
         if qn > 0 {
             vecs.push((t("attn_q_norm.weight"), vec![qn as u64], norm(&mut rng, qn)));
             vecs.push((t("attn_k_norm.weight"), vec![kn as u64], norm(&mut rng, kn)));
         }
+        if recipe.qk_norm == QkNorm::LayerPerHead && optional {
+            vecs.push((t("attn_q_norm.weight"), vec![hd as u64, n_head as u64], norm(&mut rng, q_width)));
+            vecs.push((t("attn_k_norm.weight"), vec![hd as u64, n_head_kv as u64], norm(&mut rng, kv_width)));
+        }
         if recipe.post_norms {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
-        if recipe.pre_norms && recipe.parallel == Parallel::No {
+        // (ffn_norm=0: none, where the recipe allows it: StableLM 2 12B)
+        if recipe.pre_norms && recipe.parallel == Parallel::No && (ffn_norm || !recipe.ffn_norm_optional) {
             vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             if norm_bias {
                 vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));

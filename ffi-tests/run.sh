@@ -432,6 +432,18 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             else
                 not_ok "synthetic 64-layer exaone4 logits bit-identical to the reference"
             fi
+            # StableLM's 1.6B layout and 2 12B's (per-head q/k LayerNorms, no ffn_norm)
+            for o in "1.6b rot=8" "12b rot=8 optional=1 ffn_norm=0"; do
+                set -- $o
+                f=$1 && shift
+                make_synth stablelm "stablelm-$f" "$@"
+                if logits_hash_ok "$OUT/synth-stablelm-$f.gguf" "$PAR/tokens512.txt" "$PAR/synth-stablelm-$f.sha256" \
+                    "512 2 512 one-decode" "512 1 512 one-decode" "512 2 7 chunks-of-7"; then
+                    ok "synthetic stablelm, $f layout: logits bit-identical to the reference (1/2 threads, chunks of 7)"
+                else
+                    not_ok "synthetic stablelm, $f layout: logits differ from the reference's"
+                fi
+            done
             # rope scaling (golden/parity/rope.sha256): YaRN (qwen3), LongRoPE's
             # long and short factors (phi3), the caller's rope overrides (llama)
             local rope_ok=1 f o

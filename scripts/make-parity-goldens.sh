@@ -144,6 +144,19 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" exaone4 "* ]]; then
     ref_hashes "$OUT/synth-exaone4-32b.gguf" ffi-tests/golden/parity/tokens512.txt \
         ffi-tests/golden/parity/synth-exaone4-32b.sha256 "512 one-decode" "7 chunks-of-7"
 fi
+# StableLM's two layouts besides its families.txt line: 1.6B's (no q/k
+# norms or q/k/v biases) and 2 12B's (LayerNorms of each head of q and k, no
+# ffn_norm: the FFN on the attention's input)
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" stablelm "* ]]; then
+    for o in "1.6b rot=8" "12b rot=8 optional=1 ffn_norm=0"; do
+        set -- $o
+        v=$1 && shift
+        target/release/examples/synth_model stablelm "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/synth-stablelm-$v.gguf" \
+            11 512 "$@"
+        ref_hashes "$OUT/synth-stablelm-$v.gguf" ffi-tests/golden/parity/tokens512.txt \
+            "ffi-tests/golden/parity/synth-stablelm-$v.sha256" "512 one-decode" "7 chunks-of-7"
+    done
+fi
 # Rope scaling (golden/parity/rope.sha256): YaRN on a synthetic qwen3 (factor
 # 4 from 128 tokens), LongRoPE on a synthetic phi3 with its long factors (the
 # 256-cell context is past the original 128) and its short ones (original

@@ -376,7 +376,10 @@ pub fn forward(
 
         // --- attention (q, k and its output in the FFN's buffers: workspace.rs)
         let parallel = recipe.parallel != Parallel::No;
-        if parallel {
+        // (StableLM 2 12B: a layer without ffn_norm feeds the FFN the
+        // attention's normed input, kept as the parallel blocks keep it)
+        let ffn_on_attn_input = recipe.ffn_norm_optional && lw.ffn_norm.is_none();
+        if parallel || ffn_on_attn_input {
             // the FFN's input, kept for after the attention: attn_norm(x)
             pre_norm(pool, model, norm, x, ffn_in, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?;
         }
@@ -426,17 +429,24 @@ pub fn forward(
             // (cohere2, exaone4 32B: the global layers attend without rope)
             && (swa || !hp.nope_global)
             && !(recipe.nope_layers && (il + 1) % hp.n_no_rope_layer_step.max(1) as usize == 0);
-        for (buf, norm) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
-            let norm = norm.as_ref().map(|w| vector(model, w)).transpose()?;
-            if norm.is_none() && !use_rope {
+        for (buf, qk_w) in [(&mut *q, &lw.q_norm), (&mut *k, &lw.k_norm)] {
+            let qk_w = qk_w.as_ref().map(|w| vector(model, w)).transpose()?;
+            if qk_w.is_none() && !use_rope {
                 continue;
             }
             let width = buf.len() / nt;
             // a norm per head, or one over all heads of the token (olmo2)
             let norm_width = if recipe.qk_norm == QkNorm::Whole { width } else { hd_k };
             pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|t, heads| {
-                if let Some(w) = &norm {
-                    ops::rms_norm_mul(heads, norm_width, w, eps);
+                match (&qk_w, recipe.qk_norm) {
+                    (Some(w), QkNorm::LayerPerHead) => {
+                        // each head its own weights ([head_dim, n_head])
+                        for (head, wh) in heads.chunks_exact_mut(hd_k).zip(w.chunks_exact(hd_k)) {
+                            ops::layer_norm(head, hd_k, wh, None, norm.eps);
+                        }
+                    }
+                    (Some(w), _) => ops::rms_norm_mul(heads, norm_width, w, eps),
+                    (None, _) => {}
                 }
                 if use_rope {
                     for head in heads.chunks_exact_mut(hd_k) {
@@ -503,7 +513,7 @@ pub fn forward(
             }
             keep_rows(x, n_embd, &out_rows);
             keep_rows(h, n_embd, &out_rows);
-            if parallel {
+            if parallel || ffn_on_attn_input {
                 keep_rows(ffn_in, n_embd, &out_rows);
             }
             nr = out_rows.len();
@@ -533,8 +543,12 @@ pub fn forward(
 
         // --- feed-forward
         dump::tensor("ffn_inp", Some(il), x, n_embd);
-        pre_norm(pool, model, norm, x, h, n_embd, lw.ffn_norm.as_ref(), lw.ffn_norm_b.as_ref())?;
-        let hn = &h[..nr * n_embd];
+        let hn = if ffn_on_attn_input {
+            &ffn_in[..nr * n_embd]
+        } else {
+            pre_norm(pool, model, norm, x, h, n_embd, lw.ffn_norm.as_ref(), lw.ffn_norm_b.as_ref())?;
+            &h[..nr * n_embd]
+        };
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
         let n_ff = ffn_hidden(pool, model, acts, lw, recipe, hn, nr, gate, up, fused, il)?;
         // the FFN output [nr][n_embd] in `h` (the normed input is consumed)

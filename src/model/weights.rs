@@ -44,7 +44,7 @@ pub struct LayerWeights {
     pub bk: Option<Weight>,          // [kv_width]
     pub bv: Option<Weight>,          // [kv_width]
     pub bo: Option<Weight>,          // [n_embd]
-    pub q_norm: Option<Weight>,      // [head_dim], or [q_width] (QkNorm::Whole)
+    pub q_norm: Option<Weight>,      // [head_dim], [q_width] (QkNorm::Whole) or [head_dim, n_head]
     pub k_norm: Option<Weight>,      // [head_dim], or [kv_width]
     pub attn_post_norm: Option<Weight>, // [n_embd]
     pub ffn_norm: Option<Weight>,    // [n_embd]
@@ -221,9 +221,16 @@ impl Weights {
                     Some(b.required(&t("attn_q_norm.weight"), &[q_width])?),
                     Some(b.required(&t("attn_k_norm.weight"), &[k_width])?),
                 ),
+                QkNorm::LayerPerHead => (
+                    b.optional(&t("attn_q_norm.weight"), &[hd_k, n_head])?,
+                    b.optional(&t("attn_k_norm.weight"), &[hd_k, n_head_kv])?,
+                ),
             };
             let pre_norm_bias = if recipe.pre_norms { recipe.norm_bias } else { Need::Absent };
-            let ffn_norm = need(recipe.pre_norms && recipe.parallel == Parallel::No);
+            let ffn_norm = match need(recipe.pre_norms && recipe.parallel == Parallel::No) {
+                Need::Required if recipe.ffn_norm_optional => Need::Optional,
+                n => n,
+            };
             let attn_norm_2 = match recipe.attn_norm_2 {
                 true => b.optional(&t("attn_norm_2.weight"), &[n_embd])?,
                 false => None,
@@ -251,11 +258,12 @@ impl Weights {
                 k_norm,
                 attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
                 ffn_norm: bind(ffn_norm, &t("ffn_norm.weight"), &[n_embd])?,
-                ffn_norm_b: bind(
-                    if ffn_norm == Need::Absent { Need::Absent } else { pre_norm_bias },
-                    &t("ffn_norm.bias"),
-                    &[n_embd],
-                )?,
+                // (the bias only with the norm: StableLM 2 12B has neither)
+                ffn_norm_b: match (ffn_norm, pre_norm_bias) {
+                    (Need::Absent, _) | (_, Need::Absent) => None,
+                    (Need::Optional, _) => b.optional(&t("ffn_norm.bias"), &[n_embd])?,
+                    (Need::Required, need) => bind(need, &t("ffn_norm.bias"), &[n_embd])?,
+                },
                 ffn_gate: bind(need(gated && recipe.gate_up == GateUp::Split), &t("ffn_gate.weight"), &[n_embd, n_ff])?,
                 ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
                 ffn_down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,

@@ -180,6 +180,9 @@ pub enum QkNorm {
     /// Of the whole projection's size: one RMS norm over all heads of a
     /// token (olmo2).
     Whole,
+    /// When the file has them, [head_dim, n_head] weights: a LayerNorm
+    /// (no bias) over each head with that head's weights (StableLM 2 12B).
+    LayerPerHead,
 }
 
 /// Where the attention's 1/sqrt(d) goes.
@@ -227,6 +230,9 @@ pub struct Block {
     /// Whether the attention and the FFN both read the block's normed
     /// input, and in which order their outputs join x.
     pub parallel: Parallel,
+    /// A layer without `ffn_norm` feeds its FFN the attention's normed
+    /// input, the sums staying sequential (StableLM 2 12B).
+    pub ffn_norm_optional: bool,
     /// `position_embd` rows added to the input rows by position (gpt2).
     pub pos_embd: bool,
     /// `attn_q.bias`, `attn_k.bias`, `attn_v.bias` (or `attn_qkv.bias`
@@ -274,6 +280,7 @@ impl Block {
         norm_bias: Need::Absent,
         attn_norm_2: false,
         parallel: Parallel::No,
+        ffn_norm_optional: false,
         pos_embd: false,
         qkv_bias: Need::Optional,
         qk_norm: QkNorm::None,
