@@ -81,6 +81,7 @@ synth synth-cohere2 cohere2 llama-spm 11 512
 synth synth-qwen3-yarn qwen3 qwen2 11 512 scaling=yarn factor=4 orig_ctx=128
 synth synth-phi3-longrope phi3 llama-spm 11 512 fused_qkv=1 scaling=longrope orig_ctx=128 attn_factor=1.19
 synth synth-mistral3 mistral3 llama-spm 11 512 scaling=yarn factor=4 orig_ctx=8
+synth synth-stablelm-12b stablelm llama-spm 11 512 rot=8 optional=1 ffn_norm=0
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -176,7 +177,7 @@ run_case split.Q4_0+keep_split q "$OUT/in/split-00001-of-00003.gguf" 2 keep_spli
 # --- llama_model_save_to_file
 for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256 synth-gemma2 synth-olmo2 synth-granite synth-phi3 \
     synth-phi2 synth-starcoder2 synth-stablelm synth-gpt2 synth-falcon synth-exaone4 synth-cohere2 \
-    synth-qwen3-yarn synth-phi3-longrope synth-mistral3; do
+    synth-qwen3-yarn synth-phi3-longrope synth-mistral3 synth-stablelm-12b; do
     run_case "save.$m" s "$OUT/in/$m.gguf"
 done
 run_case save.smollm2-q4_1 s "$SMOL"
