@@ -30,14 +30,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.n_swa = keys.required_u32("%s.attention.sliding_window")?;
     hp.f_logit_scale = keys.required_f32("%s.logit_scale")?;
     super::read_layer_norm_eps(hp, keys)?;
-    if hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(crate::error::Error::model(format!(
-            "{}: the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_equal_heads(hp, keys)?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! projection and the FFN, a GELU FFN without gate.
 
 use super::{Block, Family, Ffn, Need, Norm, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -24,14 +24,7 @@ pub static FAMILY: Family = Family {
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     super::read_layer_norm_eps(hp, keys)?;
-    if hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_equal_heads(hp, keys)?;
     Ok(())
 }
 

@@ -25,29 +25,14 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // (granite reads rope_finetuned as a switch for rope, true by default)
     hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
     hp.use_rope = hp.rope_finetuned;
-    // the reference's granite also runs Granite MoE files and the vision
-    // model's deepstack inputs: minfer runs neither yet
-    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
-        return Err(Error::model(format!(
-            "not implemented yet: mixture-of-experts layers ({} > 0)",
-            keys.full("%s.expert_count")
-        )));
-    }
+    super::refuse_experts(keys)?;
     if keys.file.get(&keys.full("%s.deepstack_mapping")).is_some() {
         return Err(Error::model(format!(
             "not implemented yet: deepstack inputs ({})",
             keys.full("%s.deepstack_mapping")
         )));
     }
-    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_rot,
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_full_rope(hp, keys)?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! optional biases of every projection.
 
 use super::{Block, Family, Need, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -15,13 +15,7 @@ pub static FAMILY: Family = Family {
 };
 
 fn read_hparams(_: &mut HParams, keys: &Keys) -> Result<()> {
-    // (the reference's llama also runs Mixtral-style experts)
-    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
-        return Err(Error::model(format!(
-            "not implemented yet: mixture-of-experts layers ({} > 0)",
-            keys.full("%s.expert_count")
-        )));
-    }
+    super::refuse_experts(keys)?;
     Ok(())
 }
 

@@ -32,12 +32,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
             return Err(Error::model("invalid n_ctx_orig_yarn for attention temperature scaling"));
         }
     }
-    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
-        return Err(Error::model(format!(
-            "not implemented yet: mixture-of-experts layers ({} > 0)",
-            keys.full("%s.expert_count")
-        )));
-    }
+    super::refuse_experts(keys)?;
     super::require_full_rope(hp, keys)
 }
 

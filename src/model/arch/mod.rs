@@ -315,6 +315,33 @@ pub(crate) fn require_full_rope(hp: &HParams, keys: &Keys) -> Result<()> {
     Ok(())
 }
 
+/// Key and value heads of one size (the reference's graph assertion of
+/// most families; it aborts where this refuses the file).
+pub(crate) fn require_equal_heads(hp: &HParams, keys: &Keys) -> Result<()> {
+    if hp.n_embd_head_k != hp.n_embd_head_v {
+        return Err(Error::model(format!(
+            "{}: the key and value head sizes ({}, {}) must be equal",
+            keys.full("%s"),
+            hp.n_embd_head_k,
+            hp.n_embd_head_v
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a file with experts: the family runs mixture-of-experts layers
+/// in the reference (llama's Mixtral, granite MoE, phimoe-style phi3), not
+/// yet in minfer.
+pub(crate) fn refuse_experts(keys: &Keys) -> Result<()> {
+    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
+        return Err(Error::model(format!(
+            "not implemented yet: mixture-of-experts layers ({} > 0)",
+            keys.full("%s.expert_count")
+        )));
+    }
+    Ok(())
+}
+
 /// The LayerNorm families' epsilon, `%s.attention.layer_norm_epsilon`
 /// (required), in place of the RMS one, which they do not read (as the
 /// reference: its saver then writes 0 for it).

@@ -3,7 +3,7 @@
 //! the whole q and k projections before rope; NEOX rope.
 
 use super::{Block, Family, QkNorm, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -16,15 +16,7 @@ pub static FAMILY: Family = Family {
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // (the reference asserts these in its graph builder, and aborts)
-    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_rot,
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_full_rope(hp, keys)?;
     hp.n_swa = keys.u32("%s.attention.sliding_window")?.unwrap_or(0);
     if hp.n_swa > 0 {
         // OLMo 3: 3 of every 4 layers slide, with the global rope base

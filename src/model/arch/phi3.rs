@@ -1,11 +1,12 @@
-//! `phi3`: Phi-3, Phi-3.5 and Phi-4 (dense), LongRoPE included. As llama with q, k and v in one matrix
-//! (as its files have them), the FFN's gate and up in one matrix, q scaled by
-//! 1/sqrt(head size) before attention, an optional output bias, NEOX rope.
+//! `phi3`: Phi-3, Phi-3.5 and Phi-4 (dense), LongRoPE included. As llama
+//! with q, k and v in one matrix (as its files have them), the FFN's gate and
+//! up in one matrix, q scaled by 1/sqrt(head size) before attention, an
+//! optional output bias, NEOX rope.
 //! Sliding windows in the file are ignored, as the reference does (its
 //! Phi SWA is disabled).
 
 use super::{AttnScale, Block, Family, GateUp, Need, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -22,20 +23,8 @@ pub static FAMILY: Family = Family {
 };
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
-    if hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
-    if keys.u32("%s.expert_count")?.unwrap_or(0) > 0 {
-        return Err(Error::model(format!(
-            "not implemented yet: mixture-of-experts layers ({} > 0)",
-            keys.full("%s.expert_count")
-        )));
-    }
+    super::require_equal_heads(hp, keys)?;
+    super::refuse_experts(keys)?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! rope (NoPE: layers 3, 7, 11, ...).
 
 use super::{Block, Family, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -15,16 +15,7 @@ pub static FAMILY: Family = Family {
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.n_no_rope_layer_step = 4;
-    // (the reference asserts this in its graph builder, and aborts)
-    if hp.n_rot != hp.n_embd_head_k || hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: rope dimensions ({}) and the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_rot,
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_full_rope(hp, keys)?;
     Ok(())
 }
 

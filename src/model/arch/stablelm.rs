@@ -4,7 +4,7 @@
 //! input (its layers have no `ffn_norm`).
 
 use super::{Block, Family, Need, Norm, QkNorm, Rope};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -23,14 +23,7 @@ pub static FAMILY: Family = Family {
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     super::read_layer_norm_eps(hp, keys)?;
-    if hp.n_embd_head_k != hp.n_embd_head_v {
-        return Err(Error::model(format!(
-            "{}: the key and value head sizes ({}, {}) must be equal",
-            keys.full("%s"),
-            hp.n_embd_head_k,
-            hp.n_embd_head_v
-        )));
-    }
+    super::require_equal_heads(hp, keys)?;
     Ok(())
 }
 
