@@ -46,16 +46,24 @@ pub struct Weights<'a> {
     tiles: Option<&'a [u8]>,
 }
 
+/// Whether a matrix of `ty` with rows of `cols` can be multiplied: a dot
+/// kernel for the type, and rows whole blocks of it and of its activation
+/// type (the model checks every matrix at load with this).
+pub fn check_type(ty: GgmlType, cols: usize) -> Result<()> {
+    let act =
+        ActType::for_weight(ty).ok_or_else(|| Error::invalid(format!("matmul: no dot kernel for weight type {ty}")))?;
+    if cols == 0 || !cols.is_multiple_of(ty.block_size()) || !cols.is_multiple_of(act.block_size()) {
+        return Err(Error::invalid(format!("matmul: {cols} columns is not a multiple of the {ty} block size")));
+    }
+    Ok(())
+}
+
 impl<'a> Weights<'a> {
     /// Checks that the type has a dot kernel, that `cols` is a multiple of its
     /// block size (and of 256 for the Q8_K-paired types) and that `data`
     /// holds `rows` rows.
     pub fn new(data: &'a [u8], ty: GgmlType, rows: usize, cols: usize) -> Result<Weights<'a>> {
-        let act = ActType::for_weight(ty)
-            .ok_or_else(|| Error::invalid(format!("matmul: no dot kernel for weight type {ty}")))?;
-        if cols == 0 || !cols.is_multiple_of(ty.block_size()) || !cols.is_multiple_of(act.block_size()) {
-            return Err(Error::invalid(format!("matmul: {cols} columns is not a multiple of the {ty} block size")));
-        }
+        check_type(ty, cols)?;
         let row_bytes = cols / ty.block_size() * ty.type_size();
         let need = rows.checked_mul(row_bytes).ok_or_else(|| Error::invalid("matmul: weight size overflows"))?;
         if data.len() < need {

@@ -285,7 +285,7 @@ impl Weights {
             layers.push(layer);
         }
         b.check_all_used(family.name)?;
-        Ok(Weights {
+        let w = Weights {
             tok_embd,
             output_norm,
             output_norm_b,
@@ -296,7 +296,34 @@ impl Weights {
             rope_long,
             rope_short,
             layers,
-        })
+        };
+        w.check_types()?;
+        Ok(w)
+    }
+
+    /// Refuses, at load, a weight whose block type minfer cannot run (the
+    /// reference reads TQ2_0, MXFP4, the IQ1–IQ3 types, ...): else the model
+    /// would load and every decode fail.
+    fn check_types(&self) -> Result<()> {
+        let unsupported = |w: &Weight, why: String| {
+            Error::model(format!(
+                "tensor '{}' has type {}: not implemented yet: {} weights ({why})",
+                w.info.name,
+                w.ty(),
+                w.ty()
+            ))
+        };
+        let matrices = self.layers.iter().flat_map(LayerWeights::matrices).chain([&self.output]);
+        for w in matrices {
+            crate::kernels::check_type(w.ty(), w.cols()).map_err(|e| unsupported(w, e.to_string()))?;
+        }
+        // rows read one at a time (get_rows), and the one-row weights read at load
+        for w in [Some(&self.tok_embd), self.pos_embd.as_ref()].into_iter().flatten().chain(self.vectors()) {
+            if !crate::quant::is_supported(w.ty()) {
+                return Err(unsupported(w, "no dequantization".into()));
+            }
+        }
+        Ok(())
     }
 
     /// The rope factors (the reference's get_rope_factors): llama3's when
