@@ -37,13 +37,14 @@ pub struct Workspace {
     /// hd_k]) and, once k is in the cache, the attention output ([nt][n_head
     /// * hd_v])
     pub up: AlignedF32,
-    /// [nt][n_head_kv * hd_v]
+    /// [nt][n_head_kv * hd_v] v; in parallel blocks, then the FFN output
+    /// [nr][n_embd]
     pub v: AlignedF32,
     /// the output of a fused projection before it is split: [nt][q + k +
     /// v widths] (`attn_qkv`), [nr][2 * n_ff] (a fused gate and up)
     pub fused: AlignedF32,
     /// [nt][n_embd] the FFN's normed input while the attention runs
-    /// (parallel blocks: phi2, falcon)
+    /// (parallel blocks: phi2, falcon, cohere2; StableLM 2 12B)
     pub ffn_in: AlignedF32,
     /// one layer's K and V as f32, as the flash attention reads them
     pub layer: LayerKv,
