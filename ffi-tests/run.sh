@@ -73,7 +73,7 @@ SANFLAGS=()
 [ -n "$SANITIZE" ] && SANFLAGS=(-fsanitize="$SANITIZE" -fno-omit-frame-pointer)
 CFLAGS=(-std=c11 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
 CXXFLAGS=(-std=c++17 -Wall -Wextra -Werror -pedantic -g -I"$ROOT/include" -I"$ROOT/ffi-tests" "${SANFLAGS[@]}")
-LDFLAGS=("${SANFLAGS[@]}" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR")
+LDFLAGS=("${SANFLAGS[@]}" -L"$LIB_DIR" -lllama -Wl,-rpath,"$LIB_DIR" -lm)
 
 # under_valgrind NAME ARGS... : reruns a compiled test under memcheck; any
 # invalid access or definite/indirect leak fails it
@@ -467,6 +467,20 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 ok "rope scaling: YaRN (synthetic qwen3), LongRoPE long and short factors (synthetic phi3), the context's rope overrides (synthetic llama): logits bit-identical to the reference (1/2 threads, chunks of 7)"
             else
                 not_ok "rope scaling: logits differ from the reference's"
+            fi
+            # control vectors (golden/parity/cvec.sha256): directions after layers
+            # 1-3 of a 4-layer llama, a narrower range, a short buffer, cleared
+            local cvec_ok=1
+            make_synth llama cvec-llama layers=4
+            for o in "all 0 3 3" "range 2 3 3" "short 0 3 1" "cleared 0 3 3 clear"; do
+                set -- $o
+                LOGITS_CVEC="$2 $3 $4 ${5:-}" logits_hash_ok "$OUT/synth-cvec-llama.gguf" "$PAR/tokens512.txt" \
+                    "$PAR/cvec.sha256" "512 2 512 cvec-$1" "512 1 7 cvec-$1" || cvec_ok=0
+            done
+            if [ $cvec_ok = 1 ]; then
+                ok "control vectors (llama_set_adapter_cvec): logits bit-identical to the reference (all layers, a range, a short buffer, cleared; 1/2 threads, chunks of 7)"
+            else
+                not_ok "control vectors: logits differ from the reference's"
             fi
             # the families of golden/parity/families.txt (make-parity-goldens.sh):
             # a synthetic model's logits, and the same shapes at embd 256

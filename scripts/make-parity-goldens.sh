@@ -20,7 +20,7 @@ CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
 REF_LIB=$(bash scripts/install-reference-lib.sh --print-lib-dir)
 OUT=target/parity && mkdir -p "$OUT"
 cargo build --release --quiet --example synth_model
-gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama -lm
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
 # ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL [FLASH_ATTN]"...: sha256 of
 # the reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a
@@ -184,6 +184,19 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" rope "* ]]; then
             "512 llama-ctx-$1" && cat "$R.tmp" >> "$R"
     done
     rm -f "$R.tmp"
+fi
+# Control vectors (golden/parity/cvec.sha256, logits.c's LOGITS_CVEC): a
+# synthetic 4-layer llama with directions on layers 1-3, on 2-3 only, with a
+# buffer for layer 1 alone (2-3 add zeros), and set then cleared
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" cvec "* ]]; then
+    C=ffi-tests/golden/parity/cvec.sha256 && : > "$C"
+    target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/cvec-llama.gguf" 11 512 layers=4
+    for o in "all 0 3 3" "range 2 3 3" "short 0 3 1" "cleared 0 3 3 clear"; do
+        set -- $o
+        LOGITS_CVEC="$2 $3 $4 ${5:-}" ref_hashes "$OUT/cvec-llama.gguf" ffi-tests/golden/parity/tokens512.txt "$C.tmp" \
+            "512 cvec-$1" && cat "$C.tmp" >> "$C"
+    done
+    rm -f "$C.tmp"
 fi
 ls -l ffi-tests/golden/parity/
 

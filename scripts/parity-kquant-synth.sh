@@ -22,7 +22,7 @@ VOCAB=$CACHE/vocab
 [ -f "$VOCAB/ggml-vocab-qwen2.gguf" ] || bash scripts/fetch-reference-src.sh > /dev/null
 
 cargo build --release --quiet --features test-hooks --example synth_model
-gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -Ltarget/release -lllama
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -Ltarget/release -lllama -lm
 gcc -O2 -std=c11 ffi-tests/parity/compare_logits.c -o "$OUT/compare_logits" -lm
 gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude ffi-tests/quantize_tool.c -o "$OUT/quantize_tool" -Ltarget/release -lllama
 

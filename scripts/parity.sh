@@ -25,7 +25,7 @@ N_TOK=${N_TOK:-512}
 FLASH_ATTN=${FLASH_ATTN:--1}
 
 cargo build --release --quiet
-gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -Ltarget/release -lllama
+gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -Ltarget/release -lllama -lm
 gcc -O2 -std=c11 ffi-tests/parity/compare_logits.c -o "$OUT/compare_logits" -lm
 bash scripts/fetch-models.sh > /dev/null
 SMOL=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf

@@ -11,7 +11,9 @@
 #include "llama.h"
 #include "teacher.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 // Position pos's input: its token id.
@@ -62,6 +64,28 @@ int main(int argc, char ** argv) {
     if (argc > 7) cp.flash_attn_type = (enum llama_flash_attn_type) atoi(argv[7]);
     struct llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create a context\n"); return 1; }
+    // a control vector, as "IL_START IL_END N_LAYERS [clear]": directions for
+    // layers 1..N_LAYERS, 0.05 sin(0.37 i + 1) over the buffer; "clear" then
+    // sets NULL (disabled)
+    const char * cvec = getenv("LOGITS_CVEC");
+    if (cvec) {
+        int il_start = 0, il_end = 0, n_layers = 0;
+        char clear[8] = "";
+        sscanf(cvec, "%d %d %d %7s", &il_start, &il_end, &n_layers, clear);
+        const int n_embd = llama_model_n_embd(model);
+        size_t len = (size_t) n_layers * (size_t) n_embd;
+        float * dir = malloc(len * sizeof(float));
+        for (size_t i = 0; i < len; i++) dir[i] = 0.05f * sinf(0.37f * (float) i + 1.0f);
+        if (llama_set_adapter_cvec(ctx, dir, len, n_embd, il_start, il_end) != 0) {
+            fprintf(stderr, "llama_set_adapter_cvec failed\n");
+            return 1;
+        }
+        if (strcmp(clear, "clear") == 0 && llama_set_adapter_cvec(ctx, NULL, 0, n_embd, 0, 0) != 0) {
+            fprintf(stderr, "llama_set_adapter_cvec(NULL) failed\n");
+            return 1;
+        }
+        free(dir);
+    }
 
     struct llama_batch batch = llama_batch_init(n_chunk, 0, 1);
     if (teacher_decode(ctx, batch, n, n_chunk, n_vocab, argv[3], fill_token, toks) != 0) return 1;

@@ -8,6 +8,7 @@
 
 use super::attention::{attention, visible_cells, AttnShape};
 use super::batch::Token;
+use super::cvec::ControlVector;
 use super::dump;
 use super::kv_cache::KvCache;
 use super::ops;
@@ -176,6 +177,16 @@ fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     Ok(())
 }
 
+/// `x += dir` ([n][width]) for the control vector's direction of layer
+/// `il`, if it has one (the reference's build_cvec after each layer).
+fn add_cvec(x: &mut [f32], width: usize, cvec: Option<&ControlVector>, il: usize) {
+    if let Some(dir) = cvec.and_then(|c| c.for_layer(il)) {
+        for row in x.chunks_exact_mut(width) {
+            row.iter_mut().zip(dir).for_each(|(v, d)| *v += d);
+        }
+    }
+}
+
 /// The FFN up to its down projection, for the `nr` rows of `input`
 /// ([nr][n_embd]): gate and up (split or fused, + biases), the activation;
 /// `gate` then holds the hidden rows [nr][n_ff]. Returns n_ff.
@@ -267,6 +278,7 @@ pub fn forward(
     cells: &[usize],
     mode: AttnMode,
     rope: &RopeCfg,
+    cvec: Option<&ControlVector>,
     embd: &mut [f32],
     logits: &mut [f32],
     abort: &mut dyn FnMut() -> bool,
@@ -535,6 +547,7 @@ pub fn forward(
                 add_residual(pool, x, f, n_embd, None, 0.0, eps)?;
                 add_residual(pool, x, o, n_embd, None, 0.0, eps)?;
             }
+            add_cvec(x, n_embd, cvec, il);
             dump::tensor("l_out", Some(il), x, n_embd);
             continue;
         }
@@ -558,6 +571,7 @@ pub fn forward(
         dump::tensor("ffn_out", Some(il), o, n_embd);
         let post_norm = lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?;
         add_residual(pool, x, o, n_embd, post_norm, hp.f_residual_scale, eps)?;
+        add_cvec(x, n_embd, cvec, il);
         dump::tensor("l_out", Some(il), x, n_embd);
     }
 

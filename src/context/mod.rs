@@ -7,6 +7,7 @@
 pub mod attention;
 pub mod attention_mha;
 pub mod batch;
+pub mod cvec;
 pub mod dump;
 pub mod forward;
 pub mod kv_cache;
@@ -171,6 +172,8 @@ pub struct Context {
     /// The rope parameters of the non-sliding layers (the model's with the
     /// caller's overrides).
     pub rope: rope::RopeCfg,
+    /// `llama_set_adapter_cvec`'s directions, once set.
+    pub cvec: Option<cvec::ControlVector>,
     pub kv: KvCache,
     /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
     /// (rows past n_outputs are zeros).
@@ -256,6 +259,7 @@ impl Context {
             workspace: Default::default(),
             cparams,
             rope,
+            cvec: None,
         })
     }
 
@@ -341,6 +345,7 @@ impl Context {
                 cells,
                 forward::AttnMode { causal: self.causal, flash: self.flash_attn },
                 &self.rope,
+                self.cvec.as_ref(),
                 embd,
                 logits,
                 abort,

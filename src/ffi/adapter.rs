@@ -94,5 +94,20 @@ pub extern "C" fn llama_set_adapter_cvec(
     il_start: i32,
     il_end: i32,
 ) -> i32 {
-    not_implemented("llama_set_adapter_cvec", -1)
+    guard("llama_set_adapter_cvec", -1, || {
+        let c = super::context::ctx_mut(ctx)?;
+        let data = if data.is_null() {
+            None
+        } else {
+            if len > isize::MAX as usize / std::mem::size_of::<f32>() {
+                return Err(crate::Error::invalid(format!("control vector length {len} is too large")));
+            }
+            // SAFETY: the caller passes `len` floats at `data` (llama.h's
+            // contract); the length is checked to fit a slice.
+            Some(unsafe { std::slice::from_raw_parts(data, len) })
+        };
+        let (n_layer, model_n_embd) = (c.model.hparams.n_layer as usize, c.model.hparams.n_embd as usize);
+        crate::context::cvec::ControlVector::set(&mut c.cvec, n_layer, model_n_embd, data, n_embd, il_start, il_end)?;
+        Ok(0)
+    })
 }
