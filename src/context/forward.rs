@@ -391,14 +391,14 @@ pub fn forward(
         // (StableLM 2 12B: a layer without ffn_norm feeds the FFN the
         // attention's normed input, kept as the parallel blocks keep it)
         let ffn_on_attn_input = recipe.ffn_norm_optional && lw.ffn_norm.is_none();
+        pre_norm(pool, model, norm, x, h, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?;
         if parallel || ffn_on_attn_input {
             // the FFN's input, kept for after the attention: attn_norm(x)
-            pre_norm(pool, model, norm, x, ffn_in, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?;
+            sized(ffn_in, nt * n_embd).copy_from_slice(&h[..nt * n_embd]);
         }
-        match &lw.attn_norm_2 {
+        if let Some(w2) = &lw.attn_norm_2 {
             // (falcon 40B: the attention reads its own norm of x)
-            Some(w2) => pre_norm(pool, model, norm, x, h, n_embd, Some(w2), lw.attn_norm_2_b.as_ref())?,
-            None => pre_norm(pool, model, norm, x, h, n_embd, lw.attn_norm.as_ref(), lw.attn_norm_b.as_ref())?,
+            pre_norm(pool, model, norm, x, h, n_embd, Some(w2), lw.attn_norm_2_b.as_ref())?;
         }
         let hn = &h[..nt * n_embd];
         dump::tensor("attn_norm", Some(il), hn, n_embd);

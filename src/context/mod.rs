@@ -455,6 +455,8 @@ impl Context {
         let factors: Option<&[f32]> =
             rope_freqs.and_then(|w| self.model.vectors.get(&(w.file, w.info.offset))).map(Vec::as_slice);
         let mut head = vec![0f32; hd];
+        // each layer's rope arguments, once (not per cell)
+        let args: Vec<_> = (0..self.kv.k.len()).map(|il| self.rope.layer(hp, il)).collect();
         for c in 0..self.kv.n_cells() {
             let cell = self.kv.cells[c];
             if cell.is_empty() || !cell.seqs.has(seq as usize) || cell.pos < p0 || cell.pos >= p1 {
@@ -469,13 +471,12 @@ impl Context {
             if delta == 0 || !rotate {
                 continue;
             }
-            for il in 0..self.kv.k.len() {
+            for (il, args) in args.iter().enumerate() {
                 let base = self.kv.k_width[il];
-                let args = self.rope.layer(hp, il);
                 for g in 0..base / hd {
                     let at = c * base + g * hd;
                     KvCache::read(&self.kv.k[il], at, &mut head);
-                    ops::rope(&mut head, delta, n_rot, &args, factors, neox);
+                    ops::rope(&mut head, delta, n_rot, args, factors, neox);
                     self.kv.k[il].write(at, &head);
                 }
             }
