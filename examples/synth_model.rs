@@ -18,10 +18,16 @@
 //! scaling=yarn|longrope|linear|none, factor=F, attn_factor=F and
 //! orig_ctx=N write the rope scaling keys (longrope: random factors too);
 //! ffn_norm=0 leaves out ffn_norm where the recipe allows it.
+//! Mixture of experts (families with one: `arch::Block::moe`): experts=N
+//! writes N experts (8 by default for the families that always have them,
+//! else none), used=K routes each token to K (2), ff_exp=N sizes each
+//! expert's FFN (n_ff / 2, written as expert_feed_forward_length for the
+//! qwen families; others use n_ff), shexp=N the shared expert's (n_ff, where
+//! the recipe has one).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
-use llama::model::arch::{self, Ffn, GateUp, Need, Norm, Parallel, QkNorm};
+use llama::model::arch::{self, Ffn, GateUp, Need, Norm, Parallel, QkNorm, SharedExpert};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -76,6 +82,9 @@ fn main() {
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
+    // experts: always for the families whose every layer has them
+    let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe");
+    let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
     // rope scaling: scaling=yarn|longrope|linear|none with factor=F (a
     // float), orig_ctx=N, attn_factor=F
     let mut scaling: Option<String> = None;
@@ -108,6 +117,10 @@ fn main() {
             "ctx" => n_ctx = v,
             "orig_ctx" => orig_ctx = v,
             "ffn_norm" => ffn_norm = v != 0,
+            "experts" => n_expert = v,
+            "used" => n_used = v,
+            "ff_exp" => ff_exp = v,
+            "shexp" => n_shexp = v,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -176,14 +189,40 @@ fn main() {
     for (key, v) in family_keys(arch) {
         w.set(&k(key), v);
     }
+    // the experts' FFN size (the qwen families read their own key) and the
+    // shared expert's
+    let moe = recipe.moe.filter(|_| n_expert > 0);
+    let qwen_moe = arch.starts_with("qwen");
+    if ff_exp == 0 {
+        ff_exp = if qwen_moe { n_ff / 2 } else { n_ff };
+    }
+    let shared = moe.map_or(SharedExpert::None, |m| m.shared);
+    if n_shexp == 0 && shared != SharedExpert::None {
+        n_shexp = n_ff;
+    }
+    if moe.is_some() {
+        w.set(&k("expert_count"), OwnedValue::U32(n_expert as u32));
+        w.set(&k("expert_used_count"), OwnedValue::U32(n_used as u32));
+        if qwen_moe {
+            w.set(&k("expert_feed_forward_length"), OwnedValue::U32(ff_exp as u32));
+        }
+        if shared != SharedExpert::None {
+            w.set(&k("expert_shared_feed_forward_length"), OwnedValue::U32(n_shexp as u32));
+        }
+    }
 
     let mut rng = Rng(seed);
-    let mut tensors: Vec<(String, Vec<u64>, Vec<f32>)> = Vec::new();
-    let mut mat = |rng: &mut Rng, name: String, cols: usize, rows: usize| {
-        let s = 1.0 / (cols as f32).sqrt();
-        let data: Vec<f32> = (0..cols * rows).map(|_| rng.uniform() * s).collect();
-        tensors.push((name, vec![cols as u64, rows as u64], data));
+    let tensors: Vec<(String, Vec<u64>, Vec<f32>)> = Vec::new();
+    // a [cols, rows] matrix, or `n` of them as one [cols, rows, n] tensor,
+    // values times `gain` / sqrt(cols)
+    let tensors = std::cell::RefCell::new(tensors);
+    let mats = |rng: &mut Rng, name: String, cols: usize, rows: usize, n: usize, gain: f32| {
+        let s = gain / (cols as f32).sqrt();
+        let data: Vec<f32> = (0..cols * rows * n).map(|_| rng.uniform() * s).collect();
+        let ne = if n > 1 { vec![cols as u64, rows as u64, n as u64] } else { vec![cols as u64, rows as u64] };
+        tensors.borrow_mut().push((name, ne, data));
     };
+    let mat = |rng: &mut Rng, name: String, cols: usize, rows: usize| mats(rng, name, cols, rows, 1, 1.0);
     mat(&mut rng, "token_embd.weight".into(), n_embd, n_vocab);
     let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
     let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> =
@@ -261,6 +300,32 @@ fn main() {
                 vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
             }
         }
+        if moe.is_some() {
+            // the router (its logits 3× wider than the matrices' spread, so
+            // that a few tokens leave some experts unchosen), the experts,
+            // the shared expert
+            mats(&mut rng, t("ffn_gate_inp.weight"), n_embd, n_expert, 1, 3.0);
+            mats(&mut rng, t("ffn_gate_exps.weight"), n_embd, ff_exp, n_expert, 1.0);
+            mats(&mut rng, t("ffn_up_exps.weight"), n_embd, ff_exp, n_expert, 1.0);
+            mats(&mut rng, t("ffn_down_exps.weight"), ff_exp, n_embd, n_expert, 1.0);
+            if shared != SharedExpert::None {
+                mat(&mut rng, t("ffn_gate_shexp.weight"), n_embd, n_shexp);
+                mat(&mut rng, t("ffn_up_shexp.weight"), n_embd, n_shexp);
+                mat(&mut rng, t("ffn_down_shexp.weight"), n_shexp, n_embd);
+            }
+            if shared == SharedExpert::SigmoidGated {
+                let s = 1.0 / (n_embd as f32).sqrt();
+                vecs.push((
+                    t("ffn_gate_inp_shexp.weight"),
+                    vec![n_embd as u64],
+                    (0..n_embd).map(|_| rng.uniform() * s).collect(),
+                ));
+            }
+            if wanted(recipe.proj_bias) {
+                vecs.push((t("attn_output.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
+            continue;
+        }
         let gated = recipe.ffn != Ffn::Gelu;
         match recipe.gate_up {
             GateUp::Split if gated => {
@@ -289,7 +354,7 @@ fn main() {
         vecs.push(("output.bias".into(), vec![n_vocab as u64], bias(&mut rng, n_vocab)));
     }
     let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =
-        tensors.into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
+        tensors.into_inner().into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
     for (name, ne, data) in &bytes {
         w.add_tensor(name, GgmlType::F32, ne, data.as_slice());
     }
@@ -309,7 +374,7 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
             ("attn_logit_softcapping", F32(1.5)),
             ("final_logit_softcapping", F32(2.0)),
         ],
-        "granite" => vec![
+        "granite" | "granitemoe" => vec![
             ("logit_scale", F32(2.5)),
             ("residual_scale", F32(0.5)),
             ("embedding_scale", F32(3.0)),

@@ -43,16 +43,6 @@ fn dot(tiny: bool, x: &[f32], y: &[f32]) -> f32 {
     }
 }
 
-/// The rest of `ggml_compute_forward_soft_max_f32` on a row that already
-/// holds `kq·scale + mask`: the max, `vecf::soft_max`, then every value
-/// times `(float)(1.0 / sum)`.
-fn soft_max_scaled(p: &mut [f32]) {
-    let max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-    let sum = vecf::soft_max(p, max);
-    let inv = (1.0 / sum) as f32;
-    p.iter_mut().for_each(|x| *x *= inv);
-}
-
 /// The attention of every (token, head) of the ubatch without flash
 /// attention (see [`super::attention::attention`]): `visible[t]` lists the
 /// cells token `t` sees, `q` is [nt][n_head * hd_k]; `out` becomes
@@ -103,7 +93,7 @@ pub fn attention(
             let s = if sh.softcap != 0.0 { (s * (1.0 / sh.softcap)).tanh() * sh.softcap } else { s };
             p[c] = s * sh.kq_scale + 0.0;
         }
-        soft_max_scaled(&mut p);
+        super::ops::soft_max(&mut p);
         p.iter_mut().for_each(|x| *x = round(*x, v_f16));
         for (d, o) in row.iter_mut().enumerate() {
             *o = dot(kqv_tiny, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);
@@ -113,7 +103,7 @@ pub fn attention(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::context::ops;
 
     /// The reference's `ggml_soft_max_ext` (scale 0.125, an F32 mask of 0 and
     /// -inf, rows of 300) on its CPU backend: tests/goldens/quant/soft_max.bin,
@@ -128,7 +118,7 @@ mod tests {
         assert_eq!(g.len(), 12 + 12 * n, "golden size");
         for r in 0..rows {
             let mut p: Vec<f32> = (0..cols).map(|c| f(3 + r * cols + c) * scale + f(3 + n + r * cols + c)).collect();
-            soft_max_scaled(&mut p);
+            ops::soft_max(&mut p);
             for (c, v) in p.iter().enumerate() {
                 let want = f(3 + 2 * n + r * cols + c);
                 assert_eq!(v.to_bits(), want.to_bits(), "row {r} col {c}: {v} vs {want}");

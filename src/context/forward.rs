@@ -11,6 +11,7 @@ use super::batch::Token;
 use super::cvec::ControlVector;
 use super::dump;
 use super::kv_cache::KvCache;
+use super::moe::moe_ffn;
 use super::ops;
 use super::rope::{RopeArgs, RopeCfg};
 use super::workspace::{sized, Workspace};
@@ -18,8 +19,7 @@ use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, LogitScale, Norm, Parallel, QkNorm, Rope};
-use crate::model::weights::LayerWeights;
-use crate::model::weights::{Qkv, Weight, Weights};
+use crate::model::weights::{DenseFfn, FfnWeights, Qkv, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
@@ -40,7 +40,7 @@ fn vector<'m>(model: &'m Model, w: &Weight) -> Result<&'m [f32]> {
 }
 
 /// A weight as the kernels take it, with its load-time tiles if it has them.
-fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
+pub(super) fn kw<'m>(model: &'m Model, w: &Weight) -> Result<kernels::Weights<'m>> {
     let kw = kernels::Weights::new(bytes(model, w), w.ty(), w.rows(), w.cols())?;
     match model.repacked.tiles(w) {
         Some(t) => kw.with_tiles(t),
@@ -195,7 +195,7 @@ fn ffn_hidden(
     pool: &ThreadPool,
     model: &Model,
     acts: &mut Vec<Activations>,
-    lw: &LayerWeights,
+    lw: &DenseFfn,
     recipe: &Block,
     input: &[f32],
     nr: usize,
@@ -204,30 +204,30 @@ fn ffn_hidden(
     fused: &mut AlignedF32,
     il: usize,
 ) -> Result<usize> {
-    let n_ff = lw.ffn_down.cols();
+    let n_ff = lw.down.cols();
     if recipe.ffn == Ffn::Gelu {
         // not gated: gelu(up · x + b), in `gate`
-        linear(pool, model, acts, [&lw.ffn_up], input, nr, [&mut *gate])?;
+        linear(pool, model, acts, [&lw.up], input, nr, [&mut *gate])?;
         let g = &mut gate[..nr * n_ff];
-        add_bias(model, g, lw.ffn_up_b.as_ref())?;
+        add_bias(model, g, lw.up_b.as_ref())?;
         dump::tensor("ffn_up", Some(il), g, n_ff);
         pool.run_rows(g, n_ff, pool.light_rows_per_task(nr), &|_, row| ops::gelu(row))?;
         dump::tensor("ffn_gelu", Some(il), g, n_ff);
         return Ok(n_ff);
     }
-    match &lw.ffn_gate {
-        Some(wg) => linear(pool, model, acts, [wg, &lw.ffn_up], input, nr, [&mut *gate, &mut *up])?,
+    match &lw.gate {
+        Some(wg) => linear(pool, model, acts, [wg, &lw.up], input, nr, [&mut *gate, &mut *up])?,
         None => {
             // one matmul [nr][gate | up] (phi3), split
-            linear(pool, model, acts, [&lw.ffn_up], input, nr, [&mut *fused])?;
+            linear(pool, model, acts, [&lw.up], input, nr, [&mut *fused])?;
             split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
             split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
         }
     }
     // gate, up [nr][n_ff]
     let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
-    add_bias(model, up, lw.ffn_up_b.as_ref())?;
-    add_bias(model, gate, lw.ffn_gate_b.as_ref())?;
+    add_bias(model, up, lw.up_b.as_ref())?;
+    add_bias(model, gate, lw.gate_b.as_ref())?;
     let up = &*up;
     if dump::enabled() {
         dump::tensor("ffn_gate", Some(il), gate, n_ff);
@@ -300,7 +300,7 @@ pub fn forward(
         },
     };
     let neox = family.rope == Rope::Neox;
-    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts } = ws;
+    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, moe: moe_buf } = ws;
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -533,10 +533,13 @@ pub fn forward(
         let o = &mut h[..nr * n_embd];
         if parallel {
             // --- feed-forward on the same normed input
-            let n_ff = ffn_hidden(pool, model, acts, lw, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
-            linear(pool, model, acts, [&lw.ffn_down], &gate[..nr * n_ff], nr, [&mut *v])?;
+            let FfnWeights::Dense(ffn) = &lw.ffn else {
+                return Err(crate::Error::invalid("experts in a parallel block"));
+            };
+            let n_ff = ffn_hidden(pool, model, acts, ffn, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
+            linear(pool, model, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *v])?;
             let f = &mut v[..nr * n_embd];
-            add_bias(model, f, lw.ffn_down_b.as_ref())?;
+            add_bias(model, f, ffn.down_b.as_ref())?;
             dump::tensor("ffn_out", Some(il), f, n_embd);
             if recipe.parallel == Parallel::AttnFfn {
                 // x = (attn + ffn) + x
@@ -563,11 +566,28 @@ pub fn forward(
             &h[..nr * n_embd]
         };
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
-        let n_ff = ffn_hidden(pool, model, acts, lw, recipe, hn, nr, gate, up, fused, il)?;
-        // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
-        linear(pool, model, acts, [&lw.ffn_down], &gate[..nr * n_ff], nr, [&mut *h])?;
-        let o = &mut h[..nr * n_embd];
-        add_bias(model, o, lw.ffn_down_b.as_ref())?;
+        let o = match &lw.ffn {
+            FfnWeights::Dense(ffn) => {
+                let n_ff = ffn_hidden(pool, model, acts, ffn, recipe, hn, nr, gate, up, fused, il)?;
+                // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
+                linear(pool, model, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *h])?;
+                let o = &mut h[..nr * n_embd];
+                add_bias(model, o, ffn.down_b.as_ref())?;
+                o
+            }
+            FfnWeights::Experts(experts) => {
+                // the output [nr][n_embd] in `v`; a shared expert's FFN in
+                // the dense FFN's buffers
+                let moe = recipe.moe.ok_or_else(|| crate::Error::invalid("experts in a dense family"))?;
+                let k = hp.n_expert_used[il] as usize;
+                let mut shared = |acts: &mut Vec<Activations>, f: &DenseFfn, out: &mut AlignedF32| {
+                    let n_ff = ffn_hidden(pool, model, acts, f, recipe, hn, nr, gate, up, fused, il)?;
+                    linear(pool, model, acts, [&f.down], &gate[..nr * n_ff], nr, [out])
+                };
+                moe_ffn(pool, model, acts, experts, moe, k, hn, nr, moe_buf, v, &mut shared)?;
+                &mut v[..nr * n_embd]
+            }
+        };
         dump::tensor("ffn_out", Some(il), o, n_embd);
         let post_norm = lw.ffn_post_norm.as_ref().map(|w| vector(model, w)).transpose()?;
         add_residual(pool, x, o, n_embd, post_norm, hp.f_residual_scale, eps)?;

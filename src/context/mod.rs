@@ -11,6 +11,7 @@ pub mod cvec;
 pub mod dump;
 pub mod forward;
 pub mod kv_cache;
+pub mod moe;
 pub mod ops;
 pub mod rope;
 pub mod state;

@@ -233,6 +233,16 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, a: &RopeArgs, factors: Option
     rope_by(v, &rope_angles(pos, n_rot, a, factors), neox);
 }
 
+/// The rest of `ggml_compute_forward_soft_max_f32` on a row that already
+/// holds its scaled (and masked) values: the max, `vecf::soft_max`, then
+/// every value times `(float)(1.0 / sum)`.
+pub fn soft_max(p: &mut [f32]) {
+    let max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    let sum = crate::kernels::vecf::soft_max(p, max);
+    let inv = (1.0 / sum) as f32;
+    p.iter_mut().for_each(|x| *x *= inv);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

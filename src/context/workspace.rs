@@ -9,6 +9,7 @@
 //! in place, so after the first ubatch of a size nothing is allocated.
 
 use super::attention::LayerKv;
+use super::moe::MoeBuffers;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::Activations;
 
@@ -50,6 +51,8 @@ pub struct Workspace {
     pub layer: LayerKv,
     /// the matmuls' quantized inputs, one per activation format
     pub acts: Vec<Activations>,
+    /// the mixture-of-experts FFN's buffers
+    pub moe: MoeBuffers,
 }
 
 /// The first `len` values of `buf`, which grows to hold them and never

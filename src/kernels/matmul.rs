@@ -143,6 +143,23 @@ impl Activations {
         &self.data[..self.nt * self.row_bytes]
     }
 
+    /// Copies the rows `rows` of `src` (already quantized), in that order:
+    /// the rows routed to one expert. A row's bytes do not depend on the
+    /// rows quantized with it, so these are the bytes quantizing the
+    /// gathered f32 rows would give.
+    pub fn gather(&mut self, src: &Activations, rows: &[usize]) -> Result<()> {
+        if let Some(&r) = rows.iter().find(|&&r| r >= src.nt) {
+            return Err(Error::invalid(format!("activations: row {r} of {}", src.nt)));
+        }
+        let rb = src.row_bytes;
+        let data = self.data.grown_to(rows.len() * rb);
+        for (i, &r) in rows.iter().enumerate() {
+            data[i * rb..(i + 1) * rb].copy_from_slice(&src.data[r * rb..(r + 1) * rb]);
+        }
+        (self.act, self.nt, self.cols, self.row_bytes) = (src.act, rows.len(), src.cols, rb);
+        Ok(())
+    }
+
     /// Quantizes `x` (`[nt][cols]`) to `act`, one token per pool task.
     pub fn quantize(
         &mut self,
@@ -359,6 +376,37 @@ pub fn matmul_quantized_with(
     acts: &[&Activations],
     ys: &mut [&mut [f32]],
 ) -> Result<()> {
+    matmul_jobs(ks, pool, ws, acts, ys, false)
+}
+
+/// The experts' products of a mixture-of-experts layer: `ws[i]` is one
+/// expert's matrix and `acts[i]` the rows routed to it, all in one pool
+/// submission. Each product runs the kernel the reference's MUL_MAT_ID
+/// runs for that expert, which differs from a plain matmul's for the same
+/// shape: per routed row, the one-row kernel (`ggml_vec_dot_*`, or the
+/// repacked types' gemv; never tinyBLAS or the repacked gemm), except for
+/// the k-quants the tiled matmul takes from 8 routed rows
+/// (`ggml_compute_forward_mul_mat_id` in ggml-cpu.c, `forward_mul_mat_id`
+/// in repack.cpp, `ggml_compute_forward_mul_mat_id_tiled`).
+pub fn matmul_experts_with(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    ws: &[Weights],
+    acts: &[&Activations],
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
+    matmul_jobs(ks, pool, ws, acts, ys, true)
+}
+
+/// [`matmul_quantized_with`], or with `experts` [`matmul_experts_with`].
+fn matmul_jobs(
+    ks: &KernelSet,
+    pool: &ThreadPool,
+    ws: &[Weights],
+    acts: &[&Activations],
+    ys: &mut [&mut [f32]],
+    experts: bool,
+) -> Result<()> {
     if ws.len() != acts.len() || ws.len() != ys.len() {
         return Err(Error::invalid("matmul: one activation set and output per matrix"));
     }
@@ -379,6 +427,9 @@ pub fn matmul_quantized_with(
         /// for those: a kernel taking the segments' row of one local row in
         /// one call (`KernelSet::decode_rows_fn`)
         decode_f: Option<super::dispatch::RowsFn>,
+        /// `f` is the one-row kernel, run once per activation row (an
+        /// expert's product: `matmul_experts_with`)
+        per_row: bool,
     }
     let mut jobs = Vec::with_capacity(ws.len());
     let mut tasks: Vec<(usize, usize, usize)> = Vec::new(); // (job, row0, row1)
@@ -393,11 +444,15 @@ pub fn matmul_quantized_with(
             continue;
         }
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.bytes().len(), a.row_bytes, a.nt)?;
-        let f = ks.matmul_fn(w.ty, w.rows, a.nt)?;
-        let rows_f = ks.matmul_rows_fn(w.ty, w.rows, a.nt);
+        // an expert's product runs the one-row kernel per row, but for the
+        // tiled k-quant path (`matmul_experts_with`)
+        let per_row = experts && a.nt > 1 && path(w.ty, w.rows, a.nt) != Some(Path::Tiled);
+        let f = ks.matmul_fn(w.ty, w.rows, if per_row { 1 } else { a.nt })?;
+        let rows_f = if per_row { None } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
         // the tiles, where this set has a kernel over them (any token count)
-        let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
-        let token_major_f = if tiled_f.is_none() { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
+        let tiled_f = w.tiles.filter(|_| !experts).and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
+        let token_major_f =
+            if tiled_f.is_none() && !per_row { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
         if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
@@ -445,7 +500,7 @@ pub fn matmul_quantized_with(
         }
         jobs.push((
             i,
-            Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f },
+            Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f, per_row },
         ));
     }
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
@@ -598,6 +653,15 @@ pub fn matmul_quantized_with(
                 } else {
                     for o in r0..r1 {
                         let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
+                        if job.per_row {
+                            for (j, v) in out.iter_mut().enumerate() {
+                                let a = &job.a.bytes()[(t0 + j) * stride..];
+                                // SAFETY: as below, for the one activation
+                                // row t0 + j < t1.
+                                unsafe { (job.f)(job.w.cols, job.w.row(o), a, stride, std::slice::from_mut(v)) };
+                            }
+                            continue;
+                        }
                         // SAFETY: the shapes were checked by `check_dot_shapes`
                         // above and the kernel set matches this CPU; activation
                         // rows t0..t1 lie within the checked ones.

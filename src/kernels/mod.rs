@@ -57,7 +57,7 @@ mod tests;
 
 pub use dispatch::{available_sets, kernels, ActType, KernelSet};
 pub use matmul::{
-    check_type, matmul, matmul_quantized_with, matmul_siblings, matmul_siblings_reusing, matmul_siblings_with,
-    matmul_with, Activations, Weights,
+    check_type, matmul, matmul_experts_with, matmul_quantized_with, matmul_siblings, matmul_siblings_reusing,
+    matmul_siblings_with, matmul_with, Activations, Weights,
 };
 pub use pool::ThreadPool;

@@ -9,6 +9,9 @@ use crate::gguf::{GgufFile, Value};
 /// LLAMA_MAX_LAYERS of the reference.
 pub const MAX_LAYERS: u32 = 512;
 
+/// LLAMA_MAX_EXPERTS of the reference.
+pub const MAX_EXPERTS: u32 = 1024;
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HParams {
     pub n_ctx_train: u32,
@@ -18,6 +21,20 @@ pub struct HParams {
     pub n_head: Vec<u32>,
     pub n_head_kv: Vec<u32>,
     pub n_ff: Vec<u32>,
+    /// Experts per mixture-of-experts layer (`%s.expert_count`; 0: dense
+    /// layers) and how many each token is routed to
+    /// (`%s.expert_used_count`, one value or one per layer).
+    pub n_expert: u32,
+    pub n_expert_used: Vec<u32>,
+    /// The rows of each expert's FFN (`%s.expert_feed_forward_length`,
+    /// where the family reads it; else `n_ff`).
+    pub n_ff_exp: Vec<u32>,
+    /// `%s.expert_feed_forward_length` as read (0 where the family does not
+    /// read it): what the reference's saver writes.
+    pub n_ff_exp_key: u32,
+    /// The rows of the shared expert's FFN
+    /// (`%s.expert_shared_feed_forward_length`, where the family reads it).
+    pub n_ff_shexp: u32,
     pub n_embd_head_k: u32,
     pub n_embd_head_v: u32,
     pub n_rot: u32,
@@ -263,6 +280,28 @@ impl HParams {
             keys.u32_per_layer("%s.attention.head_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
         let n_head_kv = keys.u32_per_layer("%s.attention.head_count_kv", n_layer)?.unwrap_or_else(|| n_head.clone());
 
+        // (the reference asserts these, aborting; they are refused here)
+        let n_expert = keys.u32("%s.expert_count")?.unwrap_or(0);
+        let n_expert_used =
+            keys.u32_per_layer("%s.expert_used_count", n_layer)?.unwrap_or_else(|| vec![0; n_layer as usize]);
+        let used_max = n_expert_used.iter().copied().max().unwrap_or(0);
+        if n_expert > MAX_EXPERTS {
+            return Err(Error::model(format!("{} = {n_expert} is above {MAX_EXPERTS}", keys.full("%s.expert_count"))));
+        }
+        if used_max > n_expert || (n_expert > 0 && used_max == 0) {
+            return Err(Error::model(format!(
+                "{} = {used_max} must be between 1 and {} = {n_expert}",
+                keys.full("%s.expert_used_count"),
+                keys.full("%s.expert_count")
+            )));
+        }
+        if n_expert > 0 && keys.u32("%s.expert_group_count")?.unwrap_or(0) > 1 {
+            return Err(Error::model(format!(
+                "not implemented yet: expert groups ({} > 1)",
+                keys.full("%s.expert_group_count")
+            )));
+        }
+
         let h0 = n_head[0];
         let (mut n_embd_head_k, mut n_embd_head_v, mut n_rot) = (0, 0, 0);
         if let Some(per_head) = n_embd.checked_div(h0) {
@@ -298,7 +337,12 @@ impl HParams {
             n_layer,
             n_head,
             n_head_kv,
+            n_ff_exp: n_ff.clone(),
+            n_ff_exp_key: 0,
             n_ff,
+            n_expert,
+            n_expert_used,
+            n_ff_shexp: 0,
             n_embd_head_k,
             n_embd_head_v,
             n_rot,

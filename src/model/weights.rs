@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::{Family, Ffn, GateUp, Need, Parallel, QkNorm};
+use super::arch::{Family, Ffn, GateUp, Moe, Need, Parallel, QkNorm, SharedExpert};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -49,27 +49,82 @@ pub struct LayerWeights {
     pub attn_post_norm: Option<Weight>, // [n_embd]
     pub ffn_norm: Option<Weight>,    // [n_embd]
     pub ffn_norm_b: Option<Weight>,  // [n_embd]
-    /// None where `ffn_up` holds the gate too (`GateUp::Fused`) or the FFN
-    /// is not gated (`Ffn::Gelu`).
-    pub ffn_gate: Option<Weight>, // [n_embd, n_ff]
-    pub ffn_up: Weight,              // [n_embd, n_ff], or [n_embd, 2 * n_ff] (fused)
-    pub ffn_down: Weight,            // [n_ff, n_embd]
-    pub ffn_gate_b: Option<Weight>,  // [n_ff]
-    pub ffn_up_b: Option<Weight>,    // [n_ff]
-    pub ffn_down_b: Option<Weight>,  // [n_embd]
+    pub ffn: FfnWeights,
     pub ffn_post_norm: Option<Weight>, // [n_embd]
 }
 
+/// A block's feed-forward: one FFN, or a mixture of experts.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per layer; the dense one read in place
+pub enum FfnWeights {
+    Dense(DenseFfn),
+    Experts(Box<ExpertFfn>),
+}
+
+/// `ffn_gate`, `ffn_up`, `ffn_down` and their biases (or, in a mixture of
+/// experts, the shared expert's `ffn_*_shexp`).
+#[derive(Debug, Clone)]
+pub struct DenseFfn {
+    /// None where `up` holds the gate too (`GateUp::Fused`) or the FFN is
+    /// not gated (`Ffn::Gelu`).
+    pub gate: Option<Weight>, // [n_embd, n_ff]
+    pub up: Weight,             // [n_embd, n_ff], or [n_embd, 2 * n_ff] (fused)
+    pub down: Weight,           // [n_ff, n_embd]
+    pub gate_b: Option<Weight>, // [n_ff]
+    pub up_b: Option<Weight>,   // [n_ff]
+    pub down_b: Option<Weight>, // [n_embd]
+}
+
+/// A mixture-of-experts feed-forward: the router, every expert's FFN as
+/// one 3-D tensor (expert e's matrix is its e-th `[cols, rows]` slice),
+/// and a shared expert where the family has one.
+#[derive(Debug, Clone)]
+pub struct ExpertFfn {
+    /// `ffn_gate_inp`: one logit per expert
+    pub router: Weight, // [n_embd, n_expert]
+    pub gate: Weight, // [n_embd, n_ff_exp, n_expert]
+    pub up: Weight,   // [n_embd, n_ff_exp, n_expert]
+    pub down: Weight, // [n_ff_exp, n_embd, n_expert]
+    /// `ffn_gate_shexp`, `ffn_up_shexp`, `ffn_down_shexp`
+    pub shared: Option<DenseFfn>,
+    /// `ffn_gate_inp_shexp`: the shared expert's output is scaled by
+    /// sigmoid(this · x) (qwen2moe)
+    pub shared_gate: Option<Weight>, // [n_embd]
+}
+
+impl ExpertFfn {
+    /// The number of experts.
+    pub fn n_expert(&self) -> usize {
+        self.router.rows()
+    }
+
+    /// The expert matrices (3-D), for the load-time type checks.
+    pub fn expert_matrices(&self) -> [&Weight; 3] {
+        [&self.gate, &self.up, &self.down]
+    }
+}
+
 impl LayerWeights {
-    /// The matrices the block multiplies by.
+    /// The 2-D matrices the block multiplies by (an expert layer's 3-D
+    /// expert tensors are not among them: `ExpertFfn::expert_matrices`).
     pub fn matrices(&self) -> Vec<&Weight> {
         let mut m = match &self.qkv {
             Qkv::Split { wq, wk, wv } => vec![wq, wk, wv],
             Qkv::Fused { w, .. } => vec![w],
         };
         m.push(&self.wo);
-        m.extend(&self.ffn_gate);
-        m.extend([&self.ffn_up, &self.ffn_down]);
+        let dense = match &self.ffn {
+            FfnWeights::Dense(f) => Some(f),
+            FfnWeights::Experts(e) => {
+                m.push(&e.router);
+                m.extend(&e.shared_gate);
+                e.shared.as_ref()
+            }
+        };
+        if let Some(f) = dense {
+            m.extend(&f.gate);
+            m.extend([&f.up, &f.down]);
+        }
         m
     }
 }
@@ -157,6 +212,49 @@ impl Binder<'_> {
     fn required(&self, name: &str, shape: &[usize]) -> Result<Weight> {
         self.optional(name, shape)?.ok_or_else(|| Error::model(format!("missing tensor '{name}'")))
     }
+}
+
+/// The tensors of layer `il`'s mixture of experts (the reference's
+/// `ffn_gate_inp`, `ffn_{gate,up,down}_exps` and, per the family's recipe,
+/// the shared expert `ffn_*_shexp`).
+fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertFfn> {
+    let t = |s: &str| format!("blk.{il}.{s}");
+    let n_embd = hp.n_embd as usize;
+    let n_expert = hp.n_expert as usize;
+    let n_ff_exp = hp.n_ff_exp[il] as usize;
+    let shared = match moe.shared {
+        SharedExpert::None => None,
+        SharedExpert::Plain if hp.n_ff_shexp == 0 => None,
+        SharedExpert::Plain | SharedExpert::SigmoidGated => {
+            let n = hp.n_ff_shexp as usize;
+            Some(DenseFfn {
+                gate: Some(b.required(&t("ffn_gate_shexp.weight"), &[n_embd, n])?),
+                up: b.required(&t("ffn_up_shexp.weight"), &[n_embd, n])?,
+                down: b.required(&t("ffn_down_shexp.weight"), &[n, n_embd])?,
+                gate_b: None,
+                up_b: None,
+                down_b: None,
+            })
+        }
+    };
+    let shared_gate = match moe.shared {
+        SharedExpert::SigmoidGated => Some(b.required(&t("ffn_gate_inp_shexp.weight"), &[n_embd])?),
+        _ => None,
+    };
+    if b.find(&t("ffn_gate_up_exps.weight")).is_some() {
+        return Err(Error::model(format!(
+            "not implemented yet: fused expert gate and up ({})",
+            t("ffn_gate_up_exps.weight")
+        )));
+    }
+    Ok(ExpertFfn {
+        router: b.required(&t("ffn_gate_inp.weight"), &[n_embd, n_expert])?,
+        gate: b.required(&t("ffn_gate_exps.weight"), &[n_embd, n_ff_exp, n_expert])?,
+        up: b.required(&t("ffn_up_exps.weight"), &[n_embd, n_ff_exp, n_expert])?,
+        down: b.required(&t("ffn_down_exps.weight"), &[n_ff_exp, n_embd, n_expert])?,
+        shared,
+        shared_gate,
+    })
 }
 
 impl Weights {
@@ -264,15 +362,24 @@ impl Weights {
                     (Need::Optional, _) => b.optional(&t("ffn_norm.bias"), &[n_embd])?,
                     (Need::Required, need) => bind(need, &t("ffn_norm.bias"), &[n_embd])?,
                 },
-                ffn_gate: bind(need(gated && recipe.gate_up == GateUp::Split), &t("ffn_gate.weight"), &[n_embd, n_ff])?,
-                ffn_up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
-                ffn_down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
-                ffn_gate_b: match recipe.gate_up {
-                    GateUp::Split if gated => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
-                    _ => None,
+                ffn: match family.block.moe.filter(|_| hp.n_expert > 0) {
+                    None => FfnWeights::Dense(DenseFfn {
+                        gate: bind(
+                            need(gated && recipe.gate_up == GateUp::Split),
+                            &t("ffn_gate.weight"),
+                            &[n_embd, n_ff],
+                        )?,
+                        up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
+                        down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
+                        gate_b: match recipe.gate_up {
+                            GateUp::Split if gated => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
+                            _ => None,
+                        },
+                        up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?,
+                        down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
+                    }),
+                    Some(moe) => FfnWeights::Experts(Box::new(bind_experts(&b, moe, hp, il)?)),
                 },
-                ffn_up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?,
-                ffn_down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
                 ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
             };
             if matches!(layer.qkv, Qkv::Fused { .. })
@@ -313,7 +420,11 @@ impl Weights {
                 w.ty()
             ))
         };
-        let matrices = self.layers.iter().flat_map(LayerWeights::matrices).chain([&self.output]);
+        let experts = self.layers.iter().flat_map(|l| match &l.ffn {
+            FfnWeights::Experts(e) => e.expert_matrices().to_vec(),
+            FfnWeights::Dense(_) => Vec::new(),
+        });
+        let matrices = self.layers.iter().flat_map(LayerWeights::matrices).chain([&self.output]).chain(experts);
         for w in matrices {
             crate::kernels::check_type(w.ty(), w.cols()).map_err(|e| unsupported(w, e.to_string()))?;
         }
@@ -362,13 +473,17 @@ impl Weights {
                     &l.k_norm,
                     &l.attn_post_norm,
                     &l.ffn_post_norm,
-                    &l.ffn_gate_b,
-                    &l.ffn_up_b,
-                    &l.ffn_down_b,
                 ]
                 .into_iter()
                 .flatten(),
             );
+            let dense = match &l.ffn {
+                FfnWeights::Dense(f) => Some(f),
+                FfnWeights::Experts(e) => e.shared.as_ref(),
+            };
+            if let Some(f) = dense {
+                v.extend([&f.gate_b, &f.up_b, &f.down_b].into_iter().flatten());
+            }
         }
         v
     }

@@ -1,16 +1,21 @@
 //! `granite`: IBM Granite 3 (dense). As llama with multipliers: the input
 //! rows, each sublayer's output before its residual add, the logits
 //! (divided), and the attention's scale; optional biases of the output
-//! projection and the FFN; a switch that turns rope off.
+//! projection and the FFN; a switch that turns rope off. With experts, the
+//! mixture of experts of granitemoe.
 
-use super::{Block, Family, Need, Rope};
+use super::{Block, Family, Moe, Need, Rope, SharedExpert};
 use crate::error::{Error, Result};
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "granite",
     rope: Rope::Norm,
-    block: Block { proj_bias: Need::Optional, ..Block::PLAIN },
+    block: Block {
+        proj_bias: Need::Optional,
+        moe: Some(Moe { norm_weights: true, shared: SharedExpert::Plain }),
+        ..Block::PLAIN
+    },
     read_hparams,
     size_name,
 };
@@ -25,7 +30,10 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // (granite reads rope_finetuned as a switch for rope, true by default)
     hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
     hp.use_rope = hp.rope_finetuned;
-    super::refuse_experts(keys)?;
+    hp.n_ff_shexp = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    if hp.n_expert > 0 {
+        super::require_experts(hp, keys, false)?;
+    }
     if keys.file.get(&keys.full("%s.deepstack_mapping")).is_some() {
         return Err(Error::model(format!(
             "not implemented yet: deepstack inputs ({})",

@@ -22,13 +22,17 @@ mod gemma2;
 mod gemma3;
 mod gpt2;
 mod granite;
+mod granitemoe;
 mod llama;
 mod mistral3;
 mod olmo2;
+mod olmoe;
 mod phi2;
 mod phi3;
 mod qwen2;
+mod qwen2moe;
 mod qwen3;
+mod qwen3moe;
 mod smollm3;
 mod stablelm;
 mod starcoder2;
@@ -56,6 +60,10 @@ pub static FAMILIES: &[&Family] = &[
     &exaone4::FAMILY,
     &cohere2::FAMILY,
     &mistral3::FAMILY,
+    &qwen3moe::FAMILY,
+    &qwen2moe::FAMILY,
+    &olmoe::FAMILY,
+    &granitemoe::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -267,6 +275,33 @@ pub struct Block {
     /// Every `HParams::n_no_rope_layer_step`-th layer attends without rope
     /// (smollm3: layers 3, 7, 11, ...).
     pub nope_layers: bool,
+    /// The family's mixture-of-experts FFN, used in every layer when the
+    /// file has experts (`HParams::n_expert` > 0); a family without one
+    /// reads dense FFNs whatever its expert count, as the reference.
+    pub moe: Option<Moe>,
+}
+
+/// A mixture-of-experts FFN (the reference's `build_moe_ffn`): the router's
+/// logits through a softmax, the `n_expert_used` most probable experts per
+/// token, their probabilities as weights (renormalised to sum 1 where
+/// `norm_weights`), the weighted sum of the chosen experts' SwiGLU FFNs,
+/// and a shared expert's output added where the family has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moe {
+    pub norm_weights: bool,
+    pub shared: SharedExpert,
+}
+
+/// A mixture-of-experts layer's expert that every token takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedExpert {
+    None,
+    /// `ffn_*_shexp` when `HParams::n_ff_shexp` > 0, added as it is
+    /// (granite).
+    Plain,
+    /// `ffn_*_shexp` (always), scaled by sigmoid(`ffn_gate_inp_shexp` · x)
+    /// (qwen2moe).
+    SigmoidGated,
 }
 
 impl Block {
@@ -296,7 +331,12 @@ impl Block {
         tied_output: false,
         nope_layers: false,
         logit_softcap: false,
+        moe: None,
     };
+
+    /// The recipe's mixture of experts in its most common form (llama's
+    /// Mixtral, qwen3moe, granite MoE): renormalised weights.
+    pub const MOE: Moe = Moe { norm_weights: true, shared: SharedExpert::None };
 }
 
 /// The reference's graph assertion of several families (it aborts where
@@ -338,6 +378,29 @@ pub(crate) fn refuse_experts(keys: &Keys) -> Result<()> {
             "not implemented yet: mixture-of-experts layers ({} > 0)",
             keys.full("%s.expert_count")
         )));
+    }
+    Ok(())
+}
+
+/// The shared checks of a family whose every layer is a mixture of
+/// experts (the reference throws "n_expert must be > 0"), and the experts'
+/// FFN size: `%s.expert_feed_forward_length` where `exp_key` (else
+/// n_ff / n_expert_used, as qwen2moe and qwen3moe compute it), or n_ff.
+pub(crate) fn require_experts(hp: &mut HParams, keys: &Keys, exp_key: bool) -> Result<()> {
+    if hp.n_expert == 0 {
+        return Err(Error::model(format!("{} must be > 0 for {}", keys.full("%s.expert_count"), keys.arch)));
+    }
+    if exp_key {
+        let key = keys.u32_per_layer("%s.expert_feed_forward_length", hp.n_layer)?;
+        hp.n_ff_exp_key = key.as_ref().map_or(0, |v| v[0]);
+        let used = hp.n_expert_used.clone();
+        hp.n_ff_exp = match key {
+            Some(v) if v[0] != 0 => v,
+            _ => hp.n_ff.iter().zip(&used).map(|(&ff, &u)| ff / u.max(1)).collect(),
+        };
+    }
+    if hp.n_ff_exp.contains(&0) {
+        return Err(Error::model(format!("{}: the experts' FFN size is 0", keys.arch)));
     }
     Ok(())
 }

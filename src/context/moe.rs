@@ -1,0 +1,267 @@
+//! The mixture-of-experts feed-forward of one layer, as the reference's
+//! `build_moe_ffn` computes it (softmax gating, SwiGLU experts):
+//!
+//! 1. router logits `ffn_gate_inp · x` ([nr][n_expert], a plain matmul), a
+//!    softmax per token (`ggml_soft_max`);
+//! 2. the `k` most probable experts per token, in the order of libstdc++'s
+//!    `std::sort` of the expert ids by descending probability
+//!    (`ggml_argsort_top_k`: ties fall where the reference's do);
+//! 3. their probabilities as weights, divided by their f64 sum clamped to
+//!    at least 2^-14 where the family renormalises (`ggml_sum_rows`,
+//!    `ggml_clamp`, `ggml_div`);
+//! 4. the chosen experts' gate and up products, SwiGLU, down product
+//!    (`ggml_mul_mat_id`): the rows routed to each expert are gathered and
+//!    multiplied by that expert's matrices only, so a prefill reads each
+//!    chosen expert once per ubatch and a decode reads only its `k` experts.
+//!    The kernels are those of MUL_MAT_ID (`kernels::matmul_experts_with`);
+//! 5. per token, `((d_0·w_0 + d_1·w_1) + d_2·w_2) + …` over its experts in
+//!    the chosen order (`ggml_mul`, then one `ggml_add` per expert);
+//! 6. a shared expert where the family has one: a dense SwiGLU FFN on the
+//!    same input, added (granite), or first scaled per token by
+//!    silu(g)/g = sigmoid(g), g = `ffn_gate_inp_shexp · x` (qwen2moe).
+
+use super::ops;
+use super::workspace::sized;
+use crate::error::{Error, Result};
+use crate::kernels::aligned::AlignedF32;
+use crate::kernels::{self, ActType, Activations, ThreadPool};
+use crate::model::arch::Moe;
+use crate::model::weights::{DenseFfn, ExpertFfn, Weight};
+use crate::model::Model;
+
+/// The buffers of the mixture-of-experts FFN, kept across ubatches (see
+/// `workspace.rs`).
+#[derive(Debug, Default)]
+pub struct MoeBuffers {
+    /// [nr][n_expert] the router's logits, then probabilities
+    probs: AlignedF32,
+    /// [nr][k] each token's experts, and their weights
+    chosen: Vec<usize>,
+    weights: Vec<f32>,
+    /// [nr * k] the row of (token t, slot j) in the expert-grouped buffers
+    slot_row: Vec<usize>,
+    /// [nr * k][n_ff_exp] gate (then the activation) and up, rows grouped
+    /// by expert
+    gate: AlignedF32,
+    up: AlignedF32,
+    /// [nr * k][n_embd] the down products, grouped likewise
+    down: AlignedF32,
+    /// [nr][n_embd] the shared expert's output
+    shared: AlignedF32,
+    /// the input quantized once per activation format, then the hidden rows
+    quantized: Vec<Activations>,
+    /// per (expert, activation format) the rows routed to it
+    routed: Vec<Activations>,
+}
+
+/// Expert `e`'s matrix of a 3-D expert tensor `w` ([cols, rows, n_expert]).
+fn expert<'m>(model: &'m Model, w: &Weight, e: usize) -> Result<kernels::Weights<'m>> {
+    let (cols, rows) = (w.cols(), w.info.ne[1] as usize);
+    let bytes = model.files[w.file].tensor_data(&w.info);
+    let size = bytes.len() / w.info.ne[2].max(1) as usize;
+    kernels::Weights::new(&bytes[e * size..(e + 1) * size], w.ty(), rows, cols)
+}
+
+/// The experts' products of one matrix kind for every expert with routed
+/// rows: `rows_of[e]` lists the rows of `q` (quantized per activation
+/// format, in `quantized[fmt]`) routed to expert `e`; expert e's outputs
+/// go to rows `offset[e]..` of each of `ys` ([rows][w.rows] each).
+#[allow(clippy::too_many_arguments)]
+fn expert_products(
+    pool: &ThreadPool,
+    model: &Model,
+    mats: &[&Weight],
+    rows_of: &[Vec<usize>],
+    offset: &[usize],
+    quantized: &[(ActType, &Activations)],
+    routed: &mut Vec<Activations>,
+    ys: &mut [&mut [f32]],
+) -> Result<()> {
+    // gather each expert's rows once per activation format
+    let mut jobs: Vec<(usize, ActType)> = Vec::new();
+    for (e, rows) in rows_of.iter().enumerate() {
+        if rows.is_empty() {
+            continue;
+        }
+        for w in mats {
+            let act = ActType::for_weight(w.ty()).ok_or_else(|| Error::invalid("experts: no dot kernel"))?;
+            if !jobs.contains(&(e, act)) {
+                let src = quantized.iter().find(|(a, _)| *a == act).map(|(_, q)| *q);
+                let src = src.ok_or_else(|| Error::invalid("experts: input not quantized"))?;
+                if routed.len() <= jobs.len() {
+                    routed.push(Activations::new());
+                }
+                routed[jobs.len()].gather(src, rows)?;
+                jobs.push((e, act));
+            }
+        }
+    }
+    let mut ws = Vec::new();
+    let mut acts = Vec::new();
+    let mut outs: Vec<&mut [f32]> = Vec::new();
+    // split each output buffer into the experts' row ranges, in expert order
+    let mut rest: Vec<&mut [f32]> = ys.iter_mut().map(|y| &mut **y).collect();
+    let mut at = 0;
+    for (e, rows) in rows_of.iter().enumerate() {
+        if rows.is_empty() {
+            continue;
+        }
+        debug_assert_eq!(offset[e], at);
+        for (m, w) in mats.iter().enumerate() {
+            let we = expert(model, w, e)?;
+            let n = rows.len() * we.rows;
+            let (head, tail) = std::mem::take(&mut rest[m]).split_at_mut(n);
+            rest[m] = tail;
+            let act = we.act_type();
+            let i = jobs.iter().position(|&j| j == (e, act)).unwrap_or(0);
+            ws.push(we);
+            acts.push(i);
+            outs.push(head);
+        }
+        at += rows.len();
+    }
+    let acts: Vec<&Activations> = acts.into_iter().map(|i| &routed[i]).collect();
+    kernels::matmul_experts_with(kernels::kernels(), pool, &ws, &acts, &mut outs)
+}
+
+/// Computes a dense FFN on the layer's input into a buffer, with the
+/// caller's matmul inputs (the shared expert).
+pub type SharedFfn<'a> = dyn FnMut(&mut Vec<Activations>, &DenseFfn, &mut AlignedF32) -> Result<()> + 'a;
+
+/// The mixture-of-experts FFN of layer `il` for the `nr` rows of `input`
+/// ([nr][n_embd]), into `out` ([nr][n_embd]). `dense` computes a dense
+/// SwiGLU FFN (the shared expert) into its output buffer.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_ffn(
+    pool: &ThreadPool,
+    model: &Model,
+    acts: &mut Vec<Activations>,
+    e: &ExpertFfn,
+    moe: Moe,
+    k: usize,
+    input: &[f32],
+    nr: usize,
+    buf: &mut MoeBuffers,
+    out: &mut AlignedF32,
+    dense: &mut SharedFfn,
+) -> Result<()> {
+    let n_embd = e.router.cols();
+    let n_expert = e.n_expert();
+    let n_ff = e.gate.info.ne[1] as usize;
+    if k == 0 || k > n_expert {
+        return Err(Error::invalid(format!("experts: {k} of {n_expert} chosen per token")));
+    }
+    let ks = kernels::kernels();
+    // --- 1. router: probs [nr][n_expert]
+    let router = super::forward::kw(model, &e.router)?;
+    let probs = sized(&mut buf.probs, nr * n_expert);
+    kernels::matmul_siblings_reusing(ks, pool, acts, &[router], input, nr, &mut [&mut *probs])?;
+    // --- 2., 3. the chosen experts and their weights, per token
+    buf.chosen.resize(nr * k, 0);
+    buf.weights.resize(nr * k, 0.0);
+    let mut ids: Vec<usize> = Vec::with_capacity(n_expert);
+    for t in 0..nr {
+        let p = &mut probs[t * n_expert..(t + 1) * n_expert];
+        ops::soft_max(p);
+        ids.clear();
+        ids.extend(0..n_expert);
+        crate::sampling::stl::sort(&mut ids, &|&a: &usize, &b: &usize| p[a] > p[b]);
+        let (chosen, w) = (&mut buf.chosen[t * k..(t + 1) * k], &mut buf.weights[t * k..(t + 1) * k]);
+        chosen.copy_from_slice(&ids[..k]);
+        for (wj, &c) in w.iter_mut().zip(chosen.iter()) {
+            *wj = p[c];
+        }
+        if moe.norm_weights {
+            let sum = w.iter().map(|&v| f64::from(v)).sum::<f64>() as f32;
+            // (ggml_clamp to the smallest normal f16)
+            let sum = sum.max(6.103_515_6e-5);
+            w.iter_mut().for_each(|v| *v /= sum);
+        }
+    }
+    // the rows routed to each expert, token by token (MUL_MAT_ID's order)
+    let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); n_expert];
+    for (slot, &c) in buf.chosen.iter().enumerate() {
+        rows_of[c].push(slot);
+    }
+    let mut offset = vec![0usize; n_expert];
+    let mut at = 0;
+    buf.slot_row.resize(nr * k, 0);
+    for (c, slots) in rows_of.iter_mut().enumerate() {
+        offset[c] = at;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            buf.slot_row[*slot] = at + i;
+            *slot /= k; // the slot's token: the input row
+        }
+        at += slots.len();
+    }
+    // --- 4. gate and up of the chosen experts: [nr * k][n_ff], grouped
+    let mut fmts: Vec<ActType> = Vec::new();
+    for w in [&e.gate, &e.up] {
+        let act = ActType::for_weight(w.ty()).ok_or_else(|| Error::invalid("experts: no dot kernel"))?;
+        if !fmts.contains(&act) {
+            fmts.push(act);
+        }
+    }
+    while buf.quantized.len() < fmts.len() + 1 {
+        buf.quantized.push(Activations::new());
+    }
+    for (i, &act) in fmts.iter().enumerate() {
+        buf.quantized[i].quantize(ks, pool, act, input, nr, n_embd)?;
+    }
+    {
+        let q: Vec<(ActType, &Activations)> = fmts.iter().copied().zip(buf.quantized.iter()).collect();
+        let gate = sized(&mut buf.gate, nr * k * n_ff);
+        let up = sized(&mut buf.up, nr * k * n_ff);
+        expert_products(pool, model, &[&e.gate, &e.up], &rows_of, &offset, &q, &mut buf.routed, &mut [gate, up])?;
+    }
+    let up = &buf.up[..nr * k * n_ff];
+    let hidden = &mut buf.gate[..nr * k * n_ff];
+    pool.run_rows(hidden, n_ff, pool.light_rows_per_task(nr * k), &|i, g| {
+        kernels::vecf::swiglu(g, &up[i * n_ff..(i + 1) * n_ff])
+    })?;
+    // --- the down products [nr * k][n_embd], grouped: the hidden rows
+    // quantized once, each expert's contiguous ones gathered
+    let down_act = ActType::for_weight(e.down.ty()).ok_or_else(|| Error::invalid("experts: no dot kernel"))?;
+    let last = buf.quantized.len() - 1;
+    buf.quantized[last].quantize(ks, pool, down_act, hidden, nr * k, n_ff)?;
+    let down_rows: Vec<Vec<usize>> =
+        rows_of.iter().enumerate().map(|(c, r)| (offset[c]..offset[c] + r.len()).collect()).collect();
+    {
+        let q = [(down_act, &buf.quantized[last])];
+        let down = sized(&mut buf.down, nr * k * n_embd);
+        expert_products(pool, model, &[&e.down], &down_rows, &offset, &q, &mut buf.routed, &mut [down])?;
+    }
+    // --- 5. the weighted sum per token
+    let (down, slot_row, weights) = (&buf.down[..nr * k * n_embd], &buf.slot_row, &buf.weights);
+    let o = sized(out, nr * n_embd);
+    pool.run_rows(o, n_embd, pool.light_rows_per_task(nr), &|t, row| {
+        for j in 0..k {
+            let d = &down[slot_row[t * k + j] * n_embd..][..n_embd];
+            let w = weights[t * k + j];
+            if j == 0 {
+                row.iter_mut().zip(d).for_each(|(o, &v)| *o = v * w);
+            } else {
+                row.iter_mut().zip(d).for_each(|(o, &v)| *o += v * w);
+            }
+        }
+    })?;
+    // --- 6. the shared expert
+    if let Some(shared) = &e.shared {
+        dense(acts, shared, &mut buf.shared)?;
+        let s = &mut buf.shared[..nr * n_embd];
+        if let Some(g) = &e.shared_gate {
+            // one logit per token: [nr][1]
+            let mut logit = vec![0f32; nr];
+            let gw = super::forward::kw(model, g)?;
+            kernels::matmul_siblings_reusing(ks, pool, acts, &[gw], input, nr, &mut [&mut logit[..]])?;
+            for (row, &x) in s.chunks_exact_mut(n_embd).zip(&logit) {
+                // ggml_silu of one value (the scalar x / (1 + expf(-x))), ggml_div by x
+                let gate = x / (1.0 + (-x).exp()) / x;
+                row.iter_mut().for_each(|v| *v *= gate);
+            }
+        }
+        let o = &mut out[..nr * n_embd];
+        o.iter_mut().zip(&*s).for_each(|(a, b)| *a += b);
+    }
+    Ok(())
+}
