@@ -554,6 +554,35 @@ def cases(base):
     yield variant("tensor_unused.gguf", "tensor 'blk.0.attn_extra.weight' is not one the llama family uses",
                   extra_tensor)
 
+    # mixture-of-experts files (issue 35): the base's FFN replaced by 4
+    # experts of its shapes (zeros), 2 per token; each case breaks one rule
+    def moe(n_expert=4, used=2, up_ne=None, counts=True):
+        def f(m):
+            m.tis = [t for t in m.tis if t.name not in
+                     ("blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight")]
+            data = bytearray(m.data)
+            for name, ne in (("blk.0.ffn_gate_inp.weight", [64, 4]), ("blk.0.ffn_gate_exps.weight", [64, 128, 4]),
+                             ("blk.0.ffn_up_exps.weight", up_ne or [64, 128, 4]),
+                             ("blk.0.ffn_down_exps.weight", [128, 64, 4])):
+                data += b"\0" * (align_up(len(data), ALIGN) - len(data))
+                m.tis.append(TI(name, ne, GGML_F32, len(data)))
+                data += b"\0" * nbytes(GGML_F32, ne)
+            m.data = bytes(data)
+            if counts:
+                m.kvs.append(kv_u32("llama.expert_count", n_expert))
+                m.kvs.append(kv_u32("llama.expert_used_count", used))
+        return f
+    # (no expert count: a dense llama, whose FFN tensors are missing)
+    yield variant("moe_expert_count_0.gguf", "missing tensor 'blk.0.ffn_gate.weight'", moe(counts=False))
+    yield variant("moe_used_above_count.gguf", "llama.expert_used_count = 5 must be between 1 and llama.expert_count = 4",
+                  moe(used=5))
+    yield variant("moe_used_0.gguf", "llama.expert_used_count = 0 must be between 1", moe(used=0))
+    yield variant("moe_expert_count_huge.gguf", "llama.expert_count = 4096 is above 1024", moe(n_expert=4096))
+    yield variant("moe_expert_count_mismatch.gguf", "tensor 'blk.0.ffn_gate_inp.weight' has the wrong shape",
+                  moe(n_expert=8))
+    yield variant("moe_expert_shape.gguf", "tensor 'blk.0.ffn_up_exps.weight' has the wrong shape",
+                  moe(up_ne=[64, 128, 3]))
+
     def u32_kv(key, v):
         def f(m):
             m.kvs[m.kv_index(key)] = kv_u32(key, v)

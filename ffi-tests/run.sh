@@ -155,15 +155,17 @@ make_synth() {
 # family_parity FAMILY [KEY=N...]: the checks of one line of
 # golden/parity/families.txt (needs parity_tools and quantize_tool)
 family_parity() {
-    local family=$1 gold=$PAR/synth-$1.sha256 q want got
+    local family=$1 arch=${1%%+*} gold=$PAR/synth-$1.sha256 q want got ub64=()
     shift
     if [ ! -f "$gold" ]; then
         not_ok "synthetic $family: no $gold (scripts/make-parity-goldens.sh)"; return
     fi
-    make_synth "$family" "fam-$family" "$@"
+    make_synth "$arch" "fam-$family" "$@"
+    # (mixture-of-experts lines: also in ubatches of 64)
+    grep -q ' f32-ubatch-64$' "$gold" && ub64=("64 2 512 f32-ubatch-64")
     if logits_hash_ok "$OUT/synth-fam-$family.gguf" "$PAR/tokens512.txt" "$gold" \
-        "512 2 512 f32-one-decode" "512 1 512 f32-one-decode" "512 2 7 f32-chunks-of-7"; then
-        ok "synthetic $family (F32) logits bit-identical to the reference (1/2 threads, chunks of 7)"
+        "512 2 512 f32-one-decode" "512 1 512 f32-one-decode" "512 2 7 f32-chunks-of-7" "${ub64[@]}"; then
+        ok "synthetic $family (F32) logits bit-identical to the reference (1/2 threads, chunks of 7${ub64:+, ubatches of 64})"
     else
         not_ok "synthetic $family (F32) logits bit-identical to the reference"
     fi
@@ -176,15 +178,16 @@ family_parity() {
     else
         not_ok "synthetic $family (F32), tokens given as embeddings: logits differ from the reference's"
     fi
-    make_synth "$family" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64
+    make_synth "$arch" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64
     for q in "15 q4_k_m" "1 f16"; do
         set -- $q
         "$OUT/quantize_tool" "$OUT/synth-fam-$family-256.gguf" "$OUT/fam-$family-$2.gguf" "$1" > /dev/null 2>&1
         want=$(awk -v l="$2-model" '$2 == l {print $1}' "$gold")
         got=$(sha256sum "$OUT/fam-$family-$2.gguf" 2> /dev/null | cut -d' ' -f1)
+        [ ${#ub64[@]} = 0 ] || ub64=("64 2 512 $2-ubatch-64")
         if [ -n "$want" ] && [ "$got" = "$want" ] && logits_hash_ok "$OUT/fam-$family-$2.gguf" "$PAR/tokens512.txt" "$gold" \
-            "512 2 512 $2-one-decode" "512 1 512 $2-one-decode" "512 2 7 $2-chunks-of-7"; then
-            ok "synthetic $family quantized to ${2^^} by minfer: the reference's bytes, logits bit-identical to the reference (1/2 threads, chunks of 7)"
+            "512 2 512 $2-one-decode" "512 1 512 $2-one-decode" "512 2 7 $2-chunks-of-7" "${ub64[@]}"; then
+            ok "synthetic $family quantized to ${2^^} by minfer: the reference's bytes, logits bit-identical to the reference (1/2 threads, chunks of 7${ub64:+, ubatches of 64})"
         else
             not_ok "synthetic $family ${2^^}: file sha256 $got (want $want) or its logits"
         fi
@@ -212,7 +215,7 @@ family_q4_k_m() {
     shift
     [ -f "$OUT/fam-$family-q4_k_m.gguf" ] && return 0
     parity_tools && { [ -x "$OUT/quantize_tool" ] || compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; } \
-        && make_synth "$family" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64 \
+        && make_synth "${family%%+*}" "fam-$family-256" "$@" embd=256 ff=512 head_dim=64 \
         && "$OUT/quantize_tool" "$OUT/synth-fam-$family-256.gguf" "$OUT/fam-$family-q4_k_m.gguf" 15 > /dev/null 2>&1
 }
 

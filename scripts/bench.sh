@@ -45,11 +45,14 @@ family_model() {
     shift
     for k in "$@"; do case $k in layers=*) ;; *) keys+=("$k") ;; esac; done
     f32=$dir/$family.F32.gguf q=$dir/$family.Q4_K_M.gguf
+    # (a mixture of experts: 8 experts of 768 rows, 2 per token, unless the
+    # line says otherwise)
+    case "$family ${keys[*]}" in *moe*|*experts=*) keys=(ff_exp=768 "${keys[@]}") ;; esac
     if [ ! -f "$q" ]; then
         mkdir -p "$dir"
         (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
         gcc -O2 -std=c11 -I"$ROOT/include" "$ROOT/ffi-tests/quantize_tool.c" -o "$OUT/quantize_tool" -L"$OURS" -lllama
-        "$ROOT/target/release/examples/synth_model" "$family" "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
+        "$ROOT/target/release/examples/synth_model" "${family%%+*}" "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
             49152 embd=576 layers=30 heads=9 kv_heads=3 head_dim=64 ff=1536 ctx=1024 "${keys[@]}"
         LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" 15 > /dev/null && mv "$q.tmp" "$q" && rm -f "$f32"
     fi

@@ -23,7 +23,7 @@ cargo build --release --quiet --example synth_model
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama -lm
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
 # ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL [FLASH_ATTN]"...: sha256 of
-# the reference's logits (n_ubatch 512, 2 threads) decoding CHUNK tokens at a
+# the reference's logits (n_ubatch $UBATCH or 512, 2 threads) decoding CHUNK tokens at a
 # time, with flash_attn_type FLASH_ATTN (default -1: AUTO, on for the CPU)
 ref_hashes() {
     local model=$1 tok=$2 out=$3 run
@@ -31,7 +31,7 @@ ref_hashes() {
     : > "$out"
     for run in "$@"; do
         set -- $run
-        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" 512 2 "$1" "${3:--1}" 2> /dev/null
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" "${UBATCH:-512}" 2 "$1" "${3:--1}" 2> /dev/null
         echo "$(sha256sum "$OUT/ref-hash.bin" | cut -d' ' -f1)  $2" >> "$out"
     done
 }
@@ -103,19 +103,27 @@ fi
 gcc -O2 -std=c11 -Iinclude -Iffi-tests ffi-tests/quantize_tool.c -o "$OUT/quantize_tool" -L"$REF_LIB" -lllama
 gcc -O2 -std=c11 -Iinclude -Iffi-tests ffi-tests/dump_model.c -o "$OUT/dump_model" -L"$REF_LIB" -lllama
 gcc -O2 -std=c11 -Iinclude examples-c/simple.c -o "$OUT/simple" -L"$REF_LIB" -lllama -lggml-base
+# (a line's first word is the family, or FAMILY+VARIANT for a second layout
+# of one family; mixture-of-experts lines are also run in ubatches of 64)
 grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; do
     [ -n "$family" ] || continue
     [ -z "$ONLY" ] || [[ "$ONLY" == *" $family "* ]] || continue
-    vocab=llama-spm; case $family in qwen*) vocab=qwen2 ;; esac
+    arch=${family%%+*} moe=0
+    case "$family $sizes" in *moe*|*experts=*) moe=1 ;; esac
+    vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
     gold=ffi-tests/golden/parity/synth-$family.sha256 && : > "$gold"
     # shellcheck disable=SC2086
-    target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family.gguf" 11 512 $sizes
+    target/release/examples/synth_model "$arch" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family.gguf" 11 512 $sizes
     ref_hashes "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.f32" "512 f32-one-decode" "7 f32-chunks-of-7"
+    if [ $moe = 1 ]; then
+        UBATCH=64 ref_hashes "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.ub" "512 f32-ubatch-64"
+        cat "$gold.ub" >> "$gold.f32" && rm "$gold.ub"
+    fi
     # the same tokens given as embeddings (rows of token_embd: parity/embd_logits.c)
     LD_LIBRARY_PATH=$REF_LIB "$OUT/embd_logits" "$OUT/fam-$family.gguf" ffi-tests/golden/parity/tokens512.txt "$OUT/embd.bin" 2> /dev/null
     echo "$(sha256sum "$OUT/embd.bin" | cut -d' ' -f1)  f32-embd-input" >> "$gold.f32"
     # shellcheck disable=SC2086
-    target/release/examples/synth_model "$family" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family-256.gguf" 11 512 \
+    target/release/examples/synth_model "$arch" "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/fam-$family-256.gguf" 11 512 \
         $sizes embd=256 ff=512 head_dim=64
     cat "$gold.f32" > "$gold" && rm "$gold.f32"
     for q in "15 q4_k_m" "1 f16"; do
@@ -125,6 +133,10 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
         ref_hashes "$OUT/fam-$family-$2.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.q" \
             "512 $2-one-decode" "7 $2-chunks-of-7"
         cat "$gold.q" >> "$gold" && rm "$gold.q"
+        if [ $moe = 1 ]; then
+            UBATCH=64 ref_hashes "$OUT/fam-$family-$2.gguf" ffi-tests/golden/parity/tokens512.txt "$gold.q" "512 $2-ubatch-64"
+            cat "$gold.q" >> "$gold" && rm "$gold.q"
+        fi
     done
     # what the C API reports of the Q4_K_M model (description, rope type, sizes, metadata)
     LD_LIBRARY_PATH=$REF_LIB "$OUT/dump_model" "$OUT/fam-$family-q4_k_m.gguf" > "ffi-tests/golden/parity/synth-$family.model.txt" 2> /dev/null
