@@ -21,6 +21,7 @@
 # env:   PAIRS (5)  THREADS ("1 2")  N_PP (512)  N_TG (128)  REPS (1, runs
 #        per process after its own warm-up run)  MINFER_LIB_DIR (target/release)
 #        OUT (target/bench: raw results, one line per run)
+#        FAMILIES ("qwen3moe olmoe ...": only those lines of families.txt)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
@@ -62,13 +63,18 @@ family_model() {
 if [ $# -gt 0 ]; then
     MODELS=("$@")
 else
-    MODELS=("$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$CACHE/models/gemma-3-270m-q4_k_m.gguf")
-    for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
-        MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
-    done
-    # one row per family of ffi-tests/golden/parity/families.txt
+    MODELS=()
+    if [ -z "${FAMILIES:-}" ]; then
+        MODELS=("$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$CACHE/models/gemma-3-270m-q4_k_m.gguf")
+        for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
+            MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
+        done
+    fi
+    # one row per family of ffi-tests/golden/parity/families.txt (FAMILIES:
+    # only those lines, and no other model)
     while read -r family keys; do
         case $family in ''|'#'*) continue ;; esac
+        [ -z "${FAMILIES:-}" ] || [[ " $FAMILIES " == *" $family "* ]] || continue
         # shellcheck disable=SC2086
         MODELS+=("$(family_model "$family" $keys)")
     done < "$ROOT/ffi-tests/golden/parity/families.txt"

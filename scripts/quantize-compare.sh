@@ -18,7 +18,8 @@
 # requantization (itself a case), synthetic F32 models from
 # examples/synth_model.rs on the llama-spm / qwen2 vocabularies
 # (scripts/fetch-reference-src.sh): llama/gemma3 with rows of 256 for the
-# k-quants (8 and 6 layers, so the per-layer bumps show) and the small
+# k-quants (8 and 6 layers, so the per-layer bumps show), an 8-expert
+# qwen3moe at 256 (the n_expert == 8 rules, 3-D expert tensors) and the small
 # 2-layer models of the parity tests, one of them split in 3 parts by
 # examples/split_model.rs. Cases: every file type minfer quantizes on SmolLM2
 # F16 and on both 256-wide models, parameter variants, split input with and
@@ -82,6 +83,14 @@ synth synth-qwen3-yarn qwen3 qwen2 11 512 scaling=yarn factor=4 orig_ctx=128
 synth synth-phi3-longrope phi3 llama-spm 11 512 fused_qkv=1 scaling=longrope orig_ctx=128 attn_factor=1.19
 synth synth-mistral3 mistral3 llama-spm 11 512 scaling=yarn factor=4 orig_ctx=8
 synth synth-stablelm-12b stablelm llama-spm 11 512 rot=8 optional=1 ffn_norm=0
+# mixture of experts: 8 experts (the reference's n_expert == 8 rules), 3-D
+# expert tensors; a 256-wide qwen3moe with experts of 256 rows for the k-quants
+synth synth-qwen3moe256 qwen3moe qwen2 7 512 embd=256 layers=8 heads=4 kv_heads=2 head_dim=64 ff=512
+synth synth-qwen3moe qwen3moe qwen2 11 512
+synth synth-qwen2moe qwen2moe qwen2 11 512
+synth synth-olmoe olmoe llama-spm 11 512 kv_heads=4
+synth synth-granitemoe granitemoe llama-spm 11 512 optional=1 shexp=64
+synth synth-llama-moe llama llama-spm 11 512 experts=8
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -147,9 +156,9 @@ done
 
 # --- the 256-wide synthetic models: every type (quick: a subset)
 list=$FTYPES; [ $quick = 1 ] && list=$QUICK_SYNTH
-for m in synth-llama256 synth-gemma256; do
+for m in synth-llama256 synth-gemma256 synth-qwen3moe256; do
     for t in $list; do
-        [ $quick = 1 ] && [ $m = synth-gemma256 ] && [ "${t%%:*}" != Q4_K_M ] && continue
+        [ $quick = 1 ] && [ $m != synth-llama256 ] && [ "${t%%:*}" != Q4_K_M ] && continue
         run_case "$m.${t%%:*}" q "$OUT/in/$m.gguf" "${t##*:}"
     done
 done
@@ -177,7 +186,8 @@ run_case split.Q4_0+keep_split q "$OUT/in/split-00001-of-00003.gguf" 2 keep_spli
 # --- llama_model_save_to_file
 for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256 synth-gemma2 synth-olmo2 synth-granite synth-phi3 \
     synth-phi2 synth-starcoder2 synth-stablelm synth-gpt2 synth-falcon synth-exaone4 synth-cohere2 \
-    synth-qwen3-yarn synth-phi3-longrope synth-mistral3 synth-stablelm-12b; do
+    synth-qwen3-yarn synth-phi3-longrope synth-mistral3 synth-stablelm-12b synth-qwen3moe synth-qwen2moe synth-olmoe \
+    synth-granitemoe synth-llama-moe; do
     run_case "save.$m" s "$OUT/in/$m.gguf"
 done
 run_case save.smollm2-q4_1 s "$SMOL"

@@ -35,6 +35,9 @@ pub struct HParams {
     /// The rows of the shared expert's FFN
     /// (`%s.expert_shared_feed_forward_length`, where the family reads it).
     pub n_ff_shexp: u32,
+    /// `%s.expert_shared_feed_forward_length` as read (0 where the family
+    /// does not read it): what the reference's saver writes.
+    pub n_ff_shexp_key: u32,
     pub n_embd_head_k: u32,
     pub n_embd_head_v: u32,
     pub n_rot: u32,
@@ -343,6 +346,7 @@ impl HParams {
             n_expert,
             n_expert_used,
             n_ff_shexp: 0,
+            n_ff_shexp_key: 0,
             n_embd_head_k,
             n_embd_head_v,
             n_rot,

@@ -236,6 +236,20 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "ffn_gate.weight" => 60,
         "ffn_down.weight" => 61,
         "ffn_up.weight" => 62,
+        "ffn_gate_inp.weight" => 66,
+        "ffn_gate_exps.weight" => 68,
+        "ffn_down_exps.weight" => 69,
+        "ffn_up_exps.weight" => 70,
+        "ffn_gate_up_exps.weight" => 71,
+        "ffn_gate_inp.bias" => 72,
+        "ffn_gate_exps.bias" => 73,
+        "ffn_down_exps.bias" => 74,
+        "ffn_up_exps.bias" => 75,
+        "ffn_gate_up_exps.bias" => 76,
+        "ffn_gate_inp_shexp.weight" => 82,
+        "ffn_gate_shexp.weight" => 83,
+        "ffn_down_shexp.weight" => 84,
+        "ffn_up_shexp.weight" => 85,
         "ffn_gate.bias" => 89,
         "ffn_down.bias" => 90,
         "ffn_up.bias" => 91,
@@ -326,14 +340,11 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     if let Some(v) = per_layer(&h.n_ff) {
         put(&k("feed_forward_length"), v);
     }
-    for s in [
-        "expert_feed_forward_length",
-        "expert_latent_length",
-        "expert_shared_feed_forward_length",
-        "expert_chunk_feed_forward_length",
-    ] {
-        put(&k(s), U32(0));
-    }
+    // (the values the family read: 0 where it reads none)
+    put(&k("expert_feed_forward_length"), U32(m.hparams.n_ff_exp_key));
+    put(&k("expert_latent_length"), U32(0));
+    put(&k("expert_shared_feed_forward_length"), U32(m.hparams.n_ff_shexp_key));
+    put(&k("expert_chunk_feed_forward_length"), U32(0));
     if h.n_layer_all > 0 {
         put(&k("swiglu_clamp_exp"), zeros_f32(h.n_layer_all as usize));
         put(&k("swiglu_clamp_shexp"), zeros_f32(h.n_layer_all as usize));

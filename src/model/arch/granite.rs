@@ -30,7 +30,8 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // (granite reads rope_finetuned as a switch for rope, true by default)
     hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
     hp.use_rope = hp.rope_finetuned;
-    hp.n_ff_shexp = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp_key = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp = hp.n_ff_shexp_key;
     if hp.n_expert > 0 {
         super::require_experts(hp, keys, false)?;
     }

@@ -26,7 +26,8 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.f_residual_scale = keys.f32("%s.residual_scale")?.unwrap_or(0.0);
     hp.f_embedding_scale = keys.f32("%s.embedding_scale")?.unwrap_or(0.0);
     hp.f_attention_scale = keys.f32("%s.attention.scale")?.unwrap_or(0.0);
-    hp.n_ff_shexp = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp_key = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp = hp.n_ff_shexp_key;
     super::require_full_rope(hp, keys)?;
     // (without experts, dense FFNs as granite's)
     if hp.n_expert > 0 {

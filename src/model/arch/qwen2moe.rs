@@ -23,7 +23,8 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     super::require_full_rope(hp, keys)?;
     super::require_experts(hp, keys, true)?;
     // (the shared expert's size defaults to n_ff)
-    hp.n_ff_shexp = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp_key = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
+    hp.n_ff_shexp = hp.n_ff_shexp_key;
     if hp.n_ff_shexp == 0 {
         hp.n_ff_shexp = hp.n_ff[0];
     }
