@@ -48,6 +48,8 @@ SMOL=$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf
 GEMMA=$MODELS/gemma-3-270m-q4_k_m.gguf
 VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
 PAR=$ROOT/ffi-tests/golden/parity
+# the file types (llama_ftype) of the mixture-of-experts block-type check
+MOE_TYPES="F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_M:12 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30"
 mkdir -p "$OUT"
 
 pass=0
@@ -484,6 +486,26 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 ok "control vectors (llama_set_adapter_cvec): logits bit-identical to the reference (all layers, a range, a short buffer, cleared; 1/2 threads, chunks of 7)"
             else
                 not_ok "control vectors: logits differ from the reference's"
+            fi
+            # a mixture of experts in every other block type
+            # (golden/parity/moe-types.sha256): a 256-wide 8-expert qwen3moe
+            # quantized by our llama_model_quantize (the reference's bytes:
+            # quantize-compare.sh) to each type; its logits, one decode and
+            # decodes of 7 (each expert's kernel: vec_dot, gemv, tiled)
+            if compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; then
+                local moe_ok=1 t
+                make_synth qwen3moe moe-types embd=256 heads=4 kv_heads=2 head_dim=64 ff=512
+                for t in $MOE_TYPES; do
+                    set -- ${t/:/ }
+                    "$OUT/quantize_tool" "$OUT/synth-moe-types.gguf" "$OUT/moe-$1.gguf" "$2" > /dev/null 2>&1
+                    logits_hash_ok "$OUT/moe-$1.gguf" "$PAR/tokens512.txt" "$PAR/moe-types.sha256" \
+                        "512 2 512 $1-one-decode" "512 1 7 $1-chunks-of-7" || moe_ok=0
+                done
+                if [ $moe_ok = 1 ]; then
+                    ok "mixture of experts in $(for t in $MOE_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//'): logits bit-identical to the reference (one decode, chunks of 7)"
+                else
+                    not_ok "mixture of experts: logits of some block type differ from the reference's"
+                fi
             fi
             # the families of golden/parity/families.txt (make-parity-goldens.sh):
             # a synthetic model's logits, and the same shapes at embd 256

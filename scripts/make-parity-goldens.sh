@@ -210,5 +210,20 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" cvec "* ]]; then
     done
     rm -f "$C.tmp"
 fi
+# A mixture of experts in other block types (golden/parity/moe-types.sha256):
+# a 256-wide 8-expert qwen3moe quantized by the reference to each type of
+# ffi-tests/run.sh's MOE_TYPES, its logits in one decode and decodes of 7
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
+    M=ffi-tests/golden/parity/moe-types.sha256 && : > "$M"
+    target/release/examples/synth_model qwen3moe "$CACHE/vocab/ggml-vocab-qwen2.gguf" "$OUT/moe-types.gguf" 11 512 \
+        embd=256 heads=4 kv_heads=2 head_dim=64 ff=512
+    for t in $(sed -n 's/^MOE_TYPES="\(.*\)"/\1/p' ffi-tests/run.sh); do
+        set -- ${t/:/ }
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/moe-types.gguf" "$OUT/moe-$1.gguf" "$2" > /dev/null 2>&1
+        ref_hashes "$OUT/moe-$1.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-one-decode" \
+            "7 $1-chunks-of-7" && cat "$M.tmp" >> "$M"
+    done
+    rm -f "$M.tmp"
+fi
 ls -l ffi-tests/golden/parity/
 
