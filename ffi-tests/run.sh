@@ -517,6 +517,20 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     case $family in ''|'#'*) continue ;; esac
                     family_parity "$family" $sizes
                 done < "$PAR/families.txt"
+                # a mixture-of-experts decode multiplies by the chosen
+                # experts only: its weight bytes are the active parameters'
+                local m py
+                py=$(bash "$ROOT/scripts/py-venv.sh")
+                for m in qwen3moe qwen2moe; do
+                    if [ -f "$OUT/fam-$m-q4_k_m.gguf" ] && compile test_moe_bytes "$ROOT/ffi-tests/test_moe_bytes.c"; then
+                        # shellcheck disable=SC2046
+                        run_prog test_moe_bytes "$OUT/fam-$m-q4_k_m.gguf" \
+                            $("$py" "$ROOT/ffi-tests/moe_bytes.py" "$OUT/fam-$m-q4_k_m.gguf")
+                        echo "     $m Q4_K_M: $(sed -n 1p "$OUT/test_moe_bytes.out")"
+                    else
+                        not_ok "test_moe_bytes: no synthetic $m model or no build"
+                    fi
+                done
                 # gpt2's learned positions end at n_ctx_train: a decode past
                 # them fails and leaves the context usable
                 if [ -f "$OUT/synth-fam-gpt2.gguf" ] && compile test_positions "$ROOT/ffi-tests/test_positions.c"; then

@@ -49,6 +49,8 @@ family_model() {
     # (a mixture of experts: 8 experts of 768 rows, 2 per token, unless the
     # line says otherwise)
     case "$family ${keys[*]}" in *moe*|*experts=*) keys=(ff_exp=768 "${keys[@]}") ;; esac
+    # (olmoe's k norm spans every head: as many KV heads as heads)
+    case $family in olmoe*) keys+=(kv_heads=9) ;; esac
     if [ ! -f "$q" ]; then
         mkdir -p "$dir"
         (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2

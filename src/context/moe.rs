@@ -54,12 +54,10 @@ pub struct MoeBuffers {
     routed: Vec<Activations>,
 }
 
-/// Expert `e`'s matrix of a 3-D expert tensor `w` ([cols, rows, n_expert]).
+/// Expert `e`'s matrix of a 3-D expert tensor `w` ([cols, rows, n_expert]),
+/// with its load-time layout where it has one.
 fn expert<'m>(model: &'m Model, w: &Weight, e: usize) -> Result<kernels::Weights<'m>> {
-    let (cols, rows) = (w.cols(), w.info.ne[1] as usize);
-    let bytes = model.files[w.file].tensor_data(&w.info);
-    let size = bytes.len() / w.info.ne[2].max(1) as usize;
-    kernels::Weights::new(&bytes[e * size..(e + 1) * size], w.ty(), rows, cols)
+    super::forward::kw(model, &w.expert(e))
 }
 
 /// The experts' products of one matrix kind for every expert with routed

@@ -1,6 +1,7 @@
 //! Test-only exports (built with `--features test-hooks`), never in a release
 //! library: they let the C tests prove that a panic inside the boundary
-//! becomes a failure value and the process goes on.
+//! becomes a failure value and the process goes on, and count the weight
+//! bytes a decode multiplies by.
 
 use super::boundary::*;
 
@@ -14,4 +15,12 @@ pub extern "C" fn minfer_test_panic(do_panic: bool) -> i32 {
         }
         Ok(1)
     })
+}
+
+/// The bytes of weight rows every matmul since the last call was given
+/// (each matrix, or expert slice, counted once per product), then clears
+/// the count.
+#[no_mangle]
+pub extern "C" fn minfer_test_weight_bytes() -> u64 {
+    crate::kernels::matmul::take_weight_bytes()
 }

@@ -367,6 +367,18 @@ pub fn matmul_siblings_reusing(
     matmul_quantized_with(ks, pool, ws, &refs, ys)
 }
 
+/// The weight bytes the matmuls were given since the last
+/// [`take_weight_bytes`] (test builds: the C tests count what a decode
+/// reads).
+#[cfg(feature = "test-hooks")]
+static WEIGHT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Returns and clears the weight bytes the matmuls were given.
+#[cfg(feature = "test-hooks")]
+pub fn take_weight_bytes() -> u64 {
+    WEIGHT_BYTES.swap(0, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The matmul proper, on activations quantized by the caller (`acts[i]` in
 /// `ws[i]`'s activation format).
 pub fn matmul_quantized_with(
@@ -448,9 +460,10 @@ fn matmul_jobs(
         // tiled k-quant path (`matmul_experts_with`)
         let per_row = experts && a.nt > 1 && path(w.ty, w.rows, a.nt) != Some(Path::Tiled);
         let f = ks.matmul_fn(w.ty, w.rows, if per_row { 1 } else { a.nt })?;
-        let rows_f = if per_row { None } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
+        let rows_f = if per_row { ks.one_row_rows_fn(w.ty, w.rows) } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
         // the tiles, where this set has a kernel over them (any token count)
-        let tiled_f = w.tiles.filter(|_| !experts).and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
+        // (an expert's product over them: one token per call, the gemv)
+        let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
         let token_major_f =
             if tiled_f.is_none() && !per_row { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
@@ -503,6 +516,11 @@ fn matmul_jobs(
             Job { w: *w, a, f, rows_f, tiled_f, token_major_f, y: SyncPtr(y.as_mut_ptr()), segment, decode_f, per_row },
         ));
     }
+    #[cfg(feature = "test-hooks")]
+    WEIGHT_BYTES.fetch_add(
+        jobs.iter().map(|(_, j)| (j.w.rows * j.w.row_bytes) as u64).sum(),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let find = |i: usize| jobs.iter().find(|(j, _)| *j == i).map(|(_, job)| job);
     pool.run(tasks.len(), &|task| {
         let (i, r0, r1) = tasks[task];
@@ -570,7 +588,8 @@ fn matmul_jobs(
             return;
         }
         let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
-        let tb = token_block(job.w.ty, stride, nt, tiled);
+        // (one token per kernel call: the one-row kernel's bits)
+        let tb = if job.per_row { 1 } else { token_block(job.w.ty, stride, nt, tiled) };
         let n_rows = r1 - r0;
         if let Some((tiled_f, tiles)) = job.tiled_f {
             // the tiled kernels write [token][row] themselves: straight into y

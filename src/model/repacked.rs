@@ -14,9 +14,10 @@
 //!   (`_SC_AVPHYS_PAGES`, which leaves out the page cache): a model larger
 //!   than memory keeps running from the mapping, as with the reference.
 //!
-//! Only matrices that are multiplied are built (the layers' projections and
-//! the output head, also when it is the token embedding, as the reference
-//! loads a tied head twice). The token embedding's `get_rows` reads the
+//! Only matrices that are multiplied are built (the layers' projections,
+//! each expert's slice of the expert tensors, and the output head, also
+//! when it is the token embedding, as the reference loads a tied head
+//! twice). The token embedding's `get_rows` reads the
 //! file's rows, or the copy when the head is tied and copied.
 //!
 //! Everything lives in one anonymous mapping owned by the model
@@ -28,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use super::weights::{Weight, Weights};
+use super::weights::{FfnWeights, Weight, Weights};
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
 use crate::gguf::GgufFile;
@@ -84,6 +85,17 @@ impl Repacked {
             mats.extend(l.matrices());
         }
         mats.push(&weights.output);
+        // each expert's matrix, as the reference repacks the 3-D expert
+        // tensors for its MUL_MAT_ID
+        let slices: Vec<Weight> = weights
+            .layers
+            .iter()
+            .flat_map(|l| match &l.ffn {
+                FfnWeights::Experts(e) => e.slices(),
+                FfnWeights::Dense(_) => Vec::new(),
+            })
+            .collect();
+        mats.extend(&slices);
         let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);
         let mut float_bytes = 0usize;
         let mut seen = std::collections::HashSet::new();

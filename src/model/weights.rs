@@ -102,6 +102,27 @@ impl ExpertFfn {
     pub fn expert_matrices(&self) -> [&Weight; 3] {
         [&self.gate, &self.up, &self.down]
     }
+
+    /// Every expert's matrix of each expert tensor, as 2-D weights (the
+    /// tensor's slices: the load lays them out as it lays out matrices).
+    pub fn slices(&self) -> Vec<Weight> {
+        self.expert_matrices().into_iter().flat_map(|w| (0..self.n_expert()).map(move |e| w.expert(e))).collect()
+    }
+}
+
+impl Weight {
+    /// Expert `e`'s matrix of a 3-D expert tensor ([cols, rows, n_expert]):
+    /// the tensor's `e`-th slice, as a 2-D weight.
+    pub fn expert(&self, e: usize) -> Weight {
+        let n = self.info.ne[2].max(1) as u64;
+        let bytes = self.info.nbytes / n;
+        let mut info = self.info.clone();
+        info.ne = [info.ne[0], info.ne[1], 1, 1];
+        info.n_dims = 2;
+        info.offset += e as u64 * bytes;
+        info.nbytes = bytes;
+        Weight { file: self.file, info }
+    }
 }
 
 impl LayerWeights {
