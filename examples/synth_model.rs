@@ -83,7 +83,7 @@ fn main() {
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
     // experts: always for the families whose every layer has them
-    let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe");
+    let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
     // rope scaling: scaling=yarn|longrope|linear|none with factor=F (a
     // float), orig_ctx=N, attn_factor=F
@@ -192,7 +192,7 @@ fn main() {
     // the experts' FFN size (the qwen families read their own key) and the
     // shared expert's
     let moe = recipe.moe.filter(|_| n_expert > 0);
-    let qwen_moe = arch.starts_with("qwen");
+    let qwen_moe = arch.starts_with("qwen") || arch == "gpt-oss";
     if ff_exp == 0 {
         ff_exp = if qwen_moe { n_ff / 2 } else { n_ff };
     }
@@ -201,6 +201,10 @@ fn main() {
         n_shexp = n_ff;
     }
     if moe.is_some() {
+        if !qwen_moe {
+            // (these families size their experts by feed_forward_length)
+            w.set(&k("feed_forward_length"), OwnedValue::U32(ff_exp as u32));
+        }
         w.set(&k("expert_count"), OwnedValue::U32(n_expert as u32));
         w.set(&k("expert_used_count"), OwnedValue::U32(n_used as u32));
         if qwen_moe {
@@ -289,13 +293,21 @@ fn main() {
             vecs.push((t("attn_q_norm.weight"), vec![hd as u64, n_head as u64], norm(&mut rng, q_width)));
             vecs.push((t("attn_k_norm.weight"), vec![hd as u64, n_head_kv as u64], norm(&mut rng, kv_width)));
         }
+        if recipe.attn_sinks {
+            // logits of the order of the scores'
+            vecs.push((
+                t("attn_sinks.weight"),
+                vec![n_head as u64],
+                (0..n_head).map(|_| 2.0 * rng.uniform()).collect(),
+            ));
+        }
         if recipe.post_norms {
             vecs.push((t("post_attention_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             vecs.push((t("post_ffw_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
         }
         // (ffn_norm=0: none, where the recipe allows it: StableLM 2 12B)
         if recipe.pre_norms && recipe.parallel == Parallel::No && (ffn_norm || !recipe.ffn_norm_optional) {
-            vecs.push((t("ffn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            vecs.push((t(&format!("{}.weight", recipe.ffn_norm_tensor)), vec![n_embd as u64], norm(&mut rng, n_embd)));
             if norm_bias {
                 vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
             }
@@ -323,6 +335,18 @@ fn main() {
             }
             if wanted(recipe.proj_bias) {
                 vecs.push((t("attn_output.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
+            if moe.is_some_and(|m| m.biases) {
+                // the router's and each expert's biases (expert e's in row e)
+                for (name, ne) in [
+                    ("ffn_gate_inp.bias", vec![n_expert]),
+                    ("ffn_gate_exps.bias", vec![ff_exp, n_expert]),
+                    ("ffn_up_exps.bias", vec![ff_exp, n_expert]),
+                    ("ffn_down_exps.bias", vec![n_embd, n_expert]),
+                ] {
+                    let n = ne.iter().product();
+                    vecs.push((t(name), ne.iter().map(|&d| d as u64).collect(), bias(&mut rng, n)));
+                }
             }
             continue;
         }
@@ -389,6 +413,7 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
         ],
         // (its 64-layer model slides: layers=64 and this window)
         "exaone4" => vec![("attention.sliding_window", OwnedValue::U32(4))],
+        "gpt-oss" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         _ => Vec::new(),
     }
 }

@@ -48,7 +48,7 @@ family_model() {
     f32=$dir/$family.F32.gguf q=$dir/$family.Q4_K_M.gguf
     # (a mixture of experts: 8 experts of 768 rows, 2 per token, unless the
     # line says otherwise)
-    case "$family ${keys[*]}" in *moe*|*experts=*) keys=(ff_exp=768 "${keys[@]}") ;; esac
+    case "$family ${keys[*]}" in *moe*|*experts=*|gpt-oss*) keys=(ff_exp=768 "${keys[@]}") ;; esac
     # (olmoe's k norm spans every head: as many KV heads as heads)
     case $family in olmoe*) keys+=(kv_heads=9) ;; esac
     if [ ! -f "$q" ]; then

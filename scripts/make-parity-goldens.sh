@@ -109,7 +109,7 @@ grep -v '^#' ffi-tests/golden/parity/families.txt | while read -r family sizes; 
     [ -n "$family" ] || continue
     [ -z "$ONLY" ] || [[ "$ONLY" == *" $family "* ]] || continue
     arch=${family%%+*} moe=0
-    case "$family $sizes" in *moe*|*experts=*) moe=1 ;; esac
+    case "$family $sizes" in *moe*|*experts=*|gpt-oss*) moe=1 ;; esac
     vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
     gold=ffi-tests/golden/parity/synth-$family.sha256 && : > "$gold"
     # shellcheck disable=SC2086

@@ -91,6 +91,7 @@ synth synth-qwen2moe qwen2moe qwen2 11 512
 synth synth-olmoe olmoe llama-spm 11 512 kv_heads=4
 synth synth-granitemoe granitemoe llama-spm 11 512 optional=1 shexp=64
 synth synth-llama-moe llama llama-spm 11 512 experts=8
+synth synth-gpt-oss gpt-oss llama-spm 11 512 optional=1 scaling=yarn factor=4 orig_ctx=64
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -187,7 +188,7 @@ run_case split.Q4_0+keep_split q "$OUT/in/split-00001-of-00003.gguf" 2 keep_spli
 for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256 synth-gemma2 synth-olmo2 synth-granite synth-phi3 \
     synth-phi2 synth-starcoder2 synth-stablelm synth-gpt2 synth-falcon synth-exaone4 synth-cohere2 \
     synth-qwen3-yarn synth-phi3-longrope synth-mistral3 synth-stablelm-12b synth-qwen3moe synth-qwen2moe synth-olmoe \
-    synth-granitemoe synth-llama-moe; do
+    synth-granitemoe synth-llama-moe synth-gpt-oss; do
     run_case "save.$m" s "$OUT/in/$m.gguf"
 done
 run_case save.smollm2-q4_1 s "$SMOL"

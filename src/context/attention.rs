@@ -89,21 +89,24 @@ pub fn attention(
     visible: &[Vec<usize>],
     q: &[f32],
     sh: AttnShape,
+    sinks: Option<&[f32]>,
     flash: bool,
     layer: &mut LayerKv,
     out: &mut AlignedF32,
 ) -> Result<()> {
     let nt = visible.len();
     if !flash {
-        return super::attention_mha::attention(pool, kv, il, q, sh, visible, out);
+        return super::attention_mha::attention(pool, kv, il, q, sh, sinks, visible, out);
     }
+    let group = sh.n_head / sh.n_head_kv;
     let tiled = nt >= Q_TILE;
     if let (false, KvRows::F16(k), KvRows::F16(v)) = (tiled, &kv.k[il], &kv.v[il]) {
         // one chunk over an f16 cache: each row task reads the cells it sees
         // straight from the cache (f16 → f32 in registers, exact), so no
         // gather runs on the calling thread while the pool waits
         return per_row(pool, nt, sh, out, &|i, t, g, row| {
-            row_one_chunk_of(sh, &q[i * sh.hd_k..(i + 1) * sh.hd_k], &visible[t], k, v, g, row);
+            let sink = sinks.map(|s| s[i % sh.n_head]);
+            row_one_chunk_of(sh, &q[i * sh.hd_k..(i + 1) * sh.hd_k], &visible[t], k, v, g, sink, row);
         });
     }
     if tiled {
@@ -129,7 +132,6 @@ pub fn attention(
         // ... and blocks of tokens run tile by tile together (`tokens_tiled`):
         // one task per (token block, kv head), the last blocks (the longest,
         // under a causal mask) first
-        let group = sh.n_head / sh.n_head_kv;
         let out = super::workspace::sized(out, nt * sh.n_head * sh.hd_v); // [nt][n_head][hd_v]
         let n_blocks = nt.div_ceil(TOKEN_BLOCK);
         let out_ptr = OutPtr(out.as_mut_ptr());
@@ -155,12 +157,14 @@ pub fn attention(
                 outs[k] =
                     unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) };
             }
-            block_tiled(layer, sh, g, &qs[..n], &vis[..n], &mut outs[..n]);
+            let sinks = sinks.map(|s| &s[g * group..(g + 1) * group]);
+            block_tiled(layer, sh, g, &qs[..n], &vis[..n], sinks, &mut outs[..n]);
         });
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
-        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, row);
+        let sink = sinks.map(|s| s[i % sh.n_head]);
+        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, sink, row);
     })
 }
 
@@ -351,13 +355,35 @@ impl<const R: usize> TiledRows<R> {
         vecf::axpy_tile_rows::<R>(&self.kq, vt, out);
     }
 
-    /// The accumulators divided by the sums.
-    fn finish(&self, sh: AttnShape, out: &mut [f32]) {
+    /// The accumulators divided by the sums, after each row's sink (its
+    /// query head's logit, `sinks[r]`) joined the softmax.
+    fn finish(&self, sh: AttnShape, sinks: Option<&[f32]>, out: &mut [f32]) {
         for (r, o) in out.chunks_exact_mut(sh.hd_v).enumerate() {
-            let inv = if self.s_sum[r] == 0.0 { 0.0 } else { 1.0 / self.s_sum[r] };
+            let mut s_sum = self.s_sum[r];
+            if let Some(s) = sinks {
+                s_sum = add_sink(s[r], self.m[r], s_sum, o);
+            }
+            let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
             o.iter_mut().for_each(|o| *o *= inv);
         }
     }
+}
+
+/// A sink logit `s` joins a row's softmax of maximum `m` and sum `s_sum`
+/// (accumulators `acc`) as the reference's flash attention adds it after
+/// the cells: the accumulators rescaled if it is the larger; returns the
+/// new sum.
+fn add_sink(s: f32, m: f32, s_sum: f32, acc: &mut [f32]) -> f32 {
+    let (mut ms, mut vs) = (1.0f32, 1.0f32);
+    if s > m {
+        ms = (m - s).exp();
+        acc.iter_mut().for_each(|o| *o *= ms);
+    } else {
+        vs = (s - m).exp();
+    }
+    // (not contracted into an fma there, unlike the same sum in its loop
+    // over the cells: the logits tell)
+    s_sum * ms + vs
 }
 
 /// The tiled path for `R` (token, head) rows of kv head `g` that see the
@@ -371,7 +397,7 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
         let slot = rows.scores(layer, sh, g, q, visible, out);
         rows.add_values(layer, sh, g, slot, out);
     }
-    rows.finish(sh, out);
+    rows.finish(sh, None, out);
 }
 
 /// Tokens per task of the tiled path: their rows run tile by tile together,
@@ -384,6 +410,7 @@ const TOKEN_BLOCK: usize = 8;
 /// `visible[j]` the cells token j sees: per tile, the scores of every token
 /// that sees a cell of it, then their `P·V` (each row's operations as in
 /// [`rows_tiled`], so the same bits).
+#[allow(clippy::too_many_arguments)]
 fn tokens_tiled<const R: usize>(
     layer: &LayerKv,
     sh: AttnShape,
@@ -391,6 +418,7 @@ fn tokens_tiled<const R: usize>(
     h: usize,
     qs: &[&[f32]],
     visible: &[&[usize]],
+    sinks: Option<&[f32]>,
     outs: &mut [&mut [f32]],
 ) {
     let n = qs.len();
@@ -415,21 +443,30 @@ fn tokens_tiled<const R: usize>(
         }
     }
     for j in 0..n {
-        rows[j].finish(sh, &mut outs[j][out_range.clone()]);
+        rows[j].finish(sh, sinks.map(|s| &s[h..h + R]), &mut outs[j][out_range.clone()]);
     }
 }
 
 /// The heads of kv head `g` for a block of tokens, in blocks of at most 3
 /// heads (the AVX2 registers; 4 as 2 + 2).
-fn block_tiled(layer: &LayerKv, sh: AttnShape, g: usize, qs: &[&[f32]], visible: &[&[usize]], outs: &mut [&mut [f32]]) {
+/// `sinks`: the group's heads' sink logits, if the model has them.
+fn block_tiled(
+    layer: &LayerKv,
+    sh: AttnShape,
+    g: usize,
+    qs: &[&[f32]],
+    visible: &[&[usize]],
+    sinks: Option<&[f32]>,
+    outs: &mut [&mut [f32]],
+) {
     let heads = sh.n_head / sh.n_head_kv;
     let mut h = 0;
     while h < heads {
         let r = if heads - h == 4 { 2 } else { (heads - h).min(3) };
         match r {
-            1 => tokens_tiled::<1>(layer, sh, g, h, qs, visible, outs),
-            2 => tokens_tiled::<2>(layer, sh, g, h, qs, visible, outs),
-            _ => tokens_tiled::<3>(layer, sh, g, h, qs, visible, outs),
+            1 => tokens_tiled::<1>(layer, sh, g, h, qs, visible, sinks, outs),
+            2 => tokens_tiled::<2>(layer, sh, g, h, qs, visible, sinks, outs),
+            _ => tokens_tiled::<3>(layer, sh, g, h, qs, visible, sinks, outs),
         }
         h += r;
     }
@@ -456,6 +493,7 @@ fn softcap_mask_max(x: &mut [f32; TILE], scale: f32, cap: f32, visible: u64) -> 
 /// [`row_one_chunk`] for kv head `g` over per-cell K rows `sh.kw` values
 /// apart in `k` and V rows `sh.vw` apart in `v`: the f16 cache itself, or
 /// the f32 rows gathered from it.
+#[allow(clippy::too_many_arguments)]
 fn row_one_chunk_of<X: vecf::F16Input>(
     sh: AttnShape,
     qh: &[f32],
@@ -463,11 +501,14 @@ fn row_one_chunk_of<X: vecf::F16Input>(
     k: &[X],
     v: &[X],
     g: usize,
+    sink: Option<f32>,
     row: &mut [f32],
 ) {
     let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
     let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-    row_one_chunk(sh, qh, visible, |c, qf| vecf::dot_f16(k_of(c), qf), |acc, c, s| vecf::mad_f16(acc, v_of(c), s), row);
+    let (dot, mad) =
+        (|c, qf: &[f32]| vecf::dot_f16(k_of(c), qf), |acc: &mut [f32], c, s| vecf::mad_f16(acc, v_of(c), s));
+    row_one_chunk(sh, qh, visible, dot, mad, sink, row);
 }
 
 /// (`dot` and `mad` are generic, not `&dyn Fn`: they run once per visible
@@ -479,6 +520,7 @@ fn row_one_chunk(
     visible: &[usize],
     dot: impl Fn(usize, &[f32]) -> f32,
     mad: impl Fn(&mut [f32], usize, f32),
+    sink: Option<f32>,
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
@@ -515,6 +557,10 @@ fn row_one_chunk(
         }
         mad(out, c, vs);
         s_sum = s_sum.mul_add(ms, vs);
+    }
+    if let Some(s) = sink {
+        // (on the f32 values of the f16 accumulator)
+        s_sum = add_sink(s, m, s_sum, out);
     }
     let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
     out.iter_mut().for_each(|o| *o *= inv);
@@ -571,7 +617,7 @@ mod tests {
                 let qs: Vec<&[f32]> = q.iter().map(|x| &x[..]).collect();
                 let vis: Vec<&[usize]> = visible.iter().map(|x| &x[..]).collect();
                 let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|x| &mut x[..]).collect();
-                block_tiled(&layer, sh, 1, &qs, &vis, &mut outs);
+                block_tiled(&layer, sh, 1, &qs, &vis, None, &mut outs);
                 for j in 0..n {
                     for h in 0..heads {
                         let mut alone = vec![0f32; hd_v];

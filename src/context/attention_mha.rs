@@ -46,13 +46,16 @@ fn dot(tiny: bool, x: &[f32], y: &[f32]) -> f32 {
 /// The attention of every (token, head) of the ubatch without flash
 /// attention (see [`super::attention::attention`]): `visible[t]` lists the
 /// cells token `t` sees, `q` is [nt][n_head * hd_k]; `out` becomes
-/// [nt][n_head * hd_v].
+/// [nt][n_head * hd_v]. `sinks`: per query head, a logit joining every
+/// softmax (gpt-oss).
+#[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
     kv: &KvCache,
     il: usize,
     q: &[f32],
     sh: AttnShape,
+    sinks: Option<&[f32]>,
     visible: &[Vec<usize>],
     out: &mut AlignedF32,
 ) -> Result<()> {
@@ -93,7 +96,7 @@ pub fn attention(
             let s = if sh.softcap != 0.0 { (s * (1.0 / sh.softcap)).tanh() * sh.softcap } else { s };
             p[c] = s * sh.kq_scale + 0.0;
         }
-        super::ops::soft_max(&mut p);
+        super::ops::soft_max_sink(&mut p, sinks.map(|s| s[i % sh.n_head]));
         p.iter_mut().for_each(|x| *x = round(*x, v_f16));
         for (d, o) in row.iter_mut().enumerate() {
             *o = dot(kqv_tiny, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);

@@ -31,7 +31,7 @@ fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
 
 /// A small weight (norm, bias, rope factors) as f32: read at load
 /// (`Model::vectors`, which holds every one the forward pass reads).
-fn vector<'m>(model: &'m Model, w: &Weight) -> Result<&'m [f32]> {
+pub(super) fn vector<'m>(model: &'m Model, w: &Weight) -> Result<&'m [f32]> {
     model
         .vectors
         .get(&(w.file, w.info.offset))
@@ -512,14 +512,15 @@ pub fn forward(
             Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window)),
         };
         // (k is in the cache: its buffer takes the output)
-        attention(pool, kv, il, visible, q, shape, mode.flash, layer, up)?;
+        let sinks = lw.attn_sinks.as_ref().map(|w| vector(model, w)).transpose()?;
+        attention(pool, kv, il, visible, q, shape, sinks, mode.flash, layer, up)?;
         let attn = &up[..nt * n_head * hd_v];
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)
         linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *h])?;
         add_bias(model, &mut h[..nt * n_embd], lw.bo.as_ref())?;
         dump::tensor("attn_out", Some(il), &h[..nt * n_embd], n_embd);
-        if il + 1 == n_layer && out_rows.len() < nt {
+        if il + 1 == n_layer && out_rows.len() < nt && !recipe.all_rows_last_layer {
             if out_rows.is_empty() {
                 return Ok(ControlFlow::Continue(()));
             }
@@ -599,7 +600,7 @@ pub fn forward(
     if out_rows.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    if nr == nt {
+    if nr == nt && out_rows.len() < nt {
         keep_rows(x, n_embd, &out_rows);
     }
     let w = vector(model, &weights.output_norm)?;

@@ -25,7 +25,7 @@ use super::workspace::sized;
 use crate::error::{Error, Result};
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, ActType, Activations, ThreadPool};
-use crate::model::arch::Moe;
+use crate::model::arch::{ExpertAct, Gating, Moe};
 use crate::model::weights::{DenseFfn, ExpertFfn, Weight};
 use crate::model::Model;
 
@@ -122,6 +122,44 @@ fn expert_products(
     kernels::matmul_experts_with(kernels::kernels(), pool, &ws, &acts, &mut outs)
 }
 
+/// `rows[i] += b` for every row ([n][b.len()]) of a bias `b`, if given.
+fn add_rows(model: &Model, rows: &mut [f32], b: Option<&Weight>) -> Result<()> {
+    if let Some(b) = b {
+        let b = super::forward::vector(model, b)?;
+        for row in rows.chunks_exact_mut(b.len()) {
+            row.iter_mut().zip(b).for_each(|(v, x)| *v += x);
+        }
+    }
+    Ok(())
+}
+
+/// `rows[i] += b[expert_of[i]]`: each expert-grouped row plus its expert's
+/// row of the bias `b` ([n_expert][width]), if given (`ggml_add_id`).
+fn add_expert_rows(model: &Model, rows: &mut [f32], b: Option<&Weight>, expert_of: &[usize]) -> Result<()> {
+    if let Some(b) = b {
+        let b = super::forward::vector(model, b)?;
+        let width = rows.len() / expert_of.len().max(1);
+        for (row, &c) in rows.chunks_exact_mut(width).zip(expert_of) {
+            row.iter_mut().zip(&b[c * width..(c + 1) * width]).for_each(|(v, x)| *v += x);
+        }
+    }
+    Ok(())
+}
+
+/// `ggml_swiglu_oai` in place (alpha 1.702, limit 7, libm `expf`):
+/// `g[i]` becomes min(g, 7) · sigmoid(1.702 · min(g, 7)) · (clamp(u, -7, 7) + 1).
+fn swiglu_oai(g: &mut [f32], u: &[f32]) {
+    const ALPHA: f32 = 1.702;
+    const LIMIT: f32 = 7.0;
+    for (gi, &ui) in g.iter_mut().zip(u) {
+        // (as std::min and std::clamp: NaN stays NaN)
+        let x = if LIMIT < *gi { LIMIT } else { *gi };
+        let y = ui.clamp(-LIMIT, LIMIT);
+        let glu = x / (1.0 + (ALPHA * -x).exp());
+        *gi = glu * (y + 1.0);
+    }
+}
+
 /// Computes a dense FFN on the layer's input into a buffer, with the
 /// caller's matmul inputs (the shared expert).
 pub type SharedFfn<'a> = dyn FnMut(&mut Vec<Activations>, &DenseFfn, &mut AlignedF32) -> Result<()> + 'a;
@@ -154,13 +192,16 @@ pub fn moe_ffn(
     let router = super::forward::kw(model, &e.router)?;
     let probs = sized(&mut buf.probs, nr * n_expert);
     kernels::matmul_siblings_reusing(ks, pool, acts, &[router], input, nr, &mut [&mut *probs])?;
+    add_rows(model, probs, e.router_b.as_ref())?;
     // --- 2., 3. the chosen experts and their weights, per token
     buf.chosen.resize(nr * k, 0);
     buf.weights.resize(nr * k, 0.0);
     let mut ids: Vec<usize> = Vec::with_capacity(n_expert);
     for t in 0..nr {
         let p = &mut probs[t * n_expert..(t + 1) * n_expert];
-        ops::soft_max(p);
+        if moe.gating == Gating::Softmax {
+            ops::soft_max(p);
+        }
         ids.clear();
         ids.extend(0..n_expert);
         crate::sampling::stl::sort(&mut ids, &|&a: &usize, &b: &usize| p[a] > p[b]);
@@ -168,6 +209,10 @@ pub fn moe_ffn(
         chosen.copy_from_slice(&ids[..k]);
         for (wj, &c) in w.iter_mut().zip(chosen.iter()) {
             *wj = p[c];
+        }
+        if moe.gating == Gating::SoftmaxWeight {
+            // (the chosen logits' own softmax)
+            ops::soft_max(w);
         }
         if moe.norm_weights {
             let sum = w.iter().map(|&v| f64::from(v)).sum::<f64>() as f32;
@@ -212,10 +257,18 @@ pub fn moe_ffn(
         let up = sized(&mut buf.up, nr * k * n_ff);
         expert_products(pool, model, &[&e.gate, &e.up], &rows_of, &offset, &q, &mut buf.routed, &mut [gate, up])?;
     }
+    // (the experts' biases: ggml_add_id, each row its expert's)
+    let expert_of: Vec<usize> = (0..n_expert).flat_map(|c| std::iter::repeat_n(c, rows_of[c].len())).collect();
+    add_expert_rows(model, &mut buf.gate[..nr * k * n_ff], e.gate_b.as_ref(), &expert_of)?;
+    add_expert_rows(model, &mut buf.up[..nr * k * n_ff], e.up_b.as_ref(), &expert_of)?;
     let up = &buf.up[..nr * k * n_ff];
     let hidden = &mut buf.gate[..nr * k * n_ff];
     pool.run_rows(hidden, n_ff, pool.light_rows_per_task(nr * k), &|i, g| {
-        kernels::vecf::swiglu(g, &up[i * n_ff..(i + 1) * n_ff])
+        let u = &up[i * n_ff..(i + 1) * n_ff];
+        match moe.act {
+            ExpertAct::SwiGlu => kernels::vecf::swiglu(g, u),
+            ExpertAct::SwiGluOai => swiglu_oai(g, u),
+        }
     })?;
     // --- the down products [nr * k][n_embd], grouped: the hidden rows
     // quantized once, each expert's contiguous ones gathered
@@ -229,6 +282,7 @@ pub fn moe_ffn(
         let down = sized(&mut buf.down, nr * k * n_embd);
         expert_products(pool, model, &[&e.down], &down_rows, &offset, &q, &mut buf.routed, &mut [down])?;
     }
+    add_expert_rows(model, &mut buf.down[..nr * k * n_embd], e.down_b.as_ref(), &expert_of)?;
     // --- 5. the weighted sum per token
     let (down, slot_row, weights) = (&buf.down[..nr * k * n_embd], &buf.slot_row, &buf.weights);
     let o = sized(out, nr * n_embd);

@@ -237,8 +237,21 @@ pub fn rope(v: &mut [f32], pos: i32, n_rot: usize, a: &RopeArgs, factors: Option
 /// holds its scaled (and masked) values: the max, `vecf::soft_max`, then
 /// every value times `(float)(1.0 / sum)`.
 pub fn soft_max(p: &mut [f32]) {
-    let max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-    let sum = crate::kernels::vecf::soft_max(p, max);
+    soft_max_sink(p, None)
+}
+
+/// [`soft_max`] with a sink logit (`ggml_soft_max_add_sinks`): it raises
+/// the max if larger and adds `expf(sink - max)` to the f64 sum, taking no
+/// share of the output.
+pub fn soft_max_sink(p: &mut [f32], sink: Option<f32>) {
+    let mut max = p.iter().fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    if let Some(s) = sink {
+        max = if max > s { max } else { s };
+    }
+    let mut sum = crate::kernels::vecf::soft_max(p, max);
+    if let Some(s) = sink {
+        sum += f64::from((s - max).exp());
+    }
     let inv = (1.0 / sum) as f32;
     p.iter_mut().for_each(|x| *x *= inv);
 }

@@ -250,6 +250,7 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "ffn_gate_shexp.weight" => 83,
         "ffn_down_shexp.weight" => 84,
         "ffn_up_shexp.weight" => 85,
+        "attn_sinks.weight" => 200,
         "ffn_gate.bias" => 89,
         "ffn_down.bias" => 90,
         "ffn_up.bias" => 91,

@@ -47,6 +47,8 @@ pub struct LayerWeights {
     pub q_norm: Option<Weight>,      // [head_dim], [q_width] (QkNorm::Whole) or [head_dim, n_head]
     pub k_norm: Option<Weight>,      // [head_dim], or [kv_width]
     pub attn_post_norm: Option<Weight>, // [n_embd]
+    /// `attn_sinks`: one logit per query head (gpt-oss)
+    pub attn_sinks: Option<Weight>, // [n_head]
     pub ffn_norm: Option<Weight>,    // [n_embd]
     pub ffn_norm_b: Option<Weight>,  // [n_embd]
     pub ffn: FfnWeights,
@@ -90,6 +92,11 @@ pub struct ExpertFfn {
     /// `ffn_gate_inp_shexp`: the shared expert's output is scaled by
     /// sigmoid(this · x) (qwen2moe)
     pub shared_gate: Option<Weight>, // [n_embd]
+    /// The router's and the experts' biases (gpt-oss), expert e's in row e
+    pub router_b: Option<Weight>, // [n_expert]
+    pub gate_b: Option<Weight>, // [n_ff_exp, n_expert]
+    pub up_b: Option<Weight>,   // [n_ff_exp, n_expert]
+    pub down_b: Option<Weight>, // [n_embd, n_expert]
 }
 
 impl ExpertFfn {
@@ -262,6 +269,10 @@ fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertF
         SharedExpert::SigmoidGated => Some(b.required(&t("ffn_gate_inp_shexp.weight"), &[n_embd])?),
         _ => None,
     };
+    let bias = |name: &str, shape: &[usize]| match moe.biases {
+        true => b.required(&t(name), shape).map(Some),
+        false => Ok(None),
+    };
     if b.find(&t("ffn_gate_up_exps.weight")).is_some() {
         return Err(Error::model(format!(
             "not implemented yet: fused expert gate and up ({})",
@@ -275,6 +286,10 @@ fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertF
         down: b.required(&t("ffn_down_exps.weight"), &[n_ff_exp, n_embd, n_expert])?,
         shared,
         shared_gate,
+        router_b: bias("ffn_gate_inp.bias", &[n_expert])?,
+        gate_b: bias("ffn_gate_exps.bias", &[n_ff_exp, n_expert])?,
+        up_b: bias("ffn_up_exps.bias", &[n_ff_exp, n_expert])?,
+        down_b: bias("ffn_down_exps.bias", &[n_embd, n_expert])?,
     })
 }
 
@@ -376,7 +391,8 @@ impl Weights {
                 q_norm,
                 k_norm,
                 attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
-                ffn_norm: bind(ffn_norm, &t("ffn_norm.weight"), &[n_embd])?,
+                attn_sinks: bind(need(recipe.attn_sinks), &t("attn_sinks.weight"), &[n_head])?,
+                ffn_norm: bind(ffn_norm, &t(&format!("{}.weight", recipe.ffn_norm_tensor)), &[n_embd])?,
                 // (the bias only with the norm: StableLM 2 12B has neither)
                 ffn_norm_b: match (ffn_norm, pre_norm_bias) {
                     (Need::Absent, _) | (_, Need::Absent) => None,
@@ -494,13 +510,17 @@ impl Weights {
                     &l.k_norm,
                     &l.attn_post_norm,
                     &l.ffn_post_norm,
+                    &l.attn_sinks,
                 ]
                 .into_iter()
                 .flatten(),
             );
             let dense = match &l.ffn {
                 FfnWeights::Dense(f) => Some(f),
-                FfnWeights::Experts(e) => e.shared.as_ref(),
+                FfnWeights::Experts(e) => {
+                    v.extend([&e.router_b, &e.gate_b, &e.up_b, &e.down_b].into_iter().flatten());
+                    e.shared.as_ref()
+                }
             };
             if let Some(f) = dense {
                 v.extend([&f.gate_b, &f.up_b, &f.down_b].into_iter().flatten());

@@ -13,7 +13,7 @@ pub static FAMILY: Family = Family {
     rope: Rope::Norm,
     block: Block {
         proj_bias: Need::Optional,
-        moe: Some(Moe { norm_weights: true, shared: SharedExpert::Plain }),
+        moe: Some(Moe { norm_weights: true, shared: SharedExpert::Plain, ..Block::MOE }),
         ..Block::PLAIN
     },
     read_hparams,

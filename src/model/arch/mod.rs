@@ -21,6 +21,7 @@ mod gemma;
 mod gemma2;
 mod gemma3;
 mod gpt2;
+mod gpt_oss;
 mod granite;
 mod granitemoe;
 mod llama;
@@ -64,6 +65,7 @@ pub static FAMILIES: &[&Family] = &[
     &qwen2moe::FAMILY,
     &olmoe::FAMILY,
     &granitemoe::FAMILY,
+    &gpt_oss::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -275,6 +277,17 @@ pub struct Block {
     /// Every `HParams::n_no_rope_layer_step`-th layer attends without rope
     /// (smollm3: layers 3, 7, 11, ...).
     pub nope_layers: bool,
+    /// The FFN's input norm is `post_attention_norm` rather than
+    /// `ffn_norm` (gpt-oss's name for it).
+    pub ffn_norm_tensor: &'static str,
+    /// `attn_sinks`: per query head, a logit that joins every softmax of
+    /// the attention without a value (gpt-oss).
+    pub attn_sinks: bool,
+    /// The last layer runs on every token, the output rows taken after it
+    /// (gpt-oss: its graph selects them after the layers), where the other
+    /// families run the last FFN on the output rows alone. The kernels
+    /// depend on the row count, so the logits do too.
+    pub all_rows_last_layer: bool,
     /// The family's mixture-of-experts FFN, used in every layer when the
     /// file has experts (`HParams::n_expert` > 0); a family without one
     /// reads dense FFNs whatever its expert count, as the reference.
@@ -290,6 +303,32 @@ pub struct Block {
 pub struct Moe {
     pub norm_weights: bool,
     pub shared: SharedExpert,
+    pub gating: Gating,
+    pub act: ExpertAct,
+    /// `ffn_gate_inp.bias` and the experts' `ffn_{gate,up,down}_exps.bias`
+    /// (gpt-oss).
+    pub biases: bool,
+}
+
+/// How the router's logits become the chosen experts' weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gating {
+    /// A softmax over every expert; the k best by probability, weighted by
+    /// their probabilities.
+    Softmax,
+    /// The k best by logit, weighted by a softmax over those k alone
+    /// (gpt-oss).
+    SoftmaxWeight,
+}
+
+/// The experts' activation of gate and up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertAct {
+    /// silu(gate) · up
+    SwiGlu,
+    /// gpt-oss's clamped SwiGLU (`ggml_swiglu_oai`, alpha 1.702, limit 7):
+    /// x = min(gate, 7), y = clamp(up, -7, 7), x · sigmoid(1.702 x) · (y + 1)
+    SwiGluOai,
 }
 
 /// A mixture-of-experts layer's expert that every token takes.
@@ -332,11 +371,20 @@ impl Block {
         nope_layers: false,
         logit_softcap: false,
         moe: None,
+        ffn_norm_tensor: "ffn_norm",
+        attn_sinks: false,
+        all_rows_last_layer: false,
     };
 
     /// The recipe's mixture of experts in its most common form (llama's
     /// Mixtral, qwen3moe, granite MoE): renormalised weights.
-    pub const MOE: Moe = Moe { norm_weights: true, shared: SharedExpert::None };
+    pub const MOE: Moe = Moe {
+        norm_weights: true,
+        shared: SharedExpert::None,
+        gating: Gating::Softmax,
+        act: ExpertAct::SwiGlu,
+        biases: false,
+    };
 }
 
 /// The reference's graph assertion of several families (it aborts where

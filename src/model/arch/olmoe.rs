@@ -11,7 +11,7 @@ pub static FAMILY: Family = Family {
     rope: Rope::Neox,
     block: Block {
         qk_norm: QkNorm::Whole,
-        moe: Some(Moe { norm_weights: false, shared: SharedExpert::None }),
+        moe: Some(Moe { norm_weights: false, shared: SharedExpert::None, ..Block::MOE }),
         ..Block::PLAIN
     },
     read_hparams,

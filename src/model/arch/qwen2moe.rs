@@ -12,7 +12,7 @@ pub static FAMILY: Family = Family {
     rope: Rope::Neox,
     block: Block {
         qkv_bias: Need::Required,
-        moe: Some(Moe { norm_weights: false, shared: SharedExpert::SigmoidGated }),
+        moe: Some(Moe { norm_weights: false, shared: SharedExpert::SigmoidGated, ..Block::MOE }),
         ..Block::PLAIN
     },
     read_hparams,
