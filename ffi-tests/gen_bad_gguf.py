@@ -542,9 +542,10 @@ def cases(base):
     # a tensor the family does not use (the reference counts them: "wrong
     # number of tensors"), rather than a model decoded without it
     # a block type minfer does not run yet: refused at load, naming the
-    # tensor (MXFP4's 17-byte blocks of 32 fit in Q4_0's 18-byte ones)
-    yield variant("type_mxfp4.gguf", "tensor 'blk.0.attn_q.weight' has type mxfp4: not implemented yet",
-                  ti_set("blk.0.attn_q.weight", ttype=39))
+    # tensor (NVFP4's 36-byte blocks of 64 take the bytes of Q4_0's two
+    # 18-byte blocks of 32)
+    yield variant("type_nvfp4.gguf", "tensor 'blk.0.attn_q.weight' has type nvfp4: not implemented yet",
+                  ti_set("blk.0.attn_q.weight", ttype=40))
 
     def extra_tensor(m):
         # 64 f32 appended to the data section, aligned

@@ -223,6 +223,20 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
         ref_hashes "$OUT/moe-$1.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-one-decode" \
             "7 $1-chunks-of-7" && cat "$M.tmp" >> "$M"
     done
+    # gpt-oss as its files come, MXFP4 experts (llama_ftype MXFP4_MOE)
+    target/release/examples/synth_model gpt-oss "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/gpt-oss-mx.gguf" 11 512 \
+        optional=1 scaling=yarn factor=4 orig_ctx=64 embd=256 ff=512 head_dim=64
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/gpt-oss-mx.gguf" "$OUT/gpt-oss-mx-q.gguf" 38 > /dev/null 2>&1
+    ref_hashes "$OUT/gpt-oss-mx-q.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 gpt-oss-mxfp4-one-decode" \
+        "7 gpt-oss-mxfp4-chunks-of-7" && cat "$M.tmp" >> "$M"
+    # MXFP4 in dense matrices too (every block matrix: the repacked gemm on
+    # groups of 4 rows, gemv on the rest), on a 256-wide llama
+    target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/mxfp4-dense.gguf" 11 512 \
+        embd=256 ff=512 head_dim=64
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/mxfp4-dense.gguf" "$OUT/mxfp4-dense-q.gguf" 7 'tt=blk\.:39' \
+        > /dev/null 2>&1
+    ref_hashes "$OUT/mxfp4-dense-q.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 mxfp4-dense-one-decode" \
+        "7 mxfp4-dense-chunks-of-7" && cat "$M.tmp" >> "$M"
     rm -f "$M.tmp"
 fi
 ls -l ffi-tests/golden/parity/

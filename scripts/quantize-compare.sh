@@ -142,7 +142,7 @@ run_case() {
 }
 
 # llama_ftype values of the file types minfer quantizes to
-FTYPES="F32:0 F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_S:11 Q3_K_M:12 Q3_K_L:13 Q4_K_S:14 Q4_K_M:15 Q5_K_S:16 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30"
+FTYPES="F32:0 F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_S:11 Q3_K_M:12 Q3_K_L:13 Q4_K_S:14 Q4_K_M:15 Q5_K_S:16 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30 MXFP4_MOE:38"
 QUICK_SMOL="Q4_K_M:15 Q8_0:7"
 QUICK_SYNTH="Q4_0:2 Q5_1:9 Q2_K:10 Q3_K_M:12 Q4_K_M:15 Q5_K_S:16 Q6_K:18 IQ4_NL:25 IQ4_XS:30"
 
@@ -174,6 +174,7 @@ run_case synth-llama256.Q3_K_M+kv q "$L" 12 kv=general.name:str:renamed kv=llama
 run_case synth-llama256.Q4_0+prune q "$L" 2 prune=1,3
 run_case synth-llama256.IQ4_NL+imatrix_empty q "$L" 25 imatrix_empty
 run_case synth-llama256.Q4_K_M+tt q "$L" 15 'tt=blk\.[0-3]\.ffn:14'
+run_case synth-llama256.Q8_0+mxfp4 q "$L" 7 'tt=blk\.:39'
 if [ $quick = 0 ]; then
     run_case synth-llama256.Q4_K_M+nthread1 q "$L" 15 nthread=1
     run_case synth-llama256.IQ4_NL+imatrix_unused q "$L" 25 imatrix_unused

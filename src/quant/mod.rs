@@ -23,6 +23,7 @@
 pub mod float;
 pub mod iq4;
 pub mod k_helpers;
+pub mod mxfp4;
 pub mod q2_k;
 pub mod q3_k;
 pub mod q4_0;
@@ -187,6 +188,7 @@ pub fn is_supported(ty: GgmlType) -> bool {
             | Q8_K
             | IQ4_NL
             | IQ4_XS
+            | MXFP4
     )
 }
 
@@ -212,6 +214,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
         Q8_K => q8_k::dequantize_row(as_blocks(src), out),
         IQ4_NL => iq4::dequantize_row_nl(as_blocks(src), out),
         IQ4_XS => iq4::dequantize_row_xs(as_blocks(src), out),
+        MXFP4 => mxfp4::dequantize_row(as_blocks(src), out),
         _ => return Err(Error::invalid(format!("dequantize_row: type {ty} is not supported"))),
     }
     Ok(())
@@ -240,6 +243,7 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
         Q8_K => q8_k::quantize_row(x, as_blocks_mut(out)),
         IQ4_NL => iq4::quantize_row_nl(x, as_blocks_mut(out)),
         IQ4_XS => iq4::quantize_row_xs(x, as_blocks_mut(out)),
+        MXFP4 => mxfp4::quantize_row(x, as_blocks_mut(out)),
         _ => return Err(Error::invalid(format!("quantize_row: type {ty} is not supported"))),
     }
     Ok(())

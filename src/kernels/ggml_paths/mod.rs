@@ -106,10 +106,13 @@ pub const TILED_MIN_ROWS: usize = 8;
 /// `ggml_vec_dot` kernels (or float ones).
 pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
     use GgmlType::*;
-    if rows.is_multiple_of(8) && matches!(ty, Q4_0 | IQ4_NL | Q4_K | Q2_K) {
+    if rows.is_multiple_of(8) && matches!(ty, Q4_0 | IQ4_NL | MXFP4 | Q4_K | Q2_K) {
         return Some(Path::Repack);
     }
     match ty {
+        // (llamafile's tinyBLAS has no MXFP4: ggml_vec_dot_mxfp4_q8_0 for
+        // every row count)
+        MXFP4 => Some(Path::VecDot),
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),

@@ -1,6 +1,6 @@
 //! Emulation of the reference's repacked-weight kernels (`ggml-cpu/repack.cpp`
 //! `forward_mul_mat_one_chunk`, kernels in `ggml-cpu/arch/x86/repack.cpp`),
-//! which it runs for Q4_0, IQ4_NL, Q4_K and (AVX-512 only) Q2_K weights with
+//! which it runs for Q4_0, IQ4_NL, MXFP4, Q4_K and (AVX-512 only) Q2_K weights with
 //! a multiple of 8 rows (`q4_0_8x8_q8_0`, `iq4_nl_8x8_q8_0`, `q4_K_8x8_q8_K`,
 //! `q2_K_8x8_q8_K`): `ggml_gemm_*` on the first `nt − nt % 4` activation
 //! rows, `ggml_gemv_*` on the rest.
@@ -19,7 +19,7 @@ use super::super::dispatch::TileFn;
 use super::super::scalar::act_row;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
-use crate::quant::{as_blocks, f16_to_f32, iq4, q2_k, q4_0, q4_k, q8_0, q8_k, Block, QK, QK_K};
+use crate::quant::{as_blocks, f16_to_f32, iq4, mxfp4, q2_k, q4_0, q4_k, q8_0, q8_k, Block, QK, QK_K};
 
 /// Activation rows `[0, gemm_rows(nt))` go through the gemm kernel, the rest
 /// through the gemv one.
@@ -30,6 +30,21 @@ pub fn gemm_rows(nt: usize) -> usize {
 
 /// The 32-block types: `acc = fma(isum, dw·da, acc)` per block.
 fn tile_b32<B: Block>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32], unpack: impl Fn(&B) -> [i8; QK]) {
+    // the block's f16 scale is its first two bytes for both types
+    tile_b32_scaled(n, w, a, s, out, unpack, |b| f16_to_f32(bytes2(b)))
+}
+
+/// [`tile_b32`] with the weight scale of each block from `scale` (MXFP4's
+/// E8M0 exponent: the reference's same template, `gemm_q4_b32_8x8_q8_0_lut`).
+fn tile_b32_scaled<B: Block>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    s: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> [i8; QK],
+    scale: impl Fn(&B) -> f32,
+) {
     let nb = n / QK;
     let wb = &as_blocks::<B>(w)[..nb];
     for (t, o) in out.iter_mut().enumerate() {
@@ -38,8 +53,7 @@ fn tile_b32<B: Block>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32], u
         for (bw, ba) in wb.iter().zip(ab) {
             let q = unpack(bw);
             let isum: i32 = q.iter().zip(&ba.qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
-            // the block's f16 scale is its first two bytes for both types
-            let dw = f16_to_f32(bytes2(bw));
+            let dw = scale(bw);
             acc = (isum as f32).mul_add(dw * f16_to_f32(ba.d), acc);
         }
         *o = acc;
@@ -56,6 +70,9 @@ fn bytes2<B: Block>(b: &B) -> [u8; 2] {
 
 fn q4_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_b32(n, w, a, s, out, q4_0::BlockQ4_0::unpack);
+}
+fn mxfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_b32_scaled(n, w, a, s, out, mxfp4::BlockMxfp4::unpack, mxfp4::BlockMxfp4::scale);
 }
 fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_b32(n, w, a, s, out, iq4::BlockIq4Nl::unpack);
@@ -118,6 +135,7 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
     Some(match ty {
         Q4_0 => q4_0,
         IQ4_NL => iq4_nl,
+        MXFP4 => mxfp4,
         Q4_K => q4_k,
         Q2_K => q2_k,
         _ => return None,
@@ -131,6 +149,8 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     Some(match ty {
         Q4_0 => avx2::tile_b32::<super::super::x86_avx2::WQ4_0>,
         IQ4_NL => avx2::tile_b32::<super::super::x86_avx2::WIq4Nl>,
+        // (the scalar emulation: no SIMD version yet)
+        MXFP4 => mxfp4,
         Q4_K => avx2::tile_kmin::<super::super::x86_avx2::WQ4K, 2>,
         Q2_K => avx2::tile_kmin::<super::super::x86_avx2::WQ2K, 4>,
         _ => return None,

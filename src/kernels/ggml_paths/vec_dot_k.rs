@@ -29,7 +29,7 @@ use super::super::dispatch::TileFn;
 use super::super::scalar::act_row;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::KBlock;
-use crate::quant::{as_blocks, f16_to_f32, iq4, q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q8_k, Block, QK, QK_K};
+use crate::quant::{as_blocks, f16_to_f32, iq4, mxfp4, q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, q8_k, Block, QK, QK_K};
 
 /// How a type's kernel folds the minimum term (see the module doc).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -167,16 +167,35 @@ fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 /// the block, `acc = fma(da·dw, lane, acc)`), summed lane-wise then by
 /// `hsum_float_8`; an odd last block adds `da·dw · Σ` unfused.
 fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    lut_pairs(n, w, a, s, out, iq4::BlockIq4Nl::unpack, |b| f16_to_f32(b.d));
+}
+
+/// ggml_vec_dot_mxfp4_q8_0: as [`iq4_nl`], with the block's E8M0 scale.
+fn mxfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    lut_pairs(n, w, a, s, out, mxfp4::BlockMxfp4::unpack, mxfp4::BlockMxfp4::scale);
+}
+
+/// The two-accumulator dot of the 4-bit table types against Q8_0 (see
+/// [`iq4_nl`]): `unpack` gives a block's table values, `scale` its scale.
+fn lut_pairs<B: Block>(
+    n: usize,
+    w: &[u8],
+    a: &[u8],
+    s: usize,
+    out: &mut [f32],
+    unpack: impl Fn(&B) -> [i8; QK],
+    scale: impl Fn(&B) -> f32,
+) {
     let nb = n / QK;
-    let wb = &as_blocks::<iq4::BlockIq4Nl>(w)[..nb];
+    let wb = &as_blocks::<B>(w)[..nb];
     for (t, o) in out.iter_mut().enumerate() {
         let ab = act_row::<q8_0::BlockQ8_0>(a, s, t, nb);
         let mut acc = [[0f32; 8]; 2];
-        let d_of = |b: usize| f16_to_f32(ab[b].d) * f16_to_f32(wb[b].d);
+        let d_of = |b: usize| f16_to_f32(ab[b].d) * scale(&wb[b]);
         let mut ib = 0;
         while ib + 1 < nb {
             for (k, acc) in acc.iter_mut().enumerate() {
-                let q = wb[ib + k].unpack();
+                let q = unpack(&wb[ib + k]);
                 let d = d_of(ib + k);
                 for (l, x) in acc.iter_mut().enumerate() {
                     let p: i32 = (4 * l..4 * l + 4).map(|e| q[e] as i32 * ab[ib + k].qs[e] as i8 as i32).sum();
@@ -188,7 +207,7 @@ fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
         let both: [f32; 8] = std::array::from_fn(|l| acc[0][l] + acc[1][l]);
         let mut sum = hsum_float_8(&both);
         if ib < nb {
-            let q = wb[ib].unpack();
+            let q = unpack(&wb[ib]);
             let p: i32 = q.iter().zip(&ab[ib].qs).map(|(&x, &y)| x as i32 * y as i8 as i32).sum();
             sum += d_of(ib) * p as f32;
         }
@@ -201,6 +220,9 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
     if ty == GgmlType::IQ4_NL {
         return Some(iq4_nl);
     }
+    if ty == GgmlType::MXFP4 {
+        return Some(mxfp4);
+    }
     super::k_entry(ty, [q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs])
 }
 
@@ -211,6 +233,10 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use avx2::{tile, LANES4, LANES8, NONE, Q6K, SCALAR};
     if ty == GgmlType::IQ4_NL {
         return Some(avx2::iq4_nl);
+    }
+    if ty == GgmlType::MXFP4 {
+        // (the scalar emulation: no SIMD version yet)
+        return Some(mxfp4);
     }
     super::k_entry(
         ty,
