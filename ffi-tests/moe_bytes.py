@@ -4,8 +4,8 @@ GGUF, from its tensor table (the gguf package of the reference source):
 prints "ACTIVE ALL", ACTIVE counting each expert tensor at
 expert_used_count / expert_count of its bytes (the active parameters), ALL
 counting every expert (what a decode reading all experts would take).
-Every matrix counts (and the one-row shared-expert gate); the token
-embedding only as the output head of a tied model.
+Every matrix counts (and the one-row shared-expert gate), no bias; the
+token embedding only as the output head of a tied model.
 
 usage: moe_bytes.py MODEL.gguf  (ffi-tests/run.sh: test_moe_bytes)
 """
@@ -22,6 +22,8 @@ active = every = 0
 for t in r.tensors:
     dims = len([n for n in t.shape if n > 1])
     matrix = dims >= 2 or t.name.endswith("ffn_gate_inp_shexp.weight")
+    if t.name.endswith(".bias"):
+        matrix = False  # (added, not multiplied: gpt-oss's 2-D expert biases)
     if t.name == "token_embd.weight":
         matrix = "output.weight" not in names
     if not matrix:
