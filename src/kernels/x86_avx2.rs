@@ -41,6 +41,7 @@ use std::arch::x86_64::*;
 use super::dispatch::{assert_rows_out, KernelSet, RowsFn, TileFn};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
+use crate::quant::mxfp4::{e8m0_to_f32_half, KVALUES_MXFP4};
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
 
 /// Whether this CPU runs the AVX2 set.
@@ -470,6 +471,23 @@ impl W32 for WIq4Nl {
             let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
             let table = _mm256_set_m128i(t, t);
             (_mm256_shuffle_epi8(table, nibbles32(p.add(2))), f16_at(p))
+        }
+    }
+}
+
+/// MXFP4: the E2M1 codes through `KVALUES_MXFP4`, the E8M0 scale
+/// (`e8m0_to_f32_half`, exact).
+pub(crate) struct WMxfp4;
+impl W32 for WMxfp4 {
+    const BYTES: usize = 17;
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn load(p: *const u8) -> (__m256i, f32) {
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
+        unsafe {
+            let t = _mm_loadu_si128(KVALUES_MXFP4.as_ptr() as *const __m128i);
+            let table = _mm256_set_m128i(t, t);
+            (_mm256_shuffle_epi8(table, nibbles32(p.add(1))), e8m0_to_f32_half(*p))
         }
     }
 }

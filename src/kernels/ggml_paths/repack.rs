@@ -149,8 +149,7 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     Some(match ty {
         Q4_0 => avx2::tile_b32::<super::super::x86_avx2::WQ4_0>,
         IQ4_NL => avx2::tile_b32::<super::super::x86_avx2::WIq4Nl>,
-        // (the scalar emulation: no SIMD version yet)
-        MXFP4 => mxfp4,
+        MXFP4 => avx2::tile_b32::<super::super::x86_avx2::WMxfp4>,
         Q4_K => avx2::tile_kmin::<super::super::x86_avx2::WQ4K, 2>,
         Q2_K => avx2::tile_kmin::<super::super::x86_avx2::WQ2K, 4>,
         _ => return None,

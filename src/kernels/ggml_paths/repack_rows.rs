@@ -30,7 +30,7 @@
 use std::arch::x86_64::*;
 
 use super::super::dispatch::{assert_rows_out, RowsFn, TileFn};
-use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, transpose8, KRegs, WIq4Nl, W32, WK, WQ2K, WQ4K, WQ4_0};
+use super::super::x86_avx2::{f16_at, k4_scales, q8k_d, transpose8, KRegs, WIq4Nl, WMxfp4, W32, WK, WQ2K, WQ4K, WQ4_0};
 use super::repack::{avx2_tile, gemm_rows};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
@@ -41,6 +41,7 @@ pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
     Some(match ty {
         Q4_0 => rows_b32::<WQ4_0>,
         IQ4_NL => rows_b32::<WIq4Nl>,
+        MXFP4 => rows_b32::<WMxfp4>,
         Q4_K => rows_kmin::<WQ4K>,
         Q2_K => rows_kmin::<WQ2K>,
         _ => return None,
@@ -56,6 +57,9 @@ impl Repacked for WQ4_0 {
 }
 impl Repacked for WIq4Nl {
     const TYPE: GgmlType = GgmlType::IQ4_NL;
+}
+impl Repacked for WMxfp4 {
+    const TYPE: GgmlType = GgmlType::MXFP4;
 }
 
 /// Tokens per step of the gemm loop: one tile load serves them all. A

@@ -132,6 +132,10 @@ fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8>
                 for &off in crate::kernels::tests::scale_fields(ty) {
                     blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(rng.uni() * 0.01));
                 }
+                if ty == GgmlType::MXFP4 {
+                    // (an E8M0 exponent near 2^-1: finite sums)
+                    blk[0] = 112 + (rng.next() % 24) as u8;
+                }
             }
         } else {
             quant::quantize_row(ty, &rng.data(cols), row).expect("valid row");
@@ -146,7 +150,7 @@ fn every_set_computes_the_scalar_emulations_bits() {
     let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
     let (rows, cols) = (24, 768);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, F32, F16, BF16] {
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, F32, F16, BF16] {
         let w = weight_rows(ty, rows, cols, &mut rng);
         let wm = Weights::new(&w, ty, rows, cols).expect("weights");
         for nt in [1, 3, 4, 5, 7, 8, 9, 13] {
@@ -171,6 +175,31 @@ fn every_set_computes_the_scalar_emulations_bits() {
     }
 }
 
+#[test]
+fn mxfp4_not_repacked_runs_its_vec_dot_on_every_set() {
+    // rows not a multiple of 8: ggml_vec_dot_mxfp4_q8_0 for every token
+    // count (no tinyBLAS), the same bits on every set
+    use GgmlType::*;
+    assert_eq!(path(MXFP4, 20, 1), Some(Path::VecDot));
+    assert_eq!(path(MXFP4, 20, 9), Some(Path::VecDot));
+    assert_eq!(path(MXFP4, 24, 9), Some(Path::Repack));
+    let pool = ThreadPool::new(2).expect("pool");
+    let mut rng = Rng::new(78);
+    let (rows, cols) = (20, 96);
+    let w = weight_rows(MXFP4, rows, cols, &mut rng);
+    let wm = Weights::new(&w, MXFP4, rows, cols).expect("weights");
+    for nt in [1, 2, 9] {
+        let x = rng.data(nt * cols);
+        let mut want = vec![0f32; nt * rows];
+        matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
+        for set in available_sets().into_iter().skip(1) {
+            let mut y = vec![f32::NAN; nt * rows];
+            matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
+            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{} nt={nt}", set.name);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
@@ -180,7 +209,7 @@ fn repack_row_block_kernels_compute_the_scalar_emulations_bits() {
     // the gemm/gemv split, odd weight/activation/output strides and
     // unaligned addresses.
     use GgmlType::*;
-    row_block_kernels_give_the_scalar_bits(Path::Repack, &[Q4_0, IQ4_NL, Q4_K, Q2_K], 768);
+    row_block_kernels_give_the_scalar_bits(Path::Repack, &[Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K], 768);
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -235,8 +235,7 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
         return Some(avx2::iq4_nl);
     }
     if ty == GgmlType::MXFP4 {
-        // (the scalar emulation: no SIMD version yet)
-        return Some(mxfp4);
+        return Some(avx2::mxfp4);
     }
     super::k_entry(
         ty,
@@ -259,7 +258,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{
-        dot_pairs_signed, f16_at, hsum_epi32, hsum_ps, loadu, pairs_to_i32, q8k_d, KRegs, WIq4Nl, W32, WK,
+        dot_pairs_signed, f16_at, hsum_epi32, hsum_ps, loadu, pairs_to_i32, q8k_d, KRegs, WIq4Nl, WMxfp4, W32, WK,
     };
     use crate::quant::{QK, QK_K};
 
@@ -367,6 +366,21 @@ mod avx2 {
     /// ggml_vec_dot_iq4_nl_q8_0 (see the scalar `iq4_nl`), token by token.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn iq4_nl(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        // SAFETY: this fn's contract.
+        unsafe { lut_pairs::<WIq4Nl>(n, w, a, s, out) }
+    }
+
+    /// ggml_vec_dot_mxfp4_q8_0 (see the scalar `mxfp4`), token by token.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn mxfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        // SAFETY: this fn's contract.
+        unsafe { lut_pairs::<WMxfp4>(n, w, a, s, out) }
+    }
+
+    /// The two-accumulator dot of a 4-bit table type (see the scalar
+    /// `lut_pairs`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn lut_pairs<U: W32>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
         // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `w`, `a`, `out` cover every offset used
         // here.
         unsafe {
@@ -374,7 +388,7 @@ mod avx2 {
             for (t, o) in out.iter_mut().enumerate() {
                 let (w, a) = (w.as_ptr(), a.as_ptr().add(t * s));
                 let block = |b: usize| {
-                    let (q, dw) = WIq4Nl::load(w.add(b * WIq4Nl::BYTES));
+                    let (q, dw) = U::load(w.add(b * U::BYTES));
                     let ab = a.add(b * 34);
                     (pairs_to_i32(dot_pairs_signed(q, loadu(ab.add(2)))), f16_at(ab) * dw)
                 };
