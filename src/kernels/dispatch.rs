@@ -277,12 +277,13 @@ impl KernelSet {
     /// A row-block kernel giving, for one token per call, the bits of
     /// `matmul_fn(ty, rows, 1)`, where the set has one: the plain `rows`
     /// kernel where the reference runs the type's `ggml_vec_dot`, the F16
-    /// and BF16 `ggml_vec_dot` ones. For an expert's product
+    /// and BF16 `ggml_vec_dot` ones, the repacked types' gemv. For an expert's product
     /// (`matmul_experts_with`), token after token over a block of rows.
     pub(crate) fn one_row_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
             None => (self.rows)(ty),
-            Some(p @ (Path::VecDotF16 | Path::VecDotBf16)) => (self.ggml_rows)(ty, p),
+            // (the repacked types' gemv: one token per call is never a gemm)
+            Some(p @ (Path::VecDotF16 | Path::VecDotBf16 | Path::Repack)) => (self.ggml_rows)(ty, p),
             _ => None,
         }
     }

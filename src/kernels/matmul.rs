@@ -457,13 +457,22 @@ fn matmul_jobs(
         }
         check_dot_shapes(w.ty, a.act, w.cols, w.row_bytes, a.bytes().len(), a.row_bytes, a.nt)?;
         // an expert's product runs the one-row kernel per row, but for the
-        // tiled k-quant path (`matmul_experts_with`)
-        let per_row = experts && a.nt > 1 && path(w.ty, w.rows, a.nt) != Some(Path::Tiled);
+        // tiled k-quant path (`matmul_experts_with`) and the repacked
+        // 32-block types, whose gemm gives each output the gemv's bits
+        // (`ggml_paths::repack`)
+        let gemm_is_gemv = matches!(w.ty, GgmlType::Q4_0 | GgmlType::IQ4_NL | GgmlType::MXFP4);
+        let per_row = experts
+            && a.nt > 1
+            && match path(w.ty, w.rows, a.nt) {
+                Some(Path::Tiled) => false,
+                Some(Path::Repack) => !gemm_is_gemv,
+                _ => true,
+            };
         let f = ks.matmul_fn(w.ty, w.rows, if per_row { 1 } else { a.nt })?;
-        let rows_f = if per_row { ks.one_row_rows_fn(w.ty, w.rows) } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
         // the tiles, where this set has a kernel over them (any token count)
         // (an expert's product over them: one token per call, the gemv)
         let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
+        let rows_f = if per_row { ks.one_row_rows_fn(w.ty, w.rows) } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
         let token_major_f =
             if tiled_f.is_none() && !per_row { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
