@@ -20,28 +20,35 @@ pub static FAMILY: Family = Family {
     size_name,
 };
 
-fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+/// The keys granite and granitemoe share: the multipliers, the shared
+/// expert's size, and the experts' checks when the file has experts
+/// (without, dense FFNs).
+pub(super) fn read_granite_keys(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.f_logit_scale = keys
         .f32("%s.logit_scale")?
         .ok_or_else(|| Error::model(format!("key not found in model: {}", keys.full("%s.logit_scale"))))?;
     hp.f_residual_scale = keys.f32("%s.residual_scale")?.unwrap_or(0.0);
     hp.f_embedding_scale = keys.f32("%s.embedding_scale")?.unwrap_or(0.0);
     hp.f_attention_scale = keys.f32("%s.attention.scale")?.unwrap_or(0.0);
-    // (granite reads rope_finetuned as a switch for rope, true by default)
-    hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
-    hp.use_rope = hp.rope_finetuned;
     hp.n_ff_shexp_key = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
     hp.n_ff_shexp = hp.n_ff_shexp_key;
     if hp.n_expert > 0 {
         super::require_experts(hp, keys, false)?;
     }
+    super::require_full_rope(hp, keys)
+}
+
+fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+    read_granite_keys(hp, keys)?;
+    // (granite reads rope_finetuned as a switch for rope, true by default)
+    hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
+    hp.use_rope = hp.rope_finetuned;
     if keys.file.get(&keys.full("%s.deepstack_mapping")).is_some() {
         return Err(Error::model(format!(
             "not implemented yet: deepstack inputs ({})",
             keys.full("%s.deepstack_mapping")
         )));
     }
-    super::require_full_rope(hp, keys)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! when `%s.expert_shared_feed_forward_length` is set (Granite MoE Shared).
 
 use super::{Block, Family, Moe, Need, Rope, SharedExpert};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -20,20 +20,8 @@ pub static FAMILY: Family = Family {
 };
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
-    hp.f_logit_scale = keys
-        .f32("%s.logit_scale")?
-        .ok_or_else(|| Error::model(format!("key not found in model: {}", keys.full("%s.logit_scale"))))?;
-    hp.f_residual_scale = keys.f32("%s.residual_scale")?.unwrap_or(0.0);
-    hp.f_embedding_scale = keys.f32("%s.embedding_scale")?.unwrap_or(0.0);
-    hp.f_attention_scale = keys.f32("%s.attention.scale")?.unwrap_or(0.0);
-    hp.n_ff_shexp_key = keys.u32("%s.expert_shared_feed_forward_length")?.unwrap_or(0);
-    hp.n_ff_shexp = hp.n_ff_shexp_key;
-    super::require_full_rope(hp, keys)?;
-    // (without experts, dense FFNs as granite's)
-    if hp.n_expert > 0 {
-        super::require_experts(hp, keys, false)?;
-    }
-    Ok(())
+    // (granite's keys; rope always on: granitemoe does not read the switch)
+    super::granite::read_granite_keys(hp, keys)
 }
 
 fn size_name(hp: &HParams) -> &'static str {
