@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `--tiles 1` gives the matrices that have a load-time tiled layout
-//! (`repack_tiles`: Q4_0, IQ4_NL, Q4_K) their tiles, 64-byte aligned as in
+//! (`repack_tiles`: Q4_0, IQ4_NL, Q4_K; not MXFP4 yet) their tiles, 64-byte aligned as in
 //! a loaded model, so the set's tiled kernel runs as in a model's matmuls.
 //!
 //! Shapes are `rows x cols` (output x input): the projections of SmolLM2-135M
@@ -45,7 +45,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     use GgmlType::*;
     let mut a = Args {
-        types: vec![F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS],
+        types: vec![F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4],
         shapes: DEFAULT_SHAPES.to_vec(),
         threads: vec![1, 2],
         nt: 512,
