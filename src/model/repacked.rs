@@ -5,7 +5,8 @@
 //!   a multiple of 8 rows, for the x86-64 sets (`avx2`, `avx2-vnni`:
 //!   `KernelSet::tiled_fn`; elsewhere no tiles are built and the kernels
 //!   read the mapping);
-//! - copied unchanged: the float matrices (F16, BF16, F32), on every CPU.
+//! - copied unchanged: the float matrices (F16, BF16, F32), and MXFP4 ones
+//!   until it has tiles, on every CPU.
 //!   A decode streams each of them whole every token at 2–4 bytes a weight,
 //!   and through the file mapping most of their pages are 4 KiB ones (the
 //!   page cache decides), which the TLB bounds: the copy is on huge pages
@@ -96,7 +97,8 @@ impl Repacked {
             })
             .collect();
         mats.extend(&slices);
-        let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);
+        // (and MXFP4, which has no tiles yet: its decodes stream it whole too)
+        let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32 | GgmlType::MXFP4);
         let mut float_bytes = 0usize;
         let mut seen = std::collections::HashSet::new();
         for w in mats.iter().filter(|w| is_float(w) && seen.insert((w.file, w.info.offset))) {
