@@ -165,7 +165,7 @@ fn split_cols(src: &[f32], src_width: usize, from: usize, dst: &mut [f32], n: us
     }
 }
 
-fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
+pub(super) fn add_bias(model: &Model, y: &mut [f32], b: Option<&Weight>) -> Result<()> {
     if let Some(b) = b {
         let b = vector(model, b)?;
         for row in y.chunks_exact_mut(b.len()) {

@@ -122,17 +122,6 @@ fn expert_products(
     kernels::matmul_experts_with(kernels::kernels(), pool, &ws, &acts, &mut outs)
 }
 
-/// `rows[i] += b` for every row ([n][b.len()]) of a bias `b`, if given.
-fn add_rows(model: &Model, rows: &mut [f32], b: Option<&Weight>) -> Result<()> {
-    if let Some(b) = b {
-        let b = super::forward::vector(model, b)?;
-        for row in rows.chunks_exact_mut(b.len()) {
-            row.iter_mut().zip(b).for_each(|(v, x)| *v += x);
-        }
-    }
-    Ok(())
-}
-
 /// `rows[i] += b[expert_of[i]]`: each expert-grouped row plus its expert's
 /// row of the bias `b` ([n_expert][width]), if given (`ggml_add_id`).
 fn add_expert_rows(model: &Model, rows: &mut [f32], b: Option<&Weight>, expert_of: &[usize]) -> Result<()> {
@@ -192,7 +181,7 @@ pub fn moe_ffn(
     let router = super::forward::kw(model, &e.router)?;
     let probs = sized(&mut buf.probs, nr * n_expert);
     kernels::matmul_siblings_reusing(ks, pool, acts, &[router], input, nr, &mut [&mut *probs])?;
-    add_rows(model, probs, e.router_b.as_ref())?;
+    super::forward::add_bias(model, probs, e.router_b.as_ref())?;
     // --- 2., 3. the chosen experts and their weights, per token
     buf.chosen.resize(nr * k, 0);
     buf.weights.resize(nr * k, 0.0);

@@ -439,8 +439,9 @@ fn matmul_jobs(
         /// for those: a kernel taking the segments' row of one local row in
         /// one call (`KernelSet::decode_rows_fn`)
         decode_f: Option<super::dispatch::RowsFn>,
-        /// `f` is the one-row kernel, run once per activation row (an
-        /// expert's product: `matmul_experts_with`)
+        /// `f` (and `rows_f`) are the one-row kernels, run one activation
+        /// row per call (an expert's product: `matmul_experts_with`; the
+        /// token block is then 1)
         per_row: bool,
     }
     let mut jobs = Vec::with_capacity(ws.len());
@@ -681,15 +682,6 @@ fn matmul_jobs(
                 } else {
                     for o in r0..r1 {
                         let out = &mut tile[(o - r0) * tb..(o - r0) * tb + len];
-                        if job.per_row {
-                            for (j, v) in out.iter_mut().enumerate() {
-                                let a = &job.a.bytes()[(t0 + j) * stride..];
-                                // SAFETY: as below, for the one activation
-                                // row t0 + j < t1.
-                                unsafe { (job.f)(job.w.cols, job.w.row(o), a, stride, std::slice::from_mut(v)) };
-                            }
-                            continue;
-                        }
                         // SAFETY: the shapes were checked by `check_dot_shapes`
                         // above and the kernel set matches this CPU; activation
                         // rows t0..t1 lie within the checked ones.

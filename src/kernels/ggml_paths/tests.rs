@@ -144,34 +144,39 @@ fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8>
     w
 }
 
+/// Every kernel set gives a `rows`×`cols` matrix of `ty` the scalar set's
+/// bits for each token count of `nts`.
+fn sets_equal_scalar(ty: GgmlType, rows: usize, cols: usize, nts: &[usize], rng: &mut Rng) {
+    let pool = ThreadPool::new(2).expect("pool");
+    let w = weight_rows(ty, rows, cols, rng);
+    let wm = Weights::new(&w, ty, rows, cols).expect("weights");
+    for &nt in nts {
+        let x = rng.data(nt * cols);
+        let mut want = vec![0f32; nt * rows];
+        matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
+        for set in available_sets().into_iter().skip(1) {
+            let mut y = vec![f32::NAN; nt * rows];
+            matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
+            for (i, (a, b)) in y.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}",
+                    set.name,
+                    i / rows,
+                    i % rows
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_set_computes_the_scalar_emulations_bits() {
     use GgmlType::*;
-    let pool = ThreadPool::new(2).expect("pool");
     let mut rng = Rng::new(77);
-    let (rows, cols) = (24, 768);
     for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, F32, F16, BF16] {
-        let w = weight_rows(ty, rows, cols, &mut rng);
-        let wm = Weights::new(&w, ty, rows, cols).expect("weights");
-        for nt in [1, 3, 4, 5, 7, 8, 9, 13] {
-            let x = rng.data(nt * cols);
-            let mut want = vec![0f32; nt * rows];
-            matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
-            for set in available_sets().into_iter().skip(1) {
-                let mut y = vec![f32::NAN; nt * rows];
-                matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
-                for (i, (a, b)) in y.iter().zip(&want).enumerate() {
-                    assert_eq!(
-                        a.to_bits(),
-                        b.to_bits(),
-                        "{} {ty} nt={nt} y[{}][{}]: {a} vs {b}",
-                        set.name,
-                        i / rows,
-                        i % rows
-                    );
-                }
-            }
-        }
+        sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
     }
 }
 
@@ -183,21 +188,7 @@ fn mxfp4_not_repacked_runs_its_vec_dot_on_every_set() {
     assert_eq!(path(MXFP4, 20, 1), Some(Path::VecDot));
     assert_eq!(path(MXFP4, 20, 9), Some(Path::VecDot));
     assert_eq!(path(MXFP4, 24, 9), Some(Path::Repack));
-    let pool = ThreadPool::new(2).expect("pool");
-    let mut rng = Rng::new(78);
-    let (rows, cols) = (20, 96);
-    let w = weight_rows(MXFP4, rows, cols, &mut rng);
-    let wm = Weights::new(&w, MXFP4, rows, cols).expect("weights");
-    for nt in [1, 2, 9] {
-        let x = rng.data(nt * cols);
-        let mut want = vec![0f32; nt * rows];
-        matmul_with(&scalar::SET, &pool, &wm, &x, nt, &mut want).expect("matmul");
-        for set in available_sets().into_iter().skip(1) {
-            let mut y = vec![f32::NAN; nt * rows];
-            matmul_with(set, &pool, &wm, &x, nt, &mut y).expect("matmul");
-            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{} nt={nt}", set.name);
-        }
-    }
+    sets_equal_scalar(MXFP4, 20, 96, &[1, 2, 9], &mut Rng::new(78));
 }
 
 #[cfg(target_arch = "x86_64")]
