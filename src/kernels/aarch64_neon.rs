@@ -33,6 +33,7 @@ use super::ggml_paths::{self, tiled::TiledFold, Path};
 use super::scalar::KFold;
 use crate::ggml_type::GgmlType;
 use crate::quant::k_helpers::get_scale_min_k4;
+use crate::quant::mxfp4::{e8m0_to_f32_half, KVALUES_MXFP4};
 use crate::quant::{f32_to_f16, iq4::KVALUES_IQ4NL, q8_0, QK, QK_K};
 
 /// Whether this CPU runs the NEON set (always on aarch64 Linux).
@@ -75,6 +76,11 @@ pub(crate) static SET_DOTPROD: KernelSet = KernelSet {
 
 trait Dot {
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t;
+    /// [`dot`](Self::dot) with lane `l` summing products `4l .. 4l + 4`
+    /// (`sdot`'s lanes; `dot` may group them otherwise), for kernels whose
+    /// float order follows the lanes. Each product at most 128·127 in
+    /// magnitude.
+    unsafe fn dot4(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t;
 }
 
 /// Plain NEON: widening multiplies, pairwise adds.
@@ -87,6 +93,17 @@ impl Dot for Smull {
             let lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
             let hi = vmull_high_s8(a, b);
             vpadalq_s16(vpadalq_s16(acc, lo), hi)
+        }
+    }
+    #[inline(always)]
+    unsafe fn dot4(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+        // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it.
+        unsafe {
+            let lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+            let hi = vmull_high_s8(a, b);
+            // adjacent pairs (≤ 2·128·127 = 32512: exact in i16), then
+            // adjacent pairs of those widened: lane l = products 4l..4l + 4
+            vpadalq_s16(acc, vpaddq_s16(lo, hi))
         }
     }
 }
@@ -111,6 +128,12 @@ impl Dot for Sdot {
             );
             acc
         }
+    }
+    #[target_feature(enable = "dotprod")]
+    #[inline]
+    unsafe fn dot4(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+        // SAFETY: this fn's contract: the CPU has dotprod.
+        unsafe { Self::dot(acc, a, b) }
     }
 }
 
@@ -257,6 +280,24 @@ impl W32 for WIq4Nl {
     }
 }
 
+struct WMxfp4;
+impl W32 for WMxfp4 {
+    const BYTES: usize = 17;
+    const HAS_MIN: bool = false;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> (int8x16_t, int8x16_t, f32, f32) {
+        // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; the
+        // offsets and accesses through `p` stay within the buffers the caller
+        // vouched for (the same contract), which is what the callees' contracts
+        // ask; the table load reads KVALUES_MXFP4's 16 bytes.
+        unsafe {
+            let (lo, hi) = nibbles(p.add(1));
+            let t = vld1q_s8(KVALUES_MXFP4.as_ptr());
+            (vqtbl1q_s8(t, lo), vqtbl1q_s8(t, hi), e8m0_to_f32_half(*p), 0.0)
+        }
+    }
+}
+
 struct WQ4_1;
 impl W32 for WQ4_1 {
     const BYTES: usize = 20;
@@ -341,6 +382,97 @@ unsafe fn tile32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &m
         while t < out.len() {
             group32::<U, D, 1>(nb, w.as_ptr(), a.as_ptr().add(t * s), s, &mut out[t..t + 1]);
             t += 1;
+        }
+    }
+}
+
+// --- the reference's x86 paths of the 32-block table and Q4_0 types
+// (`ggml_paths::repack` and `ggml_paths::vec_dot_k`: the same bits)
+
+/// The exact integer dot of a weight block (`q0`, `q1`: elements 0–15,
+/// 16–31) with the Q8_0 block at `ab`, as 4 lanes: lane `l` sums elements
+/// `4l .. 4l + 4` (`q0`) and `16 + 4l ..` (`q1`) apart, in `(lo, hi)`.
+#[inline(always)]
+unsafe fn block_dot<D: Dot>(q0: int8x16_t, q1: int8x16_t, ab: *const u8) -> (int32x4_t, int32x4_t) {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; `ab`
+    // covers a Q8_0 block (the caller's contract), which is what the
+    // callees' contracts ask.
+    unsafe {
+        let z = vdupq_n_s32(0);
+        (D::dot4(z, q0, vld1q_s8(ab.add(2) as *const i8)), D::dot4(z, q1, vld1q_s8(ab.add(18) as *const i8)))
+    }
+}
+
+/// The repacked path's gemm/gemv of Q4_0, IQ4_NL and MXFP4 (the scalar
+/// `repack::tile_b32_scaled`): per token, per block in order,
+/// `acc = fma((float)isum, dw·da, acc)`, the integer sum exact.
+#[inline(always)]
+unsafe fn repack32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; the
+    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
+    // caller vouched for (the `TileFn` contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        let nb = n / QK;
+        let (w, a) = (w.as_ptr(), a.as_ptr());
+        for (t, o) in out.iter_mut().enumerate() {
+            let mut acc = 0f32;
+            for b in 0..nb {
+                let (q0, q1, dw, _) = U::load(w.add(b * U::BYTES));
+                let ab = a.add(t * s + b * 34);
+                let (lo, hi) = block_dot::<D>(q0, q1, ab);
+                let isum = vaddvq_s32(vaddq_s32(lo, hi));
+                acc = (isum as f32).mul_add(dw * f16_at(ab), acc);
+            }
+            *o = acc;
+        }
+    }
+}
+
+/// `ggml_vec_dot_iq4_nl_q8_0` / `ggml_vec_dot_mxfp4_q8_0` on x86 (the
+/// scalar `vec_dot_k::lut_pairs`): 8 lanes of 4-element sums (here `lo`:
+/// lanes 0–3, `hi`: lanes 4–7) fused into two accumulators, blocks taken in
+/// pairs; the two summed, then `hsum_float_8`'s order; a last odd block
+/// added as `d · Σ`.
+#[inline(always)]
+unsafe fn lut_pairs32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; the
+    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
+    // caller vouched for (the `TileFn` contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        let nb = n / QK;
+        let (w, a) = (w.as_ptr(), a.as_ptr());
+        for (t, o) in out.iter_mut().enumerate() {
+            let at = a.add(t * s);
+            let block = |b: usize| {
+                let (q0, q1, dw, _) = U::load(w.add(b * U::BYTES));
+                let ab = at.add(b * 34);
+                let (lo, hi) = block_dot::<D>(q0, q1, ab);
+                (lo, hi, f16_at(ab) * dw)
+            };
+            let mut acc = [[vdupq_n_f32(0.0); 2]; 2];
+            let mut ib = 0;
+            while ib + 1 < nb {
+                for (k, acc) in acc.iter_mut().enumerate() {
+                    let (lo, hi, d) = block(ib + k);
+                    let d = vdupq_n_f32(d);
+                    acc[0] = vfmaq_f32(acc[0], vcvtq_f32_s32(lo), d);
+                    acc[1] = vfmaq_f32(acc[1], vcvtq_f32_s32(hi), d);
+                }
+                ib += 2;
+            }
+            let both = [vaddq_f32(acc[0][0], acc[1][0]), vaddq_f32(acc[0][1], acc[1][1])];
+            // hsum_float_8: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs 2
+            // apart, then the two
+            let v = vaddq_f32(both[0], both[1]);
+            let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+            let mut sum = vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h);
+            if ib < nb {
+                let (lo, hi, d) = block(ib);
+                sum += d * vaddvq_s32(vaddq_s32(lo, hi)) as f32;
+            }
+            *o = sum;
         }
     }
 }
@@ -793,6 +925,11 @@ entries! {
     tile_iq4_nl tile_iq4_nl_dp = tile32::<WIq4Nl>;
     tile_q4_1 tile_q4_1_dp = tile32::<WQ4_1>;
     tile_q5_1 tile_q5_1_dp = tile32::<WQ5_1>;
+    repack_q4_0 repack_q4_0_dp = repack32::<WQ4_0>;
+    repack_iq4_nl repack_iq4_nl_dp = repack32::<WIq4Nl>;
+    repack_mxfp4 repack_mxfp4_dp = repack32::<WMxfp4>;
+    lut_iq4_nl lut_iq4_nl_dp = lut_pairs32::<WIq4Nl>;
+    lut_mxfp4 lut_mxfp4_dp = lut_pairs32::<WMxfp4>;
     tiled_q2_k tiled_q2_k_dp = tile_k_tiled::<WQ2K>;
     tiled_q3_k tiled_q3_k_dp = tile_k_tiled::<WQ3K>;
     tiled_q4_k tiled_q4_k_dp = tile_k_tiled::<WQ4K>;
@@ -802,20 +939,33 @@ entries! {
 }
 
 /// The reference paths (`ggml_paths`): the tiled k-quant matmul with this
-/// set's exact integer sums and the tiled fold; the others by their scalar
-/// definitions (their lane orders have no NEON version).
+/// set's exact integer sums and the tiled fold; the repacked path of the
+/// 32-block types and the table types' `ggml_vec_dot` (`repack32`,
+/// `lut_pairs32`); the others by their scalar definitions.
 fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
+    use GgmlType::*;
     let fns = [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs];
-    match path {
-        Path::Tiled => ggml_paths::k_entry(ty, fns),
+    match (path, ty) {
+        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns),
+        (Path::Repack, Q4_0) => Some(repack_q4_0),
+        (Path::Repack, IQ4_NL) => Some(repack_iq4_nl),
+        (Path::Repack, MXFP4) => Some(repack_mxfp4),
+        (Path::VecDot, IQ4_NL) => Some(lut_iq4_nl),
+        (Path::VecDot, MXFP4) => Some(lut_mxfp4),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
 
 fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
+    use GgmlType::*;
     let fns = [tiled_q2_k_dp, tiled_q3_k_dp, tiled_q4_k_dp, tiled_q5_k_dp, tiled_q6_k_dp, tiled_iq4_xs_dp];
-    match path {
-        Path::Tiled => ggml_paths::k_entry(ty, fns),
+    match (path, ty) {
+        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns),
+        (Path::Repack, Q4_0) => Some(repack_q4_0_dp),
+        (Path::Repack, IQ4_NL) => Some(repack_iq4_nl_dp),
+        (Path::Repack, MXFP4) => Some(repack_mxfp4_dp),
+        (Path::VecDot, IQ4_NL) => Some(lut_iq4_nl_dp),
+        (Path::VecDot, MXFP4) => Some(lut_mxfp4_dp),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -848,7 +998,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl,
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        MXFP4 => lut_mxfp4,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -865,7 +1016,8 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl_dp,
         Q4_1 => tile_q4_1_dp,
         Q5_1 => tile_q5_1_dp,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        MXFP4 => lut_mxfp4_dp,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

@@ -1,12 +1,11 @@
 //! Weight matrices laid out again once at load:
 //!
 //! - interleaved for the kernel set in use, as the reference repacks them
-//!   (`ggml-cpu/repack.cpp`): today the Q4_0, IQ4_NL and Q4_K matrices with
+//!   (`ggml-cpu/repack.cpp`): today the Q4_0, IQ4_NL, MXFP4 and Q4_K matrices with
 //!   a multiple of 8 rows, for the x86-64 sets (`avx2`, `avx2-vnni`:
 //!   `KernelSet::tiled_fn`; elsewhere no tiles are built and the kernels
 //!   read the mapping);
-//! - copied unchanged: the float matrices (F16, BF16, F32), and MXFP4 ones
-//!   until it has tiles, on every CPU.
+//! - copied unchanged: the float matrices (F16, BF16, F32), on every CPU.
 //!   A decode streams each of them whole every token at 2–4 bytes a weight,
 //!   and through the file mapping most of their pages are 4 KiB ones (the
 //!   page cache decides), which the TLB bounds: the copy is on huge pages
@@ -97,8 +96,7 @@ impl Repacked {
             })
             .collect();
         mats.extend(&slices);
-        // (and MXFP4, which has no tiles yet: its decodes stream it whole too)
-        let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32 | GgmlType::MXFP4);
+        let is_float = |w: &Weight| matches!(w.ty(), GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);
         let mut float_bytes = 0usize;
         let mut seen = std::collections::HashSet::new();
         for w in mats.iter().filter(|w| is_float(w) && seen.insert((w.file, w.info.offset))) {

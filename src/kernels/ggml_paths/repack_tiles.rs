@@ -1,8 +1,8 @@
-//! Q4_0 and IQ4_NL weights interleaved once at model load ("tiles"), as the
-//! reference repacks them (`block_q4_0x8`, `block_iq4_nlx8`), and the
-//! kernels over them for every token count ([`TiledFn`]), on AVX-512 VNNI
-//! and on plain AVX2: one body generic over the integer dot ([`x86::Dot4`]),
-//! with a 512-bit strip step on AVX-512.
+//! Q4_0, IQ4_NL and MXFP4 weights interleaved once at model load ("tiles"),
+//! as the reference repacks them (`block_q4_0x8`, `block_iq4_nlx8`,
+//! `block_mxfp4x8`), and the kernels over them for every token count
+//! ([`TiledFn`]), on AVX-512 VNNI and on plain AVX2: one body generic over
+//! the integer dot ([`x86::Dot4`]), with a 512-bit strip step on AVX-512.
 //!
 //! Layout of a matrix of `rows` (a multiple of 8) rows of `cols` elements
 //! (`nb = cols / 32` blocks per row), in the order the kernel reads it (one
@@ -17,32 +17,36 @@
 //!   `4k .. 4k + 4`, the high nibbles elements `16 + 4k .. 16 + 4k + 4` (the
 //!   file's nibble order). Vector `k` of both groups is 64 contiguous bytes:
 //!   one 512-bit vector of the strip's 16 rows, lane = row;
-//! - `d`: `[R groups][8 rows]` the blocks' f16 scales (`R · 16` bytes: one
-//!   `vcvtph2ps` to 512 bits for a 16-row strip).
+//! - the scales: `[R groups][8 rows]` of the blocks' f16 `d` (Q4_0, IQ4_NL:
+//!   `R · 16` bytes, one `vcvtph2ps` to 512 bits for a 16-row strip) or
+//!   E8M0 exponent bytes (MXFP4: `R · 8` bytes, widened and turned into
+//!   `2^(e − 128)` in the kernel, `e8m0_half_*`).
 //!
-//! The tiles are exactly as large as the file's blocks (144 bytes per 8-row
-//! block), rows `r0..` (`r0 % 16 == 0`) start at byte [`rows_offset`], and a
-//! row read back from them equals the file's row ([`read_row`]).
+//! The tiles are exactly as large as the file's blocks (144 or 136 bytes
+//! per 8-row block), rows `r0..` (`r0 % 16 == 0`) start at byte
+//! [`rows_offset`], and a row read back from them equals the file's row
+//! ([`read_row`]).
 //!
 //! The kernel puts 8 rows in the 8 lanes: per block, `vpdpbusd` of the
-//! nibbles (as u8; IQ4_NL through its table + 128) with the broadcast of 4
-//! activation bytes gives the 8 rows' integer sums, less `off·Σa` (`off` =
-//! 8 or 128, added back from each activation block's sum). Then per block,
-//! exactly as `repack.rs`: `acc = fma((float)isum, dw·da, acc)`, lanes =
-//! rows. The gemm and gemv of the reference have that same order for these
-//! types, so one kernel serves every token count. On AVX-512 VNNI a 16-row
-//! strip is one 512-bit vector (16 rows in the 16 lanes, `x86::strip_zmm`):
-//! one broadcast, `vpdpbusd` and fold per 16 rows where the 256-bit step
-//! takes two, 6 tokens per step (4 were slower, 8 no faster); the same
-//! integer sums and float operations per output.
+//! nibbles (as u8; IQ4_NL and MXFP4 through their table + 128) with the
+//! broadcast of 4 activation bytes gives the 8 rows' integer sums, less
+//! `off·Σa` (`off` = 8 or 128, added back from each activation block's
+//! sum). Then per block, exactly as `repack.rs`: `acc = fma((float)isum,
+//! dw·da, acc)`, lanes = rows. The gemm and gemv of the reference have that
+//! same order for these types (`gemv_q4_b32_8x8_q8_0_lut_avx` and its gemm
+//! for all three), so one kernel serves every token count. On AVX-512 VNNI
+//! a 16-row strip is one 512-bit vector (16 rows in the 16 lanes,
+//! `x86::strip_zmm`): one broadcast, `vpdpbusd` and fold per 16 rows where
+//! the 256-bit step takes two, 6 tokens per step (4 were slower, 8 no
+//! faster); the same integer sums and float operations per output.
 //!
 //! Plain AVX2 has no `vpdpbusd`: `vpmaddubsw` (u8·i8 pairs to i16, which
 //! saturate) and `vpmaddwd` by ones (i16 pairs to i32) give the same exact
 //! integers where no i16 sum can exceed 32767. Q4_0's nibbles (≤ 15) keep a
 //! block's 8 `vpmaddubsw` results in i16 (≤ 8·2·15·128 = 30720) for one
-//! `vpmaddwd`; IQ4_NL's table + 128 (up to 241) would saturate, so there
-//! the AVX2 dot takes the signed values (`vpmaddubsw(|a|, sign(w, a))`, a
-//! pair ≤ 2·128·127) with no offset, widening each product pair to i32.
+//! `vpmaddwd`; the tables + 128 (up to 241) would saturate, so there the
+//! AVX2 dot takes the signed values (`vpmaddubsw(|a|, sign(w, a))`, a pair
+//! ≤ 2·128·127) with no offset, widening each product pair to i32.
 //!
 //! Q4_K has its own layout and kernel (`repack_tiles_k`); the functions
 //! here dispatch to it.
@@ -50,8 +54,32 @@
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
 
-/// Bytes of one weight block (f16 scale + 16 bytes of nibbles), both types.
-const BLOCK_BYTES: usize = 18;
+/// The tiled 32-block types, as the kernels' const parameter `K`.
+pub(super) mod kind {
+    pub const Q4_0: u8 = 0;
+    pub const IQ4_NL: u8 = 1;
+    pub const MXFP4: u8 = 2;
+}
+
+/// Bytes of one file block of the tiled 32-block types (scale, then 16
+/// bytes of nibbles) and of its scale (Q4_0, IQ4_NL: f16; MXFP4: E8M0).
+const fn block_bytes(k: u8) -> (usize, usize) {
+    if k == kind::MXFP4 {
+        (17, 1)
+    } else {
+        (18, 2)
+    }
+}
+
+/// The kernels' kind of `ty`, if it is a tiled 32-block type.
+fn kind_of(ty: GgmlType) -> Option<u8> {
+    Some(match ty {
+        GgmlType::Q4_0 => kind::Q4_0,
+        GgmlType::IQ4_NL => kind::IQ4_NL,
+        GgmlType::MXFP4 => kind::MXFP4,
+        _ => return None,
+    })
+}
 
 /// Rows per group (the lanes of one vector).
 pub const GROUP_ROWS: usize = 8;
@@ -59,22 +87,23 @@ pub const GROUP_ROWS: usize = 8;
 /// Rows per strip (two groups).
 pub const STRIP_ROWS: usize = 16;
 
-/// Bytes of one block of one 8-row group in the tiles.
-const GROUP_BLOCK: usize = GROUP_ROWS * BLOCK_BYTES;
+/// Bytes of one block of one 8-row group in the tiles of kind `k`.
+const fn group_block(k: u8) -> usize {
+    GROUP_ROWS * block_bytes(k).0
+}
 
 /// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
-/// `cols` columns of the 32-block types.
-fn rows_offset_b32(cols: usize, r0: usize) -> usize {
-    r0 / GROUP_ROWS * (cols / QK) * GROUP_BLOCK
+/// `cols` columns of the 32-block kind `k`.
+fn rows_offset_b32(k: u8, cols: usize, r0: usize) -> usize {
+    r0 / GROUP_ROWS * (cols / QK) * group_block(k)
 }
 
 /// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
 /// type `ty` (Q4_K: `repack_tiles_k`) and `cols` columns.
 pub fn rows_offset(ty: GgmlType, cols: usize, r0: usize) -> usize {
-    if ty == GgmlType::Q4_K {
-        r0 / GROUP_ROWS * (cols / QK_K) * super::repack_tiles_k::GROUP_BLOCK
-    } else {
-        rows_offset_b32(cols, r0)
+    match kind_of(ty) {
+        Some(k) => rows_offset_b32(k, cols, r0),
+        None => r0 / GROUP_ROWS * (cols / QK_K) * super::repack_tiles_k::GROUP_BLOCK,
     }
 }
 
@@ -82,7 +111,7 @@ pub fn rows_offset(ty: GgmlType, cols: usize, r0: usize) -> usize {
 /// the matrix has no tiled layout (other types, rows not a multiple of 8).
 pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
     let block = match ty {
-        GgmlType::Q4_0 | GgmlType::IQ4_NL => QK,
+        GgmlType::Q4_0 | GgmlType::IQ4_NL | GgmlType::MXFP4 => QK,
         GgmlType::Q4_K => QK_K,
         _ => return None,
     };
@@ -90,14 +119,16 @@ pub fn tiles_bytes(ty: GgmlType, rows: usize, cols: usize) -> Option<usize> {
     ok.then(|| rows_offset(ty, cols, rows))
 }
 
-/// Where row `r`'s block `b` lives: (its 4-byte lane of vector 0 of `qs`;
-/// the bytes from one vector to the next, `R · 32`; its f16 scale).
-fn block_at(rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, usize) {
+/// Where row `r`'s block `b` lives in tiles of kind `k`: (its 4-byte lane
+/// of vector 0 of `qs`; the bytes from one vector to the next, `R · 32`;
+/// its scale).
+fn block_at(k: u8, rows: usize, cols: usize, r: usize, b: usize) -> (usize, usize, usize) {
+    let sb = block_bytes(k).1;
     let s0 = r / STRIP_ROWS * STRIP_ROWS;
     let groups = (rows - s0).min(STRIP_ROWS) / GROUP_ROWS; // R of this strip
     let (h, lane) = (r % STRIP_ROWS / GROUP_ROWS, r % GROUP_ROWS);
-    let blk = rows_offset_b32(cols, s0) + b * groups * GROUP_BLOCK;
-    (blk + h * 32 + lane * 4, groups * 32, blk + groups * 128 + h * 16 + lane * 2)
+    let blk = rows_offset_b32(k, cols, s0) + b * groups * group_block(k);
+    (blk + h * 32 + lane * 4, groups * 32, blk + groups * 128 + (h * GROUP_ROWS + lane) * sb)
 }
 
 /// Interleaves `src` (the file's `rows` rows, row-major) into `dst`
@@ -106,31 +137,44 @@ pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8])
     let need = tiles_bytes(ty, rows, cols).expect("a tiled type and shape");
     let rb = ty.row_size(cols as u64).expect("row size") as usize;
     assert!(src.len() >= rows * rb && dst.len() >= need, "repack_tiles::build: buffer sizes");
-    if ty == GgmlType::Q4_K {
+    let Some(k) = kind_of(ty) else {
         return super::repack_tiles_k::build(rows, cols, src, &mut dst[..need]);
-    }
-    for r in 0..rows {
-        for (b, blk) in src[r * rb..(r + 1) * rb].chunks_exact(BLOCK_BYTES).enumerate() {
-            let (q, vs, d) = block_at(rows, cols, r, b);
-            dst[d..d + 2].copy_from_slice(&blk[..2]);
-            for k in 0..4 {
-                dst[q + vs * k..q + vs * k + 4].copy_from_slice(&blk[2 + 4 * k..6 + 4 * k]);
+    };
+    let (bb, sb) = block_bytes(k);
+    // in the tiles' order: one sequential write, 8 or 16 row streams read
+    // (a loop over `block_at` per block took most of a load's time)
+    let mut o = 0;
+    for s0 in (0..rows).step_by(STRIP_ROWS) {
+        let n = (rows - s0).min(STRIP_ROWS); // 8 R rows
+        let src_rows: [&[u8]; STRIP_ROWS] = std::array::from_fn(|i| &src[(s0 + i.min(n - 1)) * rb..][..rb]);
+        for b in 0..cols / QK {
+            for j in 0..4 {
+                for row in &src_rows[..n] {
+                    dst[o..o + 4].copy_from_slice(&row[b * bb + sb + 4 * j..][..4]);
+                    o += 4;
+                }
+            }
+            for row in &src_rows[..n] {
+                dst[o..o + sb].copy_from_slice(&row[b * bb..][..sb]);
+                o += sb;
             }
         }
     }
+    debug_assert_eq!(o, need);
 }
 
 /// Row `r` of a `rows`-row matrix of type `ty` read back from its tiles into
 /// `out` (the file's bytes of the row).
 pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, out: &mut [u8]) {
-    if ty == GgmlType::Q4_K {
+    let Some(k) = kind_of(ty) else {
         return super::repack_tiles_k::read_row(rows, cols, tiles, r, out);
-    }
-    for (b, blk) in out[..cols / QK * BLOCK_BYTES].chunks_exact_mut(BLOCK_BYTES).enumerate() {
-        let (q, vs, d) = block_at(rows, cols, r, b);
-        blk[..2].copy_from_slice(&tiles[d..d + 2]);
-        for k in 0..4 {
-            blk[2 + 4 * k..6 + 4 * k].copy_from_slice(&tiles[q + vs * k..q + vs * k + 4]);
+    };
+    let (bb, sb) = block_bytes(k);
+    for (b, blk) in out[..cols / QK * bb].chunks_exact_mut(bb).enumerate() {
+        let (q, vs, d) = block_at(k, rows, cols, r, b);
+        blk[..sb].copy_from_slice(&tiles[d..d + sb]);
+        for j in 0..4 {
+            blk[sb + 4 * j..sb + 4 + 4 * j].copy_from_slice(&tiles[q + vs * j..q + vs * j + 4]);
         }
     }
 }
@@ -140,8 +184,9 @@ pub fn read_row(ty: GgmlType, rows: usize, cols: usize, tiles: &[u8], r: usize, 
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
     Some(match ty {
-        GgmlType::Q4_0 => x86::tiled_b32_avx2::<false>,
-        GgmlType::IQ4_NL => x86::tiled_b32_avx2::<true>,
+        GgmlType::Q4_0 => x86::tiled_b32_avx2::<{ kind::Q4_0 }>,
+        GgmlType::IQ4_NL => x86::tiled_b32_avx2::<{ kind::IQ4_NL }>,
+        GgmlType::MXFP4 => x86::tiled_b32_avx2::<{ kind::MXFP4 }>,
         GgmlType::Q4_K => super::repack_tiles_k::x86::tiled_q4_k_avx2,
         _ => return None,
     })
@@ -151,8 +196,9 @@ pub fn avx2_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_tiled(ty: GgmlType) -> Option<super::super::dispatch::TiledFn> {
     Some(match ty {
-        GgmlType::Q4_0 => x86::tiled_b32_vnni::<false>,
-        GgmlType::IQ4_NL => x86::tiled_b32_vnni::<true>,
+        GgmlType::Q4_0 => x86::tiled_b32_vnni::<{ kind::Q4_0 }>,
+        GgmlType::IQ4_NL => x86::tiled_b32_vnni::<{ kind::IQ4_NL }>,
+        GgmlType::MXFP4 => x86::tiled_b32_vnni::<{ kind::MXFP4 }>,
         GgmlType::Q4_K => super::repack_tiles_k::x86::tiled_q4_k_vnni,
         _ => return None,
     })
@@ -166,8 +212,8 @@ pub(super) mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{f16_at, hsum_epi32, loadu};
-    use super::{rows_offset_b32, GROUP_BLOCK, GROUP_ROWS, STRIP_ROWS};
-    use crate::quant::{iq4::KVALUES_IQ4NL, QK};
+    use super::{block_bytes, group_block, kind, rows_offset_b32, GROUP_ROWS, STRIP_ROWS};
+    use crate::quant::{iq4::KVALUES_IQ4NL, mxfp4::KVALUES_MXFP4, QK};
 
     /// The integer dot of the tiled kernels: per i32 lane (a row), the sum
     /// of the 4 products of weight bytes `w` and activation bytes `a` (i8)
@@ -189,18 +235,18 @@ pub(super) mod x86 {
         /// Q4_K's in `repack_tiles_k`): the entry point then has
         /// AVX-512F/BW/VNNI.
         const STRIP_ZMM: bool;
-        /// The offset the IQ4_NL weights of [`iq_table`](Self::iq_table)
+        /// The offset the table weights of [`iq_table`](Self::iq_table)
         /// carry: the kernel subtracts `IQ_OFF·Σa`.
         const IQ_OFF: i32;
-        /// The IQ4_NL table (in both 128-bit halves) as [`iq`](Self::iq)
-        /// takes its weights: the values plus `IQ_OFF`.
-        unsafe fn iq_table() -> __m256i;
+        /// A 16-entry table (IQ4_NL's or MXFP4's, in both 128-bit halves) as
+        /// [`iq`](Self::iq) takes its weights: the values plus `IQ_OFF`.
+        unsafe fn iq_table(t: &[i8; 16]) -> __m256i;
         /// A sum starting at `init` (i32 lanes).
         unsafe fn start(init: __m256i) -> Self::Sum;
         /// `s` + the lane sums of nibbles `w` (u8, ≤ 15) times `a`; at most
         /// 8 of these per sum.
         unsafe fn nib(s: Self::Sum, w: __m256i, a: __m256i) -> Self::Sum;
-        /// `s` + the lane sums of IQ4_NL weights `w` (from `iq_table`)
+        /// `s` + the lane sums of table weights `w` (from `iq_table`)
         /// times `a`.
         unsafe fn iq(s: Self::Sum, w: __m256i, a: __m256i) -> Self::Sum;
         /// The sum as i32 lanes.
@@ -221,12 +267,12 @@ pub(super) mod x86 {
         const IQ_OFF: i32 = 128;
         #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
         #[inline]
-        unsafe fn iq_table() -> __m256i {
+        unsafe fn iq_table(t: &[i8; 16]) -> __m256i {
             // SAFETY: the caller checked that the CPU has avx2, fma, f16c,
             // avx512f, avx512vl, avx512vnni (the contract of this
-            // `#[target_feature]` fn); the load reads KVALUES_IQ4NL's 16 bytes.
+            // `#[target_feature]` fn); the load reads the table's 16 bytes.
             unsafe {
-                let t = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i);
+                let t = _mm_loadu_si128(t.as_ptr() as *const __m128i);
                 _mm256_broadcastsi128_si256(_mm_add_epi8(t, _mm_set1_epi8(-128)))
             }
         }
@@ -271,11 +317,11 @@ pub(super) mod x86 {
         const IQ_OFF: i32 = 0;
         #[target_feature(enable = "avx2,fma,f16c")]
         #[inline]
-        unsafe fn iq_table() -> __m256i {
+        unsafe fn iq_table(t: &[i8; 16]) -> __m256i {
             // SAFETY: the caller checked that the CPU has avx2, fma, f16c (the
-            // contract of this `#[target_feature]` fn); the load reads
-            // KVALUES_IQ4NL's 16 bytes.
-            unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i)) }
+            // contract of this `#[target_feature]` fn); the load reads the
+            // table's 16 bytes.
+            unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr() as *const __m128i)) }
         }
         #[target_feature(enable = "avx2,fma,f16c")]
         #[inline]
@@ -316,11 +362,11 @@ pub(super) mod x86 {
     /// A [`TiledFn`](super::super::super::dispatch::TiledFn) entry point:
     /// the `#[inline(always)]` body `$body` compiled with `$features`.
     macro_rules! tiled_entry {
-        ($(#[$m:meta])* $name:ident $(<const $c:ident: bool>)?, $features:literal, $body:expr) => {
+        ($(#[$m:meta])* $name:ident $(<const $c:ident: $ct:ty>)?, $features:literal, $body:expr) => {
             $(#[$m])*
             #[target_feature(enable = $features)]
             #[allow(clippy::too_many_arguments)]
-            pub(in super::super) unsafe fn $name$(<const $c: bool>)?(
+            pub(in super::super) unsafe fn $name$(<const $c: $ct>)?(
                 n: usize,
                 tiles: &[u8],
                 n_rows: usize,
@@ -340,16 +386,16 @@ pub(super) mod x86 {
     pub(in super::super) use tiled_entry;
 
     tiled_entry!(
-        /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true), AVX-512 VNNI.
-        tiled_b32_vnni<const IQ: bool>,
+        /// `TiledFn` for Q4_0, IQ4_NL and MXFP4 (`K`: `kind`), AVX-512 VNNI.
+        tiled_b32_vnni<const K: u8>,
         "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni",
-        tiled_b32::<Vnni, IQ>
+        tiled_b32::<Vnni, K>
     );
     tiled_entry!(
-        /// `TiledFn` for Q4_0 (`IQ` false) and IQ4_NL (`IQ` true), AVX2.
-        tiled_b32_avx2<const IQ: bool>,
+        /// `TiledFn` for Q4_0, IQ4_NL and MXFP4 (`K`: `kind`), AVX2.
+        tiled_b32_avx2<const K: u8>,
         "avx2,fma,f16c",
-        tiled_b32::<Avx2, IQ>
+        tiled_b32::<Avx2, K>
     );
 
     /// How far ahead of a one-token step the tiles (and the one-row F16
@@ -382,10 +428,54 @@ pub(super) mod x86 {
     const ZMM_TOKENS: usize = 6;
     const _: () = assert!(ZMM_TOKENS == 6, "the match over the strip's token counts");
 
-    /// The body of the Q4_0 / IQ4_NL `TiledFn`s.
+    /// Whether kind `K`'s nibbles index a table (IQ4_NL, MXFP4).
+    const fn is_table(k: u8) -> bool {
+        k != kind::Q4_0
+    }
+
+    /// Kind `K`'s table.
+    fn table_of(k: u8) -> &'static [i8; 16] {
+        if k == kind::MXFP4 {
+            &KVALUES_MXFP4
+        } else {
+            &KVALUES_IQ4NL
+        }
+    }
+
+    /// 8 E8M0 exponents (bytes at `p`) as `e8m0_to_f32_half` makes them:
+    /// `e < 2 ? 0x00200000 << e : (e − 1) << 23` as f32 bits.
+    #[inline(always)]
+    pub(in super::super) unsafe fn e8m0_half_x8(p: *const u8) -> __m256 {
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // has AVX2 (the callers' contract); `p` covers 8 bytes (the same).
+        unsafe {
+            let e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p as *const __m128i));
+            let big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+            let small = _mm256_sllv_epi32(_mm256_set1_epi32(0x0020_0000), e);
+            let is_small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+            _mm256_castsi256_ps(_mm256_blendv_epi8(big, small, is_small))
+        }
+    }
+
+    /// [`e8m0_half_x8`] of 16 exponents, in 512 bits.
+    #[inline(always)]
+    pub(in super::super) unsafe fn e8m0_half_x16(p: *const u8) -> __m512 {
+        // SAFETY: this runs only inside kernels whose `#[target_feature]`
+        // has AVX-512F (the callers' contract); `p` covers 16 bytes (the
+        // same).
+        unsafe {
+            let e = _mm512_cvtepu8_epi32(_mm_loadu_si128(p as *const __m128i));
+            let big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+            let small = _mm512_sllv_epi32(_mm512_set1_epi32(0x0020_0000), e);
+            let is_small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+            _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_small, big, small))
+        }
+    }
+
+    /// The body of the Q4_0 / IQ4_NL / MXFP4 `TiledFn`s (`K`: `kind`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tiled_b32<D: Dot4, const IQ: bool>(
+    unsafe fn tiled_b32<D: Dot4, const K: u8>(
         n: usize,
         tiles: &[u8],
         n_rows: usize,
@@ -401,15 +491,15 @@ pub(super) mod x86 {
             assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "tiled kernel: shapes");
             let nb = n / QK;
             assert!(
-                n_rows.is_multiple_of(GROUP_ROWS) && tiles.len() >= rows_offset_b32(n, n_rows),
+                n_rows.is_multiple_of(GROUP_ROWS) && tiles.len() >= rows_offset_b32(K, n, n_rows),
                 "tiled kernel: tiles too short"
             );
             assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
             let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
             // [nb][nt] −off·Σa of each activation block (the weights' offset;
-            // none for AVX2's IQ4_NL), and [nb][nt] its scale as f32 (a step
+            // none for AVX2's tables), and [nb][nt] its scale as f32 (a step
             // finds its tokens' values at one pointer)
-            let off: i32 = if IQ { D::IQ_OFF } else { 8 };
+            let off: i32 = if is_table(K) { D::IQ_OFF } else { 8 };
             let (mut stack, mut stack_d) = ([0i32; STACK_SUMS], [0f32; STACK_SUMS]);
             let (mut heap, mut heap_d) = (Vec::new(), Vec::new());
             let (bias, da): (&mut [i32], &mut [f32]) = if nt * nb <= STACK_SUMS {
@@ -438,7 +528,7 @@ pub(super) mod x86 {
             let mut r0 = 0;
             while r0 < n_rows {
                 let two = r0 + STRIP_ROWS <= n_rows;
-                let (gp, out) = (tp.add(rows_offset_b32(n, r0)), op.add(r0));
+                let (gp, out) = (tp.add(rows_offset_b32(K, n, r0)), op.add(r0));
                 let st = Step { nb, gp, a: ap, s, bias: bp, da: dp, ns: nt, out, os };
                 if D::STRIP_ZMM && two {
                     // ZMM_TOKENS tokens per step, then the rest in one step
@@ -446,12 +536,12 @@ pub(super) mod x86 {
                     while t < nt {
                         let tt = (nt - t).min(ZMM_TOKENS);
                         match tt {
-                            1 => strip_zmm::<IQ, 1>(st.tokens(t)),
-                            2 => strip_zmm::<IQ, 2>(st.tokens(t)),
-                            3 => strip_zmm::<IQ, 3>(st.tokens(t)),
-                            4 => strip_zmm::<IQ, 4>(st.tokens(t)),
-                            5 => strip_zmm::<IQ, 5>(st.tokens(t)),
-                            _ => strip_zmm::<IQ, ZMM_TOKENS>(st.tokens(t)),
+                            1 => strip_zmm::<K, 1>(st.tokens(t)),
+                            2 => strip_zmm::<K, 2>(st.tokens(t)),
+                            3 => strip_zmm::<K, 3>(st.tokens(t)),
+                            4 => strip_zmm::<K, 4>(st.tokens(t)),
+                            5 => strip_zmm::<K, 5>(st.tokens(t)),
+                            _ => strip_zmm::<K, ZMM_TOKENS>(st.tokens(t)),
                         }
                         t += tt;
                     }
@@ -459,21 +549,21 @@ pub(super) mod x86 {
                     continue;
                 }
                 let mut t = 0;
-                let tt = if IQ { 4 } else { D::Q4_0_TOKENS };
+                let tt = if is_table(K) { 4 } else { D::Q4_0_TOKENS };
                 while t + tt <= nt {
                     match (tt, two) {
-                        (4, true) => step::<D, IQ, 4, 2>(st.tokens(t)),
-                        (4, false) => step::<D, IQ, 4, 1>(st.tokens(t)),
-                        (_, true) => step::<D, IQ, 2, 2>(st.tokens(t)),
-                        (_, false) => step::<D, IQ, 2, 1>(st.tokens(t)),
+                        (4, true) => step::<D, K, 4, 2>(st.tokens(t)),
+                        (4, false) => step::<D, K, 4, 1>(st.tokens(t)),
+                        (_, true) => step::<D, K, 2, 2>(st.tokens(t)),
+                        (_, false) => step::<D, K, 2, 1>(st.tokens(t)),
                     }
                     t += tt;
                 }
                 while t < nt {
                     if two {
-                        step::<D, IQ, 1, 2>(st.tokens(t));
+                        step::<D, K, 1, 2>(st.tokens(t));
                     } else {
-                        step::<D, IQ, 1, 1>(st.tokens(t));
+                        step::<D, K, 1, 1>(st.tokens(t));
                     }
                     t += 1;
                 }
@@ -524,7 +614,7 @@ pub(super) mod x86 {
     /// integer sums and per-output float operations as [`step`]. With one
     /// token, the low and high nibbles sum in two chains.
     #[inline(always)]
-    unsafe fn strip_zmm<const IQ: bool, const TT: usize>(st: Step) {
+    unsafe fn strip_zmm<const K: u8, const TT: usize>(st: Step) {
         // SAFETY: this runs only inside kernels whose `#[target_feature]`
         // covers the instructions used here, on a CPU that has those features
         // (the callers' contract); the offsets and accesses stay within the
@@ -533,17 +623,17 @@ pub(super) mod x86 {
         unsafe {
             let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
             let mask = _mm512_set1_epi8(0x0F);
-            // IQ4_NL: nibble → table value + 128, in each 128-bit lane
-            let table = if IQ {
-                _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table()))
+            // IQ4_NL, MXFP4: nibble → table value + 128, in each 128-bit lane
+            let table = if is_table(K) {
+                _mm512_broadcast_i32x4(_mm256_castsi256_si128(Vnni::iq_table(table_of(K))))
             } else {
                 _mm512_setzero_si512()
             };
             let mut acc = [_mm512_setzero_ps(); TT];
             for b in 0..nb {
-                let bp = gp.add(b * 2 * GROUP_BLOCK); // [4][64] quants, [2][16] scales
+                let bp = gp.add(b * 2 * group_block(K)); // [4][64] quants, [2][8] scales
                 if TT == 1 {
-                    prefetch_ahead(bp, 2 * GROUP_BLOCK);
+                    prefetch_ahead(bp, 2 * group_block(K));
                 }
                 let mut lo: [__m512i; TT] = std::array::from_fn(|j| _mm512_set1_epi32(*bias.add(b * ns + j)));
                 let mut hi = [_mm512_setzero_si512(); TT];
@@ -552,7 +642,7 @@ pub(super) mod x86 {
                     let v = _mm512_loadu_si512(bp.add(k * 64) as *const __m512i);
                     let mut wl = _mm512_and_si512(v, mask);
                     let mut wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-                    if IQ {
+                    if is_table(K) {
                         wl = _mm512_shuffle_epi8(table, wl);
                         wh = _mm512_shuffle_epi8(table, wh);
                     }
@@ -567,7 +657,11 @@ pub(super) mod x86 {
                         }
                     }
                 }
-                let dw = _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(256) as *const __m256i));
+                let dw = if K == kind::MXFP4 {
+                    e8m0_half_x16(bp.add(256))
+                } else {
+                    _mm512_cvtph_ps(_mm256_loadu_si256(bp.add(256) as *const __m256i))
+                };
                 for j in 0..TT {
                     let isum = if TT == 1 { _mm512_add_epi32(lo[j], hi[j]) } else { lo[j] };
                     let daj = _mm512_set1_ps(*da.add(b * ns + j));
@@ -581,15 +675,15 @@ pub(super) mod x86 {
         }
     }
 
-    /// The dot of the Q4_0 (`IQ` false) or IQ4_NL weights.
+    /// The dot of the Q4_0 nibbles or the table weights (`K`: `kind`).
     #[inline(always)]
-    unsafe fn dot<D: Dot4, const IQ: bool>(s: D::Sum, w: __m256i, a: __m256i) -> D::Sum {
+    unsafe fn dot<D: Dot4, const K: u8>(s: D::Sum, w: __m256i, a: __m256i) -> D::Sum {
         // SAFETY: this runs only inside kernels whose `#[target_feature]`
         // covers the instructions used here, on a CPU that has those features
         // (the callers' contract); the callees' contracts ask no more than this
         // fn's.
         unsafe {
-            if IQ {
+            if is_table(K) {
                 D::iq(s, w, a)
             } else {
                 D::nib(s, w, a)
@@ -601,7 +695,7 @@ pub(super) mod x86 {
     /// `8h + r` is lane `r` of group `h`. With one token, the low and high
     /// nibbles sum in two chains (shorter latency).
     #[inline(always)]
-    unsafe fn step<D: Dot4, const IQ: bool, const TT: usize, const R: usize>(st: Step) {
+    unsafe fn step<D: Dot4, const K: u8, const TT: usize, const R: usize>(st: Step) {
         // SAFETY: this runs only inside kernels whose `#[target_feature]`
         // covers the instructions used here, on a CPU that has those features
         // (the callers' contract); the offsets and accesses stay within the
@@ -610,15 +704,15 @@ pub(super) mod x86 {
         unsafe {
             let Step { nb, gp, a, s, bias, da, ns, out, os } = st;
             let mask = _mm256_set1_epi8(0x0F);
-            // IQ4_NL: nibble → table value (+ D::IQ_OFF)
-            let table = if IQ { D::iq_table() } else { _mm256_setzero_si256() };
-            let biased = !IQ || D::IQ_OFF != 0;
+            // IQ4_NL, MXFP4: nibble → table value (+ D::IQ_OFF)
+            let table = if is_table(K) { D::iq_table(table_of(K)) } else { _mm256_setzero_si256() };
+            let biased = !is_table(K) || D::IQ_OFF != 0;
             let zero = _mm256_setzero_si256();
             let mut acc = [[_mm256_setzero_ps(); TT]; R];
             for b in 0..nb {
-                let bp = gp.add(b * R * GROUP_BLOCK); // [4][R][32] quants, [R][16] scales
+                let bp = gp.add(b * R * group_block(K)); // [4][R][32] quants, [R][8] scales
                 if TT == 1 {
-                    prefetch_ahead(bp, R * GROUP_BLOCK);
+                    prefetch_ahead(bp, R * group_block(K));
                 }
                 let mut lo = [[D::start(zero); TT]; R];
                 let mut hi = [[D::start(zero); TT]; R];
@@ -636,7 +730,7 @@ pub(super) mod x86 {
                 }
                 // a trip count the compiler cannot see keeps the loop rolled
                 // (only the speed depends on it)
-                let steps = if D::Q4_0_ROLLED && !IQ { std::hint::black_box(4) } else { 4 };
+                let steps = if D::Q4_0_ROLLED && !is_table(K) { std::hint::black_box(4) } else { 4 };
                 for k in 0..steps {
                     let mut wl = [zero; R];
                     let mut wh = [zero; R];
@@ -644,7 +738,7 @@ pub(super) mod x86 {
                         let v = loadu(bp.add((k * R + h) * 32));
                         wl[h] = _mm256_and_si256(v, mask);
                         wh[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-                        if IQ {
+                        if is_table(K) {
                             wl[h] = _mm256_shuffle_epi8(table, wl[h]);
                             wh[h] = _mm256_shuffle_epi8(table, wh[h]);
                         }
@@ -654,11 +748,11 @@ pub(super) mod x86 {
                         let al = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(4 * k) as *const i32));
                         let ah = _mm256_set1_epi32(std::ptr::read_unaligned(aq[j].add(16 + 4 * k) as *const i32));
                         for h in 0..R {
-                            lo[h][j] = dot::<D, IQ>(lo[h][j], wl[h], al);
+                            lo[h][j] = dot::<D, K>(lo[h][j], wl[h], al);
                             if TT == 1 {
-                                hi[h][j] = dot::<D, IQ>(hi[h][j], wh[h], ah);
+                                hi[h][j] = dot::<D, K>(hi[h][j], wh[h], ah);
                             } else {
-                                lo[h][j] = dot::<D, IQ>(lo[h][j], wh[h], ah);
+                                lo[h][j] = dot::<D, K>(lo[h][j], wh[h], ah);
                             }
                         }
                     }
@@ -666,7 +760,12 @@ pub(super) mod x86 {
                 for j in 0..TT {
                     let daj = _mm256_set1_ps(*da.add(b * ns + j));
                     for h in 0..R {
-                        let dw = _mm256_cvtph_ps(_mm_loadu_si128(bp.add(R * 128 + h * 16) as *const __m128i));
+                        let sp = bp.add(R * 128 + h * GROUP_ROWS * block_bytes(K).1);
+                        let dw = if K == kind::MXFP4 {
+                            e8m0_half_x8(sp)
+                        } else {
+                            _mm256_cvtph_ps(_mm_loadu_si128(sp as *const __m128i))
+                        };
                         let isum = if TT == 1 {
                             _mm256_add_epi32(D::end(lo[h][j]), D::end(hi[h][j]))
                         } else {

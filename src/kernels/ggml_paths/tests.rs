@@ -281,7 +281,7 @@ fn repack_tiles_read_back_the_files_rows() {
     assert_eq!(tiles_bytes(Q4_0, 12, 64), None, "rows not a multiple of 8");
     assert_eq!(tiles_bytes(Q8_0, 16, 64), None, "not a repacked 32-block type");
     assert_eq!(tiles_bytes(Q4_K, 16, 576), None, "Q4_K: not whole super-blocks");
-    for ty in [Q4_0, IQ4_NL, Q4_K] {
+    for ty in [Q4_0, IQ4_NL, MXFP4, Q4_K] {
         for (rows, cols) in [(8, 32usize), (24, 96), (16, 576), (40, 64)] {
             let cols = if ty == Q4_K { cols.next_multiple_of(256) } else { cols };
             let w = weight_rows(ty, rows, cols, &mut rng);
@@ -313,7 +313,7 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     let kernels: Vec<(&crate::kernels::dispatch::KernelSet, GgmlType, crate::kernels::dispatch::TiledFn)> =
         available_sets()
             .into_iter()
-            .flat_map(|set| [Q4_0, IQ4_NL, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
+            .flat_map(|set| [Q4_0, IQ4_NL, MXFP4, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
             .collect();
     if kernels.is_empty() {
         skip_test!("no tiled kernel on this CPU");
@@ -395,6 +395,44 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                         );
                     }
                 }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn tiled_e8m0_scales_are_the_scalar_conversion_for_every_exponent() {
+    // MXFP4's tiles keep the E8M0 bytes; the tiled kernels turn 8 or 16 of
+    // them at once into e8m0_to_f32_half's floats, the two branches (e < 2:
+    // subnormal) included.
+    use super::repack_tiles::x86::{e8m0_half_x16, e8m0_half_x8};
+    use crate::quant::mxfp4::e8m0_to_f32_half;
+    #[target_feature(enable = "avx2,fma,f16c,avx512f")]
+    unsafe fn both(e: &[u8; 16]) -> ([f32; 8], [f32; 16]) {
+        let (mut a, mut b) = ([0f32; 8], [0f32; 16]);
+        // SAFETY: the caller checked the features; `e` has 16 bytes, `a` and
+        // `b` 8 and 16 floats.
+        unsafe {
+            std::arch::x86_64::_mm256_storeu_ps(a.as_mut_ptr(), e8m0_half_x8(e.as_ptr()));
+            std::arch::x86_64::_mm512_storeu_ps(b.as_mut_ptr(), e8m0_half_x16(e.as_ptr()));
+        }
+        (a, b)
+    }
+    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("fma")) {
+        skip_test!("no AVX-512F on this CPU");
+        return;
+    }
+    for base in (0..256).step_by(16) {
+        // a shuffled order, so a lane does not always see the same residue
+        let e: [u8; 16] = std::array::from_fn(|i| (base + (i * 7) % 16) as u8);
+        // SAFETY: the features were checked above.
+        let (a, b) = unsafe { both(&e) };
+        for i in 0..16 {
+            let want = e8m0_to_f32_half(e[i]).to_bits();
+            assert_eq!(b[i].to_bits(), want, "x16, e = {}", e[i]);
+            if i < 8 {
+                assert_eq!(a[i].to_bits(), want, "x8, e = {}", e[i]);
             }
         }
     }
