@@ -22,8 +22,12 @@
 //! writes N experts (8 by default for the families that always have them,
 //! else none), used=K routes each token to K (2), ff_exp=N sizes each
 //! expert's FFN (n_ff / 2, written as expert_feed_forward_length for the
-//! qwen families; others use n_ff), shexp=N the shared expert's (n_ff, where
-//! the recipe has one).
+//! qwen families and dots1; others use n_ff), shexp=N the shared expert's
+//! (n_ff, where the recipe has one). dots1 (its router from the file's
+//! keys): lead=N dense first layers (1), gating=N its gating function (2:
+//! sigmoid), wnorm=0|1 renormalisation (1), wscale=F the weights' scale
+//! (2.5), shexp_count=N shared experts of ff_exp rows (2), probs_b=0|1 the
+//! selection bias tensor (1).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -83,8 +87,11 @@ fn main() {
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
     // experts: always for the families whose every layer has them
-    let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss");
+    let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
+    // dots1's router keys
+    let (mut lead, mut gating, mut wnorm, mut shexp_count, mut probs_b) = (1usize, 2usize, true, 2usize, true);
+    let mut wscale = 2.5f32;
     // rope scaling: scaling=yarn|longrope|linear|none with factor=F (a
     // float), orig_ctx=N, attn_factor=F
     let mut scaling: Option<String> = None;
@@ -94,6 +101,10 @@ fn main() {
         match k {
             "scaling" => {
                 scaling = Some(v.to_string());
+                continue;
+            }
+            "wscale" => {
+                wscale = v.parse().unwrap_or_else(|_| panic!("bad number in {kv}"));
                 continue;
             }
             "factor" | "attn_factor" => {
@@ -121,6 +132,11 @@ fn main() {
             "used" => n_used = v,
             "ff_exp" => ff_exp = v,
             "shexp" => n_shexp = v,
+            "lead" => lead = v,
+            "gating" => gating = v,
+            "wnorm" => wnorm = v != 0,
+            "shexp_count" => shexp_count = v,
+            "probs_b" => probs_b = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -192,13 +208,17 @@ fn main() {
     // the experts' FFN size (the qwen families read their own key) and the
     // shared expert's
     let moe = recipe.moe.filter(|_| n_expert > 0);
-    let qwen_moe = arch.starts_with("qwen") || arch == "gpt-oss";
+    let qwen_moe = arch.starts_with("qwen") || arch == "gpt-oss" || arch == "dots1";
+    let dots1 = arch == "dots1";
+    if !dots1 {
+        lead = 0;
+    }
     if ff_exp == 0 {
         ff_exp = if qwen_moe { n_ff / 2 } else { n_ff };
     }
     let shared = moe.map_or(SharedExpert::None, |m| m.shared);
     if n_shexp == 0 && shared != SharedExpert::None {
-        n_shexp = n_ff;
+        n_shexp = if dots1 { ff_exp * shexp_count } else { n_ff };
     }
     if moe.is_some() {
         if !qwen_moe {
@@ -210,7 +230,13 @@ fn main() {
         if qwen_moe {
             w.set(&k("expert_feed_forward_length"), OwnedValue::U32(ff_exp as u32));
         }
-        if shared != SharedExpert::None {
+        if dots1 {
+            w.set(&k("expert_shared_count"), OwnedValue::U32(shexp_count as u32));
+            w.set(&k("leading_dense_block_count"), OwnedValue::U32(lead as u32));
+            w.set(&k("expert_gating_func"), OwnedValue::U32(gating as u32));
+            w.set(&k("expert_weights_norm"), OwnedValue::Bool(wnorm));
+            w.set(&k("expert_weights_scale"), OwnedValue::F32(wscale));
+        } else if shared != SharedExpert::None {
             w.set(&k("expert_shared_feed_forward_length"), OwnedValue::U32(n_shexp as u32));
         }
     }
@@ -312,7 +338,7 @@ fn main() {
                 vecs.push((t("ffn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
             }
         }
-        if moe.is_some() {
+        if moe.is_some() && il >= lead {
             // the router (its logits 3× wider than the matrices' spread, so
             // that a few tokens leave some experts unchosen), the experts,
             // the shared expert
@@ -324,6 +350,10 @@ fn main() {
                 mat(&mut rng, t("ffn_gate_shexp.weight"), n_embd, n_shexp);
                 mat(&mut rng, t("ffn_up_shexp.weight"), n_embd, n_shexp);
                 mat(&mut rng, t("ffn_down_shexp.weight"), n_shexp, n_embd);
+            }
+            if probs_b && moe.is_some_and(|m| m.selection_bias) {
+                // (of the sigmoid probabilities' order: it moves the choice)
+                vecs.push((t("exp_probs_b.bias"), vec![n_expert as u64], bias(&mut rng, n_expert)));
             }
             if shared == SharedExpert::SigmoidGated {
                 let s = 1.0 / (n_embd as f32).sqrt();

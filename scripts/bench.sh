@@ -49,8 +49,9 @@ family_model() {
     # (a mixture of experts: 8 experts of 768 rows, 2 per token, unless the
     # line says otherwise)
     case "$family ${keys[*]}" in *moe*|*experts=*|gpt-oss*) keys=(ff_exp=768 "${keys[@]}") ;; esac
-    # (olmoe's k norm spans every head: as many KV heads as heads)
-    case $family in olmoe*) keys+=(kv_heads=9) ;; esac
+    # (olmoe's k norm spans every head, dots1 sizes k and v for every head:
+    # as many KV heads as heads)
+    case $family in olmoe*|dots1*) keys+=(kv_heads=9) ;; esac
     if [ ! -f "$q" ]; then
         mkdir -p "$dir"
         (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2

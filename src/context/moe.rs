@@ -2,13 +2,17 @@
 //! `build_moe_ffn` computes it (softmax gating, SwiGLU experts):
 //!
 //! 1. router logits `ffn_gate_inp · x` ([nr][n_expert], a plain matmul), a
-//!    softmax per token (`ggml_soft_max`);
+//!    softmax per token (`ggml_soft_max`) or a sigmoid per logit
+//!    (`ggml_sigmoid`: libm `expf`), per the family's `Gating`;
 //! 2. the `k` most probable experts per token, in the order of libstdc++'s
 //!    `std::sort` of the expert ids by descending probability
-//!    (`ggml_argsort_top_k`: ties fall where the reference's do);
-//! 3. their probabilities as weights, divided by their f64 sum clamped to
-//!    at least 2^-14 where the family renormalises (`ggml_sum_rows`,
-//!    `ggml_clamp`, `ggml_div`);
+//!    (`ggml_argsort_top_k`: ties fall where the reference's do), the
+//!    probabilities plus `exp_probs_b` where the model has that
+//!    selection bias;
+//! 3. their (unbiased) probabilities as weights, divided by their f64 sum
+//!    clamped to at least 2^-14 where the family renormalises
+//!    (`ggml_sum_rows`, `ggml_clamp`, `ggml_div`), then times the model's
+//!    weight scale where it has one (`ggml_scale`);
 //! 4. the chosen experts' gate and up products, SwiGLU, down product
 //!    (`ggml_mul_mat_id`): the rows routed to each expert are gathered and
 //!    multiplied by that expert's matrices only, so a prefill reads each
@@ -35,6 +39,8 @@ use crate::model::Model;
 pub struct MoeBuffers {
     /// [nr][n_expert] the router's logits, then probabilities
     probs: AlignedF32,
+    /// [n_expert] one token's probabilities plus the selection bias
+    biased: Vec<f32>,
     /// [nr][k] each token's experts, and their weights
     chosen: Vec<usize>,
     weights: Vec<f32>,
@@ -183,31 +189,48 @@ pub fn moe_ffn(
     kernels::matmul_siblings_reusing(ks, pool, acts, &[router], input, nr, &mut [&mut *probs])?;
     super::forward::add_bias(model, probs, e.router_b.as_ref())?;
     // --- 2., 3. the chosen experts and their weights, per token
+    let (gating, norm_weights, w_scale) = moe.routing(&model.hparams);
+    let probs_b = e.probs_b.as_ref().map(|b| super::forward::vector(model, b)).transpose()?;
     buf.chosen.resize(nr * k, 0);
     buf.weights.resize(nr * k, 0.0);
     let mut ids: Vec<usize> = Vec::with_capacity(n_expert);
     for t in 0..nr {
         let p = &mut probs[t * n_expert..(t + 1) * n_expert];
-        if moe.gating == Gating::Softmax {
-            ops::soft_max(p);
+        match gating {
+            Gating::Softmax => ops::soft_max(p),
+            Gating::Sigmoid => p.iter_mut().for_each(|x| *x = 1.0 / (1.0 + (-*x).exp())),
+            Gating::SoftmaxWeight => {}
         }
+        // the scores that choose: the probabilities, or those plus the
+        // selection bias (the weights stay the unbiased probabilities)
+        let sel: &[f32] = match probs_b {
+            Some(b) => {
+                buf.biased.clear();
+                buf.biased.extend(p.iter().zip(b).map(|(x, y)| x + y));
+                &buf.biased
+            }
+            None => p,
+        };
         ids.clear();
         ids.extend(0..n_expert);
-        crate::sampling::stl::sort(&mut ids, &|&a: &usize, &b: &usize| p[a] > p[b]);
+        crate::sampling::stl::sort(&mut ids, &|&a: &usize, &b: &usize| sel[a] > sel[b]);
         let (chosen, w) = (&mut buf.chosen[t * k..(t + 1) * k], &mut buf.weights[t * k..(t + 1) * k]);
         chosen.copy_from_slice(&ids[..k]);
         for (wj, &c) in w.iter_mut().zip(chosen.iter()) {
             *wj = p[c];
         }
-        if moe.gating == Gating::SoftmaxWeight {
+        if gating == Gating::SoftmaxWeight {
             // (the chosen logits' own softmax)
             ops::soft_max(w);
         }
-        if moe.norm_weights {
+        if norm_weights {
             let sum = w.iter().map(|&v| f64::from(v)).sum::<f64>() as f32;
             // (ggml_clamp to the smallest normal f16)
             let sum = sum.max(6.103_515_6e-5);
             w.iter_mut().for_each(|v| *v /= sum);
+        }
+        if w_scale != 1.0 {
+            w.iter_mut().for_each(|v| *v *= w_scale);
         }
     }
     // the rows routed to each expert, token by token (MUL_MAT_ID's order)

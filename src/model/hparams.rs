@@ -38,6 +38,19 @@ pub struct HParams {
     /// `%s.expert_shared_feed_forward_length` as read (0 where the family
     /// does not read it): what the reference's saver writes.
     pub n_ff_shexp_key: u32,
+    /// The keys of the families that read their router's recipe from the
+    /// file (dots1: `arch::Moe::from_keys`), as read (0, false where the
+    /// family reads none; what the reference's saver writes):
+    /// `%s.expert_shared_count`, `%s.leading_dense_block_count` (the first
+    /// layers are dense), `%s.expert_weights_scale` (the chosen weights
+    /// times this, unless 0 or 1), `%s.expert_weights_norm`,
+    /// `%s.expert_gating_func` (1 softmax, 2 sigmoid, 3 softmax of the
+    /// chosen logits).
+    pub n_expert_shared: u32,
+    pub n_layer_dense_lead: u32,
+    pub expert_weights_scale: f32,
+    pub expert_weights_norm: bool,
+    pub expert_gating_func: u32,
     pub n_embd_head_k: u32,
     pub n_embd_head_v: u32,
     pub n_rot: u32,
@@ -347,6 +360,11 @@ impl HParams {
             n_expert_used,
             n_ff_shexp: 0,
             n_ff_shexp_key: 0,
+            n_expert_shared: 0,
+            n_layer_dense_lead: 0,
+            expert_weights_scale: 0.0,
+            expert_weights_norm: false,
+            expert_gating_func: 0,
             n_embd_head_k,
             n_embd_head_v,
             n_rot,

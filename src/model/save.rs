@@ -337,7 +337,7 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
         put(&k("embedding_length_out"), U32(h.n_embd_out));
     }
     put(&k("block_count"), U32(h.n_layer_all));
-    put(&k("leading_dense_block_count"), U32(0));
+    put(&k("leading_dense_block_count"), U32(m.hparams.n_layer_dense_lead));
     if let Some(v) = per_layer(&h.n_ff) {
         put(&k("feed_forward_length"), v);
     }
@@ -353,12 +353,12 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("use_parallel_residual"), Bool(false));
     put(&k("expert_count"), U32(h.n_expert));
     put(&k("expert_used_count"), U32(h.n_expert_used));
-    put(&k("expert_shared_count"), U32(0));
+    put(&k("expert_shared_count"), U32(m.hparams.n_expert_shared));
     put(&k("expert_group_count"), U32(h.n_expert_groups));
     put(&k("expert_group_used_count"), U32(h.n_group_used));
-    put(&k("expert_weights_scale"), F32(0.0));
-    put(&k("expert_weights_norm"), Bool(false));
-    put(&k("expert_gating_func"), U32(0));
+    put(&k("expert_weights_scale"), F32(m.hparams.expert_weights_scale));
+    put(&k("expert_weights_norm"), Bool(m.hparams.expert_weights_norm));
+    put(&k("expert_gating_func"), U32(m.hparams.expert_gating_func));
     put(&k("expert_group_scale"), F32(0.05));
     put(&k("experts_per_group"), U32(0));
     put(&k("moe_every_n_layers"), U32(0));

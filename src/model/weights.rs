@@ -97,6 +97,9 @@ pub struct ExpertFfn {
     pub gate_b: Option<Weight>, // [n_ff_exp, n_expert]
     pub up_b: Option<Weight>,   // [n_ff_exp, n_expert]
     pub down_b: Option<Weight>, // [n_embd, n_expert]
+    /// `exp_probs_b`: added to the probabilities to choose the experts
+    /// (dots1)
+    pub probs_b: Option<Weight>, // [n_expert]
 }
 
 impl ExpertFfn {
@@ -290,6 +293,10 @@ fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertF
         gate_b: bias("ffn_gate_exps.bias", &[n_ff_exp, n_expert])?,
         up_b: bias("ffn_up_exps.bias", &[n_ff_exp, n_expert])?,
         down_b: bias("ffn_down_exps.bias", &[n_embd, n_expert])?,
+        probs_b: match moe.selection_bias {
+            true => b.optional(&t("exp_probs_b.bias"), &[n_expert])?,
+            false => None,
+        },
     })
 }
 
@@ -399,7 +406,8 @@ impl Weights {
                     (Need::Optional, _) => b.optional(&t("ffn_norm.bias"), &[n_embd])?,
                     (Need::Required, need) => bind(need, &t("ffn_norm.bias"), &[n_embd])?,
                 },
-                ffn: match family.block.moe.filter(|_| hp.n_expert > 0) {
+                // (dots1: the first layers dense)
+                ffn: match family.block.moe.filter(|_| hp.n_expert > 0 && il >= hp.n_layer_dense_lead as usize) {
                     None => FfnWeights::Dense(DenseFfn {
                         gate: bind(
                             need(gated && recipe.gate_up == GateUp::Split),
@@ -518,7 +526,7 @@ impl Weights {
             let dense = match &l.ffn {
                 FfnWeights::Dense(f) => Some(f),
                 FfnWeights::Experts(e) => {
-                    v.extend([&e.router_b, &e.gate_b, &e.up_b, &e.down_b].into_iter().flatten());
+                    v.extend([&e.router_b, &e.gate_b, &e.up_b, &e.down_b, &e.probs_b].into_iter().flatten());
                     e.shared.as_ref()
                 }
             };

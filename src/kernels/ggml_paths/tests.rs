@@ -181,7 +181,7 @@ fn every_set_computes_the_scalar_emulations_bits() {
 }
 
 #[test]
-fn mxfp4_not_repacked_runs_its_vec_dot_on_every_set() {
+fn table_types_not_repacked_run_their_vec_dot_on_every_set() {
     // rows not a multiple of 8: ggml_vec_dot_mxfp4_q8_0 for every token
     // count (no tinyBLAS), the same bits on every set
     use GgmlType::*;
@@ -189,6 +189,10 @@ fn mxfp4_not_repacked_runs_its_vec_dot_on_every_set() {
     assert_eq!(path(MXFP4, 20, 9), Some(Path::VecDot));
     assert_eq!(path(MXFP4, 24, 9), Some(Path::Repack));
     sets_equal_scalar(MXFP4, 20, 96, &[1, 2, 9], &mut Rng::new(78));
+    // IQ4_NL's one-token product there is its ggml_vec_dot too (from 2
+    // tokens llamafile's, whose bits are the set's own)
+    assert_eq!(path(IQ4_NL, 20, 1), Some(Path::VecDot));
+    sets_equal_scalar(IQ4_NL, 20, 96, &[1], &mut Rng::new(79));
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -15,6 +15,7 @@
 //! forward pass keeps one place for the bit-exact numerics.
 
 mod cohere2;
+mod dots1;
 mod exaone4;
 mod falcon;
 mod gemma;
@@ -66,6 +67,7 @@ pub static FAMILIES: &[&Family] = &[
     &olmoe::FAMILY,
     &granitemoe::FAMILY,
     &gpt_oss::FAMILY,
+    &dots1::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -308,6 +310,31 @@ pub struct Moe {
     /// `ffn_gate_inp.bias` and the experts' `ffn_{gate,up,down}_exps.bias`
     /// (gpt-oss).
     pub biases: bool,
+    /// `exp_probs_b.bias` (optional): added to the probabilities to
+    /// choose the experts, not to weight them (DeepSeek V3's selection
+    /// bias; dots1).
+    pub selection_bias: bool,
+    /// The gating, the renormalisation and a scale of the weights come from
+    /// the file's keys (`HParams::expert_gating_func`, ...; dots1), not
+    /// from `gating` and `norm_weights`.
+    pub from_keys: bool,
+}
+
+impl Moe {
+    /// The gating and the renormalisation of this recipe for a model, and
+    /// the scale of its weights (1: none).
+    pub fn routing(&self, hp: &HParams) -> (Gating, bool, f32) {
+        if !self.from_keys {
+            return (self.gating, self.norm_weights, 1.0);
+        }
+        let gating = match hp.expert_gating_func {
+            2 => Gating::Sigmoid,
+            3 => Gating::SoftmaxWeight,
+            _ => Gating::Softmax,
+        };
+        let s = hp.expert_weights_scale;
+        (gating, hp.expert_weights_norm, if s == 0.0 { 1.0 } else { s })
+    }
 }
 
 /// How the router's logits become the chosen experts' weights.
@@ -319,6 +346,9 @@ pub enum Gating {
     /// The k best by logit, weighted by a softmax over those k alone
     /// (gpt-oss).
     SoftmaxWeight,
+    /// An independent sigmoid per expert (`1 / (1 + expf(-x))`); the k best
+    /// by probability (dots1, DeepSeek V3).
+    Sigmoid,
 }
 
 /// The experts' activation of gate and up.
@@ -384,6 +414,8 @@ impl Block {
         gating: Gating::Softmax,
         act: ExpertAct::SwiGlu,
         biases: false,
+        selection_bias: false,
+        from_keys: false,
     };
 }
 
