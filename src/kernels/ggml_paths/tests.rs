@@ -317,7 +317,9 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
     let kernels: Vec<(&crate::kernels::dispatch::KernelSet, GgmlType, crate::kernels::dispatch::TiledFn)> =
         available_sets()
             .into_iter()
-            .flat_map(|set| [Q4_0, IQ4_NL, MXFP4, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?))))
+            .flat_map(|set| {
+                [Q4_0, IQ4_NL, MXFP4, Q4_K].into_iter().filter_map(move |ty| Some((set, ty, (set.tiled)(ty)?)))
+            })
             .collect();
     if kernels.is_empty() {
         skip_test!("no tiled kernel on this CPU");
