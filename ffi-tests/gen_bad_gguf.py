@@ -327,6 +327,57 @@ def truncation_points(base, layout, total):
     return sorted(p for p in pts if 0 < p < total)
 
 
+# mixture-of-experts files (issue 35): the base's FFN replaced by 4
+# experts of its shapes (zeros), 2 per token; each case of `cases` breaks
+# one rule
+def moe(n_expert=4, used=2, up_ne=None, counts=True, fused=False):
+    def f(m):
+        m.tis = [t for t in m.tis if t.name not in
+                 ("blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight")]
+        data = bytearray(m.data)
+        gate_up = ((("blk.0.ffn_gate_up_exps.weight", [64, 256, 4]),) if fused else
+                   (("blk.0.ffn_gate_exps.weight", [64, 128, 4]), ("blk.0.ffn_up_exps.weight", up_ne or [64, 128, 4])))
+        for name, ne in (("blk.0.ffn_gate_inp.weight", [64, 4]),) + gate_up + (
+                ("blk.0.ffn_down_exps.weight", [128, 64, 4]),):
+            data += b"\0" * (align_up(len(data), ALIGN) - len(data))
+            m.tis.append(TI(name, ne, GGML_F32, len(data)))
+            data += b"\0" * nbytes(GGML_F32, ne)
+        m.data = bytes(data)
+        if counts:
+            m.kvs.append(kv_u32("llama.expert_count", n_expert))
+            m.kvs.append(kv_u32("llama.expert_used_count", used))
+    return f
+
+
+# dots1 (its router's recipe in its keys): the MoE file above renamed,
+# with 4 KV heads (k and v of every head, as the family needs), q/k
+# norms, a shared expert, sigmoid gating; each case then breaks one key
+def dots1(change=None):
+    def f(m):
+        moe()(m)
+        keep = ("blk.0.attn_k.weight", "blk.0.attn_v.weight")
+        m.tis = [t for t in m.tis if t.name not in keep]
+        data = bytearray(m.data)
+        for name, ne in (("blk.0.attn_k.weight", [64, 64]), ("blk.0.attn_v.weight", [64, 64]),
+                         ("blk.0.attn_q_norm.weight", [16]), ("blk.0.attn_k_norm.weight", [16]),
+                         ("blk.0.ffn_gate_shexp.weight", [64, 128]), ("blk.0.ffn_up_shexp.weight", [64, 128]),
+                         ("blk.0.ffn_down_shexp.weight", [128, 64])):
+            data += b"\0" * (align_up(len(data), ALIGN) - len(data))
+            m.tis.append(TI(name, ne, GGML_F32, len(data)))
+            data += b"\0" * nbytes(GGML_F32, ne)
+        m.data = bytes(data)
+        for kv in m.kvs:
+            if kv.key.startswith("llama."):
+                kv.key = "dots1." + kv.key[len("llama."):]
+        m.kvs[m.kv_index("general.architecture")] = kv_str("general.architecture", "dots1")
+        m.kvs[m.kv_index("dots1.attention.head_count_kv")] = kv_u32("dots1.attention.head_count_kv", 4)
+        m.kvs += [kv_u32("dots1.expert_feed_forward_length", 128), kv_u32("dots1.expert_shared_count", 1),
+                  kv_u32("dots1.expert_gating_func", 2)]
+        if change:
+            change(m)
+    return f
+
+
 def cases(base):
     """Yields (filename, bytes, expected substring)."""
     raw, layout = base.build()
@@ -555,24 +606,6 @@ def cases(base):
     yield variant("tensor_unused.gguf", "tensor 'blk.0.attn_extra.weight' is not one the llama family uses",
                   extra_tensor)
 
-    # mixture-of-experts files (issue 35): the base's FFN replaced by 4
-    # experts of its shapes (zeros), 2 per token; each case breaks one rule
-    def moe(n_expert=4, used=2, up_ne=None, counts=True):
-        def f(m):
-            m.tis = [t for t in m.tis if t.name not in
-                     ("blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight")]
-            data = bytearray(m.data)
-            for name, ne in (("blk.0.ffn_gate_inp.weight", [64, 4]), ("blk.0.ffn_gate_exps.weight", [64, 128, 4]),
-                             ("blk.0.ffn_up_exps.weight", up_ne or [64, 128, 4]),
-                             ("blk.0.ffn_down_exps.weight", [128, 64, 4])):
-                data += b"\0" * (align_up(len(data), ALIGN) - len(data))
-                m.tis.append(TI(name, ne, GGML_F32, len(data)))
-                data += b"\0" * nbytes(GGML_F32, ne)
-            m.data = bytes(data)
-            if counts:
-                m.kvs.append(kv_u32("llama.expert_count", n_expert))
-                m.kvs.append(kv_u32("llama.expert_used_count", used))
-        return f
     # (no expert count: a dense llama, whose FFN tensors are missing)
     yield variant("moe_expert_count_0.gguf", "missing tensor 'blk.0.ffn_gate.weight'", moe(counts=False))
     yield variant("moe_used_above_count.gguf", "llama.expert_used_count = 5 must be between 1 and llama.expert_count = 4",
@@ -583,6 +616,26 @@ def cases(base):
                   moe(n_expert=8))
     yield variant("moe_expert_shape.gguf", "tensor 'blk.0.ffn_up_exps.weight' has the wrong shape",
                   moe(up_ne=[64, 128, 3]))
+    # (a fused gate and up, which llama does not read in the reference either)
+    yield variant("moe_gate_up_fused.gguf", "missing tensor 'blk.0.ffn_gate_exps.weight'", moe(fused=True))
+
+    def set_u32(key, v):
+        def f(m):
+            m.kvs[m.kv_index(key)] = kv_u32(key, v)
+        return f
+    yield variant("dots1_gating_none.gguf", "dots1.expert_gating_func = 0: not a gating function",
+                  dots1(lambda m: m.drop_kv("dots1.expert_gating_func")))
+    yield variant("dots1_gating_9.gguf", "dots1.expert_gating_func = 9: not a gating function",
+                  dots1(set_u32("dots1.expert_gating_func", 9)))
+    yield variant("dots1_gating_4.gguf", "not implemented yet: expert gating function 4",
+                  dots1(set_u32("dots1.expert_gating_func", 4)))
+    yield variant("dots1_shared_0.gguf", "dots1.expert_shared_count must be > 0",
+                  dots1(set_u32("dots1.expert_shared_count", 0)))
+    yield variant("dots1_kv_heads_2.gguf", "grouped key/value heads are not supported by this family",
+                  dots1(set_u32("dots1.attention.head_count_kv", 2)))
+    yield variant("dots1_no_expert_ff.gguf", "key not found in model: dots1.expert_feed_forward_length",
+                  dots1(lambda m: m.drop_kv("dots1.expert_feed_forward_length")))
+    # (the file unbroken loads: warn_cases' dots1_valid_bos_out_of_range)
 
     def u32_kv(key, v):
         def f(m):
@@ -665,6 +718,9 @@ def warn_cases(base):
     def bos_far(m):
         m.kvs[m.kv_index("tokenizer.ggml.bos_token_id")] = kv_u32("tokenizer.ggml.bos_token_id", 999)
     yield variant("vocab_bos_out_of_range.gguf", "bad special token: 'tokenizer.ggml.bos_token_id' = 999", bos_far)
+    # (the dots1 file the `cases` break, valid: it loads)
+    yield variant("dots1_valid_bos_out_of_range.gguf", "bad special token: 'tokenizer.ggml.bos_token_id' = 999",
+                  dots1(bos_far))
 
     def byte_tok(m):
         m.kv("tokenizer.ggml.token_type").payload = array(

@@ -531,7 +531,7 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 # experts only: its weight bytes are the active parameters'
                 local m py
                 py=$(bash "$ROOT/scripts/py-venv.sh")
-                for m in qwen3moe qwen2moe gpt-oss; do
+                for m in qwen3moe qwen2moe gpt-oss dots1; do
                     if [ -f "$OUT/fam-$m-q4_k_m.gguf" ] && compile test_moe_bytes "$ROOT/ffi-tests/test_moe_bytes.c"; then
                         # shellcheck disable=SC2046
                         run_prog test_moe_bytes "$OUT/fam-$m-q4_k_m.gguf" \

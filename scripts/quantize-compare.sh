@@ -92,6 +92,8 @@ synth synth-olmoe olmoe llama-spm 11 512 kv_heads=4
 synth synth-granitemoe granitemoe llama-spm 11 512 optional=1 shexp=64
 synth synth-llama-moe llama llama-spm 11 512 experts=8
 synth synth-gpt-oss gpt-oss llama-spm 11 512 optional=1 scaling=yarn factor=4 orig_ctx=64
+synth synth-dots1 dots1 llama-spm 11 512 experts=8 layers=3 kv_heads=4
+synth synth-dots1-256 dots1 llama-spm 7 512 embd=256 layers=4 heads=4 kv_heads=4 head_dim=64 ff=512
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -175,6 +177,9 @@ run_case synth-llama256.Q4_0+prune q "$L" 2 prune=1,3
 run_case synth-llama256.IQ4_NL+imatrix_empty q "$L" 25 imatrix_empty
 run_case synth-llama256.Q4_K_M+tt q "$L" 15 'tt=blk\.[0-3]\.ffn:14'
 run_case synth-llama256.Q8_0+mxfp4 q "$L" 7 'tt=blk\.:39'
+# dots1: a dense first layer, then experts with a shared expert (Q4_K_M's
+# per-layer choices see both kinds of layer)
+run_case synth-dots1-256.Q4_K_M q "$OUT/in/synth-dots1-256.gguf" 15
 if [ $quick = 0 ]; then
     run_case synth-llama256.Q4_K_M+nthread1 q "$L" 15 nthread=1
     run_case synth-llama256.IQ4_NL+imatrix_unused q "$L" 25 imatrix_unused
@@ -189,7 +194,7 @@ run_case split.Q4_0+keep_split q "$OUT/in/split-00001-of-00003.gguf" 2 keep_spli
 for m in synth-llama synth-qwen2 synth-qwen3 synth-gemma3 synth-gemma256 synth-gemma2 synth-olmo2 synth-granite synth-phi3 \
     synth-phi2 synth-starcoder2 synth-stablelm synth-gpt2 synth-falcon synth-exaone4 synth-cohere2 \
     synth-qwen3-yarn synth-phi3-longrope synth-mistral3 synth-stablelm-12b synth-qwen3moe synth-qwen2moe synth-olmoe \
-    synth-granitemoe synth-llama-moe synth-gpt-oss; do
+    synth-granitemoe synth-llama-moe synth-gpt-oss synth-dots1; do
     run_case "save.$m" s "$OUT/in/$m.gguf"
 done
 run_case save.smollm2-q4_1 s "$SMOL"

@@ -254,6 +254,7 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "ffn_gate.bias" => 89,
         "ffn_down.bias" => 90,
         "ffn_up.bias" => 91,
+        "exp_probs_b.bias" => 93,
         _ => return None,
     })
 }

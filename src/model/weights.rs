@@ -276,12 +276,8 @@ fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertF
         true => b.required(&t(name), shape).map(Some),
         false => Ok(None),
     };
-    if b.find(&t("ffn_gate_up_exps.weight")).is_some() {
-        return Err(Error::model(format!(
-            "not implemented yet: fused expert gate and up ({})",
-            t("ffn_gate_up_exps.weight")
-        )));
-    }
+    // (a fused `ffn_gate_up_exps` is not read: none of these families
+    // creates it in the reference, whose loader then misses the gate)
     Ok(ExpertFfn {
         router: b.required(&t("ffn_gate_inp.weight"), &[n_embd, n_expert])?,
         gate: b.required(&t("ffn_gate_exps.weight"), &[n_embd, n_ff_exp, n_expert])?,
