@@ -10,7 +10,7 @@
 //! ```
 //!
 //! `--tiles 1` gives the matrices that have a load-time tiled layout
-//! (`repack_tiles`: Q4_0, IQ4_NL, Q4_K; not MXFP4 yet) their tiles, 64-byte aligned as in
+//! (`repack_tiles`: Q4_0, IQ4_NL, MXFP4, Q4_K) their tiles, 64-byte aligned as in
 //! a loaded model, so the set's tiled kernel runs as in a model's matmuls.
 //!
 //! Shapes are `rows x cols` (output x input): the projections of SmolLM2-135M
