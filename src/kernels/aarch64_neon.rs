@@ -999,7 +999,7 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
         MXFP4 => lut_mxfp4,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | TQ1_0 | TQ2_0 => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -1017,7 +1017,7 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         Q4_1 => tile_q4_1_dp,
         Q5_1 => tile_q5_1_dp,
         MXFP4 => lut_mxfp4_dp,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | TQ1_0 | TQ2_0 => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

@@ -9,7 +9,7 @@ use crate::ggml_type::GgmlType;
 use crate::quant;
 
 /// Every weight type with a dot kernel.
-pub(crate) const WEIGHT_TYPES: [GgmlType; 15] = [
+pub(crate) const WEIGHT_TYPES: [GgmlType; 17] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -25,6 +25,8 @@ pub(crate) const WEIGHT_TYPES: [GgmlType; 15] = [
     GgmlType::Q6_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
 ];
 
 /// xorshift64*: deterministic test data.
@@ -546,6 +548,8 @@ pub(crate) fn scale_fields(ty: GgmlType) -> &'static [usize] {
         Q2_K => &[80, 82],
         Q3_K => &[108],
         Q6_K => &[208],
+        TQ1_0 => &[52],
+        TQ2_0 => &[64],
         _ => &[],
     }
 }

@@ -98,7 +98,7 @@ pub fn cpu_ok_vnni() -> bool {
 pub(crate) static SET_VNNI: KernelSet = KernelSet {
     name: "avx2-vnni",
     tile: tile_vnni,
-    ggml: super::ggml_paths::avx2_tile,
+    ggml: super::ggml_paths::vnni_tile,
     rows: rows_vnni,
     ggml_rows: super::ggml_paths::vnni_rows,
     ggml_token_major: super::ggml_paths::vnni_token_major,
@@ -138,7 +138,9 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_q8_0_family::<WIq4Nl>,
         Q4_1 => tile_q8_1_family::<WQ4_1>,
         Q5_1 => tile_q8_1_family::<WQ5_1>,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 => return super::ggml_paths::vec_dot_k::avx2_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 | TQ1_0 | TQ2_0 => {
+            return super::ggml_paths::vec_dot_k::avx2_tile(ty)
+        }
         _ => return None,
     })
 }

@@ -19,6 +19,8 @@
 //! | Q2_K … Q6_K | 256 | `q2_k.rs` … `q6_k.rs` | Q8_K |
 //! | Q8_K | 256 | `q8_k.rs` | activation-only |
 //! | IQ4_NL, IQ4_XS | 32, 256 | `iq4.rs` | Q8_0, Q8_K |
+//! | MXFP4 | 32 | `mxfp4.rs` | Q8_0 |
+//! | TQ1_0, TQ2_0 | 256 | `tq.rs` | Q8_K |
 
 pub mod float;
 pub mod iq4;
@@ -36,6 +38,7 @@ pub mod q6_k;
 pub mod q8_0;
 pub mod q8_1;
 pub mod q8_k;
+pub mod tq;
 pub mod validate;
 
 #[cfg(test)]
@@ -189,6 +192,8 @@ pub fn is_supported(ty: GgmlType) -> bool {
             | IQ4_NL
             | IQ4_XS
             | MXFP4
+            | TQ1_0
+            | TQ2_0
     )
 }
 
@@ -215,6 +220,8 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
         IQ4_NL => iq4::dequantize_row_nl(as_blocks(src), out),
         IQ4_XS => iq4::dequantize_row_xs(as_blocks(src), out),
         MXFP4 => mxfp4::dequantize_row(as_blocks(src), out),
+        TQ1_0 => tq::dequantize_row_tq1_0(as_blocks(src), out),
+        TQ2_0 => tq::dequantize_row_tq2_0(as_blocks(src), out),
         _ => return Err(Error::invalid(format!("dequantize_row: type {ty} is not supported"))),
     }
     Ok(())
@@ -244,6 +251,8 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
         IQ4_NL => iq4::quantize_row_nl(x, as_blocks_mut(out)),
         IQ4_XS => iq4::quantize_row_xs(x, as_blocks_mut(out)),
         MXFP4 => mxfp4::quantize_row(x, as_blocks_mut(out)),
+        TQ1_0 => tq::quantize_row_tq1_0(x, as_blocks_mut(out)),
+        TQ2_0 => tq::quantize_row_tq2_0(x, as_blocks_mut(out)),
         _ => return Err(Error::invalid(format!("quantize_row: type {ty} is not supported"))),
     }
     Ok(())

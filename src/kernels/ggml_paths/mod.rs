@@ -64,6 +64,7 @@ pub mod tinyblas_bf16;
 pub mod tinyblas_f16;
 pub mod tinyblas_f32;
 pub mod vec_dot_k;
+pub mod vec_dot_tq;
 
 #[cfg(test)]
 mod tests;
@@ -111,8 +112,9 @@ pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
     }
     match ty {
         // (llamafile's tinyBLAS has no MXFP4: ggml_vec_dot_mxfp4_q8_0 for
-        // every row count)
-        MXFP4 => Some(Path::VecDot),
+        // every row count; nor do it or the tiled path take the ternary
+        // types)
+        MXFP4 | TQ1_0 | TQ2_0 => Some(Path::VecDot),
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),
@@ -163,6 +165,16 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
         Path::TinyBlasBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::TinyBlas),
         Path::VecDotBf16 => tinyblas_bf16::avx2_tile(ty, tinyblas_f32::FloatPath::VecDot),
         Path::TinyBlasF16 | Path::VecDotF16 => scalar_tile(ty, path),
+    }
+}
+
+/// The AVX-512 VNNI emulation of `path` for `ty`, if there is one: the
+/// ternary types' `vpdpbusd` dot, else [`avx2_tile`]'s.
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
+    match path {
+        Path::VecDot => vec_dot_tq::vnni_tile(ty).or_else(|| avx2_tile(ty, path)),
+        _ => avx2_tile(ty, path),
     }
 }
 

@@ -175,7 +175,7 @@ fn sets_equal_scalar(ty: GgmlType, rows: usize, cols: usize, nts: &[usize], rng:
 fn every_set_computes_the_scalar_emulations_bits() {
     use GgmlType::*;
     let mut rng = Rng::new(77);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, F32, F16, BF16] {
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, TQ1_0, TQ2_0, F32, F16, BF16] {
         sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
     }
 }

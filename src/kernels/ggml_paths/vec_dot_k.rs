@@ -217,6 +217,9 @@ fn lut_pairs<B: Block>(
 
 /// The scalar emulation for weight type `ty`.
 pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
+    if let Some(f) = super::vec_dot_tq::scalar_tile(ty) {
+        return Some(f);
+    }
     if ty == GgmlType::IQ4_NL {
         return Some(iq4_nl);
     }
@@ -231,6 +234,9 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use avx2::{tile, LANES4, LANES8, NONE, Q6K, SCALAR};
+    if let Some(f) = super::vec_dot_tq::avx2_tile(ty) {
+        return Some(f);
+    }
     if ty == GgmlType::IQ4_NL {
         return Some(avx2::iq4_nl);
     }
