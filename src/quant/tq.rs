@@ -136,7 +136,7 @@ fn pack_trits(xs: impl Iterator<Item = i32>, extra_shift: bool) -> u8 {
     if extra_shift {
         q = q.wrapping_mul(3);
     }
-    ((q as u16 * 256 + 242) / 243) as u8
+    (q as u16 * 256).div_ceil(243) as u8
 }
 
 /// `quantize_row_tq1_0_ref` (which `quantize_tq1_0` runs, importance
@@ -187,8 +187,8 @@ mod tests {
         // avg(s, avg(s, 0)), s = q −sat 1; the dequantizer's formula agrees
         let avg = |a: u8, b: u8| ((a as u16 + b as u16 + 1) >> 1) as u8;
         for q in 0..=255u8 {
-            for i in 0..5 {
-                let qi = q.wrapping_mul(POW3[i]);
+            for (i, &p) in POW3.iter().enumerate().take(5) {
+                let qi = q.wrapping_mul(p);
                 let s = qi.saturating_sub(1);
                 assert_eq!(trit(q, i), (avg(s, avg(s, 0)) >> 6) & 3, "byte {q} digit {i}");
                 assert!(trit(q, i) <= 2);
