@@ -35,6 +35,8 @@ pub(crate) fn golden_types() -> Vec<(GgmlType, &'static [u8])> {
         (Q8_K, golden!("q8_K.bin")),
         (IQ4_NL, golden!("iq4_nl.bin")),
         (IQ4_XS, golden!("iq4_xs.bin")),
+        (TQ1_0, golden!("tq1_0.bin")),
+        (TQ2_0, golden!("tq2_0.bin")),
     ]
 }
 
@@ -100,6 +102,9 @@ fn dequantize_of_golden_is_close_to_input() {
             GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q5_K => 0.06,
             GgmlType::Q2_K => 0.4,
             GgmlType::Q3_K => 0.2,
+            // (three levels, the outer ones at the block's maximum: most of
+            // a gaussian block rounds to 0)
+            GgmlType::TQ1_0 | GgmlType::TQ2_0 => 0.9,
             _ => 0.12,
         };
         for sb in 0..2 {
@@ -190,5 +195,5 @@ fn dequantize_equals_gguf_numpy() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 14);
+    assert_eq!(checked, 16);
 }
