@@ -45,7 +45,10 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     use GgmlType::*;
     let mut a = Args {
-        types: vec![F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4],
+        types: vec![
+            F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0,
+            TQ2_0,
+        ],
         shapes: DEFAULT_SHAPES.to_vec(),
         threads: vec![1, 2],
         nt: 512,

@@ -63,6 +63,24 @@ family_model() {
     echo "$q"
 }
 
+# ternary_model: a llama of SmolLM2-like size with rows of 256 (30 layers,
+# n_embd 768, 12 heads of 64, 4 KV heads, n_ff 2048; the ternary types
+# need whole super-blocks), quantized to TQ2_0 by minfer (the reference's
+# bytes), written once into $CACHE/families/
+ternary_model() {
+    local dir=$CACHE/families f32 q
+    f32=$dir/ternary.F32.gguf q=$dir/ternary.TQ2_0.gguf
+    if [ ! -f "$q" ]; then
+        mkdir -p "$dir"
+        (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
+        gcc -O2 -std=c11 -I"$ROOT/include" "$ROOT/ffi-tests/quantize_tool.c" -o "$OUT/quantize_tool" -L"$OURS" -lllama
+        "$ROOT/target/release/examples/synth_model" llama "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
+            49152 embd=768 layers=30 heads=12 kv_heads=4 head_dim=64 ff=2048 ctx=1024
+        LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" 37 > /dev/null && mv "$q.tmp" "$q" && rm -f "$f32"
+    fi
+    echo "$q"
+}
+
 if [ $# -gt 0 ]; then
     MODELS=("$@")
 else
@@ -72,6 +90,7 @@ else
         for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
             MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
         done
+        MODELS+=("$(ternary_model)")
     fi
     # one row per family of ffi-tests/golden/parity/families.txt (FAMILIES:
     # only those lines, and no other model)

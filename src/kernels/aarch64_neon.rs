@@ -477,6 +477,96 @@ unsafe fn lut_pairs32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, ou
     }
 }
 
+// --- the ternary types × Q8_K (`ggml_paths::vec_dot_tq`: the same bits)
+
+/// The trit in the top of each byte: `(q·3) >> 8`.
+#[inline(always)]
+unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it.
+    unsafe {
+        let three = vdup_n_u8(3);
+        let lo = vshrn_n_u16::<8>(vmull_u8(vget_low_u8(q), three));
+        let hi = vshrn_n_u16::<8>(vmull_high_u8(q, vdupq_n_u8(3)));
+        vcombine_u8(lo, hi)
+    }
+}
+
+/// A ternary super-block's trits (0..=3) in element order, 16 per
+/// register, and its scale: TQ1_0 (`ONE`) or TQ2_0.
+#[inline(always)]
+unsafe fn tq_trits<const ONE: bool>(p: *const u8) -> ([uint8x16_t; 16], f32) {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; `p`
+    // covers a block (the caller's contract).
+    unsafe {
+        let mut t = [vdupq_n_u8(0); 16];
+        if ONE {
+            const POW3: [u8; 5] = [1, 3, 9, 27, 81];
+            let (q0, q1, b) = (ld(p), ld(p.add(16)), ld(p.add(32)));
+            for (n, &m) in POW3.iter().enumerate() {
+                let m = vdupq_n_u8(m);
+                // elements 32n.. (qs[0..32]); 160 + 16n.. (qs[32..48])
+                t[2 * n] = top_trit(vmulq_u8(q0, m));
+                t[2 * n + 1] = top_trit(vmulq_u8(q1, m));
+                t[10 + n] = top_trit(vmulq_u8(b, m));
+            }
+            // elements 240 + 4n + j: qh[j]·3^n
+            const QH_POW: [u8; 16] = [1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27];
+            let qh = vreinterpretq_u8_u32(vdupq_n_u32(std::ptr::read_unaligned(p.add(48) as *const u32)));
+            t[15] = top_trit(vmulq_u8(qh, vld1q_u8(QH_POW.as_ptr())));
+            (t, f16_at(p.add(52)))
+        } else {
+            let m3 = vdupq_n_u8(3);
+            for c in 0..2 {
+                let (q0, q1) = (ld(p.add(32 * c)), ld(p.add(32 * c + 16)));
+                for l in 0..4 {
+                    let sh = vdupq_n_s8(-2 * l as i8);
+                    t[2 * (4 * c + l)] = vandq_u8(vshlq_u8(q0, sh), m3);
+                    t[2 * (4 * c + l) + 1] = vandq_u8(vshlq_u8(q1, sh), m3);
+                }
+            }
+            (t, f16_at(p.add(64)))
+        }
+    }
+}
+
+/// `ggml_vec_dot_tq{1,2}_0_q8_K` (see `ggml_paths::vec_dot_tq`): 8 i32
+/// lanes per super-block (here `lo`: lanes 0–3, `hi`: 4–7), fused into 8 f32
+/// lanes, summed in `hsum_float_8`'s order.
+#[inline(always)]
+unsafe fn tile_tq<const ONE: bool, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it; the
+    // offsets and accesses through `w`, `a`, `out` stay within the buffers the
+    // caller vouched for (the `TileFn` contract), which is what the callees'
+    // contracts ask.
+    unsafe {
+        let nb = n / QK_K;
+        let bytes = if ONE { 54 } else { 66 };
+        let (w, a) = (w.as_ptr(), a.as_ptr());
+        for (t, o) in out.iter_mut().enumerate() {
+            let mut acc = [vdupq_n_f32(0.0); 2];
+            for b in 0..nb {
+                let (tr, dw) = tq_trits::<ONE>(w.add(b * bytes));
+                let ab = a.add(t * s + b * 292);
+                let mut lanes = [vdupq_n_s32(0); 2];
+                for (c, tc) in tr.iter().enumerate() {
+                    let y = vld1q_s8(ab.add(4 + 16 * c) as *const i8);
+                    lanes[c % 2] = D::dot4(lanes[c % 2], s8(*tc), y);
+                }
+                // less bsum[2l] + bsum[2l+1]
+                let bs0 = vpaddlq_s16(vld1q_s16(ab.add(4 + QK_K) as *const i16));
+                let bs1 = vpaddlq_s16(vld1q_s16(ab.add(4 + QK_K + 16) as *const i16));
+                let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
+                let d = vdupq_n_f32(da * dw);
+                acc[0] = vfmaq_f32(acc[0], vcvtq_f32_s32(vsubq_s32(lanes[0], bs0)), d);
+                acc[1] = vfmaq_f32(acc[1], vcvtq_f32_s32(vsubq_s32(lanes[1], bs1)), d);
+            }
+            let v = vaddq_f32(acc[0], acc[1]);
+            let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+            *o = vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h);
+        }
+    }
+}
+
 // --- super-blocks × Q8_K
 
 /// A super-block unpacked: 16 groups of 16 signed values, their scales and
@@ -938,6 +1028,27 @@ entries! {
     tiled_iq4_xs tiled_iq4_xs_dp = tile_k_tiled::<WIq4Xs>;
 }
 
+macro_rules! tq_entries {
+    ($($name:ident $dp:ident = $one:literal;)*) => {$(
+        unsafe fn $name(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            // SAFETY: `tile_tq` asks the `TileFn` contract, which is this fn's
+            // (plain NEON: the aarch64 baseline).
+            unsafe { tile_tq::<$one, Smull>(n, w, a, s, out) }
+        }
+        #[target_feature(enable = "dotprod")]
+        unsafe fn $dp(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+            // SAFETY: as above; `Sdot` needs dotprod, enabled here and checked
+            // by the caller.
+            unsafe { tile_tq::<$one, Sdot>(n, w, a, s, out) }
+        }
+    )*};
+}
+
+tq_entries! {
+    tile_tq1_0 tile_tq1_0_dp = true;
+    tile_tq2_0 tile_tq2_0_dp = false;
+}
+
 /// The reference paths (`ggml_paths`): the tiled k-quant matmul with this
 /// set's exact integer sums and the tiled fold; the repacked path of the
 /// 32-block types and the table types' `ggml_vec_dot` (`repack32`,
@@ -952,6 +1063,8 @@ fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::Repack, MXFP4) => Some(repack_mxfp4),
         (Path::VecDot, IQ4_NL) => Some(lut_iq4_nl),
         (Path::VecDot, MXFP4) => Some(lut_mxfp4),
+        (Path::VecDot, TQ1_0) => Some(tile_tq1_0),
+        (Path::VecDot, TQ2_0) => Some(tile_tq2_0),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -966,6 +1079,8 @@ fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::Repack, MXFP4) => Some(repack_mxfp4_dp),
         (Path::VecDot, IQ4_NL) => Some(lut_iq4_nl_dp),
         (Path::VecDot, MXFP4) => Some(lut_mxfp4_dp),
+        (Path::VecDot, TQ1_0) => Some(tile_tq1_0_dp),
+        (Path::VecDot, TQ2_0) => Some(tile_tq2_0_dp),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -999,7 +1114,9 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
         MXFP4 => lut_mxfp4,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | TQ1_0 | TQ2_0 => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        TQ1_0 => tile_tq1_0,
+        TQ2_0 => tile_tq2_0,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -1017,7 +1134,9 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         Q4_1 => tile_q4_1_dp,
         Q5_1 => tile_q5_1_dp,
         MXFP4 => lut_mxfp4_dp,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | TQ1_0 | TQ2_0 => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        TQ1_0 => tile_tq1_0_dp,
+        TQ2_0 => tile_tq2_0_dp,
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
