@@ -311,6 +311,8 @@ impl KernelSet {
     pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
         match path(ty, rows, 1) {
             None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
+            // (the ternary types' vec_dot: 4 rows per activation load)
+            Some(Path::VecDot) if matches!(ty, GgmlType::TQ1_0 | GgmlType::TQ2_0) => (self.rows)(ty),
             Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(ty, rows, 1),
             _ => None,
         }

@@ -657,9 +657,18 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
     let mut rng = Rng::new(91);
     let nts: Vec<usize> = (1..=40).chain([256 + 3]).collect();
     let (max_rows, max_nt) = (9, 259);
-    // 1, 9 and 19 blocks of 32
-    for (set, n) in sets.iter().flat_map(|set| [32, 288, 608].map(|n| (set, n))) {
-        for ty in [GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL] {
+    // 1, 9 and 19 blocks of 32; 1 and 3 super-blocks of the ternary types
+    // (their rows kernel is the decode's)
+    use GgmlType::*;
+    let types = [Q4_1, Q5_1, Q4_0, Q5_0, Q8_0, IQ4_NL, TQ1_0, TQ2_0];
+    let cases = sets.iter().flat_map(|set| {
+        types.into_iter().flat_map(move |ty| {
+            let ns: &'static [usize] = if ty.block_size() == 256 { &[256, 768] } else { &[32, 288, 608] };
+            ns.iter().map(move |&n| (set, ty, n))
+        })
+    });
+    for (set, ty, n) in cases {
+        {
             let Some(rows_f) = (set.rows)(ty) else { continue };
             let act = ActType::for_weight(ty).expect("paired");
             let row = ty.row_size(n as u64).expect("size") as usize;

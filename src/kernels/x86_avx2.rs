@@ -64,7 +64,11 @@ pub(crate) static SET: KernelSet = KernelSet {
 
 /// The AVX2 set's row-block kernels (`RowsFn`: several weight rows × several
 /// tokens per step, the bits of `tile`'s kernel for each output).
+/// (The ternary types' `ggml_vec_dot` rows: `vec_dot_tq`, for decodes.)
 fn rows_avx2(ty: GgmlType) -> Option<RowsFn> {
+    if let Some(f) = super::ggml_paths::vec_dot_tq::avx2_rows(ty) {
+        return Some(f);
+    }
     rows_32_blocks!(ty, rows_q8_0_family_avx2, rows_q8_1_family_avx2)
 }
 
@@ -123,6 +127,9 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
 }
 
 fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
+    if let Some(f) = super::ggml_paths::vec_dot_tq::vnni_rows(ty) {
+        return Some(f);
+    }
     rows_32_blocks!(ty, rows_q8_0_family_vnni, rows_q8_1_family_vnni)
 }
 

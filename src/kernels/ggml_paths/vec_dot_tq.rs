@@ -85,6 +85,28 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     }
 }
 
+/// The one-token row-block kernel (`RowsFn`, the bits of [`avx2_tile`]) for
+/// `ty`, if it is a ternary type: the decode's (`KernelSet::decode_rows_fn`),
+/// each activation block loaded once for 4 rows.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_rows(ty: GgmlType) -> Option<super::super::dispatch::RowsFn> {
+    match ty {
+        GgmlType::TQ1_0 => Some(avx2::rows::<avx2::Tq1>),
+        GgmlType::TQ2_0 => Some(avx2::rows::<avx2::Tq2>),
+        _ => None,
+    }
+}
+
+/// [`avx2_rows`] with `vpdpbusd` (the bits of [`vnni_tile`]).
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_rows(ty: GgmlType) -> Option<super::super::dispatch::RowsFn> {
+    match ty {
+        GgmlType::TQ1_0 => Some(avx2::rows_vnni::<avx2::Tq1>),
+        GgmlType::TQ2_0 => Some(avx2::rows_vnni::<avx2::Tq2>),
+        _ => None,
+    }
+}
+
 /// The AVX-512 VNNI emulation for `ty` (`vpdpbusd` gives the same lanes
 /// as `vpmaddubsw` + `vpmaddwd`), if it is a ternary type.
 #[cfg(target_arch = "x86_64")]
@@ -203,26 +225,42 @@ pub(crate) mod avx2 {
         }
     }
 
-    /// The 8 lanes of one block's chunks `t` against the Q8_K block at
-    /// `ab` (`VNNI`: `vpdpbusd`), as the module doc says.
+    /// A Q8_K block's quants (8 chunks of 32), `bsum[2l] + bsum[2l+1]` in
+    /// lane `l`, and its scale.
     #[inline(always)]
-    unsafe fn lanes<const VNNI: bool>(t: &[__m256i; 8], ab: *const u8) -> __m256i {
+    unsafe fn act(ab: *const u8) -> ([__m256i; 8], __m256i, f32) {
+        // SAFETY: runs inside the `#[target_feature]` kernels below (AVX2);
+        // `ab` covers a Q8_K block.
+        unsafe {
+            let y = std::array::from_fn(|c| loadu(ab.add(4 + 32 * c)));
+            let bsums = _mm256_madd_epi16(loadu(ab.add(4 + QK_K)), _mm256_set1_epi16(1));
+            (y, bsums, f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4])))
+        }
+    }
+
+    /// The 8 lanes of one block's chunks `t` against an activation block's
+    /// quants `y` and pair sums `bsums` (`VNNI`: `vpdpbusd`), as the module
+    /// doc says.
+    #[inline(always)]
+    unsafe fn lanes<const VNNI: bool>(t: &[__m256i; 8], y: &[__m256i; 8], bsums: __m256i) -> __m256i {
         // SAFETY: runs inside the `#[target_feature]` kernels below (AVX2;
-        // AVX-512 VNNI where `VNNI`); `ab` covers a Q8_K block.
+        // AVX-512 VNNI where `VNNI`); registers only.
         unsafe {
             let ones = _mm256_set1_epi16(1);
-            let mut acc = _mm256_setzero_si256();
-            for (c, &tc) in t.iter().enumerate() {
-                let y = loadu(ab.add(4 + 32 * c));
-                acc = if VNNI {
-                    _mm256_dpbusd_epi32(acc, tc, y)
+            // four chains (the sums are exact integers: any grouping gives
+            // the same lanes; one chain of 8 `vpdpbusd` waited on their
+            // latency)
+            let mut acc = [_mm256_setzero_si256(); 4];
+            for (c, (&tc, &yc)) in t.iter().zip(y).enumerate() {
+                acc[c % 4] = if VNNI {
+                    _mm256_dpbusd_epi32(acc[c % 4], tc, yc)
                 } else {
                     // (a pair of products ≤ 2·3·128: exact in i16)
-                    _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(tc, y), ones))
+                    _mm256_add_epi32(acc[c % 4], _mm256_madd_epi16(_mm256_maddubs_epi16(tc, yc), ones))
                 };
             }
-            let bsums = _mm256_madd_epi16(loadu(ab.add(4 + QK_K)), ones);
-            _mm256_sub_epi32(acc, bsums)
+            let sum = _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
+            _mm256_sub_epi32(sum, bsums)
         }
     }
 
@@ -241,11 +279,9 @@ pub(crate) mod avx2 {
             for b in 0..nb {
                 let (t, dw) = U::unpack(w.add(b * U::BYTES));
                 for (j, acc) in acc.iter_mut().enumerate() {
-                    let ab = a.add(j * s + b * 292);
-                    let da = f32::from_le_bytes(std::ptr::read_unaligned(ab as *const [u8; 4]));
-                    let d = _mm256_set1_ps(da * dw);
-                    let l = lanes::<VNNI>(&t, ab);
-                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), d, *acc);
+                    let (y, bsums, da) = act(a.add(j * s + b * 292));
+                    let l = lanes::<VNNI>(&t, &y, bsums);
+                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(da * dw), *acc);
                 }
             }
             for (o, acc) in out.iter_mut().zip(acc) {
@@ -269,6 +305,105 @@ pub(crate) mod avx2 {
                 t += 1;
             }
         }
+    }
+
+    /// `R` weight rows `ws` apart against one token: each activation block
+    /// loaded once for the `R` rows; every row's operations those of
+    /// [`group`] (the same bits).
+    #[inline(always)]
+    unsafe fn rows_group<U: Tq, const VNNI: bool, const R: usize>(
+        nb: usize,
+        w: *const u8,
+        ws: usize,
+        a: *const u8,
+        out: *mut f32,
+        os: usize,
+    ) {
+        // SAFETY: as `lanes`; `w` covers R rows of `nb` blocks `ws` apart, `a`
+        // one token, `out` R outputs `os` apart (the `RowsFn` contract).
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); R];
+            for b in 0..nb {
+                let (y, bsums, da) = act(a.add(b * 292));
+                for (i, acc) in acc.iter_mut().enumerate() {
+                    let (t, dw) = U::unpack(w.add(i * ws + b * U::BYTES));
+                    let l = lanes::<VNNI>(&t, &y, bsums);
+                    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(da * dw), *acc);
+                }
+            }
+            for (i, acc) in acc.into_iter().enumerate() {
+                *out.add(i * os) = hsum_ps(acc);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn rows_body<U: Tq, const VNNI: bool>(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        crate::kernels::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
+        // SAFETY: the `RowsFn` contract (shapes checked by the caller; the
+        // output's extent asserted above).
+        unsafe {
+            let nb = n / QK_K;
+            for t in 0..nt {
+                let (at, o) = (a.as_ptr().add(t * s), out.as_mut_ptr().add(t));
+                let mut r = 0;
+                while r + 4 <= n_rows {
+                    rows_group::<U, VNNI, 4>(nb, w.as_ptr().add(r * ws), ws, at, o.add(r * os), os);
+                    r += 4;
+                }
+                while r < n_rows {
+                    rows_group::<U, VNNI, 1>(nb, w.as_ptr().add(r * ws), ws, at, o.add(r * os), os);
+                    r += 1;
+                }
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn rows<U: Tq>(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c and the
+        // buffers hold what the shapes say.
+        unsafe { rows_body::<U, false>(n, w, ws, n_rows, a, s, nt, out, os) }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn rows_vnni<U: Tq>(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: this fn's contract: the CPU has the set's features and the
+        // buffers hold what the shapes say.
+        unsafe { rows_body::<U, true>(n, w, ws, n_rows, a, s, nt, out, os) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
