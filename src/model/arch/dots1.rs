@@ -26,14 +26,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     super::require_full_rope(hp, keys)?;
     // (the reference sizes k and v for every head: its released model has
     // no grouped heads, and a file with them fails its shape checks)
-    if hp.n_head_kv != hp.n_head {
-        return Err(Error::model(format!(
-            "{}: grouped key/value heads are not supported by this family ({} != {})",
-            keys.arch,
-            keys.full("%s.attention.head_count_kv"),
-            keys.full("%s.attention.head_count")
-        )));
-    }
+    super::require_kv_heads_equal_heads(hp, keys)?;
     super::require_experts(hp, keys, true)?;
     // (required by the reference: it reads no fallback)
     if keys.u32_per_layer("%s.expert_feed_forward_length", hp.n_layer)?.is_none() {

@@ -435,6 +435,20 @@ pub(crate) fn require_full_rope(hp: &HParams, keys: &Keys) -> Result<()> {
     Ok(())
 }
 
+/// As many key/value heads as query heads (olmoe, dots1: the reference
+/// fails such a file at its graph or shape checks).
+pub(crate) fn require_kv_heads_equal_heads(hp: &HParams, keys: &Keys) -> Result<()> {
+    if hp.n_head_kv != hp.n_head {
+        return Err(Error::model(format!(
+            "{}: grouped key/value heads are not supported by this family ({} != {})",
+            keys.arch,
+            keys.full("%s.attention.head_count_kv"),
+            keys.full("%s.attention.head_count")
+        )));
+    }
+    Ok(())
+}
+
 /// Key and value heads of one size (the reference's graph assertion of
 /// most families; it aborts where this refuses the file).
 pub(crate) fn require_equal_heads(hp: &HParams, keys: &Keys) -> Result<()> {

@@ -3,7 +3,7 @@
 //! softmax router, weights not renormalised, no shared expert.
 
 use super::{Block, Family, Moe, QkNorm, Rope, SharedExpert};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -22,14 +22,7 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     super::require_full_rope(hp, keys)?;
     // (its k norm has n_embd weights: the reference's graph aborts on a
     // model whose k projection is narrower)
-    if hp.n_head_kv != hp.n_head {
-        return Err(Error::model(format!(
-            "{}: grouped key/value heads are not supported by this family ({} != {})",
-            keys.arch,
-            keys.full("%s.attention.head_count_kv"),
-            keys.full("%s.attention.head_count")
-        )));
-    }
+    super::require_kv_heads_equal_heads(hp, keys)?;
     super::require_experts(hp, keys, false)
 }
 
