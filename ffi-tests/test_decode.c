@@ -430,6 +430,21 @@ int main(int argc, char ** argv) {
     CHECK(pd.n_p_eval == 1 && pd.n_eval == 1 && pd.t_eval_ms == 0, "perf reset (counts read as at least 1)");
     log_clear();
     CHECK(llama_encode(pc, b) == -1 && log_has("encoder"), "encode on a decoder-only model: %s", g_log);
+    // training is refused with a message (README, "Training"), and the
+    // context still decodes as before
+    struct llama_opt_params op = { 0 };
+    op.param_filter = llama_opt_param_filter_all;
+    log_clear();
+    llama_opt_init(pc, g_model, op);
+    CHECK(log_has("llama_opt_init") && log_has("training is not supported"), "opt_init refused: %s", g_log);
+    log_clear();
+    llama_opt_epoch(pc, NULL, NULL, NULL, 0, NULL, NULL);
+    CHECK(log_has("llama_opt_epoch") && log_has("training is not supported"), "opt_epoch refused: %s", g_log);
+    llama_opt_init(NULL, NULL, op);
+    llama_opt_epoch(NULL, NULL, NULL, NULL, 0, NULL, NULL);
+    b.n_tokens = 1;
+    batch_put(&b, 0, A[0], 9, 0, true);
+    CHECK(llama_decode(pc, b) == 0 && llama_get_logits_ith(pc, 0) != NULL, "decode after the refusals: %s", g_log);
     llama_free(pc);
 
     llama_batch_free(b);
