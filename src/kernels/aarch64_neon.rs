@@ -389,6 +389,18 @@ unsafe fn tile32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, out: &m
 // --- the reference's x86 paths of the 32-block table and Q4_0 types
 // (`ggml_paths::repack` and `ggml_paths::vec_dot_k`: the same bits)
 
+/// ggml's x86 `hsum_float_8` of 8 lanes held as `lo` (0–3) and `hi` (4–7):
+/// (l0+l4, l1+l5, l2+l6, l3+l7), then pairs 2 apart, then the two.
+#[inline(always)]
+unsafe fn hsum_float_8(lo: float32x4_t, hi: float32x4_t) -> f32 {
+    // SAFETY: NEON is part of the aarch64 baseline, so the CPU has it.
+    unsafe {
+        let v = vaddq_f32(lo, hi);
+        let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+        vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h)
+    }
+}
+
 /// The exact integer dot of a weight block (`q0`, `q1`: elements 0–15,
 /// 16–31) with the Q8_0 block at `ab`, as 4 lanes: lane `l` sums elements
 /// `4l .. 4l + 4` (`q0`) and `16 + 4l ..` (`q1`) apart, in `(lo, hi)`.
@@ -463,11 +475,7 @@ unsafe fn lut_pairs32<U: W32, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usize, ou
                 ib += 2;
             }
             let both = [vaddq_f32(acc[0][0], acc[1][0]), vaddq_f32(acc[0][1], acc[1][1])];
-            // hsum_float_8: (l0+l4, l1+l5, l2+l6, l3+l7), then pairs 2
-            // apart, then the two
-            let v = vaddq_f32(both[0], both[1]);
-            let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
-            let mut sum = vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h);
+            let mut sum = hsum_float_8(both[0], both[1]);
             if ib < nb {
                 let (lo, hi, d) = block(ib);
                 sum += d * vaddvq_s32(vaddq_s32(lo, hi)) as f32;
@@ -560,9 +568,7 @@ unsafe fn tile_tq<const ONE: bool, D: Dot>(n: usize, w: &[u8], a: &[u8], s: usiz
                 acc[0] = vfmaq_f32(acc[0], vcvtq_f32_s32(vsubq_s32(lanes[0], bs0)), d);
                 acc[1] = vfmaq_f32(acc[1], vcvtq_f32_s32(vsubq_s32(lanes[1], bs1)), d);
             }
-            let v = vaddq_f32(acc[0], acc[1]);
-            let h = vadd_f32(vget_low_f32(v), vget_high_f32(v));
-            *o = vget_lane_f32::<0>(h) + vget_lane_f32::<1>(h);
+            *o = hsum_float_8(acc[0], acc[1]);
         }
     }
 }

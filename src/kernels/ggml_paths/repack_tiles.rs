@@ -146,15 +146,15 @@ pub fn build(ty: GgmlType, rows: usize, cols: usize, src: &[u8], dst: &mut [u8])
     let mut o = 0;
     for s0 in (0..rows).step_by(STRIP_ROWS) {
         let n = (rows - s0).min(STRIP_ROWS); // 8 R rows
-        let src_rows: [&[u8]; STRIP_ROWS] = std::array::from_fn(|i| &src[(s0 + i.min(n - 1)) * rb..][..rb]);
+        let src_rows: Vec<&[u8]> = (s0..s0 + n).map(|r| &src[r * rb..][..rb]).collect();
         for b in 0..cols / QK {
             for j in 0..4 {
-                for row in &src_rows[..n] {
+                for row in &src_rows {
                     dst[o..o + 4].copy_from_slice(&row[b * bb + sb + 4 * j..][..4]);
                     o += 4;
                 }
             }
-            for row in &src_rows[..n] {
+            for row in &src_rows {
                 dst[o..o + sb].copy_from_slice(&row[b * bb..][..sb]);
                 o += sb;
             }
