@@ -627,8 +627,8 @@ def cases(base):
                   dots1(lambda m: m.drop_kv("dots1.expert_gating_func")))
     yield variant("dots1_gating_9.gguf", "dots1.expert_gating_func = 9: not a gating function",
                   dots1(set_u32("dots1.expert_gating_func", 9)))
-    yield variant("dots1_gating_4.gguf", "not implemented yet: expert gating function 4",
-                  dots1(set_u32("dots1.expert_gating_func", 4)))
+    yield variant("dots1_gating_5.gguf", "dots1.expert_gating_func = 5: not a gating function",
+                  dots1(set_u32("dots1.expert_gating_func", 5)))
     yield variant("dots1_shared_0.gguf", "dots1.expert_shared_count must be > 0",
                   dots1(set_u32("dots1.expert_shared_count", 0)))
     yield variant("dots1_kv_heads_2.gguf", "grouped key/value heads are not supported by this family",

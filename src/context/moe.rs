@@ -2,8 +2,9 @@
 //! `build_moe_ffn` computes it (softmax gating, SwiGLU experts):
 //!
 //! 1. router logits `ffn_gate_inp · x` ([nr][n_expert], a plain matmul), a
-//!    softmax per token (`ggml_soft_max`) or a sigmoid per logit
-//!    (`ggml_sigmoid`: libm `expf`), per the family's `Gating`;
+//!    softmax per token (`ggml_soft_max`), a sigmoid per logit
+//!    (`ggml_sigmoid`: libm `expf`) or the square root of its softplus,
+//!    per the family's `Gating`;
 //! 2. the `k` most probable experts per token, in the order of libstdc++'s
 //!    `std::sort` of the expert ids by descending probability
 //!    (`ggml_argsort_top_k`: ties fall where the reference's do), the
@@ -199,6 +200,10 @@ pub fn moe_ffn(
         match gating {
             Gating::Softmax => ops::soft_max(p),
             Gating::Sigmoid => p.iter_mut().for_each(|x| *x = 1.0 / (1.0 + (-*x).exp())),
+            // (ggml_softplus, then ggml_sqrt)
+            Gating::SqrtSoftplus => {
+                p.iter_mut().for_each(|x| *x = if *x > 20.0 { *x } else { (1.0 + x.exp()).ln() }.sqrt())
+            }
             Gating::SoftmaxWeight => {}
         }
         // the scores that choose: the probabilities, or those plus the

@@ -45,15 +45,10 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.expert_weights_norm = keys.bool("%s.expert_weights_norm")?.unwrap_or(false);
     hp.expert_gating_func = keys.u32("%s.expert_gating_func")?.unwrap_or(0);
     match hp.expert_gating_func {
-        1..=3 => Ok(()),
-        // (softplus's square root: the reference's, not minfer's yet)
-        4 => Err(Error::model(format!(
-            "not implemented yet: expert gating function 4 (sqrt of softplus, {})",
-            keys.full("%s.expert_gating_func")
-        ))),
+        1..=4 => Ok(()),
         // (the reference aborts building the graph: no gating function)
         g => Err(Error::model(format!(
-            "{} = {g}: not a gating function (1 softmax, 2 sigmoid, 3 softmax of the chosen)",
+            "{} = {g}: not a gating function (1 softmax, 2 sigmoid, 3 softmax of the chosen, 4 sqrt of softplus)",
             keys.full("%s.expert_gating_func")
         ))),
     }

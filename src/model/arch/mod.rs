@@ -330,6 +330,7 @@ impl Moe {
         let gating = match hp.expert_gating_func {
             2 => Gating::Sigmoid,
             3 => Gating::SoftmaxWeight,
+            4 => Gating::SqrtSoftplus,
             _ => Gating::Softmax,
         };
         let s = hp.expert_weights_scale;
@@ -349,6 +350,9 @@ pub enum Gating {
     /// An independent sigmoid per expert (`1 / (1 + expf(-x))`); the k best
     /// by probability (dots1, DeepSeek V3).
     Sigmoid,
+    /// `sqrtf(softplus(x))` per expert, softplus `x > 20 ? x : logf(1 +
+    /// expf(x))` (`expert_gating_func` 4).
+    SqrtSoftplus,
 }
 
 /// The experts' activation of gate and up.
