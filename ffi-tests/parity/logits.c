@@ -8,6 +8,8 @@
 //   N_CHUNK: tokens per llama_decode call (default or 0: all at once).
 //   FLASH_ATTN: flash_attn_type, -1 AUTO (the default), 0 DISABLED, 1 ENABLED.
 //   LOGITS_KV_F32=1 in the environment: an f32 K/V cache (default f16).
+//   LOGITS_LORA="ADAPTER.gguf:SCALE[,ADAPTER.gguf:SCALE...]": LoRA adapters
+//   (llama_adapter_lora_init, llama_set_adapters_lora) before decoding.
 #include "llama.h"
 #include "teacher.h"
 
@@ -87,10 +89,33 @@ int main(int argc, char ** argv) {
         free(dir);
     }
 
+    // LoRA adapters, in the order given
+    const char * lora = getenv("LOGITS_LORA");
+    struct llama_adapter_lora * adapters[8];
+    float scales[8];
+    size_t n_adapters = 0;
+    if (lora) {
+        char list[4096];
+        snprintf(list, sizeof list, "%s", lora);
+        for (char * item = strtok(list, ","); item && n_adapters < 8; item = strtok(NULL, ",")) {
+            char * colon = strrchr(item, ':');
+            if (!colon) { fprintf(stderr, "LOGITS_LORA: want PATH:SCALE, got %s\n", item); return 1; }
+            *colon = 0;
+            adapters[n_adapters] = llama_adapter_lora_init(model, item);
+            if (!adapters[n_adapters]) { fprintf(stderr, "cannot load the adapter %s\n", item); return 1; }
+            scales[n_adapters++] = (float) atof(colon + 1);
+        }
+        if (llama_set_adapters_lora(ctx, adapters, n_adapters, scales) != 0) {
+            fprintf(stderr, "llama_set_adapters_lora failed\n");
+            return 1;
+        }
+    }
+
     struct llama_batch batch = llama_batch_init(n_chunk, 0, 1);
     if (teacher_decode(ctx, batch, n, n_chunk, n_vocab, argv[3], fill_token, toks) != 0) return 1;
     llama_batch_free(batch);
     llama_free(ctx);
+    for (size_t i = 0; i < n_adapters; i++) llama_adapter_lora_free(adapters[i]);
     llama_model_free(model);
     free(toks);
     return 0;

@@ -11,6 +11,7 @@ use super::batch::Token;
 use super::cvec::ControlVector;
 use super::dump;
 use super::kv_cache::KvCache;
+use super::lora::ActiveLoras;
 use super::moe::moe_ffn;
 use super::ops;
 use super::rope::{RopeArgs, RopeCfg};
@@ -57,35 +58,49 @@ fn keep_rows(buf: &mut AlignedF32, width: usize, rows: &[usize]) {
     buf.truncate(rows.len() * width);
 }
 
+/// What every projection reads besides its input: the pool, the model, the
+/// context's LoRA adapters.
+pub struct Mm<'a> {
+    pub pool: &'a ThreadPool,
+    pub model: &'a Model,
+    pub loras: &'a ActiveLoras,
+}
+
 /// Projections that read the same input, quantized once into `acts` (q/k/v,
 /// gate/up; one matrix for the others): the first `nt * rows_i` values of
 /// `ys[i]` become W_i·x for each of the `nt` rows of x ([nt][cols] →
-/// [nt][rows_i]; the buffers may be longer: `workspace::sized`).
+/// [nt][rows_i]; the buffers may be longer: `workspace::sized`), plus each
+/// LoRA adapter's update of W_i (the reference's `build_lora_mm`).
 fn linear<const N: usize>(
-    pool: &ThreadPool,
-    model: &Model,
+    mm: &Mm,
     acts: &mut Vec<Activations>,
     ws: [&Weight; N],
     x: &[f32],
     nt: usize,
     ys: [&mut AlignedF32; N],
 ) -> Result<()> {
-    let kws = ws.iter().map(|w| kw(model, w)).collect::<Result<Vec<_>>>()?;
+    let kws = ws.iter().map(|w| kw(mm.model, w)).collect::<Result<Vec<_>>>()?;
     let mut outs: Vec<&mut [f32]> = ys.into_iter().zip(&ws).map(|(y, w)| sized(y, nt * w.rows())).collect();
-    kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &kws, x, nt, &mut outs)
+    kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &kws, x, nt, &mut outs)?;
+    if !mm.loras.is_empty() {
+        for (w, y) in ws.iter().zip(outs) {
+            mm.loras.add_to_product(mm.pool, &w.info.name, x, nt, y)?;
+        }
+    }
+    Ok(())
 }
 
-/// y = W·x into `y` ([nt][rows], sized by the caller).
-fn linear_into(
-    pool: &ThreadPool,
-    model: &Model,
+/// y = W·x (+ the LoRA updates) into `y` ([nt][rows], sized by the caller).
+pub(super) fn linear_into(
+    mm: &Mm,
     acts: &mut Vec<Activations>,
     w: &Weight,
     x: &[f32],
     nt: usize,
     y: &mut [f32],
 ) -> Result<()> {
-    kernels::matmul_siblings_reusing(kernels::kernels(), pool, acts, &[kw(model, w)?], x, nt, &mut [y])
+    kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &[kw(mm.model, w)?], x, nt, &mut [&mut *y])?;
+    mm.loras.add_to_product(mm.pool, &w.info.name, x, nt, y)
 }
 
 /// `x += post_norm(y) · scale` ([n][width] each; `y` normed in place by
@@ -192,8 +207,7 @@ fn add_cvec(x: &mut [f32], width: usize, cvec: Option<&ControlVector>, il: usize
 /// `gate` then holds the hidden rows [nr][n_ff]. Returns n_ff.
 #[allow(clippy::too_many_arguments)]
 fn ffn_hidden(
-    pool: &ThreadPool,
-    model: &Model,
+    mm: &Mm,
     acts: &mut Vec<Activations>,
     lw: &DenseFfn,
     recipe: &Block,
@@ -204,10 +218,11 @@ fn ffn_hidden(
     fused: &mut AlignedF32,
     il: usize,
 ) -> Result<usize> {
+    let (pool, model) = (mm.pool, mm.model);
     let n_ff = lw.down.cols();
     if recipe.ffn == Ffn::Gelu {
         // not gated: gelu(up · x + b), in `gate`
-        linear(pool, model, acts, [&lw.up], input, nr, [&mut *gate])?;
+        linear(mm, acts, [&lw.up], input, nr, [&mut *gate])?;
         let g = &mut gate[..nr * n_ff];
         add_bias(model, g, lw.up_b.as_ref())?;
         dump::tensor("ffn_up", Some(il), g, n_ff);
@@ -216,10 +231,10 @@ fn ffn_hidden(
         return Ok(n_ff);
     }
     match &lw.gate {
-        Some(wg) => linear(pool, model, acts, [wg, &lw.up], input, nr, [&mut *gate, &mut *up])?,
+        Some(wg) => linear(mm, acts, [wg, &lw.up], input, nr, [&mut *gate, &mut *up])?,
         None => {
             // one matmul [nr][gate | up] (phi3), split
-            linear(pool, model, acts, [&lw.up], input, nr, [&mut *fused])?;
+            linear(mm, acts, [&lw.up], input, nr, [&mut *fused])?;
             split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
             split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
         }
@@ -279,6 +294,7 @@ pub fn forward(
     mode: AttnMode,
     rope: &RopeCfg,
     cvec: Option<&ControlVector>,
+    loras: &ActiveLoras,
     embd: &mut [f32],
     logits: &mut [f32],
     abort: &mut dyn FnMut() -> bool,
@@ -301,6 +317,7 @@ pub fn forward(
     };
     let neox = family.rope == Rope::Neox;
     let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, moe: moe_buf } = ws;
+    let mm = Mm { pool, model, loras };
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
@@ -328,6 +345,11 @@ pub fn forward(
             }
             None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
         }
+    }
+    if !embd_input && !loras.is_empty() {
+        // the adapters' updates of the token rows (build_inp_embd)
+        let ids: Vec<usize> = tokens.iter().map(|t| t.id.unwrap_or(0) as usize).collect();
+        loras.add_to_embeddings(pool, &tok_embd.info.name, &ids, x)?;
     }
     if let Some(pe) = &weights.pos_embd {
         // learned positions: x += position_embd[pos] (gpt2: ggml_get_rows, ggml_add)
@@ -405,11 +427,11 @@ pub fn forward(
         let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
         match &lw.qkv {
             Qkv::Split { wq, wk, wv } => {
-                linear(pool, model, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?
+                linear(&mm, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?
             }
             Qkv::Fused { w, b } => {
                 // one matmul [nt][q | k | v] (+ its bias), split into the three buffers
-                linear(pool, model, acts, [w], hn, nt, [&mut *fused])?;
+                linear(&mm, acts, [w], hn, nt, [&mut *fused])?;
                 let width = w.rows();
                 add_bias(model, &mut fused[..nt * width], b.as_ref())?;
                 split_cols(fused, width, 0, sized(gate, nt * q_width), nt);
@@ -517,7 +539,7 @@ pub fn forward(
         let attn = &up[..nt * n_head * hd_v];
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)
-        linear(pool, model, acts, [&lw.wo], attn, nt, [&mut *h])?;
+        linear(&mm, acts, [&lw.wo], attn, nt, [&mut *h])?;
         add_bias(model, &mut h[..nt * n_embd], lw.bo.as_ref())?;
         dump::tensor("attn_out", Some(il), &h[..nt * n_embd], n_embd);
         if il + 1 == n_layer && out_rows.len() < nt && !recipe.all_rows_last_layer {
@@ -537,8 +559,8 @@ pub fn forward(
             let FfnWeights::Dense(ffn) = &lw.ffn else {
                 return Err(crate::Error::invalid("experts in a parallel block"));
             };
-            let n_ff = ffn_hidden(pool, model, acts, ffn, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
-            linear(pool, model, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *v])?;
+            let n_ff = ffn_hidden(&mm, acts, ffn, recipe, &ffn_in[..nr * n_embd], nr, gate, up, fused, il)?;
+            linear(&mm, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *v])?;
             let f = &mut v[..nr * n_embd];
             add_bias(model, f, ffn.down_b.as_ref())?;
             dump::tensor("ffn_out", Some(il), f, n_embd);
@@ -569,9 +591,9 @@ pub fn forward(
         dump::tensor("ffn_norm", Some(il), hn, n_embd);
         let o = match &lw.ffn {
             FfnWeights::Dense(ffn) => {
-                let n_ff = ffn_hidden(pool, model, acts, ffn, recipe, hn, nr, gate, up, fused, il)?;
+                let n_ff = ffn_hidden(&mm, acts, ffn, recipe, hn, nr, gate, up, fused, il)?;
                 // the FFN output [nr][n_embd] in `h` (the normed input is consumed)
-                linear(pool, model, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *h])?;
+                linear(&mm, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *h])?;
                 let o = &mut h[..nr * n_embd];
                 add_bias(model, o, ffn.down_b.as_ref())?;
                 o
@@ -582,10 +604,10 @@ pub fn forward(
                 let moe = recipe.moe.ok_or_else(|| crate::Error::invalid("experts in a dense family"))?;
                 let k = hp.n_expert_used[il] as usize;
                 let mut shared = |acts: &mut Vec<Activations>, f: &DenseFfn, out: &mut AlignedF32| {
-                    let n_ff = ffn_hidden(pool, model, acts, f, recipe, hn, nr, gate, up, fused, il)?;
-                    linear(pool, model, acts, [&f.down], &gate[..nr * n_ff], nr, [out])
+                    let n_ff = ffn_hidden(&mm, acts, f, recipe, hn, nr, gate, up, fused, il)?;
+                    linear(&mm, acts, [&f.down], &gate[..nr * n_ff], nr, [out])
                 };
-                moe_ffn(pool, model, acts, experts, moe, k, hn, nr, moe_buf, v, &mut shared)?;
+                moe_ffn(&mm, acts, experts, moe, k, hn, nr, moe_buf, v, &mut shared)?;
                 &mut v[..nr * n_embd]
             }
         };
@@ -616,7 +638,7 @@ pub fn forward(
     if logits.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    linear_into(pool, model, acts, &weights.output, x, out_rows.len(), logits)?;
+    linear_into(&mm, acts, &weights.output, x, out_rows.len(), logits)?;
     add_bias(model, logits, weights.output_b.as_ref())?;
     if hp.f_logit_scale != 0.0 {
         // ggml_scale by 1 / logit_scale (granite) or by logit_scale (cohere2)

@@ -11,6 +11,7 @@ pub mod cvec;
 pub mod dump;
 pub mod forward;
 pub mod kv_cache;
+pub mod lora;
 pub mod moe;
 pub mod ops;
 pub mod rope;
@@ -175,6 +176,8 @@ pub struct Context {
     pub rope: rope::RopeCfg,
     /// `llama_set_adapter_cvec`'s directions, once set.
     pub cvec: Option<cvec::ControlVector>,
+    /// `llama_set_adapters_lora`'s adapters, in the order they are added.
+    pub loras: lora::ActiveLoras,
     pub kv: KvCache,
     /// Logits of the outputs of the last decode, [max(n_outputs, 1)][n_vocab]
     /// (rows past n_outputs are zeros).
@@ -261,6 +264,7 @@ impl Context {
             cparams,
             rope,
             cvec: None,
+            loras: lora::ActiveLoras::default(),
         })
     }
 
@@ -347,6 +351,7 @@ impl Context {
                 forward::AttnMode { causal: self.causal, flash: self.flash_attn },
                 &self.rope,
                 self.cvec.as_ref(),
+                &self.loras,
                 embd,
                 logits,
                 abort,

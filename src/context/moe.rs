@@ -165,8 +165,7 @@ pub type SharedFfn<'a> = dyn FnMut(&mut Vec<Activations>, &DenseFfn, &mut Aligne
 /// SwiGLU FFN (the shared expert) into its output buffer.
 #[allow(clippy::too_many_arguments)]
 pub fn moe_ffn(
-    pool: &ThreadPool,
-    model: &Model,
+    mm: &super::forward::Mm,
     acts: &mut Vec<Activations>,
     e: &ExpertFfn,
     moe: Moe,
@@ -177,6 +176,7 @@ pub fn moe_ffn(
     out: &mut AlignedF32,
     dense: &mut SharedFfn,
 ) -> Result<()> {
+    let (pool, model) = (mm.pool, mm.model);
     let n_embd = e.router.cols();
     let n_expert = e.n_expert();
     let n_ff = e.gate.info.ne[1] as usize;
@@ -188,6 +188,7 @@ pub fn moe_ffn(
     let router = super::forward::kw(model, &e.router)?;
     let probs = sized(&mut buf.probs, nr * n_expert);
     kernels::matmul_siblings_reusing(ks, pool, acts, &[router], input, nr, &mut [&mut *probs])?;
+    mm.loras.add_to_product(pool, &e.router.info.name, input, nr, probs)?;
     super::forward::add_bias(model, probs, e.router_b.as_ref())?;
     // --- 2., 3. the chosen experts and their weights, per token
     let (gating, norm_weights, w_scale) = moe.routing(&model.hparams);
@@ -323,6 +324,7 @@ pub fn moe_ffn(
             let mut logit = vec![0f32; nr];
             let gw = super::forward::kw(model, g)?;
             kernels::matmul_siblings_reusing(ks, pool, acts, &[gw], input, nr, &mut [&mut logit[..]])?;
+            mm.loras.add_to_product(pool, &g.info.name, input, nr, &mut logit)?;
             for (row, &x) in s.chunks_exact_mut(n_embd).zip(&logit) {
                 // ggml_silu of one value (the scalar x / (1 + expf(-x))), ggml_div by x
                 let gate = x / (1.0 + (-x).exp()) / x;

@@ -230,6 +230,9 @@ pub extern "C" fn llama_model_free(model: *mut llama_model) {
         if m.is_null() {
             return Ok(());
         }
+        // its LoRA adapters go with it, as the reference's (contexts that
+        // apply one keep their own count on it)
+        super::adapter::free_adapters_of(m as usize);
         // SAFETY: a non-NULL handle came from `into_handle`; this releases the
         // caller's count. Contexts hold their own counts.
         let arc = unsafe { Arc::from_raw(m) };

@@ -4,6 +4,7 @@
 pub mod arch;
 pub mod ftype;
 pub mod hparams;
+pub mod lora;
 pub mod metadata;
 pub mod quantize;
 pub mod repacked;

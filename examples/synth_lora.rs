@@ -1,0 +1,123 @@
+//! Writes a synthetic LoRA adapter for a model: random low-rank pairs
+//! `NAME.lora_a` / `NAME.lora_b` for its matrices, with the keys the
+//! reference's `llama_adapter_lora_init` reads (for the LoRA parity tests).
+//!
+//! usage: cargo run --release --example synth_lora -- BASE.gguf OUT.gguf [KEY=V...]
+//! type=f16|f32|bf16|q8_0 the pairs' type (f16); rank=N (8; q8_0 needs a
+//! multiple of 32: B's rows are `rank` long); alpha=F `adapter.lora.alpha`
+//! (16; 0 leaves the key out); seed=N (1); amp=F entries uniform in
+//! [-amp, amp) (0.25); only=SUBSTR[,SUBSTR...] adapts only the weights whose
+//! name contains one of them (default: every 2-D `.weight` but the norms and
+//! position embeddings, token_embd only when the output head is not tied to
+//! it); alora=ID[,ID...] writes aLoRA invocation tokens; name=S
+//! `general.name`.
+//!
+//! Shapes: a weight [n_in, n_out] gets A [n_in, rank] and B [rank, n_out];
+//! token_embd [n_embd, n_vocab] gets A [rank, n_vocab] and B [rank, n_embd]
+//! (the reference reads A by row there).
+
+use llama::ggml_type::GgmlType;
+use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue};
+use std::path::Path;
+
+/// splitmix64 (as synth_model's), so a seed names an adapter.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+/// `rows` random rows of `cols` values, stored as `ty`.
+fn matrix(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize, amp: f32) -> Vec<u8> {
+    let row_bytes = ty.row_size(cols as u64).expect("a row size") as usize;
+    let mut out = vec![0u8; rows * row_bytes];
+    let mut row = vec![0f32; cols];
+    for r in 0..rows {
+        row.iter_mut().for_each(|v| *v = rng.uniform() * amp);
+        llama::quant::quantize_row(ty, &row, &mut out[r * row_bytes..(r + 1) * row_bytes]).expect("quantize");
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: {} BASE.gguf OUT.gguf [type=f16] [rank=8] [alpha=16] [seed=1] [amp=0.25] [only=A,B] [alora=1,2] [name=S]", args[0]);
+        std::process::exit(2);
+    }
+    let (mut ty, mut rank, mut alpha, mut seed, mut amp) = (GgmlType::F16, 8usize, 16f32, 1u64, 0.25f32);
+    let (mut only, mut alora, mut name) = (Vec::<String>::new(), Vec::<u32>::new(), String::from("synthetic LoRA"));
+    for kv in &args[3..] {
+        let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("KEY=V, got {kv}"));
+        match k {
+            "type" => {
+                ty = match v {
+                    "f16" => GgmlType::F16,
+                    "f32" => GgmlType::F32,
+                    "bf16" => GgmlType::BF16,
+                    "q8_0" => GgmlType::Q8_0,
+                    _ => panic!("type: f16, f32, bf16 or q8_0"),
+                }
+            }
+            "rank" => rank = v.parse().expect("rank"),
+            "alpha" => alpha = v.parse().expect("alpha"),
+            "seed" => seed = v.parse().expect("seed"),
+            "amp" => amp = v.parse().expect("amp"),
+            "only" => only = v.split(',').map(String::from).collect(),
+            "alora" => alora = v.split(',').map(|t| t.parse().expect("alora token")).collect(),
+            "name" => name = v.to_string(),
+            _ => panic!("unknown key {k}"),
+        }
+    }
+    let base = GgufFile::open(Path::new(&args[1])).expect("open the base model");
+    let arch = base.get_str("general.architecture").expect("general.architecture").to_string();
+    let tied = base.find_tensor("output.weight").is_none();
+    let mut w = GgufWriter::new();
+    w.add("general.type", "adapter");
+    w.add("general.architecture", arch.as_str());
+    w.add("general.name", name.as_str());
+    w.add("adapter.type", "lora");
+    if alpha != 0.0 {
+        w.add("adapter.lora.alpha", OwnedValue::F32(alpha));
+    }
+    if !alora.is_empty() {
+        w.add("adapter.alora.invocation_tokens", OwnedValue::Array(OwnedArray::U32(alora)));
+    }
+    let mut rng = Rng(seed);
+    let mut n = 0;
+    for t in base.tensors() {
+        let adapt = t.name.ends_with(".weight")
+            && t.n_dims == 2
+            && !t.name.ends_with("_norm.weight")
+            && !t.name.starts_with("position_embd")
+            && !(tied && t.name == "token_embd.weight")
+            && (only.is_empty() || only.iter().any(|s| t.name.contains(s.as_str())));
+        if !adapt {
+            continue;
+        }
+        let (n_in, n_out) = (t.ne[0] as usize, t.ne[1] as usize);
+        let (a_shape, b_shape) = if t.name == "token_embd.weight" {
+            ([rank, n_out], [rank, n_in]) // A [rank, n_vocab], B [rank, n_embd]
+        } else {
+            ([n_in, rank], [rank, n_out])
+        };
+        let a = matrix(&mut rng, ty, a_shape[1], a_shape[0], amp);
+        let b = matrix(&mut rng, ty, b_shape[1], b_shape[0], amp);
+        let stem = t.name.clone();
+        w.add_tensor(&format!("{stem}.lora_a"), ty, &[a_shape[0] as u64, a_shape[1] as u64], a);
+        w.add_tensor(&format!("{stem}.lora_b"), ty, &[b_shape[0] as u64, b_shape[1] as u64], b);
+        n += 1;
+    }
+    w.write_file(Path::new(&args[2])).expect("write the adapter");
+    eprintln!("{}: {n} pairs of rank {rank}, {ty}", args[2]);
+}
