@@ -10,7 +10,14 @@
 //! name contains one of them (default: every 2-D `.weight` but the norms and
 //! position embeddings, token_embd only when the output head is not tied to
 //! it); alora=ID[,ID...] writes aLoRA invocation tokens; name=S
-//! `general.name`.
+//! `general.name`; arch=S writes another `general.architecture`.
+//! broken=KIND writes an adapter the reference refuses, for the hostile-file
+//! tests: `type` (general.type "model"), `adapter_type` ("control_vector"),
+//! `alpha_type` (alpha an i32), `alora_type` (invocation tokens as i32),
+//! `suffix` (a tensor "….lora_c"), `missing_b` (the first pair's B left
+//! out), `unknown` (a pair for a weight the model lacks), `shape` (the first
+//! A one column short: n_in - 32), `transposed` (the first pair's A with
+//! rank + 32 rows), `truncated` (the file cut inside the tensor data).
 //!
 //! Shapes: a weight [n_in, n_out] gets A [n_in, rank] and B [rank, n_out];
 //! token_embd [n_embd, n_vocab] gets A [rank, n_vocab] and B [rank, n_embd]
@@ -57,6 +64,7 @@ fn main() {
     }
     let (mut ty, mut rank, mut alpha, mut seed, mut amp) = (GgmlType::F16, 8usize, 16f32, 1u64, 0.25f32);
     let (mut only, mut alora, mut name) = (Vec::<String>::new(), Vec::<u32>::new(), String::from("synthetic LoRA"));
+    let (mut arch_override, mut broken) = (None::<String>, String::new());
     for kv in &args[3..] {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("KEY=V, got {kv}"));
         match k {
@@ -76,25 +84,34 @@ fn main() {
             "only" => only = v.split(',').map(String::from).collect(),
             "alora" => alora = v.split(',').map(|t| t.parse().expect("alora token")).collect(),
             "name" => name = v.to_string(),
+            "arch" => arch_override = Some(v.to_string()),
+            "broken" => broken = v.to_string(),
             _ => panic!("unknown key {k}"),
         }
     }
     let base = GgufFile::open(Path::new(&args[1])).expect("open the base model");
-    let arch = base.get_str("general.architecture").expect("general.architecture").to_string();
+    let arch = arch_override
+        .unwrap_or_else(|| base.get_str("general.architecture").expect("general.architecture").to_string());
+    let b = broken.as_str();
     let tied = base.find_tensor("output.weight").is_none();
     let mut w = GgufWriter::new();
-    w.add("general.type", "adapter");
+    w.add("general.type", if b == "type" { "model" } else { "adapter" });
     w.add("general.architecture", arch.as_str());
     w.add("general.name", name.as_str());
-    w.add("adapter.type", "lora");
-    if alpha != 0.0 {
+    w.add("adapter.type", if b == "adapter_type" { "control_vector" } else { "lora" });
+    if b == "alpha_type" {
+        w.add("adapter.lora.alpha", OwnedValue::I32(alpha as i32));
+    } else if alpha != 0.0 {
         w.add("adapter.lora.alpha", OwnedValue::F32(alpha));
     }
-    if !alora.is_empty() {
+    if b == "alora_type" {
+        w.add("adapter.alora.invocation_tokens", OwnedValue::Array(OwnedArray::I32(vec![1, 2])));
+    } else if !alora.is_empty() {
         w.add("adapter.alora.invocation_tokens", OwnedValue::Array(OwnedArray::U32(alora)));
     }
     let mut rng = Rng(seed);
     let mut n = 0;
+    let mut broke = false;
     for t in base.tensors() {
         let adapt = t.name.ends_with(".weight")
             && t.n_dims == 2
@@ -106,18 +123,34 @@ fn main() {
             continue;
         }
         let (n_in, n_out) = (t.ne[0] as usize, t.ne[1] as usize);
-        let (a_shape, b_shape) = if t.name == "token_embd.weight" {
+        let (mut a_shape, b_shape) = if t.name == "token_embd.weight" {
             ([rank, n_out], [rank, n_in]) // A [rank, n_vocab], B [rank, n_embd]
         } else {
             ([n_in, rank], [rank, n_out])
         };
+        // (the first pair but token_embd's takes the breakage)
+        let first = !broke && t.name != "token_embd.weight";
+        broke |= first;
+        if first && b == "shape" {
+            a_shape[0] -= 32;
+        }
+        if first && b == "transposed" {
+            a_shape[1] += 32;
+        }
         let a = matrix(&mut rng, ty, a_shape[1], a_shape[0], amp);
-        let b = matrix(&mut rng, ty, b_shape[1], b_shape[0], amp);
-        let stem = t.name.clone();
+        let bm = matrix(&mut rng, ty, b_shape[1], b_shape[0], amp);
+        let stem = if first && b == "unknown" { "blk.99.attn_q.weight".to_string() } else { t.name.clone() };
         w.add_tensor(&format!("{stem}.lora_a"), ty, &[a_shape[0] as u64, a_shape[1] as u64], a);
-        w.add_tensor(&format!("{stem}.lora_b"), ty, &[b_shape[0] as u64, b_shape[1] as u64], b);
+        if !(first && b == "missing_b") {
+            let suffix = if first && b == "suffix" { "lora_c" } else { "lora_b" };
+            w.add_tensor(&format!("{stem}.{suffix}"), ty, &[b_shape[0] as u64, b_shape[1] as u64], bm);
+        }
         n += 1;
     }
-    w.write_file(Path::new(&args[2])).expect("write the adapter");
+    let mut bytes = w.to_bytes().expect("the adapter's bytes");
+    if b == "truncated" {
+        bytes.truncate(bytes.len() - 64);
+    }
+    std::fs::write(&args[2], bytes).expect("write the adapter");
     eprintln!("{}: {n} pairs of rank {rank}, {ty}", args[2]);
 }

@@ -141,7 +141,7 @@ parity_tools() {
     [ -x "$OUT/logits" ] && [ -x "$OUT/compare_logits" ] && [ -n "${SYNTH_BUILT:-}" ] && return 0
     gcc -O2 -std=c11 -Wall -Wextra -Werror -I"$ROOT/include" "$ROOT/ffi-tests/parity/logits.c" -o "$OUT/logits" "${LDFLAGS[@]}" \
         && gcc -O2 -std=c11 -Wall -Wextra -Werror "$ROOT/ffi-tests/parity/compare_logits.c" -o "$OUT/compare_logits" -lm \
-        && (cd "$ROOT" && cargo build --release --quiet --example synth_model) && SYNTH_BUILT=1
+        && (cd "$ROOT" && cargo build --release --quiet --example synth_model --example synth_lora) && SYNTH_BUILT=1
 }
 
 # make_synth ARCH [NAME KEY=N...]: writes $OUT/synth-NAME.gguf (NAME: ARCH by
@@ -486,6 +486,56 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 ok "control vectors (llama_set_adapter_cvec): logits bit-identical to the reference (all layers, a range, a short buffer, cleared; 1/2 threads, chunks of 7)"
             else
                 not_ok "control vectors: logits differ from the reference's"
+            fi
+            # LoRA adapters (golden/parity/lora.sha256): the cases of
+            # parity/lora_cases.sh (F16 and Q8_0 adapters alone and together
+            # in both orders; fused projections; a router), SmolLM2 with two
+            # adapters; the adapter files first (the generator's bytes)
+            local lora_ok=1 lora_dir=$OUT/lora f want got
+            . "$ROOT/ffi-tests/parity/lora_cases.sh"
+            lora_files "$lora_dir" "$ROOT/target/release/examples/synth_model" "$ROOT/target/release/examples/synth_lora" \
+                "$VOCAB" "$([ -f "$SMOL" ] && echo "$SMOL")"
+            for f in "$lora_dir"/*-f16.gguf "$lora_dir"/*-q8.gguf; do
+                want=$(awk -v l="adapter-$(basename "$f" .gguf)" '$2 == l {print $1}' "$PAR/lora.sha256")
+                got=$(sha256sum "$f" | cut -d' ' -f1)
+                [ "$got" = "$want" ] || { lora_ok=0; echo "     $f: sha256 $got, want $want"; }
+            done
+            for run in "${LORA_RUNS[@]}"; do
+                set -- $run
+                LOGITS_LORA=$(lora_spec "$lora_dir" "$1" "$3") logits_hash_ok "$lora_dir/$1.gguf" "$PAR/tokens512.txt" \
+                    "$PAR/lora.sha256" "512 2 512 $2" "512 1 7 $2-chunks-of-7" || lora_ok=0
+            done
+            if [ -f "$SMOL" ]; then
+                LOGITS_LORA=$(lora_spec "$lora_dir" smollm2 f16:1.0,q8:0.5) logits_hash_ok "$SMOL" \
+                    "$PAR/tokens-smollm2-128.txt" "$PAR/lora.sha256" "512 2 128 smollm2-both" \
+                    "512 1 7 smollm2-both-chunks-of-7" || lora_ok=0
+            fi
+            if [ $lora_ok = 1 ]; then
+                ok "LoRA adapters (F16 and Q8_0, alone and two in either order; llama with token_embd/output pairs, phi3 fused, qwen3moe router; SmolLM2 Q4_1): logits bit-identical to the reference (1/2 threads, chunks of 7)"
+            else
+                not_ok "LoRA adapters: logits differ from the reference's"
+            fi
+            # the adapter API: metadata as the reference gives it, then
+            # test_lora's checks (hostile files, misuse, lifetimes)
+            cp "$lora_dir/llama.gguf" "$lora_dir/model.gguf"
+            cp "$lora_dir/llama-f16.gguf" "$lora_dir/f16.gguf"
+            cp "$lora_dir/llama-q8.gguf" "$lora_dir/q8.gguf"
+            "$ROOT/target/release/examples/synth_lora" "$lora_dir/model.gguf" "$lora_dir/alora.gguf" alora=7,8,9 seed=4 2> /dev/null
+            "$ROOT/target/release/examples/synth_lora" "$lora_dir/model.gguf" "$lora_dir/bad-arch.gguf" arch=qwen2 2> /dev/null
+            for f in type adapter_type alpha_type alora_type suffix missing_b unknown shape transposed truncated; do
+                "$ROOT/target/release/examples/synth_lora" "$lora_dir/model.gguf" "$lora_dir/bad-$f.gguf" broken=$f 2> /dev/null
+            done
+            if compile test_lora "$ROOT/ffi-tests/test_lora.c"; then
+                if "$OUT/test_lora" --dump "$lora_dir/model.gguf" "$lora_dir/alora.gguf" > "$OUT/lora-meta.txt" 2>&1 \
+                    && diff -u "$PAR/lora-meta.txt" "$OUT/lora-meta.txt"; then
+                    ok "LoRA metadata and aLoRA getters answer as the reference's (golden/parity/lora-meta.txt)"
+                else
+                    not_ok "LoRA metadata getters differ from the reference's"
+                fi
+                run_prog test_lora "$lora_dir"
+                under_valgrind test_lora "$lora_dir"
+            else
+                not_ok "test_lora build"
             fi
             # a mixture of experts in every other block type
             # (golden/parity/moe-types.sha256): a 256-wide 8-expert qwen3moe

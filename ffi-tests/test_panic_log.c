@@ -42,8 +42,9 @@ int main(void) {
 
     // A stub logs "not implemented yet: <name>".
     log_clear();
-    CHECK(llama_adapter_meta_count(NULL) == -1, "stub returns its failure value");
-    CHECK(log_has("not implemented yet: llama_adapter_meta_count"), "stub message: %s", g_log);
+    CHECK(llama_model_init_from_user(NULL, NULL, NULL, llama_model_default_params()) == NULL,
+          "stub returns its failure value");
+    CHECK(log_has("not implemented yet: llama_model_init_from_user"), "stub message: %s", g_log);
 
     // Replacing the callback routes later messages to the new one.
     int count = 0;

@@ -210,6 +210,34 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" cvec "* ]]; then
     done
     rm -f "$C.tmp"
 fi
+# LoRA adapters (golden/parity/lora.sha256, logits.c's LOGITS_LORA): the
+# cases of ffi-tests/parity/lora_cases.sh (synthetic models and adapters, each
+# adapter file's sha256 too), SmolLM2 Q4_1 with two adapters (128 tokens in
+# one decode and in decodes of 7); and the metadata getters on an aLoRA
+# adapter (golden/parity/lora-meta.txt, ffi-tests/test_lora.c --dump)
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" lora "* ]]; then
+    L=ffi-tests/golden/parity/lora.sha256 && : > "$L"
+    cargo build --release --quiet --example synth_lora
+    . ffi-tests/parity/lora_cases.sh
+    SMOL=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
+    lora_files "$OUT/lora" target/release/examples/synth_model target/release/examples/synth_lora "$CACHE/vocab" "$SMOL"
+    for f in "$OUT"/lora/*-f16.gguf "$OUT"/lora/*-q8.gguf; do
+        echo "$(sha256sum "$f" | cut -d' ' -f1)  adapter-$(basename "$f" .gguf)" >> "$L"
+    done
+    for run in "${LORA_RUNS[@]}"; do
+        set -- $run
+        LOGITS_LORA=$(lora_spec "$OUT/lora" "$1" "$3") ref_hashes "$OUT/lora/$1.gguf" \
+            ffi-tests/golden/parity/tokens512.txt "$L.tmp" "512 $2" "7 $2-chunks-of-7" && cat "$L.tmp" >> "$L"
+    done
+    LOGITS_LORA=$(lora_spec "$OUT/lora" smollm2 f16:1.0,q8:0.5) ref_hashes "$SMOL" \
+        ffi-tests/golden/parity/tokens-smollm2-128.txt "$L.tmp" "128 smollm2-both" "7 smollm2-both-chunks-of-7" \
+        && cat "$L.tmp" >> "$L"
+    rm -f "$L.tmp"
+    target/release/examples/synth_lora "$OUT/lora/llama.gguf" "$OUT/lora/alora.gguf" alora=7,8,9 seed=4 2> /dev/null
+    gcc -O2 -std=c11 -Iinclude ffi-tests/test_lora.c -o "$OUT/test_lora" -L"$REF_LIB" -lllama -lm
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/test_lora" --dump "$OUT/lora/llama.gguf" "$OUT/lora/alora.gguf" \
+        > ffi-tests/golden/parity/lora-meta.txt
+fi
 # A mixture of experts in other block types (golden/parity/moe-types.sha256):
 # a 256-wide 8-expert qwen3moe quantized by the reference to each type of
 # ffi-tests/run.sh's MOE_TYPES, its logits in one decode and decodes of 7

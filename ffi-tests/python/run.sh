@@ -34,5 +34,12 @@ else
 fi
 [ -f "$LIB/libllama.so" ] || { echo "no libllama.so in $LIB" >&2; exit 1; }
 
-PYTHONPATH=$SDIST LLAMA_CPP_LIB_PATH=$LIB "$PY" "$ROOT/ffi-tests/python/test_llama_cpp_python.py" \
+# a synthetic LoRA adapter for SmolLM2 (examples/synth_lora.rs: F16, rank 16)
+LORA_DIR=$(mktemp -d)
+trap 'rm -rf "$LORA_DIR"' EXIT
+(cd "$ROOT" && cargo build --release --quiet --example synth_lora)
+"$ROOT/target/release/examples/synth_lora" "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" "$LORA_DIR/smollm2-lora.gguf" \
+    type=f16 rank=16 alpha=32 amp=0.05 seed=3 2> /dev/null
+
+LORA_SMOLLM2=$LORA_DIR/smollm2-lora.gguf PYTHONPATH=$SDIST LLAMA_CPP_LIB_PATH=$LIB "$PY" "$ROOT/ffi-tests/python/test_llama_cpp_python.py" \
     "${mode[@]}" "$GOLDEN" "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" "$MODELS/gemma-3-270m-q4_k_m.gguf"

@@ -153,6 +153,16 @@ def observe(model_path):
     per_token = llm.embed(EMBED_TEXTS[0])
     obs["embed_none"] = {"n_tokens": len(per_token), "last": floats(per_token[-1])}
     llm.close()
+
+    # --- a LoRA adapter (lora_path, lora_scale: llama_adapter_lora_init and
+    # llama_set_adapters_lora), where run.sh wrote one for this model
+    lora = os.environ.get("LORA_" + os.path.basename(model_path).split("-")[0].upper())
+    if lora:
+        llm = Llama(model_path=model_path, lora_path=lora, lora_scale=0.8, n_ctx=n_ctx, n_batch=64,
+                    n_ubatch=64, n_threads=2, logits_all=True, seed=1234, verbose=False)
+        obs["lora_greedy"] = completion_record(llm.create_completion(
+            PROMPT, max_tokens=N_GREEDY, temperature=0.0, logprobs=3))
+        llm.close()
     return obs
 
 
@@ -328,6 +338,16 @@ def check_model(t, name, obs, ref):
     c = cosine(en["last"], ren["last"])
     t.ref(en == ren, f"{name}: embed (no pooling): {ren['n_tokens']} token vectors, the last "
           f"identical to the reference's", f"cosine {c:.6f}")
+
+    if "lora_greedy" in ref:
+        lg, rlg = obs.get("lora_greedy"), ref["lora_greedy"]
+        t.check(lg is not None, f"{name}: Llama(lora_path=...) loads the adapter")
+        if lg is not None:
+            t.check(lg["token_logprobs"] != obs["greedy"]["token_logprobs"],
+                    f"{name}: the adapter changes the log-probabilities")
+            same_text(t, f"{name}: greedy completion with a LoRA adapter (lora_scale 0.8)", lg["text"], rlg["text"])
+            t.ref(lg == rlg, f"{name}: LoRA greedy log-probabilities (top 3) identical to the reference's",
+                  f"max diff {max_logprob_diff(lg, rlg):.6f}")
 
     st, rst = obs["state"], ref["state"]
     if "skip" in st:

@@ -426,9 +426,7 @@ pub fn forward(
         dump::tensor("attn_norm", Some(il), hn, n_embd);
         let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
         match &lw.qkv {
-            Qkv::Split { wq, wk, wv } => {
-                linear(&mm, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?
-            }
+            Qkv::Split { wq, wk, wv } => linear(&mm, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?,
             Qkv::Fused { w, b } => {
                 // one matmul [nt][q | k | v] (+ its bias), split into the three buffers
                 linear(&mm, acts, [w], hn, nt, [&mut *fused])?;

@@ -65,7 +65,8 @@ impl ActiveLoras {
             let (a, b) = (&pair.a, &pair.b);
             let rank = pair.rank();
             // A: rank rows of n_in; B: n_out rows of rank
-            let wa = kernels::Weights::new(adapter.file.tensor_data(a), a.ggml_type, a.ne[1] as usize, a.ne[0] as usize)?;
+            let wa =
+                kernels::Weights::new(adapter.file.tensor_data(a), a.ggml_type, a.ne[1] as usize, a.ne[0] as usize)?;
             let wb = kernels::Weights::new(adapter.file.tensor_data(b), b.ggml_type, b.ne[1] as usize, rank)?;
             let mut ax = vec![0f32; nt * rank]; // [nt][rank]
             kernels::matmul(pool, &wa, x, nt, &mut ax)?;
@@ -104,4 +105,78 @@ impl ActiveLoras {
 /// `y += d · s`, rounded as `ggml_scale` then `ggml_add` (two roundings).
 fn add_scaled(y: &mut [f32], d: &[f32], s: f32) {
     y.iter_mut().zip(d).for_each(|(v, di)| *v += di * s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ggml_type::GgmlType;
+    use crate::gguf::{GgufFile, GgufWriter};
+    use crate::kernels::ThreadPool;
+    use crate::model::metadata::Metadata;
+    use std::collections::HashMap;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// An adapter with one F32 pair for "w": A [2 inputs, rank 2] (rows
+    /// (1, 2), (3, 4)), B [rank 2, 3 outputs] (rows (1, 0), (0, 1), (1, 1)).
+    fn adapter(alpha: f32) -> Arc<LoraAdapter> {
+        let mut w = GgufWriter::new();
+        w.add_tensor("w.lora_a", GgmlType::F32, &[2, 2], f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+        w.add_tensor("w.lora_b", GgmlType::F32, &[2, 3], f32_bytes(&[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]));
+        let file = GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+        let pairs: HashMap<String, LoraPair> = [(
+            "w".to_string(),
+            LoraPair { a: file.find_tensor("w.lora_a").unwrap(), b: file.find_tensor("w.lora_b").unwrap() },
+        )]
+        .into();
+        let metadata = Metadata::from_gguf(&file);
+        Arc::new(LoraAdapter { file, metadata, alpha, invocation_tokens: Vec::new(), pairs, model_id: 0 })
+    }
+
+    #[test]
+    fn scale_is_alpha_over_rank_unless_alpha_is_zero() {
+        let a = adapter(16.0);
+        let p = a.pair("w").unwrap();
+        assert_eq!(p.rank(), 2);
+        assert_eq!(p.scale(16.0, 0.5), 4.0);
+        assert_eq!(p.scale(0.0, 0.5), 0.5);
+    }
+
+    #[test]
+    fn the_list_drops_zero_scales_keeps_first_repeats_and_runs_reversed() {
+        let (x, y) = (adapter(0.0), adapter(0.0));
+        let l = |a: &Arc<LoraAdapter>, scale| ActiveLora { adapter: Arc::clone(a), scale };
+        let list = ActiveLoras::new(vec![l(&x, 1.0), l(&y, 0.0), l(&x, 2.0), l(&y, 3.0)]);
+        let got: Vec<(bool, f32)> = list.0.iter().map(|a| (Arc::ptr_eq(&a.adapter, &x), a.scale)).collect();
+        assert_eq!(got, vec![(false, 3.0), (true, 1.0)]);
+        assert!(ActiveLoras::new(vec![l(&x, 0.0)]).is_empty());
+    }
+
+    #[test]
+    fn a_product_gets_scale_times_b_a_x() {
+        let pool = ThreadPool::new(1).unwrap();
+        let loras = ActiveLoras::new(vec![ActiveLora { adapter: adapter(0.0), scale: 0.5 }]);
+        // x = (1, 1): A x = (3, 7); B (A x) = (3, 7, 10); y = 1 + 0.5 · that
+        let mut y = vec![1.0f32; 3];
+        loras.add_to_product(&pool, "w", &[1.0, 1.0], 1, &mut y).unwrap();
+        assert_eq!(y, vec![2.5, 4.5, 6.0]);
+        // another weight's product is left alone
+        let mut z = vec![1.0f32; 3];
+        loras.add_to_product(&pool, "v", &[1.0, 1.0], 1, &mut z).unwrap();
+        assert_eq!(z, vec![1.0; 3]);
+    }
+
+    #[test]
+    fn token_embeddings_get_scale_times_b_a_row() {
+        let pool = ThreadPool::new(1).unwrap();
+        let loras = ActiveLoras::new(vec![ActiveLora { adapter: adapter(0.0), scale: 2.0 }]);
+        // (as a token_embd pair: A's row 1 is (3, 4); B (3, 4) = (3, 4, 7))
+        let mut x = vec![0.0f32; 3];
+        loras.add_to_embeddings(&pool, "w", &[1], &mut x).unwrap();
+        assert_eq!(x, vec![6.0, 8.0, 14.0]);
+        assert!(loras.add_to_embeddings(&pool, "w", &[2], &mut x).is_err(), "a token past A's rows");
+    }
 }

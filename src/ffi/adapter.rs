@@ -132,9 +132,11 @@ pub extern "C" fn llama_adapter_meta_val_str(
 
 #[no_mangle]
 pub extern "C" fn llama_adapter_meta_count(adapter: *const llama_adapter_lora) -> i32 {
-    guard("llama_adapter_meta_count", -1, || {
-        Ok(i32::try_from(adapter_arc(adapter)?.metadata.len()).unwrap_or(i32::MAX))
-    })
+    guard(
+        "llama_adapter_meta_count",
+        -1,
+        || Ok(i32::try_from(adapter_arc(adapter)?.metadata.len()).unwrap_or(i32::MAX)),
+    )
 }
 
 /// The key (or the value, with `value`) of the adapter's scalar pair `i`

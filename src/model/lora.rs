@@ -205,10 +205,8 @@ impl LoraAdapter {
                     return Err(invalid(msg));
                 }
             }
-            if is_token_embd {
-                if !crate::quant::is_supported(a.ggml_type) {
-                    return Err(invalid(format!("LoRA tensor '{}': type {} cannot be read", a.name, a.ggml_type)));
-                }
+            if is_token_embd && !crate::quant::is_supported(a.ggml_type) {
+                return Err(invalid(format!("LoRA tensor '{}': type {} cannot be read", a.name, a.ggml_type)));
             }
             if file.tensor_data(&a).len() as u64 != a.nbytes || file.tensor_data(&b).len() as u64 != b.nbytes {
                 return Err(invalid(format!(
