@@ -717,6 +717,13 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             else
                 not_ok "test_decode build"
             fi
+            # thread pools shared between contexts (llama_attach_threadpool)
+            if compile test_threadpool "$ROOT/ffi-tests/test_threadpool.c"; then
+                run_prog test_threadpool "$OUT/synth-llama.gguf"
+                under_valgrind test_threadpool "$OUT/synth-llama.gguf"
+            else
+                not_ok "test_threadpool build"
+            fi
         else
             not_ok "parity tools build"
         fi

@@ -128,6 +128,14 @@ impl CParams {
     }
 }
 
+/// The pools of `llama_attach_threadpool`: the ggml pools' addresses (they
+/// name the shared pools) and the minfer pools standing for them.
+pub struct Attached {
+    pub ggml: (usize, usize),
+    pub one: Arc<crate::kernels::ThreadPool>,
+    pub batch: Arc<crate::kernels::ThreadPool>,
+}
+
 /// Pooling of embeddings (llama_pooling_type values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pooling {
@@ -199,6 +207,11 @@ pub struct Context {
     pub perf: Perf,
     /// Worker threads of the matmuls (max of n_threads and n_threads_batch).
     pub pool: crate::kernels::ThreadPool,
+    /// Pools shared with other contexts (`llama_attach_threadpool`): the
+    /// one-token ubatches' and the others', used instead of `pool` until
+    /// detached (as the reference picks `threadpool` or `threadpool_batch`
+    /// by the ubatch's token count).
+    pub attached: Option<Attached>,
     /// Whether attention runs the flash-attention numerics
     /// (`flash_attn_type` AUTO or ENABLED; the reference's AUTO enables it on
     /// the CPU) or those of the plain KQ / softmax / KQV graph (DISABLED).
@@ -256,6 +269,7 @@ impl Context {
             no_perf: params.no_perf,
             perf: Perf { t_start_us: crate::clock::time_us(), ..Perf::default() },
             pool: crate::kernels::ThreadPool::new(cparams.n_threads.max(cparams.n_threads_batch) as usize)?,
+            attached: None,
             flash_attn: params.flash_attn_type != 0,
             v_trans: params.flash_attn_type == 0,
             swa_full: params.swa_full,
@@ -339,8 +353,13 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
+            let pool = match &self.attached {
+                Some(a) if chunk.len() == 1 => &*a.one,
+                Some(a) => &*a.batch,
+                None => &self.pool,
+            };
             let step = forward::forward(
-                &self.pool,
+                pool,
                 &self.model,
                 weights,
                 &mut self.kv,

@@ -48,18 +48,79 @@ fn with_ctx<T>(name: &str, fail: T, ctx: *const llama_context, f: impl FnOnce(&C
     guard(name, fail, || Ok(f(ctx_ref(ctx)?)))
 }
 
+// ---------------------------------------------------------------------------
+// Thread pools
+// ---------------------------------------------------------------------------
+//
+// A `ggml_threadpool_t` comes from ggml's `ggml_threadpool_new` (ggml-cpu.h,
+// outside llama.h: programs reach it by linking ggml or through the CPU
+// backend's proc addresses, as llama-bench does). Its structure is ggml's
+// and private, so minfer cannot run work on its threads, nor read its size
+// (`ggml_threadpool_get_n_threads` is declared but not defined at the pinned
+// commit); what it takes from it is its identity. With a pool attached the
+// reference computes on the context's own thread counts (`n_threads`, at
+// most the pool's), and so does minfer: the first context attached to a
+// given ggml pool creates a minfer pool of its thread count
+// (max(n_threads, n_threads_batch)), and every context attached to the same
+// ggml pool with the same count shares it: one set of workers, submissions
+// serialized. The ggml pool's own threads stay idle (they park after
+// ggml's polling). Results do not depend on the pool (a decode's bits are
+// the same at any thread count).
+
+/// The minfer pools standing for ggml pools: (ggml pool address, threads,
+/// the pool while a context uses it).
+static SHARED_POOLS: parking_lot::Mutex<Vec<(usize, usize, std::sync::Weak<crate::kernels::ThreadPool>)>> =
+    parking_lot::const_mutex(Vec::new());
+
+/// The minfer pool of `n` threads shared by the contexts attached to `tp`.
+fn shared_pool(tp: usize, n: usize) -> Result<Arc<crate::kernels::ThreadPool>> {
+    let mut pools = SHARED_POOLS.lock();
+    pools.retain(|(_, _, p)| p.strong_count() > 0);
+    if let Some(p) = pools.iter().find(|(a, t, _)| *a == tp && *t == n).and_then(|(_, _, p)| p.upgrade()) {
+        return Ok(p);
+    }
+    let p = Arc::new(crate::kernels::ThreadPool::new(n)?);
+    pools.push((tp, n, Arc::downgrade(&p)));
+    Ok(p)
+}
+
+/// Attaches the minfer pools standing for the ggml pools at `tp` and `tpb`
+/// (0: `tp`'s) to `c`, of its thread count.
+fn attach(c: &mut Context, tp: usize, tpb: usize) -> Result<()> {
+    let n = c.pool.n_threads();
+    let one = shared_pool(tp, n)?;
+    let batch = if tpb == 0 { Arc::clone(&one) } else { shared_pool(tpb, n)? };
+    c.attached = Some(crate::context::Attached { ggml: (tp, tpb), one, batch });
+    Ok(())
+}
+
+/// Attaches ggml thread pools: `threadpool` for one-token ubatches,
+/// `threadpool_batch` (or `threadpool` when NULL) for the others. Contexts
+/// attached to the same ggml pool with the same thread count share one set
+/// of worker threads. NULL `threadpool` detaches.
 #[no_mangle]
 pub extern "C" fn llama_attach_threadpool(
     ctx: *mut llama_context,
     threadpool: ggml_threadpool_t,
     threadpool_batch: ggml_threadpool_t,
 ) {
-    not_implemented("llama_attach_threadpool", ())
+    guard("llama_attach_threadpool", (), || {
+        let c = ctx_mut(ctx)?;
+        if threadpool.is_null() {
+            c.attached = None;
+            return Ok(());
+        }
+        attach(c, threadpool as usize, threadpool_batch as usize)
+    })
 }
 
+/// Back to the context's own pool.
 #[no_mangle]
 pub extern "C" fn llama_detach_threadpool(ctx: *mut llama_context) {
-    not_implemented("llama_detach_threadpool", ())
+    guard("llama_detach_threadpool", (), || {
+        ctx_mut(ctx)?.attached = None;
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -167,7 +228,16 @@ pub extern "C" fn llama_pooling_type(ctx: *const llama_context) -> enum_llama_po
 
 #[no_mangle]
 pub extern "C" fn llama_set_n_threads(ctx: *mut llama_context, n_threads: i32, n_threads_batch: i32) {
-    guard("llama_set_n_threads", (), || ctx_mut(ctx)?.set_n_threads(n_threads, n_threads_batch))
+    guard("llama_set_n_threads", (), || {
+        let c = ctx_mut(ctx)?;
+        c.set_n_threads(n_threads, n_threads_batch)?;
+        // attached pools follow the context's thread count (the reference
+        // computes on n_threads with a pool attached too)
+        match c.attached.as_ref().map(|a| a.ggml) {
+            Some((tp, tpb)) => attach(c, tp, tpb),
+            None => Ok(()),
+        }
+    })
 }
 
 #[no_mangle]
