@@ -10,7 +10,9 @@
 //! name contains one of them (default: every 2-D `.weight` but the norms and
 //! position embeddings, token_embd only when the output head is not tied to
 //! it); alora=ID[,ID...] writes aLoRA invocation tokens; name=S
-//! `general.name`; arch=S writes another `general.architecture`.
+//! `general.name`; arch=S writes another `general.architecture`;
+//! experts=1 adapts the experts' 3-D tensors too (`*_exps`: A [n_in, rank,
+//! n_expert], B [rank, n_out, n_expert]).
 //! broken=KIND writes an adapter the reference refuses, for the hostile-file
 //! tests: `type` (general.type "model"), `adapter_type` ("control_vector"),
 //! `alpha_type` (alpha an i32), `alora_type` (invocation tokens as i32),
@@ -64,7 +66,7 @@ fn main() {
     }
     let (mut ty, mut rank, mut alpha, mut seed, mut amp) = (GgmlType::F16, 8usize, 16f32, 1u64, 0.25f32);
     let (mut only, mut alora, mut name) = (Vec::<String>::new(), Vec::<u32>::new(), String::from("synthetic LoRA"));
-    let (mut arch_override, mut broken) = (None::<String>, String::new());
+    let (mut arch_override, mut broken, mut experts) = (None::<String>, String::new(), false);
     for kv in &args[3..] {
         let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("KEY=V, got {kv}"));
         match k {
@@ -86,6 +88,7 @@ fn main() {
             "name" => name = v.to_string(),
             "arch" => arch_override = Some(v.to_string()),
             "broken" => broken = v.to_string(),
+            "experts" => experts = v == "1",
             _ => panic!("unknown key {k}"),
         }
     }
@@ -113,8 +116,9 @@ fn main() {
     let mut n = 0;
     let mut broke = false;
     for t in base.tensors() {
+        let n_mat = if t.n_dims == 3 { t.ne[2] as usize } else { 1 };
         let adapt = t.name.ends_with(".weight")
-            && t.n_dims == 2
+            && (t.n_dims == 2 || (experts && t.n_dims == 3 && t.name.contains("_exps")))
             && !t.name.ends_with("_norm.weight")
             && !t.name.starts_with("position_embd")
             && !(tied && t.name == "token_embd.weight")
@@ -137,13 +141,20 @@ fn main() {
         if first && b == "transposed" {
             a_shape[1] += 32;
         }
-        let a = matrix(&mut rng, ty, a_shape[1], a_shape[0], amp);
-        let bm = matrix(&mut rng, ty, b_shape[1], b_shape[0], amp);
+        let a = matrix(&mut rng, ty, a_shape[1] * n_mat, a_shape[0], amp);
+        let bm = matrix(&mut rng, ty, b_shape[1] * n_mat, b_shape[0], amp);
+        let dims = |s: [usize; 2]| -> Vec<u64> {
+            let mut d = vec![s[0] as u64, s[1] as u64];
+            if n_mat > 1 {
+                d.push(n_mat as u64);
+            }
+            d
+        };
         let stem = if first && b == "unknown" { "blk.99.attn_q.weight".to_string() } else { t.name.clone() };
-        w.add_tensor(&format!("{stem}.lora_a"), ty, &[a_shape[0] as u64, a_shape[1] as u64], a);
+        w.add_tensor(&format!("{stem}.lora_a"), ty, &dims(a_shape), a);
         if !(first && b == "missing_b") {
             let suffix = if first && b == "suffix" { "lora_c" } else { "lora_b" };
-            w.add_tensor(&format!("{stem}.{suffix}"), ty, &[b_shape[0] as u64, b_shape[1] as u64], bm);
+            w.add_tensor(&format!("{stem}.{suffix}"), ty, &dims(b_shape), bm);
         }
         n += 1;
     }

@@ -489,7 +489,7 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             fi
             # LoRA adapters (golden/parity/lora.sha256): the cases of
             # parity/lora_cases.sh (F16 and Q8_0 adapters alone and together
-            # in both orders; fused projections; a router), SmolLM2 with two
+            # in both orders; fused projections; routers and experts), SmolLM2 with two
             # adapters; the adapter files first (the generator's bytes)
             local lora_ok=1 lora_dir=$OUT/lora f want got
             . "$ROOT/ffi-tests/parity/lora_cases.sh"
@@ -511,7 +511,7 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     "512 1 7 smollm2-both-chunks-of-7" || lora_ok=0
             fi
             if [ $lora_ok = 1 ]; then
-                ok "LoRA adapters (F16 and Q8_0, alone and two in either order; llama with token_embd/output pairs, phi3 fused, qwen3moe router; SmolLM2 Q4_1): logits bit-identical to the reference (1/2 threads, chunks of 7)"
+                ok "LoRA adapters (F16 and Q8_0, alone and two in either order; llama with token_embd/output pairs, phi3 fused, qwen3moe and gpt-oss routers and experts; SmolLM2 Q4_1): logits bit-identical to the reference (1/2 threads, chunks of 7)"
             else
                 not_ok "LoRA adapters: logits differ from the reference's"
             fi

@@ -5,7 +5,8 @@
 # lora_files DIR SYNTH_MODEL SYNTH_LORA VOCAB_DIR [SMOLLM2.gguf]: writes into
 # DIR the synthetic models (seed 11, 512 tokens: a 2-layer llama with its
 # token embeddings and output head adapted, phi3 with fused qkv and gate/up,
-# a qwen3moe whose router is adapted) and, for each, two adapters
+# a qwen3moe and a gpt-oss whose routers and experts are adapted (gpt-oss:
+# the experts' biases after the updates)) and, for each, two adapters
 # (examples/synth_lora.rs): NAME-f16.gguf (F16, rank 8, alpha 16) and
 # NAME-q8.gguf (Q8_0, rank 32, no alpha); for SmolLM2 (tied output head: no
 # token_embd pair) two of amplitude 0.05 (rank 16 / 32).
@@ -15,9 +16,11 @@ lora_files() {
     "$synth_model" llama "$vocab/ggml-vocab-llama-spm.gguf" "$dir/llama.gguf" 11 512 > /dev/null
     "$synth_model" phi3 "$vocab/ggml-vocab-llama-spm.gguf" "$dir/phi3.gguf" 11 512 fused_qkv=1 > /dev/null
     "$synth_model" qwen3moe "$vocab/ggml-vocab-qwen2.gguf" "$dir/qwen3moe.gguf" 11 512 > /dev/null
-    for m in llama phi3 qwen3moe; do
-        "$synth_lora" "$dir/$m.gguf" "$dir/$m-f16.gguf" type=f16 rank=8 alpha=16 seed=1 2> /dev/null
-        "$synth_lora" "$dir/$m.gguf" "$dir/$m-q8.gguf" type=q8_0 rank=32 alpha=0 seed=2 2> /dev/null
+    "$synth_model" gpt-oss "$vocab/ggml-vocab-llama-spm.gguf" "$dir/gpt-oss.gguf" 11 512 optional=1 \
+        scaling=yarn factor=4 orig_ctx=64 > /dev/null
+    for m in llama phi3 qwen3moe gpt-oss; do
+        "$synth_lora" "$dir/$m.gguf" "$dir/$m-f16.gguf" type=f16 rank=8 alpha=16 seed=1 experts=1 2> /dev/null
+        "$synth_lora" "$dir/$m.gguf" "$dir/$m-q8.gguf" type=q8_0 rank=32 alpha=0 seed=2 experts=1 2> /dev/null
     done
     if [ -n "$smol" ]; then
         "$synth_lora" "$smol" "$dir/smollm2-f16.gguf" type=f16 rank=16 alpha=32 amp=0.05 seed=3 2> /dev/null
@@ -36,6 +39,7 @@ LORA_RUNS=(
     "llama llama-both-reversed q8:0.5,f16:1.0"
     "phi3 phi3-both f16:1.0,q8:0.5"
     "qwen3moe qwen3moe-both f16:1.0,q8:0.5"
+    "gpt-oss gpt-oss-both f16:1.0,q8:0.5"
 )
 
 # lora_spec DIR MODEL ADAPTERS: ADAPTERS with the files' paths

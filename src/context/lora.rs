@@ -77,6 +77,73 @@ impl ActiveLoras {
         Ok(())
     }
 
+    /// The experts' updates (the reference's `build_lora_mm_id`): for each
+    /// expert `e` of the 3-D weight `name` and each row `r` of
+    /// `rows_of[e]`, the next row of `y` ([rows][n_out], grouped by expert
+    /// in expert order) gets `scale · B_e (A_e x[r])` (`x` [*][n_in]). The
+    /// products run MUL_MAT_ID's kernels (`kernels::matmul_experts_with`).
+    pub fn add_to_experts(
+        &self,
+        pool: &ThreadPool,
+        name: &str,
+        rows_of: &[Vec<usize>],
+        x: &[f32],
+        y: &mut [f32],
+    ) -> Result<()> {
+        let ks = kernels::kernels();
+        for (adapter, pair, scale) in self.for_weight(name) {
+            let (a, b) = (&pair.a, &pair.b);
+            let rank = pair.rank();
+            let (n_in, n_out) = (a.ne[0] as usize, b.ne[1] as usize);
+            let (a_bytes, b_bytes) = (adapter.file.tensor_data(a), adapter.file.tensor_data(b));
+            let (a_size, b_size) = (a_bytes.len() / rows_of.len().max(1), b_bytes.len() / rows_of.len().max(1));
+            let experts: Vec<usize> = (0..rows_of.len()).filter(|&e| !rows_of[e].is_empty()).collect();
+            // A_e x for each routed row: [rows][rank], grouped by expert
+            let mut was = Vec::with_capacity(experts.len());
+            let mut acts = Vec::with_capacity(experts.len());
+            let mut xr = Vec::new();
+            for &e in &experts {
+                let wa = kernels::Weights::new(&a_bytes[e * a_size..(e + 1) * a_size], a.ggml_type, rank, n_in)?;
+                xr.clear();
+                for &r in &rows_of[e] {
+                    xr.extend_from_slice(&x[r * n_in..(r + 1) * n_in]);
+                }
+                let mut q = kernels::Activations::new();
+                q.quantize(ks, pool, wa.act_type(), &xr, rows_of[e].len(), n_in)?;
+                was.push(wa);
+                acts.push(q);
+            }
+            let n_rows: usize = experts.iter().map(|&e| rows_of[e].len()).sum();
+            let mut ax = vec![0f32; n_rows * rank]; // [rows][rank]
+            {
+                let mut outs = split_rows(&mut ax, &experts, rows_of, rank);
+                let refs: Vec<&kernels::Activations> = acts.iter().collect();
+                kernels::matmul_experts_with(ks, pool, &was, &refs, &mut outs)?;
+            }
+            // B_e (A_e x): [rows][n_out]
+            let mut wbs = Vec::with_capacity(experts.len());
+            let mut acts = Vec::with_capacity(experts.len());
+            let mut at = 0;
+            for &e in &experts {
+                let wb = kernels::Weights::new(&b_bytes[e * b_size..(e + 1) * b_size], b.ggml_type, n_out, rank)?;
+                let n = rows_of[e].len();
+                let mut q = kernels::Activations::new();
+                q.quantize(ks, pool, wb.act_type(), &ax[at * rank..(at + n) * rank], n, rank)?;
+                at += n;
+                wbs.push(wb);
+                acts.push(q);
+            }
+            let mut bax = vec![0f32; n_rows * n_out];
+            {
+                let mut outs = split_rows(&mut bax, &experts, rows_of, n_out);
+                let refs: Vec<&kernels::Activations> = acts.iter().collect();
+                kernels::matmul_experts_with(ks, pool, &wbs, &refs, &mut outs)?;
+            }
+            add_scaled(&mut y[..n_rows * n_out], &bax, scale);
+        }
+        Ok(())
+    }
+
     /// `x[t] += scale · B A[tokens[t]]` for each adapter of the token
     /// embeddings `name`: `x` [nt][n_embd].
     pub fn add_to_embeddings(&self, pool: &ThreadPool, name: &str, tokens: &[usize], x: &mut [f32]) -> Result<()> {
@@ -100,6 +167,18 @@ impl ActiveLoras {
         }
         Ok(())
     }
+}
+
+/// `buf` ([rows][width], grouped by expert) cut into each expert's rows.
+fn split_rows<'b>(buf: &'b mut [f32], experts: &[usize], rows_of: &[Vec<usize>], width: usize) -> Vec<&'b mut [f32]> {
+    let mut rest = buf;
+    let mut outs = Vec::with_capacity(experts.len());
+    for &e in experts {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(rows_of[e].len() * width);
+        outs.push(head);
+        rest = tail;
+    }
+    outs
 }
 
 /// `y += d · s`, rounded as `ggml_scale` then `ggml_add` (two roundings).

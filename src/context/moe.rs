@@ -275,6 +275,12 @@ pub fn moe_ffn(
         let up = sized(&mut buf.up, nr * k * n_ff);
         expert_products(pool, model, &[&e.gate, &e.up], &rows_of, &offset, &q, &mut buf.routed, &mut [gate, up])?;
     }
+    // (LoRA updates of the experts, before their biases: build_lora_mm_id)
+    if !mm.loras.is_empty() {
+        let (gate, up) = (&mut buf.gate[..nr * k * n_ff], &mut buf.up[..nr * k * n_ff]);
+        mm.loras.add_to_experts(pool, &e.gate.info.name, &rows_of, input, gate)?;
+        mm.loras.add_to_experts(pool, &e.up.info.name, &rows_of, input, up)?;
+    }
     // (the experts' biases: ggml_add_id, each row its expert's)
     let expert_of: Vec<usize> = (0..n_expert).flat_map(|c| std::iter::repeat_n(c, rows_of[c].len())).collect();
     add_expert_rows(model, &mut buf.gate[..nr * k * n_ff], e.gate_b.as_ref(), &expert_of)?;
@@ -299,6 +305,10 @@ pub fn moe_ffn(
         let q = [(down_act, &buf.quantized[last])];
         let down = sized(&mut buf.down, nr * k * n_embd);
         expert_products(pool, model, &[&e.down], &down_rows, &offset, &q, &mut buf.routed, &mut [down])?;
+    }
+    if !mm.loras.is_empty() {
+        let (hidden, down) = (&buf.gate[..nr * k * n_ff], &mut buf.down[..nr * k * n_embd]);
+        mm.loras.add_to_experts(pool, &e.down.info.name, &down_rows, hidden, down)?;
     }
     add_expert_rows(model, &mut buf.down[..nr * k * n_embd], e.down_b.as_ref(), &expert_of)?;
     // --- 5. the weighted sum per token

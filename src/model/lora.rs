@@ -173,9 +173,14 @@ impl LoraAdapter {
             }
             // --- what minfer adds: where the reference would abort, or
             // multiply in a way not emulated yet
-            if name.contains("_exps.") {
-                crate::log_warn!("not implemented yet: LoRA on expert tensors ('{name}')");
-                return Err(invalid(format!("not implemented yet: LoRA on expert tensors ('{name}')")));
+            // (an expert tensor's pair has one matrix per expert, as many as
+            // the model's: the reference's MUL_MAT_ID reads them by id)
+            let experts = base.ne[2];
+            if a.ne[2] != experts || b.ne[2] != experts {
+                return Err(invalid(format!(
+                    "LoRA tensor pair for '{name}' has {} and {} matrices, the model's tensor {experts}",
+                    a.ne[2], b.ne[2]
+                )));
             }
             if is_token_embd && tied_output {
                 // (the reference's output head is the same tensor, so it
@@ -185,8 +190,8 @@ impl LoraAdapter {
                 )));
             }
             for t in [&a, &b] {
-                if t.n_dims > 2 || t.ne[2] != 1 || t.ne[3] != 1 {
-                    return Err(invalid(format!("LoRA tensor '{}' is not a matrix", t.name)));
+                if t.n_dims > 3 || t.ne[3] != 1 {
+                    return Err(invalid(format!("LoRA tensor '{}' is not a matrix or a stack of them", t.name)));
                 }
                 // (the token-embedding A is read by row, not multiplied)
                 if is_token_embd && std::ptr::eq(t, &a) {
