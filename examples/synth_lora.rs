@@ -3,7 +3,7 @@
 //! reference's `llama_adapter_lora_init` reads (for the LoRA parity tests).
 //!
 //! usage: cargo run --release --example synth_lora -- BASE.gguf OUT.gguf [KEY=V...]
-//! type=f16|f32|bf16|q8_0 the pairs' type (f16); rank=N (8; q8_0 needs a
+//! type=f16|f32|bf16|q8_0|q4_0 the pairs' type (f16); rank=N (8; q8_0 needs a
 //! multiple of 32: B's rows are `rank` long); alpha=F `adapter.lora.alpha`
 //! (16; 0 leaves the key out); seed=N (1); amp=F entries uniform in
 //! [-amp, amp) (0.25); only=SUBSTR[,SUBSTR...] adapts only the weights whose
@@ -76,7 +76,8 @@ fn main() {
                     "f32" => GgmlType::F32,
                     "bf16" => GgmlType::BF16,
                     "q8_0" => GgmlType::Q8_0,
-                    _ => panic!("type: f16, f32, bf16 or q8_0"),
+                    "q4_0" => GgmlType::Q4_0,
+                    _ => panic!("type: f16, f32, bf16, q8_0 or q4_0"),
                 }
             }
             "rank" => rank = v.parse().expect("rank"),

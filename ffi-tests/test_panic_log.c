@@ -40,12 +40,6 @@ int main(void) {
     CHECK(llama_model_n_embd(NULL) == -1, "NULL model: -1");
     CHECK(log_has("llama_model_n_embd") && log_has("NULL"), "message names the function: %s", g_log);
 
-    // A stub logs "not implemented yet: <name>".
-    log_clear();
-    CHECK(llama_model_init_from_user(NULL, NULL, NULL, llama_model_default_params()) == NULL,
-          "stub returns its failure value");
-    CHECK(log_has("not implemented yet: llama_model_init_from_user"), "stub message: %s", g_log);
-
     // Replacing the callback routes later messages to the new one.
     int count = 0;
     llama_log_set(other_log, &count);

@@ -238,6 +238,19 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" lora "* ]]; then
     LD_LIBRARY_PATH=$REF_LIB "$OUT/test_lora" --dump "$OUT/lora/llama.gguf" "$OUT/lora/alora.gguf" \
         > ffi-tests/golden/parity/lora-meta.txt
 fi
+# A model from the caller's metadata and tensors (llama_model_init_from_user,
+# ffi-tests/parity/from_user.c built against ggml): the reference's logits,
+# its save of that model, and what the program printed
+# (golden/parity/from_user.sha256, from_user.txt)
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
+    target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/from-user-meta.gguf" 11 512
+    gcc -O2 -std=c11 -DWITH_GGML -Iinclude -Iffi-tests/parity ffi-tests/parity/from_user.c -o "$OUT/from_user_ref" \
+        -L"$REF_LIB" -lllama -lggml-base -lm
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-meta.gguf" ffi-tests/golden/parity/tokens512.txt \
+        "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" > ffi-tests/golden/parity/from_user.txt
+    { echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  logits"
+      echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  saved"; } > ffi-tests/golden/parity/from_user.sha256
+fi
 # A mixture of experts in other block types (golden/parity/moe-types.sha256):
 # a 256-wide 8-expert qwen3moe quantized by the reference to each type of
 # ffi-tests/run.sh's MOE_TYPES, its logits in one decode and decodes of 7

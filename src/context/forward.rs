@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, LogitScale, Norm, Parallel, QkNorm, Rope};
-use crate::model::weights::{DenseFfn, FfnWeights, Qkv, Weight, Weights};
+use crate::model::weights::{DenseFfn, FfnWeights, Qkv, Scales, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
@@ -82,6 +82,9 @@ fn linear<const N: usize>(
     let kws = ws.iter().map(|w| kw(mm.model, w)).collect::<Result<Vec<_>>>()?;
     let mut outs: Vec<&mut [f32]> = ys.into_iter().zip(&ws).map(|(y, w)| sized(y, nt * w.rows())).collect();
     kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &kws, x, nt, &mut outs)?;
+    for (w, y) in ws.iter().zip(outs.iter_mut()) {
+        apply_scale(mm.model, |s| &s.attn, w, y)?;
+    }
     if !mm.loras.is_empty() {
         for (w, y) in ws.iter().zip(outs) {
             mm.loras.add_to_product(mm.pool, &w.info.name, x, nt, y)?;
@@ -101,6 +104,23 @@ pub(super) fn linear_into(
 ) -> Result<()> {
     kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &[kw(mm.model, w)?], x, nt, &mut [&mut *y])?;
     mm.loras.add_to_product(mm.pool, &w.info.name, x, nt, y)
+}
+
+/// `y *= s` for a projection with a `*.scale` tensor in `map` of the
+/// model's scales (`ggml_mul` by its one value): attention's in `linear`,
+/// before the LoRA updates, as the reference's `build_lora_mm`; the FFN's
+/// after its bias, as its `build_ffn`.
+fn apply_scale(
+    model: &Model,
+    map: impl Fn(&Scales) -> &std::collections::HashMap<String, Weight>,
+    w: &Weight,
+    y: &mut [f32],
+) -> Result<()> {
+    if let Some(s) = model.weights.as_ref().and_then(|ws| map(&ws.scales).get(&w.info.name)) {
+        let s = vector(model, s)?[0];
+        y.iter_mut().for_each(|v| *v *= s);
+    }
+    Ok(())
 }
 
 /// `x += post_norm(y) · scale` ([n][width] each; `y` normed in place by
@@ -225,6 +245,7 @@ fn ffn_hidden(
         linear(mm, acts, [&lw.up], input, nr, [&mut *gate])?;
         let g = &mut gate[..nr * n_ff];
         add_bias(model, g, lw.up_b.as_ref())?;
+        apply_scale(model, |s| &s.ffn, &lw.up, g)?;
         dump::tensor("ffn_up", Some(il), g, n_ff);
         pool.run_rows(g, n_ff, pool.light_rows_per_task(nr), &|_, row| ops::gelu(row))?;
         dump::tensor("ffn_gelu", Some(il), g, n_ff);
@@ -242,7 +263,11 @@ fn ffn_hidden(
     // gate, up [nr][n_ff]
     let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
     add_bias(model, up, lw.up_b.as_ref())?;
+    apply_scale(model, |s| &s.ffn, &lw.up, up)?;
     add_bias(model, gate, lw.gate_b.as_ref())?;
+    if let Some(wg) = &lw.gate {
+        apply_scale(model, |s| &s.ffn, wg, gate)?;
+    }
     let up = &*up;
     if dump::enabled() {
         dump::tensor("ffn_gate", Some(il), gate, n_ff);
@@ -561,6 +586,7 @@ pub fn forward(
             linear(&mm, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *v])?;
             let f = &mut v[..nr * n_embd];
             add_bias(model, f, ffn.down_b.as_ref())?;
+            apply_scale(model, |s| &s.ffn, &ffn.down, f)?;
             dump::tensor("ffn_out", Some(il), f, n_embd);
             if recipe.parallel == Parallel::AttnFfn {
                 // x = (attn + ffn) + x
@@ -594,6 +620,7 @@ pub fn forward(
                 linear(&mm, acts, [&ffn.down], &gate[..nr * n_ff], nr, [&mut *h])?;
                 let o = &mut h[..nr * n_embd];
                 add_bias(model, o, ffn.down_b.as_ref())?;
+                apply_scale(model, |s| &s.ffn, &ffn.down, o)?;
                 o
             }
             FfnWeights::Experts(experts) => {

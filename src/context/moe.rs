@@ -129,6 +129,20 @@ fn expert_products(
     kernels::matmul_experts_with(kernels::kernels(), pool, &ws, &acts, &mut outs)
 }
 
+/// `rows[i] *= s[expert_of[i]]` for an expert tensor `w` with a `*.scale`
+/// tensor (one value per expert: `ggml_get_rows` of it by the chosen ids,
+/// then `ggml_mul`).
+fn scale_expert_rows(model: &Model, rows: &mut [f32], w: &Weight, expert_of: &[usize]) -> Result<()> {
+    if let Some(s) = model.weights.as_ref().and_then(|ws| ws.scales.experts.get(&w.info.name)) {
+        let s = super::forward::vector(model, s)?;
+        let width = rows.len() / expert_of.len().max(1);
+        for (row, &e) in rows.chunks_exact_mut(width.max(1)).zip(expert_of) {
+            row.iter_mut().for_each(|v| *v *= s[e]);
+        }
+    }
+    Ok(())
+}
+
 /// `rows[i] += b[expert_of[i]]`: each expert-grouped row plus its expert's
 /// row of the bias `b` ([n_expert][width]), if given (`ggml_add_id`).
 fn add_expert_rows(model: &Model, rows: &mut [f32], b: Option<&Weight>, expert_of: &[usize]) -> Result<()> {
@@ -275,14 +289,17 @@ pub fn moe_ffn(
         let up = sized(&mut buf.up, nr * k * n_ff);
         expert_products(pool, model, &[&e.gate, &e.up], &rows_of, &offset, &q, &mut buf.routed, &mut [gate, up])?;
     }
-    // (LoRA updates of the experts, before their biases: build_lora_mm_id)
+    // (the experts' scales, then their LoRA updates, before their biases:
+    // build_lora_mm_id)
+    let expert_of: Vec<usize> = (0..n_expert).flat_map(|c| std::iter::repeat_n(c, rows_of[c].len())).collect();
+    scale_expert_rows(model, &mut buf.gate[..nr * k * n_ff], &e.gate, &expert_of)?;
+    scale_expert_rows(model, &mut buf.up[..nr * k * n_ff], &e.up, &expert_of)?;
     if !mm.loras.is_empty() {
         let (gate, up) = (&mut buf.gate[..nr * k * n_ff], &mut buf.up[..nr * k * n_ff]);
         mm.loras.add_to_experts(pool, &e.gate.info.name, &rows_of, input, gate)?;
         mm.loras.add_to_experts(pool, &e.up.info.name, &rows_of, input, up)?;
     }
     // (the experts' biases: ggml_add_id, each row its expert's)
-    let expert_of: Vec<usize> = (0..n_expert).flat_map(|c| std::iter::repeat_n(c, rows_of[c].len())).collect();
     add_expert_rows(model, &mut buf.gate[..nr * k * n_ff], e.gate_b.as_ref(), &expert_of)?;
     add_expert_rows(model, &mut buf.up[..nr * k * n_ff], e.up_b.as_ref(), &expert_of)?;
     let up = &buf.up[..nr * k * n_ff];
@@ -306,6 +323,7 @@ pub fn moe_ffn(
         let down = sized(&mut buf.down, nr * k * n_embd);
         expert_products(pool, model, &[&e.down], &down_rows, &offset, &q, &mut buf.routed, &mut [down])?;
     }
+    scale_expert_rows(model, &mut buf.down[..nr * k * n_embd], &e.down, &expert_of)?;
     if !mm.loras.is_empty() {
         let (hidden, down) = (&buf.gate[..nr * k * n_ff], &mut buf.down[..nr * k * n_embd]);
         mm.loras.add_to_experts(pool, &e.down.info.name, &down_rows, hidden, down)?;

@@ -63,12 +63,6 @@ pub fn guard<T>(name: &str, fail: T, body: impl FnOnce() -> Result<T>) -> T {
     }
 }
 
-/// The body of every function whose issue has not landed yet: logs
-/// `not implemented yet: <name>` and returns the documented failure value.
-pub fn not_implemented<T>(name: &'static str, fail: T) -> T {
-    guard(name, fail, || Err(Error::NotImplemented(name)))
-}
-
 /// A shared reference from a C pointer, or an error naming the argument.
 ///
 /// SAFETY contract for callers: a non-NULL `p` must point to a live `T`

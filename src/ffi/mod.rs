@@ -15,6 +15,7 @@ pub mod adapter;
 pub mod batch;
 pub mod chat;
 pub mod context;
+pub mod from_user;
 pub mod ggml;
 pub mod log;
 pub mod memory;

@@ -9,7 +9,7 @@ use super::types::*;
 use crate::error::{Error, Result};
 use crate::model::metadata::{Override, Overrides};
 use crate::model::{LoadParams, Model, Source};
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::ptr;
@@ -79,7 +79,7 @@ pub extern "C" fn llama_model_default_params() -> llama_model_params {
 }
 
 /// Decodes the caller's kv override array (terminated by an empty key).
-fn read_overrides(p: *const llama_model_kv_override) -> Result<Overrides> {
+pub(super) fn read_overrides(p: *const llama_model_kv_override) -> Result<Overrides> {
     let mut out = Overrides::default();
     for (key, value) in read_override_list(p)? {
         out.0.insert(key, value);
@@ -126,7 +126,7 @@ fn fixed_c_string(chars: &[c_char]) -> String {
 }
 
 /// Loads a model with the C parameters; `what` names the source in messages.
-fn load(name: &str, what: &str, source: Source, params: &llama_model_params) -> *mut llama_model {
+pub(super) fn load_source(name: &str, what: &str, source: Source, params: &llama_model_params) -> *mut llama_model {
     guard(name, ptr::null_mut(), || {
         let mut progress_fn = params.progress_callback.map(|cb| {
             let user_data = params.progress_callback_user_data;
@@ -168,7 +168,7 @@ pub extern "C" fn llama_model_load_from_file(
         Some(p) => p,
         None => return ptr::null_mut(),
     };
-    load("llama_model_load_from_file", &format!("'{}'", path.display()), Source::Path(&path), &params)
+    load_source("llama_model_load_from_file", &format!("'{}'", path.display()), Source::Path(&path), &params)
 }
 
 #[no_mangle]
@@ -201,7 +201,7 @@ pub extern "C" fn llama_model_load_from_file_ptr(
         Ok(Some((f, pos as u64)))
     });
     let Some((f, base)) = opened else { return ptr::null_mut() };
-    load("llama_model_load_from_file_ptr", &format!("FILE* at offset {base}"), Source::FileAt(&f, base), &params)
+    load_source("llama_model_load_from_file_ptr", &format!("FILE* at offset {base}"), Source::FileAt(&f, base), &params)
 }
 
 #[no_mangle]
@@ -220,7 +220,7 @@ pub extern "C" fn llama_model_load_from_splits(
     });
     let Some(parts) = parts else { return ptr::null_mut() };
     let what = format!("{} split file(s) starting with '{}'", parts.len(), parts[0].display());
-    load("llama_model_load_from_splits", &what, Source::Splits(&parts), &params)
+    load_source("llama_model_load_from_splits", &what, Source::Splits(&parts), &params)
 }
 
 #[no_mangle]
@@ -507,17 +507,6 @@ pub extern "C" fn llama_model_get_vocab(model: *const llama_model) -> *const lla
 // ---------------------------------------------------------------------------
 // Not implemented yet (owned by later issues)
 // ---------------------------------------------------------------------------
-
-#[no_mangle]
-#[allow(unused_variables)]
-pub extern "C" fn llama_model_init_from_user(
-    metadata: *mut gguf_context,
-    set_tensor_data: llama_model_set_tensor_data_t,
-    set_tensor_data_ud: *mut c_void,
-    params: llama_model_params,
-) -> *mut llama_model {
-    not_implemented("llama_model_init_from_user", ptr::null_mut())
-}
 
 #[no_mangle]
 #[allow(unused_variables)]

@@ -2,6 +2,7 @@
 //! and vocabulary facts. Weights stay in the mapping (zero-copy).
 
 pub mod arch;
+pub mod from_user;
 pub mod ftype;
 pub mod hparams;
 pub mod lora;

@@ -186,6 +186,25 @@ pub struct Weights {
     pub rope_long: Option<Weight>, // [n_rot / 2]
     pub rope_short: Option<Weight>,    // [n_rot / 2]
     pub layers: Vec<LayerWeights>,
+    /// The projections' `*.scale` tensors, by the projection's name: one
+    /// value ([1]), or one per expert ([n_expert]), multiplying its
+    /// product (the reference's `w_s`: NVFP4 files carry them). Their
+    /// `*.input_scale` tensors are bound and unused, as there. Where the
+    /// reference applies them differs: attention's inside `build_lora_mm`
+    /// (before the LoRA updates and the bias), the dense FFN's after its
+    /// bias (`build_ffn`), the experts' per routed row before the biases.
+    pub scales: Scales,
+}
+
+/// The `*.scale` tensors by where the forward pass applies them.
+#[derive(Debug, Clone, Default)]
+pub struct Scales {
+    /// q, k, v (or the fused qkv), attn_output
+    pub attn: std::collections::HashMap<String, Weight>, // [1]
+    /// ffn_gate, ffn_up, ffn_down
+    pub ffn: std::collections::HashMap<String, Weight>, // [1]
+    /// ffn_{gate,up,down}_exps
+    pub experts: std::collections::HashMap<String, Weight>, // [n_expert]
 }
 
 /// Finds tensors by name across the files, checks their shapes, and
@@ -432,8 +451,50 @@ impl Weights {
             }
             layers.push(layer);
         }
+        // the per-projection scales, as the reference's generic pass after
+        // the family's tensors
+        let mut scales = Scales::default();
+        for l in &layers {
+            let attn: Vec<&Weight> = match &l.qkv {
+                Qkv::Split { wq, wk, wv } => vec![wq, wk, wv, &l.wo],
+                Qkv::Fused { w, .. } => vec![w, &l.wo],
+            };
+            let (dense, experts, shared): (Vec<&Weight>, Vec<&Weight>, Vec<&Weight>) = match &l.ffn {
+                FfnWeights::Dense(f) => (f.gate.iter().chain([&f.up, &f.down]).collect(), vec![], vec![]),
+                FfnWeights::Experts(e) => (
+                    vec![],
+                    e.expert_matrices().to_vec(),
+                    e.shared.iter().flat_map(|f| f.gate.iter().chain([&f.up, &f.down])).collect(),
+                ),
+            };
+            let n_expert = hp.n_expert as usize;
+            let groups = [(attn, 1, 0), (dense, 1, 1), (experts, n_expert, 2), (shared, 1, 3)];
+            for (mats, n, kind) in groups {
+                for w in mats {
+                    let stem = w.info.name.strip_suffix(".weight").unwrap_or(&w.info.name);
+                    b.optional(&format!("{stem}.input_scale"), &[n])?;
+                    let Some(s) = b.optional(&format!("{stem}.scale"), &[n])? else { continue };
+                    // (the families minfer runs all scale their attention as
+                    // the reference's build_qkv and build_attn do; llama's
+                    // graph alone is checked to scale its FFN and experts:
+                    // elsewhere the reference may load them unused)
+                    let map = match kind {
+                        0 => &mut scales.attn,
+                        1 if family.name == "llama" => &mut scales.ffn,
+                        2 if family.name == "llama" => &mut scales.experts,
+                        _ => {
+                            let what = format!("the per-tensor scale '{stem}.scale' in the {} family", family.name);
+                            crate::log_warn!("not implemented yet: {what}");
+                            return Err(Error::model(format!("not implemented yet: {what}")));
+                        }
+                    };
+                    map.insert(w.info.name.clone(), s);
+                }
+            }
+        }
         b.check_all_used(family.name)?;
         let w = Weights {
+            scales,
             tok_embd,
             output_norm,
             output_norm_b,
@@ -530,6 +591,7 @@ impl Weights {
                 v.extend([&f.gate_b, &f.up_b, &f.down_b].into_iter().flatten());
             }
         }
+        v.extend(self.scales.attn.values().chain(self.scales.ffn.values()).chain(self.scales.experts.values()));
         v
     }
 }

@@ -1,0 +1,97 @@
+//! The tensors of a model built from the caller's metadata
+//! (`llama_model_init_from_user`): the reference creates every tensor its
+//! architecture's loader asks for, optional ones included (with no file,
+//! `create_tensor` makes a `TENSOR_NOT_REQUIRED` tensor too, and skips the
+//! fused ones marked `TENSOR_SKIP_IF_VIRTUAL`), as F32 unless the caller's
+//! metadata lists the tensor with another type; then it asks the caller for
+//! each tensor's data. This lists those tensors, in the reference's order,
+//! for the families where that list is written out here.
+
+use super::hparams::{HParams, Keys, RopeScaling};
+use super::metadata::Overrides;
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+use crate::vocab::Vocab;
+
+/// One tensor the reference creates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserTensor {
+    pub name: String,
+    /// ggml's ne, innermost first
+    pub ne: Vec<u64>,
+}
+
+/// The tensors of the model that `meta` (the caller's key/value pairs)
+/// describes, in the reference's creation order. A name may repeat: the
+/// reference creates layer 0's rope factors again for each later layer
+/// (`TENSOR_DUPLICATED`), and asks for their data each time.
+pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTensor>> {
+    let arch = meta.get_str("general.architecture").ok_or_else(|| Error::model("no general.architecture"))?;
+    let family = super::arch::find(arch)
+        .ok_or_else(|| Error::model(format!("model architecture '{arch}' is not supported by minfer")))?;
+    let vocab = Vocab::load(meta, overrides)?;
+    let n_vocab = u32::try_from(vocab.n_tokens()).unwrap_or(u32::MAX);
+    let keys = Keys { file: meta, arch, overrides };
+    let mut hp = HParams::read(&keys, n_vocab)?;
+    (family.read_hparams)(&mut hp, &keys)?;
+    hp.check_runnable(arch)?;
+    match arch {
+        "llama" if hp.n_expert == 0 => Ok(llama(&hp)),
+        _ => {
+            let what = format!("llama_model_init_from_user for architecture '{arch}'");
+            crate::log_warn!("not implemented yet: {what}");
+            Err(Error::model(format!("not implemented yet: {what} (llama without experts is)")))
+        }
+    }
+}
+
+/// `llama_model_llama::load_arch_tensors` without a file.
+fn llama(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let mut t =
+        |name: String, ne: &[u32]| out.push(UserTensor { name, ne: ne.iter().map(|&n| u64::from(n)).collect() });
+    let (n_embd, n_vocab, n_rot) = (hp.n_embd, hp.n_vocab, hp.n_rot);
+    t("token_embd.weight".into(), &[n_embd, n_vocab]);
+    t("output_norm.weight".into(), &[n_embd]);
+    t("output.weight".into(), &[n_embd, n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let (n_head, n_head_kv, n_ff) = (hp.n_head[il], hp.n_head_kv[il], hp.n_ff[il]);
+        let n_q = hp.n_embd_head_k * n_head;
+        let (n_k, n_v) = (hp.n_embd_head_k * n_head_kv, hp.n_embd_head_v * n_head_kv);
+        t(b("attn_norm.weight"), &[n_embd]);
+        // (the fused attn_qkv is skipped without a file: separate q, k, v)
+        t(b("attn_q.weight"), &[n_embd, n_q]);
+        t(b("attn_k.weight"), &[n_embd, n_k]);
+        t(b("attn_v.weight"), &[n_embd, n_v]);
+        t(b("attn_q.bias"), &[n_q]);
+        t(b("attn_k.bias"), &[n_k]);
+        t(b("attn_v.bias"), &[n_v]);
+        t(b("attn_output.weight"), &[n_q, n_embd]);
+        t(b("attn_output.bias"), &[n_embd]);
+        t(b("ffn_norm.weight"), &[n_embd]);
+        // (one name for every layer: layer 0's, then duplicates)
+        if hp.rope_scaling == RopeScaling::LongRope {
+            t("rope_factors_long.weight".into(), &[n_rot / 2]);
+            t("rope_factors_short.weight".into(), &[n_rot / 2]);
+        } else {
+            t("rope_freqs.weight".into(), &[n_rot / 2]);
+        }
+        t(b("ffn_gate.weight"), &[n_embd, n_ff]);
+        t(b("ffn_down.weight"), &[n_ff, n_embd]);
+        t(b("ffn_up.weight"), &[n_embd, n_ff]);
+        t(b("ffn_gate.bias"), &[n_ff]);
+        t(b("ffn_down.bias"), &[n_embd]);
+        t(b("ffn_up.bias"), &[n_ff]);
+    }
+    // the generic pass (llama_model::load_tensors): each projection's
+    // `.scale`, then its `.input_scale`, one value each
+    for il in 0..hp.n_layer as usize {
+        for kind in ["scale", "input_scale"] {
+            for m in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"] {
+                t(format!("blk.{il}.{m}.{kind}"), &[1]);
+            }
+        }
+    }
+    out
+}
