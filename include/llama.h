@@ -458,7 +458,7 @@ struct llama_perf_context_data {
   int32_t n_reused;
 };
 
-typedef void (*ggml_log_callback)(enum ggml_log_level level, const char *text, void *user_data);
+typedef void (*llama_model_set_tensor_data_t)(struct ggml_tensor *tensor, void *userdata);
 
 typedef struct ggml_backend_device *ggml_backend_dev_t;
 
@@ -489,7 +489,7 @@ struct llama_model_params {
   bool load_mtp;
 };
 
-typedef void (*llama_model_set_tensor_data_t)(struct ggml_tensor *tensor, void *userdata);
+typedef void (*ggml_log_callback)(enum ggml_log_level level, const char *text, void *user_data);
 
 typedef bool (*llama_opt_param_filter)(const struct ggml_tensor *tensor, void *userdata);
 
@@ -579,8 +579,13 @@ void llama_adapter_lora_free(struct llama_adapter_lora *adapter);
 
 uint64_t llama_adapter_get_alora_n_invocation_tokens(const struct llama_adapter_lora *adapter);
 
+// The tokens stay valid as long as the adapter (NULL when there are none,
+// as an empty std::vector's data()).
 const llama_token *llama_adapter_get_alora_invocation_tokens(const struct llama_adapter_lora *adapter);
 
+// Sets the context's adapters: `adapters[i]` at `scales[i]` (0 leaves it
+// out). Each must be an adapter of the context's model. On error the
+// context's list is unchanged.
 int32_t llama_set_adapters_lora(struct llama_context *ctx, struct llama_adapter_lora **adapters, size_t n_adapters, float *scales);
 
 int32_t llama_set_adapter_cvec(struct llama_context *ctx, const float *data, size_t len, int32_t n_embd, int32_t il_start, int32_t il_end);
@@ -625,8 +630,13 @@ int32_t llama_chat_apply_template(const char *tmpl, const struct llama_chat_mess
 
 int32_t llama_chat_builtin_templates(const char **output, size_t len);
 
+// Attaches ggml thread pools: `threadpool` for one-token ubatches,
+// `threadpool_batch` (or `threadpool` when NULL) for the others. Contexts
+// attached to the same ggml pool with the same thread count share one set
+// of worker threads. NULL `threadpool` detaches.
 void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool, ggml_threadpool_t threadpool_batch);
 
+// Back to the context's own pool.
 void llama_detach_threadpool(struct llama_context *ctx);
 
 struct llama_context *llama_init_from_model(struct llama_model *model, struct llama_context_params params);
@@ -686,6 +696,8 @@ struct llama_perf_context_data llama_perf_context(const struct llama_context *ct
 void llama_perf_context_print(const struct llama_context *ctx);
 
 void llama_perf_context_reset(struct llama_context *ctx);
+
+struct llama_model *llama_model_init_from_user(struct gguf_context *metadata, llama_model_set_tensor_data_t set_tensor_data, void *set_tensor_data_ud, struct llama_model_params params);
 
 // Microseconds on a monotonic clock.
 int64_t ggml_time_us(void);
@@ -847,8 +859,6 @@ uint64_t llama_model_n_params(const struct llama_model *model);
 const char *llama_model_chat_template(const struct llama_model *model, const char *name);
 
 const struct llama_vocab *llama_model_get_vocab(const struct llama_model *model);
-
-struct llama_model *llama_model_init_from_user(struct gguf_context *metadata, llama_model_set_tensor_data_t set_tensor_data, void *set_tensor_data_ud, struct llama_model_params params);
 
 void llama_model_save_to_file(const struct llama_model *model, const char *path_model);
 
