@@ -3,7 +3,7 @@
 //! reference's `llama_adapter_lora_init` reads (for the LoRA parity tests).
 //!
 //! usage: cargo run --release --example synth_lora -- BASE.gguf OUT.gguf [KEY=V...]
-//! type=f16|f32|bf16|q8_0|q4_0 the pairs' type (f16); rank=N (8; q8_0 needs a
+//! type=f16|f32|bf16|q8_0|q4_0|q4_k|iq4_nl|q2_k|q6_k the pairs' type (f16); rank=N (8; q8_0 needs a
 //! multiple of 32: B's rows are `rank` long); alpha=F `adapter.lora.alpha`
 //! (16; 0 leaves the key out); seed=N (1); amp=F entries uniform in
 //! [-amp, amp) (0.25); only=SUBSTR[,SUBSTR...] adapts only the weights whose
@@ -77,7 +77,11 @@ fn main() {
                     "bf16" => GgmlType::BF16,
                     "q8_0" => GgmlType::Q8_0,
                     "q4_0" => GgmlType::Q4_0,
-                    _ => panic!("type: f16, f32, bf16, q8_0 or q4_0"),
+                    "q4_k" => GgmlType::Q4_K,
+                    "iq4_nl" => GgmlType::IQ4_NL,
+                    "q2_k" => GgmlType::Q2_K,
+                    "q6_k" => GgmlType::Q6_K,
+                    _ => panic!("type: f16, f32, bf16, q8_0, q4_0, q4_k, iq4_nl, q2_k or q6_k"),
                 }
             }
             "rank" => rank = v.parse().expect("rank"),

@@ -9,8 +9,7 @@
 // LOGITS_LORA).
 //
 // usage: test_lora DIR        (DIR: model.gguf, f16.gguf, q8.gguf, alora.gguf,
-//                              bad-KIND.gguf of synth_lora's broken=KIND,
-//                              q4_0.gguf: Q4_0 pairs of rank 32)
+//                              bad-KIND.gguf of synth_lora's broken=KIND)
 //        test_lora --dump MODEL ADAPTER   (the metadata as the getters give
 //                              it, keys sorted: runs on either library)
 #include "test_util.h"
@@ -157,7 +156,6 @@ int main(int argc, char ** argv) {
         {"bad-shape.gguf", "tensor 'blk.0.attn_q.weight' has incorrect shape"},
         {"bad-transposed.gguf", "lora_a tensor is not transposed"},
         {"bad-truncated.gguf", "past the end of the file"},
-        {"q4_0.gguf", "not implemented yet: LoRA tensor"},
         {"no-such-file.gguf", "No such file"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -221,7 +221,7 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" lora "* ]]; then
     . ffi-tests/parity/lora_cases.sh
     SMOL=$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf
     lora_files "$OUT/lora" target/release/examples/synth_model target/release/examples/synth_lora "$CACHE/vocab" "$SMOL"
-    for f in "$OUT"/lora/*-f16.gguf "$OUT"/lora/*-q8.gguf; do
+    for f in "$OUT"/lora/*-f16.gguf "$OUT"/lora/*-q8.gguf "$OUT"/lora/*-q4_*.gguf; do
         echo "$(sha256sum "$f" | cut -d' ' -f1)  adapter-$(basename "$f" .gguf)" >> "$L"
     done
     for run in "${LORA_RUNS[@]}"; do

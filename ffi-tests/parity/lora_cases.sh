@@ -8,7 +8,9 @@
 # a qwen3moe and a gpt-oss whose routers and experts are adapted (gpt-oss:
 # the experts' biases after the updates)) and, for each, two adapters
 # (examples/synth_lora.rs): NAME-f16.gguf (F16, rank 8, alpha 16) and
-# NAME-q8.gguf (Q8_0, rank 32, no alpha); for SmolLM2 (tied output head: no
+# NAME-q8.gguf (Q8_0, rank 32, no alpha); a 256-wide llama (llama256) gets
+# Q4_0 (rank 32) and Q4_K (rank 256) adapters instead, types the reference
+# repacks in a model but multiplies unrepacked in an adapter; for SmolLM2 (tied output head: no
 # token_embd pair) two of amplitude 0.05 (rank 16 / 32).
 lora_files() {
     local dir=$1 synth_model=$2 synth_lora=$3 vocab=$4 smol=${5:-} m
@@ -18,6 +20,10 @@ lora_files() {
     "$synth_model" qwen3moe "$vocab/ggml-vocab-qwen2.gguf" "$dir/qwen3moe.gguf" 11 512 > /dev/null
     "$synth_model" gpt-oss "$vocab/ggml-vocab-llama-spm.gguf" "$dir/gpt-oss.gguf" 11 512 optional=1 \
         scaling=yarn factor=4 orig_ctx=64 > /dev/null
+    "$synth_model" llama "$vocab/ggml-vocab-llama-spm.gguf" "$dir/llama256.gguf" 11 512 embd=256 ff=512 head_dim=64 \
+        > /dev/null
+    "$synth_lora" "$dir/llama256.gguf" "$dir/llama256-q4_0.gguf" type=q4_0 rank=32 amp=0.1 seed=6 2> /dev/null
+    "$synth_lora" "$dir/llama256.gguf" "$dir/llama256-q4_k.gguf" type=q4_k rank=256 amp=0.1 seed=7 2> /dev/null
     for m in llama phi3 qwen3moe gpt-oss; do
         "$synth_lora" "$dir/$m.gguf" "$dir/$m-f16.gguf" type=f16 rank=8 alpha=16 seed=1 experts=1 2> /dev/null
         "$synth_lora" "$dir/$m.gguf" "$dir/$m-q8.gguf" type=q8_0 rank=32 alpha=0 seed=2 experts=1 2> /dev/null
@@ -40,6 +46,7 @@ LORA_RUNS=(
     "phi3 phi3-both f16:1.0,q8:0.5"
     "qwen3moe qwen3moe-both f16:1.0,q8:0.5"
     "gpt-oss gpt-oss-both f16:1.0,q8:0.5"
+    "llama256 llama256-q4 q4_0:1.0,q4_k:0.5"
 )
 
 # lora_spec DIR MODEL ADAPTERS: ADAPTERS with the files' paths

@@ -66,8 +66,10 @@ impl ActiveLoras {
             let rank = pair.rank();
             // A: rank rows of n_in; B: n_out rows of rank
             let wa =
-                kernels::Weights::new(adapter.file.tensor_data(a), a.ggml_type, a.ne[1] as usize, a.ne[0] as usize)?;
-            let wb = kernels::Weights::new(adapter.file.tensor_data(b), b.ggml_type, b.ne[1] as usize, rank)?;
+                kernels::Weights::new(adapter.file.tensor_data(a), a.ggml_type, a.ne[1] as usize, a.ne[0] as usize)?
+                    .unrepacked();
+            let wb =
+                kernels::Weights::new(adapter.file.tensor_data(b), b.ggml_type, b.ne[1] as usize, rank)?.unrepacked();
             let mut ax = vec![0f32; nt * rank]; // [nt][rank]
             kernels::matmul(pool, &wa, x, nt, &mut ax)?;
             let mut bax = vec![0f32; nt * wb.rows]; // [nt][n_out]
@@ -103,7 +105,8 @@ impl ActiveLoras {
             let mut acts = Vec::with_capacity(experts.len());
             let mut xr = Vec::new();
             for &e in &experts {
-                let wa = kernels::Weights::new(&a_bytes[e * a_size..(e + 1) * a_size], a.ggml_type, rank, n_in)?;
+                let wa = kernels::Weights::new(&a_bytes[e * a_size..(e + 1) * a_size], a.ggml_type, rank, n_in)?
+                    .unrepacked();
                 xr.clear();
                 for &r in &rows_of[e] {
                     xr.extend_from_slice(&x[r * n_in..(r + 1) * n_in]);
@@ -125,7 +128,8 @@ impl ActiveLoras {
             let mut acts = Vec::with_capacity(experts.len());
             let mut at = 0;
             for &e in &experts {
-                let wb = kernels::Weights::new(&b_bytes[e * b_size..(e + 1) * b_size], b.ggml_type, n_out, rank)?;
+                let wb = kernels::Weights::new(&b_bytes[e * b_size..(e + 1) * b_size], b.ggml_type, n_out, rank)?
+                    .unrepacked();
                 let n = rows_of[e].len();
                 let mut q = kernels::Activations::new();
                 q.quantize(ks, pool, wb.act_type(), &ax[at * rank..(at + n) * rank], n, rank)?;
@@ -160,7 +164,8 @@ impl ActiveLoras {
                 })?;
                 crate::quant::dequantize_row(a.ggml_type, src, &mut rows[t * rank..(t + 1) * rank])?;
             }
-            let wb = kernels::Weights::new(adapter.file.tensor_data(b), b.ggml_type, b.ne[1] as usize, rank)?;
+            let wb =
+                kernels::Weights::new(adapter.file.tensor_data(b), b.ggml_type, b.ne[1] as usize, rank)?.unrepacked();
             let mut delta = vec![0f32; nt * wb.rows]; // [nt][n_embd]
             kernels::matmul(pool, &wb, &rows, nt, &mut delta)?;
             add_scaled(x, &delta, scale);

@@ -18,7 +18,7 @@
 
 use std::sync::OnceLock;
 
-use super::ggml_paths::{path, Path};
+use super::ggml_paths::{path, path_of, Mat, Path};
 use crate::ggml_type::GgmlType;
 use crate::quant::{QK, QK_K};
 use crate::{Error, Result};
@@ -247,11 +247,11 @@ impl KernelSet {
     /// shape where it has one (`ggml_paths::path`), else `tile_fn`. Called
     /// with `out.len() == nt`, as the repack emulation tells its gemm rows
     /// from its gemv rows by position.
-    pub(crate) fn matmul_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Result<TileFn> {
-        if let Some(f) = path(ty, rows, nt).and_then(|p| (self.ggml)(ty, p)) {
+    pub(crate) fn matmul_fn(&self, m: Mat, nt: usize) -> Result<TileFn> {
+        if let Some(f) = path_of(m, nt).and_then(|p| (self.ggml)(m.ty, p)) {
             return Ok(f);
         }
-        self.tile_fn(ty)
+        self.tile_fn(m.ty)
     }
 
     /// A row-block kernel giving the bits of `matmul_fn(ty, rows, nt)`, where
@@ -263,8 +263,9 @@ impl KernelSet {
     /// each weight row into a scratch row first, which the row-block kernel
     /// avoids; the BF16 one runs the reference's `vdpbf16ps` itself where
     /// the tile kernels emulate it.
-    pub(crate) fn matmul_rows_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<RowsFn> {
-        let p = path(ty, rows, nt).filter(|&p| (self.ggml)(ty, p).is_some());
+    pub(crate) fn matmul_rows_fn(&self, m: Mat, nt: usize) -> Option<RowsFn> {
+        let ty = m.ty;
+        let p = path_of(m, nt).filter(|&p| (self.ggml)(ty, p).is_some());
         if nt < 8 && !matches!(p, Some(Path::TinyBlasF16 | Path::VecDotF16 | Path::TinyBlasBf16 | Path::VecDotBf16)) {
             return None;
         }
@@ -279,8 +280,9 @@ impl KernelSet {
     /// kernel where the reference runs the type's `ggml_vec_dot`, the F16
     /// and BF16 `ggml_vec_dot` ones, the repacked types' gemv. For an expert's product
     /// (`matmul_experts_with`), token after token over a block of rows.
-    pub(crate) fn one_row_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
-        match path(ty, rows, 1) {
+    pub(crate) fn one_row_rows_fn(&self, m: Mat) -> Option<RowsFn> {
+        let ty = m.ty;
+        match path_of(m, 1) {
             None => (self.rows)(ty),
             // (the repacked types' gemv: one token per call is never a gemm)
             Some(p @ (Path::VecDotF16 | Path::VecDotBf16 | Path::Repack)) => (self.ggml_rows)(ty, p),
@@ -291,9 +293,9 @@ impl KernelSet {
     /// A token-major version of `matmul_rows_fn(ty, rows, nt)` (the same
     /// bits, written straight into the matmul's output), where the set has
     /// one: F16 prefills on AVX-512 and on plain AVX2.
-    pub(crate) fn matmul_token_major_fn(&self, ty: GgmlType, rows: usize, nt: usize) -> Option<TokenMajorRowsFn> {
-        self.matmul_rows_fn(ty, rows, nt)?;
-        (self.ggml_token_major)(ty, path(ty, rows, nt)?)
+    pub(crate) fn matmul_token_major_fn(&self, m: Mat, nt: usize) -> Option<TokenMajorRowsFn> {
+        self.matmul_rows_fn(m, nt)?;
+        (self.ggml_token_major)(m.ty, path_of(m, nt)?)
     }
 
     /// A row-block kernel for one token that interleaves the rows it is
@@ -308,12 +310,13 @@ impl KernelSet {
     /// several streams too (`decode_streams`).
     /// (4 adjacent rows per call ran decodes slower than one row at a time;
     /// the segments' rows, far apart, run faster.)
-    pub(crate) fn decode_rows_fn(&self, ty: GgmlType, rows: usize) -> Option<RowsFn> {
-        match path(ty, rows, 1) {
+    pub(crate) fn decode_rows_fn(&self, m: Mat) -> Option<RowsFn> {
+        let ty = m.ty;
+        match path_of(m, 1) {
             None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
             // (the ternary types' vec_dot: 4 rows per activation load)
             Some(Path::VecDot) if matches!(ty, GgmlType::TQ1_0 | GgmlType::TQ2_0) => (self.rows)(ty),
-            Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(ty, rows, 1),
+            Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(m, 1),
             _ => None,
         }
     }
@@ -332,7 +335,7 @@ impl KernelSet {
         a_stride: usize,
         out: &mut [f32],
     ) -> Result<()> {
-        self.run_checked(self.matmul_fn(ty, rows, out.len())?, ty, n, w, a, a_stride, out)
+        self.run_checked(self.matmul_fn(Mat { ty, rows, repacked: true }, out.len())?, ty, n, w, a, a_stride, out)
     }
 
     /// Checked tile dot: `out[t] = dot(w, act row t)`, rows `a_stride` bytes

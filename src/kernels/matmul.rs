@@ -26,7 +26,7 @@
 
 use super::aligned::AlignedBytes;
 use super::dispatch::{check_dot_shapes, ActType, KernelSet};
-use super::ggml_paths::{path, Path};
+use super::ggml_paths::{path_of, Mat, Path};
 use super::pool::ThreadPool;
 use crate::ggml_type::GgmlType;
 use crate::{Error, Result};
@@ -44,6 +44,9 @@ pub struct Weights<'a> {
     pub cols: usize,
     row_bytes: usize,
     tiles: Option<&'a [u8]>,
+    /// Whether the reference repacks this matrix (a model's weights); a
+    /// LoRA adapter's are not (`unrepacked`).
+    repacked: bool,
 }
 
 /// Whether a matrix of `ty` with rows of `cols` can be multiplied: a dot
@@ -72,7 +75,7 @@ impl<'a> Weights<'a> {
                 data.len()
             )));
         }
-        Ok(Weights { data, ty, rows, cols, row_bytes, tiles: None })
+        Ok(Weights { data, ty, rows, cols, row_bytes, tiles: None, repacked: true })
     }
 
     /// The same matrix with its load-time tiles (`repack_tiles::build` of
@@ -89,6 +92,18 @@ impl<'a> Weights<'a> {
             )));
         }
         Ok(Weights { tiles: Some(tiles), ..self })
+    }
+
+    /// The same matrix as the reference multiplies a tensor it did not
+    /// repack (a LoRA adapter's, in a plain CPU buffer): the path of its
+    /// type and shape without the repacked one. No tiles.
+    pub fn unrepacked(self) -> Weights<'a> {
+        Weights { repacked: false, tiles: None, ..self }
+    }
+
+    /// What picks its products' paths (`ggml_paths::path_of`).
+    pub fn mat(&self) -> Mat {
+        Mat { ty: self.ty, rows: self.rows, repacked: self.repacked }
     }
 
     /// Bytes per row.
@@ -464,26 +479,25 @@ fn matmul_jobs(
         let gemm_is_gemv = matches!(w.ty, GgmlType::Q4_0 | GgmlType::IQ4_NL | GgmlType::MXFP4);
         let per_row = experts
             && a.nt > 1
-            && match path(w.ty, w.rows, a.nt) {
+            && match path_of(w.mat(), a.nt) {
                 Some(Path::Tiled) => false,
                 Some(Path::Repack) => !gemm_is_gemv,
                 _ => true,
             };
-        let f = ks.matmul_fn(w.ty, w.rows, if per_row { 1 } else { a.nt })?;
+        let f = ks.matmul_fn(w.mat(), if per_row { 1 } else { a.nt })?;
         // the tiles, where this set has a kernel over them (any token count)
         // (an expert's product over them: one token per call, the gemv)
         let tiled_f = w.tiles.and_then(|t| Some((ks.tiled_fn(w.ty, w.rows, w.cols)?, t)));
-        let rows_f = if per_row { ks.one_row_rows_fn(w.ty, w.rows) } else { ks.matmul_rows_fn(w.ty, w.rows, a.nt) };
-        let token_major_f =
-            if tiled_f.is_none() && !per_row { ks.matmul_token_major_fn(w.ty, w.rows, a.nt) } else { None };
+        let rows_f = if per_row { ks.one_row_rows_fn(w.mat()) } else { ks.matmul_rows_fn(w.mat(), a.nt) };
+        let token_major_f = if tiled_f.is_none() && !per_row { ks.matmul_token_major_fn(w.mat(), a.nt) } else { None };
         let mut step = rows_per_task(w.rows, a.nt, pool.n_threads(), w.row_bytes);
-        if tiled_f.is_none() && rows_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::Tiled) {
+        if tiled_f.is_none() && rows_f.is_some() && path_of(w.mat(), a.nt) == Some(Path::Tiled) {
             // the tiled kernel transposes the activations once per call:
             // 2 tasks per thread (small tasks spent much of their time
             // transposing)
             step = step.max(w.rows.div_ceil(2 * pool.n_threads()));
         }
-        if token_major_f.is_some() && path(w.ty, w.rows, a.nt) == Some(Path::TinyBlasF16) {
+        if token_major_f.is_some() && path_of(w.mat(), a.nt) == Some(Path::TinyBlasF16) {
             // F16 prefill on AVX-512 or AVX2 (a token-major kernel, so no output
             // tile per task, however many rows): two tasks per thread, in
             // whole blocks of 24 rows (the kernel's 3-row tiles, the 8-row
@@ -508,7 +522,7 @@ fn matmul_jobs(
         // segments instead, for tasks of the same size, cut the streams into
         // pieces too short to stream well: decodes ran slower.)
         let decode = a.nt == 1 && tiled_f.is_none();
-        let decode_f = if decode { ks.decode_rows_fn(w.ty, w.rows) } else { None };
+        let decode_f = if decode { ks.decode_rows_fn(w.mat()) } else { None };
         let segment =
             if decode { w.rows.div_ceil(decode_streams(w.rows, w.cols, w.row_bytes, decode_f.is_some())) } else { 0 };
         if segment > 0 {
@@ -597,7 +611,7 @@ fn matmul_jobs(
             }
             return;
         }
-        let tiled = job.rows_f.is_some() && path(job.w.ty, rows, nt) == Some(Path::Tiled);
+        let tiled = job.rows_f.is_some() && path_of(Mat { rows, ..job.w.mat() }, nt) == Some(Path::Tiled);
         // (one token per kernel call: the one-row kernel's bits)
         let tb = if job.per_row { 1 } else { token_block(job.w.ty, stride, nt, tiled) };
         let n_rows = r1 - r0;

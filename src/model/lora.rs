@@ -19,7 +19,6 @@ use super::metadata::Metadata;
 use super::Model;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, TensorInfo, Value};
-use crate::kernels::ggml_paths::{path, Path};
 use std::collections::{BTreeMap, HashMap};
 
 /// The name of the token-embedding weight, whose pair is read by row.
@@ -199,16 +198,6 @@ impl LoraAdapter {
                 }
                 crate::kernels::check_type(t.ggml_type, t.ne[0] as usize)
                     .map_err(|e| invalid(format!("LoRA tensor '{}': {e}", t.name)))?;
-                if path(t.ggml_type, t.ne[1] as usize, 1) == Some(Path::Repack) {
-                    // the reference multiplies adapters unrepacked; minfer's
-                    // kernels for these shapes are the repacked ones
-                    let msg = format!(
-                        "not implemented yet: LoRA tensor '{}' of type {} with a multiple of 8 rows",
-                        t.name, t.ggml_type
-                    );
-                    crate::log_warn!("{msg}");
-                    return Err(invalid(msg));
-                }
             }
             if is_token_embd && !crate::quant::is_supported(a.ggml_type) {
                 return Err(invalid(format!("LoRA tensor '{}': type {} cannot be read", a.name, a.ggml_type)));

@@ -102,12 +102,30 @@ pub enum Path {
 /// (`ggml_tiled_min_batch`).
 pub const TILED_MIN_ROWS: usize = 8;
 
-/// The reference's path for a product of a `rows`-row matrix of type `ty`
-/// with `nt` activation rows, or `None` where it runs the 32-block
+/// What picks a product's path besides the activation rows: the matrix's
+/// type and rows, and whether the reference repacks it (a model's weights,
+/// in the CPU's extra buffer type; not a LoRA adapter's tensors, which the
+/// reference keeps in a plain CPU buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mat {
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub repacked: bool,
+}
+
+/// The reference's path for a product of a `rows`-row model matrix of type
+/// `ty` with `nt` activation rows, or `None` where it runs the 32-block
 /// `ggml_vec_dot` kernels (or float ones).
 pub fn path(ty: GgmlType, rows: usize, nt: usize) -> Option<Path> {
+    path_of(Mat { ty, rows, repacked: true }, nt)
+}
+
+/// [`path`] for any matrix: one the reference does not repack takes the
+/// path of its type and shape otherwise.
+pub fn path_of(m: Mat, nt: usize) -> Option<Path> {
     use GgmlType::*;
-    if rows.is_multiple_of(8) && matches!(ty, Q4_0 | IQ4_NL | MXFP4 | Q4_K | Q2_K) {
+    let Mat { ty, rows, repacked } = m;
+    if repacked && rows.is_multiple_of(8) && matches!(ty, Q4_0 | IQ4_NL | MXFP4 | Q4_K | Q2_K) {
         return Some(Path::Repack);
     }
     match ty {
