@@ -47,7 +47,7 @@ fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         types: vec![
             F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0,
-            TQ2_0,
+            TQ2_0, Q1_0, Q2_0,
         ],
         shapes: DEFAULT_SHAPES.to_vec(),
         threads: vec![1, 2],

@@ -279,7 +279,7 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
     ref_hashes "$OUT/mxfp4-dense-q.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 mxfp4-dense-one-decode" \
         "7 mxfp4-dense-chunks-of-7" && cat "$M.tmp" >> "$M"
     # the ternary types in every matrix of that llama (pure)
-    for t in TQ1_0:36 TQ2_0:37; do
+    for t in TQ1_0:36 TQ2_0:37 Q1_0:40 Q2_0:41; do
         set -- ${t/:/ }
         LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/mxfp4-dense.gguf" "$OUT/$1-dense-q.gguf" "$2" pure > /dev/null 2>&1
         ref_hashes "$OUT/$1-dense-q.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-dense-one-decode" \

@@ -11,7 +11,7 @@
 #define DECL(t) void quantize_row_##t##_ref(const float *x, void *y, int64_t k);
 DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0) DECL(q8_1)
 DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(q8_K)
-DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0)
+DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0) DECL(q1_0) DECL(q2_0)
 size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start,
                            int64_t nrows, int64_t n_per_row, const float *imatrix);
 
@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
         {"q6_K", quantize_row_q6_K_ref, 210, 256}, {"q8_K", quantize_row_q8_K_ref, 292, 256},
         {"iq4_nl", quantize_row_iq4_nl_ref, 18, 32}, {"iq4_xs", quantize_row_iq4_xs_ref, 136, 256},
         {"tq1_0", quantize_row_tq1_0_ref, 54, 256}, {"tq2_0", quantize_row_tq2_0_ref, 66, 256},
+        {"q1_0", quantize_row_q1_0_ref, 18, 128},   {"q2_0", quantize_row_q2_0_ref, 18, 64},
     };
     char name[64];
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

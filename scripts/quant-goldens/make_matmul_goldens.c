@@ -84,7 +84,7 @@ int main(int argc, char ** argv) {
 
     const enum ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
                                     GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL, GGML_TYPE_F16,
-                                    GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0};
+                                    GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q1_0, GGML_TYPE_Q2_0};
     // weights: row r is input.f32 from offset 37*r (wrapping), so rows differ
     static float wsrc[MAX_ROWS * COLS];
     for (int r = 0; r < MAX_ROWS; r++) {

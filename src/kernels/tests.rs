@@ -9,7 +9,7 @@ use crate::ggml_type::GgmlType;
 use crate::quant;
 
 /// Every weight type with a dot kernel.
-pub(crate) const WEIGHT_TYPES: [GgmlType; 17] = [
+pub(crate) const WEIGHT_TYPES: [GgmlType; 19] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -27,6 +27,8 @@ pub(crate) const WEIGHT_TYPES: [GgmlType; 17] = [
     GgmlType::IQ4_XS,
     GgmlType::TQ1_0,
     GgmlType::TQ2_0,
+    GgmlType::Q1_0,
+    GgmlType::Q2_0,
 ];
 
 /// xorshift64*: deterministic test data.
@@ -543,7 +545,7 @@ fn pool_run_rows_hands_every_row_to_one_call() {
 pub(crate) fn scale_fields(ty: GgmlType) -> &'static [usize] {
     use GgmlType::*;
     match ty {
-        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | Q1_0 | Q2_0 => &[0],
         Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
         Q2_K => &[80, 82],
         Q3_K => &[108],
@@ -660,7 +662,7 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
     // 1, 9 and 19 blocks of 32; 1 and 3 super-blocks of the ternary types
     // (their rows kernel is the decode's)
     use GgmlType::*;
-    let types = [Q4_1, Q5_1, Q4_0, Q5_0, Q8_0, IQ4_NL, TQ1_0, TQ2_0];
+    let types = [Q4_1, Q5_1, Q4_0, Q5_0, Q8_0, IQ4_NL, TQ1_0, TQ2_0, Q1_0, Q2_0];
     let cases = sets.iter().flat_map(|set| {
         types.into_iter().flat_map(move |ty| {
             let ns: &'static [usize] = if ty.block_size() == 256 { &[256, 768] } else { &[32, 288, 608] };

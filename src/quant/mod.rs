@@ -21,11 +21,14 @@
 //! | IQ4_NL, IQ4_XS | 32, 256 | `iq4.rs` | Q8_0, Q8_K |
 //! | MXFP4 | 32 | `mxfp4.rs` | Q8_0 |
 //! | TQ1_0, TQ2_0 | 256 | `tq.rs` | Q8_K |
+//! | Q1_0, Q2_0 | 128, 64 | `q1_0.rs`, `q2_0.rs` | Q8_0 |
 
 pub mod float;
 pub mod iq4;
 pub mod k_helpers;
 pub mod mxfp4;
+pub mod q1_0;
+pub mod q2_0;
 pub mod q2_k;
 pub mod q3_k;
 pub mod q4_0;
@@ -194,6 +197,8 @@ pub fn is_supported(ty: GgmlType) -> bool {
             | MXFP4
             | TQ1_0
             | TQ2_0
+            | Q1_0
+            | Q2_0
     )
 }
 
@@ -222,6 +227,8 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
         MXFP4 => mxfp4::dequantize_row(as_blocks(src), out),
         TQ1_0 => tq::dequantize_row_tq1_0(as_blocks(src), out),
         TQ2_0 => tq::dequantize_row_tq2_0(as_blocks(src), out),
+        Q1_0 => q1_0::dequantize_row(as_blocks(src), out),
+        Q2_0 => q2_0::dequantize_row(as_blocks(src), out),
         _ => return Err(Error::invalid(format!("dequantize_row: type {ty} is not supported"))),
     }
     Ok(())
@@ -253,6 +260,8 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
         MXFP4 => mxfp4::quantize_row(x, as_blocks_mut(out)),
         TQ1_0 => tq::quantize_row_tq1_0(x, as_blocks_mut(out)),
         TQ2_0 => tq::quantize_row_tq2_0(x, as_blocks_mut(out)),
+        Q1_0 => q1_0::quantize_row(x, as_blocks_mut(out)),
+        Q2_0 => q2_0::quantize_row(x, as_blocks_mut(out)),
         _ => return Err(Error::invalid(format!("quantize_row: type {ty} is not supported"))),
     }
     Ok(())

@@ -37,6 +37,8 @@ pub(crate) fn golden_types() -> Vec<(GgmlType, &'static [u8])> {
         (IQ4_XS, golden!("iq4_xs.bin")),
         (TQ1_0, golden!("tq1_0.bin")),
         (TQ2_0, golden!("tq2_0.bin")),
+        (Q1_0, golden!("q1_0.bin")),
+        (Q2_0, golden!("q2_0.bin")),
     ]
 }
 
@@ -105,6 +107,10 @@ fn dequantize_of_golden_is_close_to_input() {
             // (three levels, the outer ones at the block's maximum: most of
             // a gaussian block rounds to 0)
             GgmlType::TQ1_0 | GgmlType::TQ2_0 => 0.9,
+            // (a sign and the mean magnitude: a gaussian's 1 - 2/π of its
+            // variance left; Q2_0: the levels -d, 0, d at the block's maximum)
+            GgmlType::Q1_0 => 0.65,
+            GgmlType::Q2_0 => 0.9,
             _ => 0.12,
         };
         for sb in 0..2 {

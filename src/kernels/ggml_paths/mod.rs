@@ -18,7 +18,9 @@
 //! - [`Path::VecDot`]: the same types with `nt < 8` run the type's
 //!   `ggml_vec_dot_*_q8_K` (`ggml-cpu/arch/x86/quants.c`, AVX2 code), one
 //!   output at a time; so does IQ4_NL (not repacked) for one row
-//!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`.
+//!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`. MXFP4 not repacked,
+//!   TQ1_0/TQ2_0 (`vec_dot_tq.rs`) and Q1_0/Q2_0 (`vec_dot_q1q2.rs`) take
+//!   their vec_dot at every token count.
 //!
 //! - [`Path::TinyBlasF32`] / [`Path::VecDotF32`]: F32 weights; llamafile's
 //!   tinyBLAS<16> from 2 activation rows when `rows % 4 == 0` (and
@@ -64,6 +66,7 @@ pub mod tinyblas_bf16;
 pub mod tinyblas_f16;
 pub mod tinyblas_f32;
 pub mod vec_dot_k;
+pub mod vec_dot_q1q2;
 pub mod vec_dot_tq;
 
 #[cfg(test)]
@@ -132,7 +135,7 @@ pub fn path_of(m: Mat, nt: usize) -> Option<Path> {
         // (llamafile's tinyBLAS has no MXFP4: ggml_vec_dot_mxfp4_q8_0 for
         // every row count; nor do it or the tiled path take the ternary
         // types)
-        MXFP4 | TQ1_0 | TQ2_0 => Some(Path::VecDot),
+        MXFP4 | TQ1_0 | TQ2_0 | Q1_0 | Q2_0 => Some(Path::VecDot),
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),

@@ -35,6 +35,8 @@ fn goldens() -> Vec<(GgmlType, &'static [u8])> {
         g!(IQ4_XS, "matmul_iq4_xs.bin"),
         g!(TQ1_0, "matmul_tq1_0.bin"),
         g!(TQ2_0, "matmul_tq2_0.bin"),
+        g!(Q1_0, "matmul_q1_0.bin"),
+        g!(Q2_0, "matmul_q2_0.bin"),
         // scripts/quant-goldens/make_float_matmul_goldens.c
         g!(F32, "matmul_f32_r16_c128.bin"),
         g!(F32, "matmul_f32_r14_c128.bin"),
