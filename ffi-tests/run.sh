@@ -49,7 +49,7 @@ GEMMA=$MODELS/gemma-3-270m-q4_k_m.gguf
 VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
 PAR=$ROOT/ffi-tests/golden/parity
 # the file types (llama_ftype) of the mixture-of-experts block-type check
-MOE_TYPES="F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_M:12 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30 MXFP4_MOE:38 TQ1_0:36 TQ2_0:37"
+MOE_TYPES="F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_M:12 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30 MXFP4_MOE:38 TQ1_0:36 TQ2_0:37 Q1_0:40 Q2_0:41"
 mkdir -p "$OUT"
 
 pass=0
@@ -588,14 +588,14 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 logits_hash_ok "$OUT/mxfp4-dense.gguf" "$PAR/tokens512.txt" "$PAR/moe-types.sha256" \
                     "512 2 512 mxfp4-dense-one-decode" "512 1 7 mxfp4-dense-chunks-of-7" || moe_ok=0
                 # the ternary types in every matrix of that llama (pure)
-                for t in TQ1_0:36 TQ2_0:37; do
+                for t in TQ1_0:36 TQ2_0:37 Q1_0:40 Q2_0:41; do
                     set -- ${t/:/ }
                     "$OUT/quantize_tool" "$OUT/synth-mxfp4-dense.gguf" "$OUT/$1-dense.gguf" "$2" pure > /dev/null 2>&1
                     logits_hash_ok "$OUT/$1-dense.gguf" "$PAR/tokens512.txt" "$PAR/moe-types.sha256" \
                         "512 2 512 $1-dense-one-decode" "512 1 7 $1-dense-chunks-of-7" || moe_ok=0
                 done
                 if [ $moe_ok = 1 ]; then
-                    ok "mixture of experts in $(for t in $MOE_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//'), gpt-oss with MXFP4 experts and a dense llama in MXFP4, TQ1_0 and TQ2_0: logits bit-identical to the reference (one decode, chunks of 7)"
+                    ok "mixture of experts in $(for t in $MOE_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//'), gpt-oss with MXFP4 experts and a dense llama in MXFP4, TQ1_0, TQ2_0, Q1_0 and Q2_0: logits bit-identical to the reference (one decode, chunks of 7)"
                 else
                     not_ok "mixture of experts: logits of some block type differ from the reference's"
                 fi
