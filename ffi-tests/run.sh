@@ -540,25 +540,29 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             # a model from the caller's metadata and tensors
             # (llama_model_init_from_user; parity/from_user.c standing in for
             # the ggml functions it needs): the reference's logits and save
-            make_synth llama from-user-meta
             if gcc "${CFLAGS[@]}" -I"$ROOT/ffi-tests/parity" -rdynamic "$ROOT/ffi-tests/parity/from_user.c" \
                 -o "$OUT/from_user" "${LDFLAGS[@]}" 2> "$OUT/from_user.build.log"; then
-                local fu_ok=1
-                "$OUT/from_user" "$OUT/synth-from-user-meta.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
-                    "$OUT/from-user-saved.gguf" > "$OUT/from_user.out" 2> "$OUT/from_user.err" || fu_ok=0
-                grep -q "NULL metadata or callback: refused" "$OUT/from_user.out" || fu_ok=0
-                grep -v "^NULL metadata" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
-                for f in logits:from-user.bin saved:from-user-saved.gguf; do
-                    want=$(awk -v l="${f%%:*}" '$2 == l {print $1}' "$PAR/from_user.sha256")
-                    got=$(sha256sum "$OUT/${f#*:}" | cut -d' ' -f1)
-                    [ "$got" = "$want" ] || { fu_ok=0; echo "     ${f%%:*}: sha256 $got, want $want"; }
+                local fu_ok=1 arch
+                : > "$OUT/from_user.out"
+                for arch in llama qwen2 gemma3; do
+                    make_synth $arch from-user-$arch
+                    echo "== $arch" >> "$OUT/from_user.out"
+                    "$OUT/from_user" "$OUT/synth-from-user-$arch.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
+                        "$OUT/from-user-saved.gguf" >> "$OUT/from_user.out" 2> "$OUT/from_user.err" || fu_ok=0
+                    for f in logits:from-user.bin saved:from-user-saved.gguf; do
+                        want=$(awk -v l="$arch-${f%%:*}" '$2 == l {print $1}' "$PAR/from_user.sha256")
+                        got=$(sha256sum "$OUT/${f#*:}" | cut -d' ' -f1)
+                        [ "$got" = "$want" ] || { fu_ok=0; echo "     $arch ${f%%:*}: sha256 $got, want $want"; }
+                    done
                 done
+                [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 3 ] || fu_ok=0
+                grep -v "^NULL metadata" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
                 if [ $fu_ok = 1 ]; then
-                    ok "llama_model_init_from_user: a llama from metadata and a callback (F32 and an F16 override; .scale tensors): the reference's 65 tensor calls, logits and saved file, bit for bit; reloaded from the saved file, the same logits; NULL metadata or callback refused"
+                    ok "llama_model_init_from_user: llama, qwen2 and gemma3 from metadata and a callback (F32 and an F16 override; .scale tensors): the reference's tensor calls (65, 56, 63), logits and saved files, bit for bit; reloaded from the saved file, the same logits; NULL metadata or callback refused"
                 else
                     not_ok "llama_model_init_from_user differs from the reference"; tail -n 5 "$OUT/from_user.err"
                 fi
-                under_valgrind from_user "$OUT/synth-from-user-meta.gguf" "$PAR/tokens512.txt" "$OUT/from-user-vg.bin" \
+                under_valgrind from_user "$OUT/synth-from-user-gemma3.gguf" "$PAR/tokens512.txt" "$OUT/from-user-vg.bin" \
                     "$OUT/from-user-vg.gguf"
             else
                 not_ok "from_user build"; cat "$OUT/from_user.build.log"

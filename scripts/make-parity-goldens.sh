@@ -243,13 +243,19 @@ fi
 # its save of that model, and what the program printed
 # (golden/parity/from_user.sha256, from_user.txt)
 if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
-    target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/from-user-meta.gguf" 11 512
     gcc -O2 -std=c11 -DWITH_GGML -Iinclude -Iffi-tests/parity ffi-tests/parity/from_user.c -o "$OUT/from_user_ref" \
         -L"$REF_LIB" -lllama -lggml-base -lm
-    LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-meta.gguf" ffi-tests/golden/parity/tokens512.txt \
-        "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" > ffi-tests/golden/parity/from_user.txt
-    { echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  logits"
-      echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  saved"; } > ffi-tests/golden/parity/from_user.sha256
+    : > ffi-tests/golden/parity/from_user.txt
+    : > ffi-tests/golden/parity/from_user.sha256
+    for arch in llama qwen2 gemma3; do
+        vocab=llama-spm; [ $arch = qwen2 ] && vocab=qwen2
+        target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$arch.gguf" 11 512
+        echo "== $arch" >> ffi-tests/golden/parity/from_user.txt
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
+            "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" >> ffi-tests/golden/parity/from_user.txt
+        { echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  $arch-logits"
+          echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  $arch-saved"; } >> ffi-tests/golden/parity/from_user.sha256
+    done
 fi
 # A mixture of experts in other block types (golden/parity/moe-types.sha256):
 # a 256-wide 8-expert qwen3moe quantized by the reference to each type of

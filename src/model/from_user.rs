@@ -35,14 +35,97 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
     let mut hp = HParams::read(&keys, n_vocab)?;
     (family.read_hparams)(&mut hp, &keys)?;
     hp.check_runnable(arch)?;
-    match arch {
-        "llama" if hp.n_expert == 0 => Ok(llama(&hp)),
+    let mut list = match arch {
+        "llama" if hp.n_expert == 0 => llama(&hp),
+        "qwen2" => qwen2(&hp),
+        "gemma3" => gemma3(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
-            Err(Error::model(format!("not implemented yet: {what} (llama without experts is)")))
+            return Err(Error::model(format!(
+                "not implemented yet: {what} (llama without experts, qwen2 and gemma3 are)"
+            )));
+        }
+    };
+    // the generic pass (llama_model::load_tensors): each projection's
+    // `.scale`, then its `.input_scale`, one value each
+    for il in 0..hp.n_layer as usize {
+        for kind in ["scale", "input_scale"] {
+            for m in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"] {
+                list.push(UserTensor { name: format!("blk.{il}.{m}.{kind}"), ne: vec![1] });
+            }
         }
     }
+    Ok(list)
+}
+
+/// A list builder: `t(name, ne)`.
+fn push(out: &mut Vec<UserTensor>, name: String, ne: &[u32]) {
+    out.push(UserTensor { name, ne: ne.iter().map(|&n| u64::from(n)).collect() });
+}
+
+/// The attention's q, k, v and their biases as `create_tensor_qkv` makes
+/// them without a file (the fused attn_qkv is skipped).
+fn qkv(out: &mut Vec<UserTensor>, hp: &HParams, il: usize) -> u32 {
+    let n_q = hp.n_embd_head_k * hp.n_head[il];
+    let (n_k, n_v) = (hp.n_embd_head_k * hp.n_head_kv[il], hp.n_embd_head_v * hp.n_head_kv[il]);
+    let b = |s: &str| format!("blk.{il}.{s}");
+    push(out, b("attn_q.weight"), &[hp.n_embd, n_q]);
+    push(out, b("attn_k.weight"), &[hp.n_embd, n_k]);
+    push(out, b("attn_v.weight"), &[hp.n_embd, n_v]);
+    push(out, b("attn_q.bias"), &[n_q]);
+    push(out, b("attn_k.bias"), &[n_k]);
+    push(out, b("attn_v.bias"), &[n_v]);
+    n_q
+}
+
+/// `llama_model_qwen2::load_arch_tensors` without a file.
+fn qwen2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "output.bias".into(), &[n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    out
+}
+
+/// `llama_model_gemma3::load_arch_tensors` without a file (not its Dense
+/// projections, which the reference makes only when the metadata sizes
+/// them, for EmbeddingGemma, which minfer does not run yet).
+fn gemma3(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_k_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("attn_q_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+    }
+    out
 }
 
 /// `llama_model_llama::load_arch_tensors` without a file.
@@ -83,15 +166,6 @@ fn llama(hp: &HParams) -> Vec<UserTensor> {
         t(b("ffn_gate.bias"), &[n_ff]);
         t(b("ffn_down.bias"), &[n_embd]);
         t(b("ffn_up.bias"), &[n_ff]);
-    }
-    // the generic pass (llama_model::load_tensors): each projection's
-    // `.scale`, then its `.input_scale`, one value each
-    for il in 0..hp.n_layer as usize {
-        for kind in ["scale", "input_scale"] {
-            for m in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"] {
-                t(format!("blk.{il}.{m}.{kind}"), &[1]);
-            }
-        }
     }
     out
 }

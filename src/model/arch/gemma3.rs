@@ -3,7 +3,7 @@
 //! sublayers, GeGLU, token embeddings scaled by sqrt(n_embd), q scaled
 //! before attention, NEOX rope, optional final logit softcapping.
 
-use super::{AttnScale, Block, EmbdScale, Family, Ffn, QkNorm, Rope};
+use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, QkNorm, Rope};
 use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
@@ -12,6 +12,9 @@ pub static FAMILY: Family = Family {
     rope: Rope::Neox,
     block: Block {
         qk_norm: QkNorm::PerHead,
+        // (the reference's create_tensor_qkv takes q/k/v biases for every
+        // family; a model from user tensors has them)
+        qkv_bias: Need::Optional,
         post_norms: true,
         ffn: Ffn::GeGlu,
         attn_scale: AttnScale::IntoQ,
