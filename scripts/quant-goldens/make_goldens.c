@@ -12,6 +12,8 @@
 DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0) DECL(q8_1)
 DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(q8_K)
 DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0) DECL(q1_0) DECL(q2_0)
+void dequantize_row_q1_0(const void *x, float *y, int64_t k);
+void dequantize_row_q2_0(const void *x, float *y, int64_t k);
 size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start,
                            int64_t nrows, int64_t n_per_row, const float *imatrix);
 
@@ -100,6 +102,17 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%s.bin", t[i].name);
         put(argv[1], name, y, N / t[i].qk * t[i].bpb);
     }
+    // The reference's dequantization of Q1_0 and Q2_0 (the gguf package has
+    // none): of their quantized rows above
+    static float dq[N];
+    memset(y, 0, sizeof y);
+    quantize_row_q1_0_ref(x, y, N);
+    dequantize_row_q1_0(y, dq, N);
+    put(argv[1], "q1_0_dequant.f32", dq, sizeof dq);
+    memset(y, 0, sizeof y);
+    quantize_row_q2_0_ref(x, y, N);
+    dequantize_row_q2_0(y, dq, N);
+    put(argv[1], "q2_0_dequant.f32", dq, sizeof dq);
     // Through ggml_quantize_chunk: F16 (1), BF16 (30), and IQ4_NL (20),
     // whose chunk quantizer searches 7 scales either side (the _ref does not).
     memset(y, 0, sizeof y);
