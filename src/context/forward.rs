@@ -116,7 +116,9 @@ fn apply_scale(
     w: &Weight,
     y: &mut [f32],
 ) -> Result<()> {
-    if let Some(s) = model.weights.as_ref().and_then(|ws| map(&ws.scales).get(&w.info.name)) {
+    // (no name hashed in the usual case: a model without scales)
+    let found = model.weights.as_ref().map(|ws| map(&ws.scales)).filter(|m| !m.is_empty());
+    if let Some(s) = found.and_then(|m| m.get(&w.info.name)) {
         let s = vector(model, s)?[0];
         y.iter_mut().for_each(|v| *v *= s);
     }

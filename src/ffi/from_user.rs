@@ -173,8 +173,8 @@ fn read_metadata(meta: *mut gguf_context) -> Result<GgufFile> {
     GgufFile::from_bytes(bytes).map_err(|e| Error::model(format!("the metadata: {e}")))
 }
 
-/// The type the caller's metadata gives tensor `name`, else F32.
-fn tensor_type(meta: *mut gguf_context, name: &str) -> Result<GgmlType> {
+/// The type the caller's metadata gives each tensor of `list`, else F32.
+fn tensor_types(meta: *mut gguf_context, list: &[crate::model::from_user::UserTensor]) -> Result<Vec<GgmlType>> {
     type Find = unsafe extern "C" fn(*const gguf_context, *const c_char) -> i64;
     type GetType = unsafe extern "C" fn(*const gguf_context, i64) -> c_int;
     // SAFETY: ggml's `int64_t gguf_find_tensor(const struct gguf_context *,
@@ -186,18 +186,21 @@ fn tensor_type(meta: *mut gguf_context, name: &str) -> Result<GgmlType> {
             std::mem::transmute::<*mut c_void, GetType>(ggml_fn(c"gguf_get_tensor_type")?),
         )
     };
-    let cname = std::ffi::CString::new(name).map_err(|_| Error::invalid("a tensor name with a NUL"))?;
-    // SAFETY: the caller's context and a NUL-terminated name.
-    let id = unsafe { find(meta, cname.as_ptr()) };
-    if id < 0 {
-        return Ok(GgmlType::F32);
-    }
-    // SAFETY: `id` is a tensor of the context.
-    let ty = unsafe { get_type(meta, id) };
-    u32::try_from(ty)
-        .ok()
-        .and_then(|t| GgmlType::try_from(t).ok())
-        .ok_or_else(|| Error::model(format!("tensor '{name}' has type {ty} in the metadata, not a ggml type")))
+    let type_of = |name: &str| -> Result<GgmlType> {
+        let cname = std::ffi::CString::new(name).map_err(|_| Error::invalid("a tensor name with a NUL"))?;
+        // SAFETY: the caller's context and a NUL-terminated name.
+        let id = unsafe { find(meta, cname.as_ptr()) };
+        if id < 0 {
+            return Ok(GgmlType::F32);
+        }
+        // SAFETY: `id` is a tensor of the context.
+        let ty = unsafe { get_type(meta, id) };
+        u32::try_from(ty)
+            .ok()
+            .and_then(|t| GgmlType::try_from(t).ok())
+            .ok_or_else(|| Error::model(format!("tensor '{name}' has type {ty} in the metadata, not a ggml type")))
+    };
+    list.iter().map(|t| type_of(&t.name)).collect()
 }
 
 /// A tensor made for the caller: name, type, ne, bytes.
@@ -230,8 +233,7 @@ fn fill(
         usage: 1, // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
     };
     let mut out: Vec<Filled> = Vec::with_capacity(list.len());
-    for t in list {
-        let ty = tensor_type(meta, &t.name)?;
+    for (t, ty) in list.iter().zip(tensor_types(meta, list)?) {
         let mut ne = [1i64; 4];
         for (d, &n) in ne.iter_mut().zip(&t.ne) {
             *d = i64::try_from(n).map_err(|_| Error::model("a tensor dimension overflows"))?;

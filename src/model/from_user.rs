@@ -131,41 +131,31 @@ fn gemma3(hp: &HParams) -> Vec<UserTensor> {
 /// `llama_model_llama::load_arch_tensors` without a file.
 fn llama(hp: &HParams) -> Vec<UserTensor> {
     let mut out = Vec::new();
-    let mut t =
-        |name: String, ne: &[u32]| out.push(UserTensor { name, ne: ne.iter().map(|&n| u64::from(n)).collect() });
     let (n_embd, n_vocab, n_rot) = (hp.n_embd, hp.n_vocab, hp.n_rot);
-    t("token_embd.weight".into(), &[n_embd, n_vocab]);
-    t("output_norm.weight".into(), &[n_embd]);
-    t("output.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
-        let (n_head, n_head_kv, n_ff) = (hp.n_head[il], hp.n_head_kv[il], hp.n_ff[il]);
-        let n_q = hp.n_embd_head_k * n_head;
-        let (n_k, n_v) = (hp.n_embd_head_k * n_head_kv, hp.n_embd_head_v * n_head_kv);
-        t(b("attn_norm.weight"), &[n_embd]);
-        // (the fused attn_qkv is skipped without a file: separate q, k, v)
-        t(b("attn_q.weight"), &[n_embd, n_q]);
-        t(b("attn_k.weight"), &[n_embd, n_k]);
-        t(b("attn_v.weight"), &[n_embd, n_v]);
-        t(b("attn_q.bias"), &[n_q]);
-        t(b("attn_k.bias"), &[n_k]);
-        t(b("attn_v.bias"), &[n_v]);
-        t(b("attn_output.weight"), &[n_q, n_embd]);
-        t(b("attn_output.bias"), &[n_embd]);
-        t(b("ffn_norm.weight"), &[n_embd]);
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("attn_output.bias"), &[n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
         // (one name for every layer: layer 0's, then duplicates)
         if hp.rope_scaling == RopeScaling::LongRope {
-            t("rope_factors_long.weight".into(), &[n_rot / 2]);
-            t("rope_factors_short.weight".into(), &[n_rot / 2]);
+            push(&mut out, "rope_factors_long.weight".into(), &[n_rot / 2]);
+            push(&mut out, "rope_factors_short.weight".into(), &[n_rot / 2]);
         } else {
-            t("rope_freqs.weight".into(), &[n_rot / 2]);
+            push(&mut out, "rope_freqs.weight".into(), &[n_rot / 2]);
         }
-        t(b("ffn_gate.weight"), &[n_embd, n_ff]);
-        t(b("ffn_down.weight"), &[n_ff, n_embd]);
-        t(b("ffn_up.weight"), &[n_embd, n_ff]);
-        t(b("ffn_gate.bias"), &[n_ff]);
-        t(b("ffn_down.bias"), &[n_embd]);
-        t(b("ffn_up.bias"), &[n_ff]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_gate.bias"), &[n_ff]);
+        push(&mut out, b("ffn_down.bias"), &[n_embd]);
+        push(&mut out, b("ffn_up.bias"), &[n_ff]);
     }
     out
 }
