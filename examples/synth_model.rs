@@ -28,6 +28,12 @@
 //! sigmoid), wnorm=0|1 renormalisation (1), wscale=F the weights' scale
 //! (2.5), shexp_count=N shared experts of ff_exp rows (2), probs_b=0|1 the
 //! selection bias tensor (1).
+//! Encoders (`arch::Encoder`: bert): token types (2 rows; the vocab's
+//! `tokenizer.ggml.token_type_count` when it has one), the input norm and
+//! the norms after each residual add, `attention.causal` false;
+//! pooling=N writes `%s.pooling_type` (1: mean), cls=1 the classifier head
+//! (`cls`, `cls.output` with their biases), labels=N its outputs (written as
+//! N `classifier.output_labels`; 1).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -73,6 +79,8 @@ fn main() {
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
+    let encoder = recipe.encoder.is_some();
+    let (mut pooling, mut cls, mut labels) = (1usize, false, 0usize);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
@@ -124,6 +132,9 @@ fn main() {
             "wnorm" => wnorm = v != 0,
             "shexp_count" => shexp_count = v,
             "probs_b" => probs_b = v != 0,
+            "pooling" => pooling = v,
+            "cls" => cls = v != 0,
+            "labels" => labels = v,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -192,6 +203,22 @@ fn main() {
     for (key, v) in family_keys(arch) {
         w.set(&k(key), v);
     }
+    let mut n_token_types = 0;
+    if encoder {
+        w.set(&k("attention.causal"), OwnedValue::Bool(false));
+        w.set(&k("pooling_type"), OwnedValue::U32(pooling as u32));
+        n_token_types = match vocab.get("tokenizer.ggml.token_type_count").as_ref().and_then(Value::as_u64) {
+            Some(n) => n as usize,
+            None => {
+                w.set("tokenizer.ggml.token_type_count", OwnedValue::U32(2));
+                2
+            }
+        };
+        if labels > 0 {
+            let names = (0..labels).map(|i| format!("LABEL_{i}").into_bytes()).collect();
+            w.set(&k("classifier.output_labels"), OwnedValue::Array(OwnedArray::Str(names)));
+        }
+    }
     // the experts' FFN size (the qwen families read their own key) and the
     // shared expert's
     let moe = recipe.moe.filter(|_| n_expert > 0);
@@ -242,8 +269,10 @@ fn main() {
     let mat = |rng: &mut Rng, name: String, cols: usize, rows: usize| mats(rng, name, cols, rows, 1, 1.0);
     mat(&mut rng, "token_embd.weight".into(), n_embd, n_vocab);
     let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
-    let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> =
-        vec![("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd))];
+    let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> = Vec::new();
+    if !encoder {
+        vecs.push(("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
+    }
     let wanted = |need: Need| need == Need::Required || (need == Need::Optional && optional);
     let bias = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 0.1 * rng.uniform()).collect() };
     let (q_width, kv_width) = (n_head * hd, n_head_kv * hd);
@@ -258,8 +287,21 @@ fn main() {
             vecs.push((name.into(), vec![half as u64], (0..half).map(|_| 4.5 + 3.5 * rng.uniform()).collect()));
         }
     }
-    if norm_bias {
+    if norm_bias && !encoder {
         vecs.push(("output_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+    }
+    if encoder {
+        // the input norm, the token types, the classifier head
+        mat(&mut rng, "token_types.weight".into(), n_embd, n_token_types);
+        vecs.push(("token_embd_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
+        vecs.push(("token_embd_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+        if cls {
+            let n_out = labels.max(1);
+            mats(&mut rng, "cls.weight".into(), n_embd, n_embd, 1, 3.0);
+            vecs.push(("cls.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            mat(&mut rng, "cls.output.weight".into(), n_embd, n_out);
+            vecs.push(("cls.output.bias".into(), vec![n_out as u64], bias(&mut rng, n_out)));
+        }
     }
     for il in 0..n_layer {
         let t = |s: &str| format!("blk.{il}.{s}");
@@ -283,6 +325,13 @@ fn main() {
             mat(&mut rng, t("attn_v.weight"), n_embd, kv_width);
         }
         mat(&mut rng, t("attn_output.weight"), q_width, n_embd);
+        if encoder {
+            // the norms after each residual add
+            for name in ["attn_output_norm", "layer_output_norm"] {
+                vecs.push((t(&format!("{name}.weight")), vec![n_embd as u64], norm(&mut rng, n_embd)));
+                vecs.push((t(&format!("{name}.bias")), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
+        }
         if wanted(recipe.qkv_bias) && fused_qkv {
             let n = q_width + 2 * kv_width;
             vecs.push((t("attn_qkv.bias"), vec![n as u64], bias(&mut rng, n)));
@@ -388,7 +437,7 @@ fn main() {
         }
     }
     // (gemma3's test models tie it too, as Gemma 3's files do)
-    if !recipe.tied_output && arch != "gemma3" {
+    if !recipe.tied_output && arch != "gemma3" && !encoder {
         mat(&mut rng, "output.weight".into(), n_embd, n_vocab);
     }
     if wanted(recipe.output_bias) {

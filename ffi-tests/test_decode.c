@@ -247,7 +247,8 @@ int main(int argc, char ** argv) {
     CHECK(llama_memory_seq_pos_max(mem, 1) == -1, "seq_keep(0) empties seq 1: %d", llama_memory_seq_pos_max(mem, 1));
     log_clear();
     CHECK(llama_memory_seq_pos_max(mem, 99) == -1 && log_has("out of range"), "bad seq id in memory API");
-    CHECK(!llama_memory_seq_rm(NULL, 0, -1, -1) && llama_memory_seq_pos_max(NULL, 0) == -1, "NULL memory");
+    // (NULL memory is an empty one, as the reference: an encoder's context has none)
+    CHECK(llama_memory_seq_rm(NULL, 0, -1, -1) && llama_memory_seq_pos_max(NULL, 0) == -1 && !llama_memory_can_shift(NULL), "NULL memory");
 
     // --- embeddings: per token (pooling NONE), then MEAN / CLS / LAST pools
     int n_embd = llama_model_n_embd(g_model);

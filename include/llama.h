@@ -821,9 +821,12 @@ int32_t llama_n_layer(const struct llama_model *model);
 
 int32_t llama_n_head(const struct llama_model *model);
 
-// Classifier heads are not part of the architectures minfer runs: 0.
+// The classifier head's outputs (RANK pooling): the number of the
+// model's `%s.classifier.output_labels`, 1 without them, as the reference.
 uint32_t llama_model_n_cls_out(const struct llama_model *model);
 
+// Label `i` of the classifier head, or NULL past them (the reference's
+// answer, without an error).
 const char *llama_model_cls_label(const struct llama_model *model, uint32_t i);
 
 bool llama_model_has_encoder(const struct llama_model *model);

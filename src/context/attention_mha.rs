@@ -34,12 +34,15 @@ use crate::kernels::ggml_paths::tinyblas_f16;
 use crate::kernels::vecf;
 use crate::kernels::ThreadPool;
 
-/// One of the two dot orders of an F16 (or F32) `ggml_mul_mat`.
-fn dot(tiny: bool, x: &[f32], y: &[f32]) -> f32 {
+/// One of the dot orders of `ggml_mul_mat`: tinyBLAS<16>, else
+/// `ggml_vec_dot_f16` for an F16 matrix, `ggml_vec_dot_f32` for an F32 one.
+fn dot(tiny: bool, f16: bool, x: &[f32], y: &[f32]) -> f32 {
     if tiny {
         tinyblas_f16::dot(x, y)
-    } else {
+    } else if f16 {
         vecf::dot_f16(x, y)
+    } else {
+        vecf::dot_f32(x, y)
     }
 }
 
@@ -64,7 +67,10 @@ pub fn attention(
     let k_f16 = kv.k[il].ty() == KvType::F16;
     let v_f16 = kv.v[il].ty() == KvType::F16;
     // which order each product runs: kq is [n_kv rows] x [hd_k], kqv [hd_v rows] x [n_kv]
-    let kq_tiny = tinyblas_f16::runs(n_kv, nt, sh.hd_k);
+    // (q is a permuted view: an F16 K converts it to a contiguous copy,
+    // which tinyBLAS takes; against an F32 K it is used as it is, and
+    // ggml's mul_mat gives llamafile only contiguous inputs)
+    let kq_tiny = k_f16 && tinyblas_f16::runs(n_kv, nt, sh.hd_k);
     let kqv_tiny = tinyblas_f16::runs(sh.hd_v, nt, n_kv);
 
     // K rows of the first n_kv cells: [n_kv][kw] (cells not in use stay 0;
@@ -90,7 +96,7 @@ pub fn attention(
         let mut p = vec![f32::NEG_INFINITY; n_kv];
         for &c in &visible[t] {
             let kc = &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-            let s = dot(kq_tiny, kc, &qh);
+            let s = dot(kq_tiny, k_f16, kc, &qh);
             // (softcapping: ggml_scale by 1 / cap, ggml_tanh, ggml_scale by
             // cap, then the softmax's scale)
             let s = if sh.softcap != 0.0 { (s * (1.0 / sh.softcap)).tanh() * sh.softcap } else { s };
@@ -99,7 +105,7 @@ pub fn attention(
         super::ops::soft_max_sink(&mut p, sinks.map(|s| s[i % sh.n_head]));
         p.iter_mut().for_each(|x| *x = round(*x, v_f16));
         for (d, o) in row.iter_mut().enumerate() {
-            *o = dot(kqv_tiny, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);
+            *o = dot(kqv_tiny, v_f16, &vt[(g * sh.hd_v + d) * n_kv..][..n_kv], &p);
         }
     })
 }

@@ -31,6 +31,14 @@ impl Batch {
 
     /// The reference's consistency checks; `n_vocab` bounds token ids.
     pub fn validate(&self, n_vocab: usize, n_seq_max: usize, kv: &KvCache) -> Result<()> {
+        self.validate_ids(n_vocab, n_seq_max)?;
+        self.validate_positions(n_seq_max, kv)
+    }
+
+    /// The checks of an encoder's batch, which the reference makes without
+    /// the position rules (no memory): tokens, ids, sequences, positions
+    /// not negative.
+    pub fn validate_ids(&self, n_vocab: usize, n_seq_max: usize) -> Result<()> {
         if self.tokens.is_empty() {
             return Err(Error::invalid("n_tokens == 0"));
         }
@@ -52,6 +60,10 @@ impl Batch {
                 return Err(Error::invalid(format!("invalid pos[{i}] = {}", t.pos)));
             }
         }
+        Ok(())
+    }
+
+    fn validate_positions(&self, n_seq_max: usize, kv: &KvCache) -> Result<()> {
         // Per sequence: positions start right after the memory's last one and
         // have no gaps; along the batch they never decrease.
         let mut min = vec![i32::MAX; n_seq_max];

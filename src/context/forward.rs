@@ -20,13 +20,13 @@ use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
 use crate::kernels::{self, Activations, ThreadPool};
 use crate::model::arch::{AttnScale, Block, EmbdScale, Ffn, LogitScale, Norm, Parallel, QkNorm, Rope};
-use crate::model::weights::{DenseFfn, FfnWeights, Qkv, Scales, Weight, Weights};
+use crate::model::weights::{DenseFfn, FfnWeights, LayerWeights, Qkv, Scales, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
 /// The bytes of a weight: its load-time copy where it has one (float
 /// matrices, `model/repacked.rs`), else its file's mapping.
-fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
+pub(super) fn bytes<'m>(model: &'m Model, w: &Weight) -> &'m [u8] {
     model.repacked.copy(w).unwrap_or_else(|| model.files[w.file].tensor_data(&w.info))
 }
 
@@ -71,7 +71,7 @@ pub struct Mm<'a> {
 /// `ys[i]` become W_i·x for each of the `nt` rows of x ([nt][cols] →
 /// [nt][rows_i]; the buffers may be longer: `workspace::sized`), plus each
 /// LoRA adapter's update of W_i (the reference's `build_lora_mm`).
-fn linear<const N: usize>(
+pub(super) fn linear<const N: usize>(
     mm: &Mm,
     acts: &mut Vec<Activations>,
     ws: [&Weight; N],
@@ -195,7 +195,7 @@ fn pre_norm(
 /// Copies columns `from..from + dst_width` of each of the `n` rows of `src`
 /// ([n][src_width]) to `dst` ([n][dst_width]): one part of a fused
 /// projection's output.
-fn split_cols(src: &[f32], src_width: usize, from: usize, dst: &mut [f32], n: usize) {
+pub(super) fn split_cols(src: &[f32], src_width: usize, from: usize, dst: &mut [f32], n: usize) {
     let w = dst.len() / n.max(1);
     for (t, d) in dst.chunks_exact_mut(w).enumerate() {
         d.copy_from_slice(&src[t * src_width + from..][..w]);
@@ -228,7 +228,7 @@ fn add_cvec(x: &mut [f32], width: usize, cvec: Option<&ControlVector>, il: usize
 /// ([nr][n_embd]): gate and up (split or fused, + biases), the activation;
 /// `gate` then holds the hidden rows [nr][n_ff]. Returns n_ff.
 #[allow(clippy::too_many_arguments)]
-fn ffn_hidden(
+pub(super) fn ffn_hidden(
     mm: &Mm,
     acts: &mut Vec<Activations>,
     lw: &DenseFfn,
@@ -289,6 +289,109 @@ fn ffn_hidden(
     Ok(n_ff)
 }
 
+/// The input rows `x` ([nt][n_embd]): each token's row of `token_embd`
+/// (+ the LoRA adapters' updates of it), or the caller's embedding
+/// (`inp_embd`: [nt][n_embd] for a batch of embeddings); the reference's
+/// `build_inp_embd`.
+pub(super) fn input_rows(
+    pool: &ThreadPool,
+    model: &Model,
+    weights: &Weights,
+    loras: &ActiveLoras,
+    tokens: &[Token],
+    inp_embd: &[f32],
+    x: &mut AlignedF32,
+) -> Result<()> {
+    let (nt, n_embd) = (tokens.len(), model.hparams.n_embd as usize);
+    // (x alone keeps its exact length, the rows in flight: `keep_rows`
+    // shrinks it after the last layer's attention)
+    x.resize(nt * n_embd, 0.0);
+    let tok_embd = &weights.tok_embd;
+    // (a tied output head copied at load serves the embedding rows too, so
+    // that its file pages stay released)
+    let embd_bytes = bytes(model, tok_embd);
+    let row_bytes = embd_bytes.len() / tok_embd.rows();
+    let embd_input = tokens.iter().any(|t| t.id.is_none());
+    if embd_input && inp_embd.len() != nt * n_embd {
+        return Err(crate::Error::invalid(format!(
+            "embedding input has {} values, want {nt}x{n_embd}",
+            inp_embd.len()
+        )));
+    }
+    for (t, tok) in tokens.iter().enumerate() {
+        let xt = &mut x[t * n_embd..(t + 1) * n_embd];
+        match tok.id {
+            Some(id) => {
+                let row = &embd_bytes[id as usize * row_bytes..(id as usize + 1) * row_bytes];
+                crate::quant::dequantize_row(tok_embd.ty(), row, xt)?;
+            }
+            None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
+        }
+    }
+    if !embd_input && !loras.is_empty() {
+        // the adapters' updates of the token rows (build_inp_embd)
+        let ids: Vec<usize> = tokens.iter().map(|t| t.id.unwrap_or(0) as usize).collect();
+        loras.add_to_embeddings(pool, &tok_embd.info.name, &ids, x)?;
+    }
+    Ok(())
+}
+
+/// `x[t] += pe[pos of token t]` ([nt][n_embd]): learned positions
+/// (ggml_get_rows, ggml_add).
+pub(super) fn add_position_rows(model: &Model, pe: &Weight, tokens: &[Token], x: &mut [f32]) -> Result<()> {
+    let n_embd = model.hparams.n_embd as usize;
+    let pe_bytes = bytes(model, pe);
+    let pe_row = pe_bytes.len() / pe.rows();
+    let mut row = vec![0f32; n_embd];
+    for (t, tok) in tokens.iter().enumerate() {
+        let p = usize::try_from(tok.pos).ok().filter(|&p| p < pe.rows()).ok_or_else(|| {
+            crate::Error::invalid(format!(
+                "position {} is outside the model's {} learned positions (n_ctx_train)",
+                tok.pos,
+                pe.rows()
+            ))
+        })?;
+        crate::quant::dequantize_row(pe.ty(), &pe_bytes[p * pe_row..(p + 1) * pe_row], &mut row)?;
+        x[t * n_embd..(t + 1) * n_embd].iter_mut().zip(&row).for_each(|(v, r)| *v += r);
+    }
+    Ok(())
+}
+
+/// q, k and v of the `nt` rows of `hn` into `q`, `k`, `v` ([nt][width]
+/// each, in the first values of the buffers), with their biases: one
+/// matmul per projection, or one fused `attn_qkv` split in three.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn project_qkv(
+    mm: &Mm,
+    acts: &mut Vec<Activations>,
+    lw: &LayerWeights,
+    hn: &[f32],
+    nt: usize,
+    widths: (usize, usize, usize),
+    q: &mut AlignedF32,
+    k: &mut AlignedF32,
+    v: &mut AlignedF32,
+    fused: &mut AlignedF32,
+) -> Result<()> {
+    let (q_width, k_width, v_width) = widths;
+    let model = mm.model;
+    match &lw.qkv {
+        Qkv::Split { wq, wk, wv } => linear(mm, acts, [wq, wk, wv], hn, nt, [&mut *q, &mut *k, &mut *v])?,
+        Qkv::Fused { w, b } => {
+            // one matmul [nt][q | k | v] (+ its bias), split into the three buffers
+            linear(mm, acts, [w], hn, nt, [&mut *fused])?;
+            let width = w.rows();
+            add_bias(model, &mut fused[..nt * width], b.as_ref())?;
+            split_cols(fused, width, 0, sized(q, nt * q_width), nt);
+            split_cols(fused, width, q_width, sized(k, nt * k_width), nt);
+            split_cols(fused, width, q_width + k_width, sized(v, nt * v_width), nt);
+        }
+    }
+    add_bias(model, &mut q[..nt * q_width], lw.bq.as_ref())?;
+    add_bias(model, &mut k[..nt * k_width], lw.bk.as_ref())?;
+    add_bias(model, &mut v[..nt * v_width], lw.bv.as_ref())
+}
+
 /// How the ubatch attends: `causal` false lets a token see every cell of
 /// its sequence (later positions included); `flash` picks the reference's
 /// flash-attention numerics (`attention.rs`) or those of its plain
@@ -343,57 +446,18 @@ pub fn forward(
         },
     };
     let neox = family.rope == Rope::Neox;
-    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, moe: moe_buf } = ws;
+    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, moe: moe_buf, .. } = ws;
     let mm = Mm { pool, model, loras };
 
     // --- embeddings: x [nt][n_embd], the token's row of tok_embd or the
     // caller's embedding (inp_embd: [nt][n_embd] for a batch of embeddings)
     // (x alone keeps its exact length, the rows in flight: `keep_rows`
     // shrinks it after the last layer's attention)
-    x.resize(nt * n_embd, 0.0);
-    let tok_embd = &weights.tok_embd;
-    // (a tied output head copied at load serves the embedding rows too, so
-    // that its file pages stay released)
-    let embd_bytes = bytes(model, tok_embd);
-    let row_bytes = embd_bytes.len() / tok_embd.rows();
     let embd_input = tokens.iter().any(|t| t.id.is_none());
-    if embd_input && inp_embd.len() != nt * n_embd {
-        return Err(crate::Error::invalid(format!(
-            "embedding input has {} values, want {nt}x{n_embd}",
-            inp_embd.len()
-        )));
-    }
-    for (t, tok) in tokens.iter().enumerate() {
-        let xt = &mut x[t * n_embd..(t + 1) * n_embd];
-        match tok.id {
-            Some(id) => {
-                let row = &embd_bytes[id as usize * row_bytes..(id as usize + 1) * row_bytes];
-                crate::quant::dequantize_row(tok_embd.ty(), row, xt)?;
-            }
-            None => xt.copy_from_slice(&inp_embd[t * n_embd..(t + 1) * n_embd]),
-        }
-    }
-    if !embd_input && !loras.is_empty() {
-        // the adapters' updates of the token rows (build_inp_embd)
-        let ids: Vec<usize> = tokens.iter().map(|t| t.id.unwrap_or(0) as usize).collect();
-        loras.add_to_embeddings(pool, &tok_embd.info.name, &ids, x)?;
-    }
+    input_rows(pool, model, weights, loras, tokens, inp_embd, x)?;
     if let Some(pe) = &weights.pos_embd {
         // learned positions: x += position_embd[pos] (gpt2: ggml_get_rows, ggml_add)
-        let pe_bytes = bytes(model, pe);
-        let pe_row = pe_bytes.len() / pe.rows();
-        let mut row = vec![0f32; n_embd];
-        for (t, tok) in tokens.iter().enumerate() {
-            let p = usize::try_from(tok.pos).ok().filter(|&p| p < pe.rows()).ok_or_else(|| {
-                crate::Error::invalid(format!(
-                    "position {} is outside the model's {} learned positions (n_ctx_train)",
-                    tok.pos,
-                    pe.rows()
-                ))
-            })?;
-            crate::quant::dequantize_row(pe.ty(), &pe_bytes[p * pe_row..(p + 1) * pe_row], &mut row)?;
-            x[t * n_embd..(t + 1) * n_embd].iter_mut().zip(&row).for_each(|(v, r)| *v += r);
-        }
+        add_position_rows(model, pe, tokens, x)?;
     }
     if recipe.embd_scale == EmbdScale::All || (recipe.embd_scale == EmbdScale::Tokens && !embd_input) {
         let s = (n_embd as f32).sqrt();
@@ -452,25 +516,12 @@ pub fn forward(
         let hn = &h[..nt * n_embd];
         dump::tensor("attn_norm", Some(il), hn, n_embd);
         let (q_width, k_width, v_width) = (n_head * hd_k, n_head_kv * hd_k, n_head_kv * hd_v);
-        match &lw.qkv {
-            Qkv::Split { wq, wk, wv } => linear(&mm, acts, [wq, wk, wv], hn, nt, [&mut *gate, &mut *up, &mut *v])?,
-            Qkv::Fused { w, b } => {
-                // one matmul [nt][q | k | v] (+ its bias), split into the three buffers
-                linear(&mm, acts, [w], hn, nt, [&mut *fused])?;
-                let width = w.rows();
-                add_bias(model, &mut fused[..nt * width], b.as_ref())?;
-                split_cols(fused, width, 0, sized(gate, nt * q_width), nt);
-                split_cols(fused, width, q_width, sized(up, nt * k_width), nt);
-                split_cols(fused, width, q_width + k_width, sized(v, nt * v_width), nt);
-            }
-        }
+        let widths = (q_width, k_width, v_width);
+        project_qkv(&mm, acts, lw, hn, nt, widths, gate, up, v, fused)?;
         // q [nt][n_head * hd_k], k [nt][n_head_kv * hd_k], v [nt][n_head_kv * hd_v]
         let q = &mut gate[..nt * q_width];
         let k = &mut up[..nt * k_width];
         let vcur = &mut v[..nt * v_width];
-        add_bias(model, q, lw.bq.as_ref())?;
-        add_bias(model, k, lw.bk.as_ref())?;
-        add_bias(model, vcur, lw.bv.as_ref())?;
         // per token: the heads' norms (qwen3, gemma3), then rope
         let table = match rope_tables.iter().position(|(k, _)| *k == rope_args) {
             Some(i) => i,
@@ -652,7 +703,10 @@ pub fn forward(
     if nr == nt && out_rows.len() < nt {
         keep_rows(x, n_embd, &out_rows);
     }
-    let w = vector(model, &weights.output_norm)?;
+    let (Some(output_norm), Some(output)) = (&weights.output_norm, &weights.output) else {
+        return Err(crate::Error::invalid("the model has no output head (an encoder)"));
+    };
+    let w = vector(model, output_norm)?;
     match norm.kind {
         Norm::Rms => ops::rms_norm_mul(x, n_embd, w, norm.eps),
         Norm::Layer => {
@@ -665,7 +719,7 @@ pub fn forward(
     if logits.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    linear_into(&mm, acts, &weights.output, x, out_rows.len(), logits)?;
+    linear_into(&mm, acts, output, x, out_rows.len(), logits)?;
     add_bias(model, logits, weights.output_b.as_ref())?;
     if hp.f_logit_scale != 0.0 {
         // ggml_scale by 1 / logit_scale (granite) or by logit_scale (cohere2)

@@ -9,11 +9,13 @@ pub mod attention_mha;
 pub mod batch;
 pub mod cvec;
 pub mod dump;
+pub mod encoder;
 pub mod forward;
 pub mod kv_cache;
 pub mod lora;
 pub mod moe;
 pub mod ops;
+pub mod pooling;
 pub mod rope;
 pub mod state;
 pub mod workspace;
@@ -56,7 +58,8 @@ pub struct ContextParams {
 
 /// The resolved parameters, following the reference's rules (llama_context's
 /// constructor): n_ctx from the model when 0 and padded to 256, n_batch
-/// capped by n_ctx, n_ubatch capped by n_batch, n_ctx split per sequence.
+/// capped by n_ctx (causal attention only), n_ubatch capped by n_batch,
+/// n_ctx split per sequence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CParams {
     pub n_ctx: u32,
@@ -75,7 +78,9 @@ fn pad_256(n: u32) -> Result<u32> {
 }
 
 impl CParams {
-    pub fn resolve(p: &ContextParams, n_ctx_train: u32) -> Result<CParams> {
+    /// `causal`: the context's attention (non-causal contexts take batches
+    /// longer than their context, as the reference's).
+    pub fn resolve(p: &ContextParams, n_ctx_train: u32, causal: bool) -> Result<CParams> {
         if p.n_batch == 0 && p.n_ubatch == 0 {
             return Err(Error::invalid("n_batch and n_ubatch cannot both be zero"));
         }
@@ -93,7 +98,7 @@ impl CParams {
             )));
         }
         let requested = if p.n_ctx == 0 { n_ctx_train } else { p.n_ctx };
-        let n_batch = requested.min(p.n_batch);
+        let n_batch = if causal { requested.min(p.n_batch) } else { p.n_batch };
         let n_ubatch = n_batch.min(if p.n_ubatch == 0 { p.n_batch } else { p.n_ubatch });
         let mut n_ctx = pad_256(requested)?;
         let n_ctx_seq = if p.kv_unified {
@@ -143,6 +148,8 @@ pub enum Pooling {
     Mean = 1,
     Cls = 2,
     Last = 3,
+    /// The classifier head's scores (`pooling.rs`).
+    Rank = 4,
 }
 
 /// Performance counters, as the reference keeps them.
@@ -234,24 +241,36 @@ impl Context {
         if model.vocab_only || model.weights.is_none() {
             return Err(Error::invalid("the model was loaded with vocab_only and cannot run"));
         }
-        let cparams = CParams::resolve(params, model.hparams.n_ctx_train)?;
-        let rope = rope::RopeCfg::resolve(&params.rope, &model.hparams, cparams.n_ctx_seq)?;
-        let (type_k, type_v) = (kv_type(params.type_k, "type_k")?, kv_type(params.type_v, "type_v")?);
         let hp = &model.hparams;
+        // (unspecified: the model's, as its file says)
+        let causal = match params.attention_type {
+            -1 => hp.causal_attn,
+            0 => true,
+            1 => false,
+            a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
+        };
+        let cparams = CParams::resolve(params, hp.n_ctx_train, causal)?;
+        let rope = rope::RopeCfg::resolve(&params.rope, hp, cparams.n_ctx_seq)?;
+        let (type_k, type_v) = (kv_type(params.type_k, "type_k")?, kv_type(params.type_v, "type_v")?);
         let k_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_k) as usize).collect();
         let v_width = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_v) as usize).collect();
-        let kv = KvCache::new(cparams.n_ctx as usize, k_width, v_width, type_k, type_v)?;
-        let pooling = match params.pooling_type {
-            -1 | 0 => Pooling::None,
+        // (an encoder keeps no memory: its cache has no cells)
+        let n_cells = if model.is_encoder() { 0 } else { cparams.n_ctx as usize };
+        let kv = KvCache::new(n_cells, k_width, v_width, type_k, type_v)?;
+        if params.pooling_type != -1 && params.pooling_type != hp.pooling_type {
+            log_warn!(
+                "llama_init_from_model: model default pooling_type is [{}], but [{}] was specified",
+                hp.pooling_type,
+                params.pooling_type
+            );
+        }
+        let pooling = match if params.pooling_type == -1 { hp.pooling_type } else { params.pooling_type } {
+            0 => Pooling::None,
             1 => Pooling::Mean,
             2 => Pooling::Cls,
             3 => Pooling::Last,
-            p => return Err(Error::invalid(format!("pooling_type {p} is not supported (NONE, MEAN, CLS, LAST are)"))),
-        };
-        let causal = match params.attention_type {
-            -1 | 0 => true,
-            1 => false,
-            a => return Err(Error::invalid(format!("attention_type {a} is not valid"))),
+            4 => Pooling::Rank,
+            p => return Err(Error::invalid(format!("pooling_type {p} is not valid"))),
         };
         let (logits, embd) = (vec![0.0; hp.n_vocab as usize], vec![0.0; hp.n_embd as usize]);
         Ok(Context {
@@ -286,6 +305,11 @@ impl Context {
     /// tokens, places each in free KV cells and runs the forward pass.
     /// `abort` is asked before each layer of each ubatch.
     pub fn decode(&mut self, batch: &Batch, abort: &mut dyn FnMut() -> bool) -> Result<DecodeStatus> {
+        if self.model.is_encoder() {
+            // (the reference: "cannot decode batches with this context
+            // (calling encode() instead)")
+            return self.encode(batch, abort);
+        }
         let n_vocab = self.model.hparams.n_vocab as usize;
         if batch.tokens.len() > self.cparams.n_batch as usize {
             return Err(Error::invalid(format!(
@@ -388,9 +412,79 @@ impl Context {
             out_row += n;
         }
         if pooled {
-            self.pool(&tokens);
+            self.pool_outputs(&tokens, self.causal)?;
         }
         self.count_perf(tokens.len(), t0);
+        Ok(DecodeStatus::Ok)
+    }
+
+    /// Runs an encoder on a batch (`llama_encode`; `llama_decode` of an
+    /// encoder comes here too, as in the reference): every token an output,
+    /// the whole batch one ubatch, attention over the batch alone whatever
+    /// the context's causal setting; then the pooling.
+    pub fn encode(&mut self, batch: &Batch, abort: &mut dyn FnMut() -> bool) -> Result<DecodeStatus> {
+        if !self.model.is_encoder() {
+            return Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)"));
+        }
+        let n_embd = self.model.hparams.n_embd as usize;
+        batch.validate_ids(self.model.hparams.n_vocab as usize, self.cparams.n_seq_max as usize)?;
+        let nt = batch.tokens.len();
+        if nt > self.cparams.n_ubatch as usize {
+            // (the reference asserts "encoder requires n_ubatch >= n_tokens")
+            return Err(Error::invalid(format!(
+                "an encoder takes the batch in one ubatch: n_tokens = {nt} exceeds n_ubatch = {}",
+                self.cparams.n_ubatch
+            )));
+        }
+        if batch.tokens.iter().any(|t| t.id.is_none()) && batch.embd.len() != nt * n_embd {
+            return Err(Error::invalid(format!("embedding batch has {} values, want {nt}x{n_embd}", batch.embd.len())));
+        }
+        let t0 = crate::clock::time_us();
+        let mut tokens = batch.tokens.clone();
+        tokens.iter_mut().for_each(|t| t.output = true);
+        self.embd_seq.clear();
+        self.embd.clear();
+        self.embd.resize(nt * n_embd, 0.0);
+        // (no logits: one row of zeros, as a decode without outputs leaves)
+        self.logits.clear();
+        self.logits.resize(self.model.hparams.n_vocab as usize, 0.0);
+        self.output_ids = (0..nt as i32).collect();
+        self.n_outputs = nt;
+        let weights = self.model.weights.as_ref().expect("checked at creation");
+        let pool = match &self.attached {
+            Some(a) if nt == 1 => &*a.one,
+            Some(a) => &*a.batch,
+            None => &self.pool,
+        };
+        let step = encoder::encode(
+            pool,
+            &self.model,
+            weights,
+            &mut self.workspace,
+            &tokens,
+            &batch.embd,
+            self.flash_attn,
+            &self.loras,
+            &mut self.embd,
+            abort,
+        );
+        match step {
+            Ok(ControlFlow::Continue(())) => {}
+            Ok(ControlFlow::Break(())) => {
+                self.truncate_outputs(0);
+                return Ok(DecodeStatus::Aborted);
+            }
+            Err(e) => {
+                self.truncate_outputs(0);
+                return Err(e);
+            }
+        }
+        if self.embeddings {
+            // (the pooling inputs read the context's setting; the graph ran
+            // without a causal mask)
+            self.pool_outputs(&tokens, false)?;
+        }
+        self.count_perf(nt, t0);
         Ok(DecodeStatus::Ok)
     }
 
@@ -420,24 +514,16 @@ impl Context {
         Ok(())
     }
 
-    /// Pools the per-token embeddings of the last batch by (first) sequence.
-    fn pool(&mut self, tokens: &[batch::Token]) {
-        let n_embd = self.model.hparams.n_embd as usize;
-        let mut rows: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
-        for (i, t) in tokens.iter().enumerate() {
-            rows.entry(t.seqs[0]).or_default().push(i);
-        }
-        let rows_len = rows.len();
-        for (seq, idx) in rows {
-            let row = |i: usize| &self.embd[i * n_embd..(i + 1) * n_embd];
-            let v = match self.pooling {
-                Pooling::Mean => mean_pool(&self.embd, n_embd, tokens.len(), &idx, rows_len),
-                Pooling::Cls => row(idx[0]).to_vec(),
-                Pooling::Last => row(idx[idx.len() - 1]).to_vec(),
-                Pooling::None => continue,
-            };
-            self.embd_seq.insert(seq, v);
-        }
+    /// Pools the per-token embeddings of the last batch by sequence
+    /// (`pooling.rs`); `causal`: the attention the batch ran with.
+    fn pool_outputs(&mut self, tokens: &[batch::Token], causal: bool) -> Result<()> {
+        let pool = match &self.attached {
+            Some(a) => &*a.batch,
+            None => &self.pool,
+        };
+        let mm = forward::Mm { pool, model: &self.model, loras: &self.loras };
+        self.embd_seq = pooling::pool(self.pooling, causal, &self.embd, tokens, &mm, &mut self.workspace.acts)?;
+        Ok(())
     }
 
     /// The reference's counters: single-token calls count as generation,
@@ -543,34 +629,6 @@ impl Context {
     }
 }
 
-/// Mean pooling as the reference computes it (`build_pooling`):
-/// `ggml_mul_mat(cont(transpose(embd)), mean)`, where column `s` of `mean`
-/// holds `1.0f / n_s` at the rows of sequence `s`'s tokens and 0 elsewhere.
-/// That F32 product runs llamafile's tinyBLAS<16> (the lane order of
-/// `tinyblas_f16::dot`) with 2 or more sequences, `n_tokens % 16 == 0` and
-/// `n_embd % 4 == 0`, else `ggml_vec_dot_f32` per element. `embd` is
-/// [n_tokens][n_embd]; `idx` the rows of one sequence; `n_seqs` how many
-/// sequences the batch has. (The reference pools per ubatch: the same when
-/// the batch is one ubatch, as pooled embeddings usually are.)
-fn mean_pool(embd: &[f32], n_embd: usize, n_tokens: usize, idx: &[usize], n_seqs: usize) -> Vec<f32> {
-    use crate::kernels::ggml_paths::tinyblas_f16;
-    let mut w = vec![0f32; n_tokens]; // [n_tokens]: this sequence's column of `mean`
-    let div = 1.0f32 / idx.len() as f32;
-    idx.iter().for_each(|&i| w[i] = div);
-    let tiny = tinyblas_f16::runs(n_embd, n_seqs, n_tokens);
-    let mut col = vec![0f32; n_tokens]; // [n_tokens]: one dimension of every token
-    (0..n_embd)
-        .map(|d| {
-            col.iter_mut().enumerate().for_each(|(t, c)| *c = embd[t * n_embd + d]);
-            if tiny {
-                tinyblas_f16::dot(&col, &w)
-            } else {
-                crate::kernels::vecf::dot_f32(&col, &w)
-            }
-        })
-        .collect()
-}
-
 impl Drop for Context {
     fn drop(&mut self) {
         if Arc::strong_count(&self.model) == 1 {
@@ -606,17 +664,20 @@ mod tests {
 
     #[test]
     fn resolves_like_the_reference() {
-        let c = CParams::resolve(&params(512, 2048, 512, 1), 8192).unwrap();
+        let c = CParams::resolve(&params(512, 2048, 512, 1), 8192, true).unwrap();
         assert_eq!((c.n_ctx, c.n_ctx_seq, c.n_batch, c.n_ubatch), (512, 512, 512, 512));
-        let c = CParams::resolve(&params(0, 2048, 512, 1), 8192).unwrap();
+        // (without a causal mask the batch is not capped by the context)
+        let c = CParams::resolve(&params(512, 2048, 4096, 1), 8192, false).unwrap();
+        assert_eq!((c.n_ctx, c.n_batch, c.n_ubatch), (512, 2048, 2048));
+        let c = CParams::resolve(&params(0, 2048, 512, 1), 8192, true).unwrap();
         assert_eq!((c.n_ctx, c.n_batch), (8192, 2048));
-        let c = CParams::resolve(&params(1000, 64, 0, 1), 8192).unwrap();
+        let c = CParams::resolve(&params(1000, 64, 0, 1), 8192, true).unwrap();
         assert_eq!((c.n_ctx, c.n_batch, c.n_ubatch), (1024, 64, 64));
-        let c = CParams::resolve(&params(1000, 2048, 512, 3), 8192).unwrap();
+        let c = CParams::resolve(&params(1000, 2048, 512, 3), 8192, true).unwrap();
         assert_eq!((c.n_ctx, c.n_ctx_seq), (1536, 512));
-        assert!(CParams::resolve(&params(512, 0, 0, 1), 8192).is_err());
-        assert!(CParams::resolve(&params(0, 512, 512, 1), 0).is_err());
-        assert!(CParams::resolve(&params(512, 512, 512, 257), 8192).is_err());
-        assert!(CParams::resolve(&params(u32::MAX, 512, 512, 1), 8192).is_err());
+        assert!(CParams::resolve(&params(512, 0, 0, 1), 8192, true).is_err());
+        assert!(CParams::resolve(&params(0, 512, 512, 1), 0, true).is_err());
+        assert!(CParams::resolve(&params(512, 512, 512, 257), 8192, true).is_err());
+        assert!(CParams::resolve(&params(u32::MAX, 512, 512, 1), 8192, true).is_err());
     }
 }

@@ -53,6 +53,9 @@ pub struct Workspace {
     pub acts: Vec<Activations>,
     /// the mixture-of-experts FFN's buffers
     pub moe: MoeBuffers,
+    /// an encoder's K and V of one layer, a cell per token of the batch
+    /// (`encoder.rs`: the reference keeps no cache for these models)
+    pub enc_kv: Option<super::kv_cache::KvCache>,
 }
 
 /// The first `len` values of `buf`, which grows to hold them and never

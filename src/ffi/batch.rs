@@ -271,9 +271,15 @@ pub extern "C" fn llama_batch_free(batch: llama_batch) {
 #[no_mangle]
 pub extern "C" fn llama_encode(ctx: *mut llama_context, batch: llama_batch) -> i32 {
     guard("llama_encode", -1, || {
-        ctx_mut(ctx)?;
-        let _ = batch;
-        Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)"))
+        let c = ctx_mut(ctx)?;
+        if !c.model.is_encoder() {
+            return Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)"));
+        }
+        let input = read_batch(c, &batch)?;
+        let mut abort = c.abort.take();
+        let status = c.encode(&input, &mut || abort.as_mut().is_some_and(|f| f()));
+        c.abort = abort;
+        Ok(status? as i32)
     })
 }
 

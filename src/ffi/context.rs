@@ -217,7 +217,11 @@ pub extern "C" fn llama_get_model(ctx: *const llama_context) -> *const llama_mod
 
 #[no_mangle]
 pub extern "C" fn llama_get_memory(ctx: *const llama_context) -> llama_memory_t {
-    with_ctx("llama_get_memory", ptr::null_mut(), ctx, |c| ptr::from_ref(c).cast_mut().cast::<llama_memory_i>())
+    // (an encoder has no memory: NULL, as the reference's)
+    with_ctx("llama_get_memory", ptr::null_mut(), ctx, |c| match c.model.is_encoder() {
+        true => ptr::null_mut(),
+        false => ptr::from_ref(c).cast_mut().cast::<llama_memory_i>(),
+    })
 }
 
 #[no_mangle]

@@ -1,5 +1,8 @@
 //! The memory (KV cache) API. A `llama_memory_t` is its context's handle
-//! (the KV cache lives in the context).
+//! (the KV cache lives in the context). A context of an encoder has no
+//! memory: `llama_get_memory` gives NULL, and every call here takes NULL
+//! as the reference does, doing nothing and answering as an empty memory
+//! (`seq_rm` true, positions -1, no shift).
 
 use super::boundary::*;
 use super::types::*;
@@ -28,6 +31,9 @@ fn range(p0: llama_pos, p1: llama_pos) -> (i32, i32) {
 
 #[no_mangle]
 pub extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
+    if mem.is_null() {
+        return;
+    }
     guard("llama_memory_clear", (), || {
         mem_mut(mem)?.kv.clear_all(data);
         Ok(())
@@ -36,6 +42,9 @@ pub extern "C" fn llama_memory_clear(mem: llama_memory_t, data: bool) {
 
 #[no_mangle]
 pub extern "C" fn llama_memory_seq_rm(mem: llama_memory_t, seq_id: llama_seq_id, p0: llama_pos, p1: llama_pos) -> bool {
+    if mem.is_null() {
+        return true;
+    }
     guard("llama_memory_seq_rm", false, || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, true)?;
@@ -53,6 +62,9 @@ pub extern "C" fn llama_memory_seq_cp(
     p0: llama_pos,
     p1: llama_pos,
 ) {
+    if mem.is_null() {
+        return;
+    }
     guard("llama_memory_seq_cp", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id_src, false)?;
@@ -65,6 +77,9 @@ pub extern "C" fn llama_memory_seq_cp(
 
 #[no_mangle]
 pub extern "C" fn llama_memory_seq_keep(mem: llama_memory_t, seq_id: llama_seq_id) {
+    if mem.is_null() {
+        return;
+    }
     guard("llama_memory_seq_keep", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -81,6 +96,9 @@ pub extern "C" fn llama_memory_seq_add(
     p1: llama_pos,
     delta: llama_pos,
 ) {
+    if mem.is_null() {
+        return;
+    }
     guard("llama_memory_seq_add", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -97,6 +115,9 @@ pub extern "C" fn llama_memory_seq_div(
     p1: llama_pos,
     d: c_int,
 ) {
+    if mem.is_null() {
+        return;
+    }
     guard("llama_memory_seq_div", (), || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -110,6 +131,9 @@ pub extern "C" fn llama_memory_seq_div(
 
 #[no_mangle]
 pub extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
+    if mem.is_null() {
+        return -1;
+    }
     guard("llama_memory_seq_pos_min", -1, || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -119,6 +143,9 @@ pub extern "C" fn llama_memory_seq_pos_min(mem: llama_memory_t, seq_id: llama_se
 
 #[no_mangle]
 pub extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: llama_seq_id) -> llama_pos {
+    if mem.is_null() {
+        return -1;
+    }
     guard("llama_memory_seq_pos_max", -1, || {
         let c = mem_mut(mem)?;
         check_seq(c, seq_id, false)?;
@@ -128,5 +155,8 @@ pub extern "C" fn llama_memory_seq_pos_max(mem: llama_memory_t, seq_id: llama_se
 
 #[no_mangle]
 pub extern "C" fn llama_memory_can_shift(mem: llama_memory_t) -> bool {
+    if mem.is_null() {
+        return false;
+    }
     guard("llama_memory_can_shift", false, || mem_mut(mem).map(|_| true))
 }

@@ -334,17 +334,19 @@ pub extern "C" fn llama_n_head(model: *const llama_model) -> i32 {
     llama_model_n_head(model)
 }
 
-/// Classifier heads are not part of the architectures minfer runs: 0.
+/// The classifier head's outputs (RANK pooling): the number of the
+/// model's `%s.classifier.output_labels`, 1 without them, as the reference.
 #[no_mangle]
 pub extern "C" fn llama_model_n_cls_out(model: *const llama_model) -> u32 {
-    with_model("llama_model_n_cls_out", 0, model, |_| 0)
+    with_model("llama_model_n_cls_out", 0, model, |m| if m.vocab_only { 1 } else { m.hparams.n_cls_out })
 }
 
+/// Label `i` of the classifier head, or NULL past them (the reference's
+/// answer, without an error).
 #[no_mangle]
 pub extern "C" fn llama_model_cls_label(model: *const llama_model, i: u32) -> *const c_char {
-    guard("llama_model_cls_label", ptr::null(), || {
-        model_ref(model)?;
-        Err(Error::invalid(format!("classifier label {i} is out of range (the model has no classifier outputs)")))
+    with_model("llama_model_cls_label", ptr::null(), model, |m| {
+        m.hparams.cls_labels.get(i as usize).map_or(ptr::null(), |l| l.as_ptr())
     })
 }
 

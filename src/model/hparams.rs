@@ -116,6 +116,23 @@ pub struct HParams {
     /// Every n-th layer has no rope where the recipe says
     /// (`Block::nope_layers`); the reference's default 4.
     pub n_no_rope_layer_step: u32,
+    /// `%s.attention.causal` (true when absent): the attention of a context
+    /// whose `attention_type` is unspecified.
+    pub causal_attn: bool,
+    /// `%s.pooling_type` (llama_pooling_type; NONE when absent): the pooling
+    /// of a context whose `pooling_type` is unspecified.
+    pub pooling_type: i32,
+    /// `%s.classifier.pooling_type` (-1 when absent): MEAN pools before
+    /// the classifier head of RANK pooling, else its first token.
+    pub pooling_type_cls: i32,
+    /// The classifier head's outputs: the number of
+    /// `%s.classifier.output_labels` (1 when absent).
+    pub n_cls_out: u32,
+    /// `%s.classifier.output_labels` (llama_model_cls_label).
+    pub cls_labels: Vec<std::ffi::CString>,
+    /// `tokenizer.ggml.token_type_count` (0 when absent): the rows of a
+    /// BERT model's `token_types` embedding.
+    pub n_token_types: u32,
 }
 
 /// `%s.rope.scaling.type` (llama_rope_scaling_type values).
@@ -347,6 +364,20 @@ impl HParams {
             }
         };
 
+        // (a label with a NUL byte is cut there, as the reference's c_str())
+        let cls_labels: Vec<std::ffi::CString> = match keys.file.get(&keys.full("%s.classifier.output_labels")) {
+            Some(Value::Array(a)) => keys
+                .file
+                .array_strings(&a)
+                .ok_or_else(|| {
+                    Error::model(format!("{} is not an array of strings", keys.full("%s.classifier.output_labels")))
+                })?
+                .map(|l| {
+                    std::ffi::CString::new(l.split(|&b| b == 0).next().unwrap_or(&[]).to_vec()).unwrap_or_default()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(HParams {
             n_ctx_train,
             n_embd,
@@ -402,6 +433,22 @@ impl HParams {
             f_attn_temp_scale: 0.0,
             n_attn_temp_floor_scale: 0,
             n_no_rope_layer_step: 4,
+            causal_attn: keys.bool("%s.attention.causal")?.unwrap_or(true),
+            pooling_type: match keys.u32("%s.pooling_type")? {
+                None => 0,
+                Some(p @ 0..=4) => p as i32,
+                Some(p) => {
+                    return Err(Error::model(format!("{} = {p} is not a pooling type", keys.full("%s.pooling_type"))))
+                }
+            },
+            pooling_type_cls: keys.u32("%s.classifier.pooling_type")?.map_or(-1, |p| p.min(4) as i32),
+            n_cls_out: if cls_labels.is_empty() { 1 } else { u32::try_from(cls_labels.len()).unwrap_or(u32::MAX) },
+            cls_labels,
+            n_token_types: match keys.file.get("tokenizer.ggml.token_type_count").as_ref().and_then(Value::as_u64) {
+                Some(n) => u32::try_from(n)
+                    .map_err(|_| Error::model(format!("tokenizer.ggml.token_type_count = {n} is out of range")))?,
+                None => 0,
+            },
         })
     }
 

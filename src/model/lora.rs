@@ -142,7 +142,7 @@ impl LoraAdapter {
 
         // --- check each pair against the model's tensor
         let weights = model.weights.as_ref().ok_or_else(|| invalid("the model has no weights (vocab_only)"))?;
-        let tied_output = weights.output.info.name == TOKEN_EMBD;
+        let tied_output = weights.output.as_ref().is_some_and(|o| o.info.name == TOKEN_EMBD);
         let mut pairs = HashMap::with_capacity(halves.len());
         for (name, halves) in halves {
             let (Some(a), Some(b)) = halves else {

@@ -225,6 +225,12 @@ impl Model {
     }
 
     /// A tensor by name, with the file holding its data.
+    /// Whether the model is an encoder (`arch::Encoder`: BERT and its
+    /// relatives), which runs without memory.
+    pub fn is_encoder(&self) -> bool {
+        self.arch.is_some_and(|f| f.block.encoder.is_some())
+    }
+
     pub fn tensor(&self, name: &str) -> Option<(&GgufFile, TensorInfo)> {
         self.files.iter().find_map(|f| Some((f, f.find_tensor(name)?)))
     }

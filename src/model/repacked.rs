@@ -84,7 +84,10 @@ impl Repacked {
         for l in &weights.layers {
             mats.extend(l.matrices());
         }
-        mats.push(&weights.output);
+        mats.extend(&weights.output);
+        if let Some(e) = &weights.encoder {
+            mats.extend([&e.cls, &e.cls_out].into_iter().flatten());
+        }
         // each expert's matrix, as the reference repacks the 3-D expert
         // tensors for its MUL_MAT_ID
         let slices: Vec<Weight> = weights

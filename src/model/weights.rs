@@ -53,6 +53,12 @@ pub struct LayerWeights {
     pub ffn_norm_b: Option<Weight>,  // [n_embd]
     pub ffn: FfnWeights,
     pub ffn_post_norm: Option<Weight>, // [n_embd]
+    /// An encoder's LayerNorms after each residual add
+    /// (`attn_output_norm`, `layer_output_norm`; `arch::Encoder`).
+    pub attn_out_norm: Option<Weight>, // [n_embd]
+    pub attn_out_norm_b: Option<Weight>, // [n_embd]
+    pub layer_out_norm: Option<Weight>, // [n_embd]
+    pub layer_out_norm_b: Option<Weight>, // [n_embd]
 }
 
 /// A block's feed-forward: one FFN, or a mixture of experts.
@@ -172,19 +178,21 @@ pub enum Qkv {
 
 #[derive(Debug, Clone)]
 pub struct Weights {
-    pub tok_embd: Weight,              // [n_embd, n_vocab]
-    pub output_norm: Weight,           // [n_embd]
+    pub tok_embd: Weight, // [n_embd, n_vocab]
+    /// The final norm; an encoder has none.
+    pub output_norm: Option<Weight>, // [n_embd]
     pub output_norm_b: Option<Weight>, // [n_embd]
     /// Learned position embeddings (gpt2).
     pub pos_embd: Option<Weight>, // [n_embd, n_ctx_train]
-    /// The output head; the token embedding itself when the model ties them.
-    pub output: Weight, // [n_embd, n_vocab]
-    pub output_b: Option<Weight>,      // [n_vocab]
+    /// The output head; the token embedding itself when the model ties
+    /// them; an encoder has none.
+    pub output: Option<Weight>, // [n_embd, n_vocab]
+    pub output_b: Option<Weight>, // [n_vocab]
     /// llama3-style rope frequency factors, if present.
     pub rope_freqs: Option<Weight>, // [n_rot / 2]
     /// LongRoPE's factors for contexts past the original one, and within it.
     pub rope_long: Option<Weight>, // [n_rot / 2]
-    pub rope_short: Option<Weight>,    // [n_rot / 2]
+    pub rope_short: Option<Weight>, // [n_rot / 2]
     pub layers: Vec<LayerWeights>,
     /// The projections' `*.scale` tensors, by the projection's name: one
     /// value ([1]), or one per expert ([n_expert]), multiplying its
@@ -194,6 +202,24 @@ pub struct Weights {
     /// (before the LoRA updates and the bias), the dense FFN's after its
     /// bias (`build_ffn`), the experts' per routed row before the biases.
     pub scales: Scales,
+    /// What an encoder has around its blocks (`arch::Encoder`).
+    pub encoder: Option<EncoderWeights>,
+}
+
+/// An encoder's input norm, token types and classifier head.
+#[derive(Debug, Clone)]
+pub struct EncoderWeights {
+    /// `token_types`: row 0 is added to every input row.
+    pub type_embd: Option<Weight>, // [n_embd, n_token_types]
+    /// `token_embd_norm`: the LayerNorm of the input rows.
+    pub tok_norm: Weight, // [n_embd]
+    pub tok_norm_b: Weight, // [n_embd]
+    /// RANK pooling's head: `tanh(cls · x + cls_b)`, then
+    /// `cls_out · · + cls_out_b` (each part where the file has it).
+    pub cls: Option<Weight>, // [n_embd, n_embd]
+    pub cls_b: Option<Weight>, // [n_embd]
+    pub cls_out: Option<Weight>, // [n_embd, n_cls_out]
+    pub cls_out_b: Option<Weight>, // [n_cls_out]
 }
 
 /// The `*.scale` tensors by where the forward pass applies them.
@@ -331,15 +357,34 @@ impl Weights {
         };
         let need = |present: bool| if present { Need::Required } else { Need::Absent };
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
-        let output_norm = b.required("output_norm.weight", &[n_embd])?;
-        let output_norm_b = bind(recipe.norm_bias, "output_norm.bias", &[n_embd])?;
+        let encoder = recipe.encoder.is_some();
+        let decoder = need(!encoder);
+        let output_norm = bind(decoder, "output_norm.weight", &[n_embd])?;
+        let output_norm_b = bind(if encoder { Need::Absent } else { recipe.norm_bias }, "output_norm.bias", &[n_embd])?;
         let pos_embd = bind(need(recipe.pos_embd), "position_embd.weight", &[n_embd, hp.n_ctx_train as usize])?;
-        let output = match recipe.tied_output {
-            true => None,
-            false => b.optional("output.weight", &[n_embd, n_vocab])?,
-        }
-        .unwrap_or_else(|| tok_embd.clone());
-        let output_b = bind(recipe.output_bias, "output.bias", &[n_vocab])?;
+        let output = match (encoder, recipe.tied_output) {
+            (true, _) => None,
+            (false, true) => Some(tok_embd.clone()),
+            (false, false) => {
+                Some(b.optional("output.weight", &[n_embd, n_vocab])?.unwrap_or_else(|| tok_embd.clone()))
+            }
+        };
+        let output_b = bind(if encoder { Need::Absent } else { recipe.output_bias }, "output.bias", &[n_vocab])?;
+        let encoder_weights = match encoder {
+            false => None,
+            true => {
+                let n_cls_out = hp.n_cls_out as usize;
+                Some(EncoderWeights {
+                    type_embd: b.optional("token_types.weight", &[n_embd, hp.n_token_types as usize])?,
+                    tok_norm: b.required("token_embd_norm.weight", &[n_embd])?,
+                    tok_norm_b: b.required("token_embd_norm.bias", &[n_embd])?,
+                    cls: b.optional("cls.weight", &[n_embd, n_embd])?,
+                    cls_b: b.optional("cls.bias", &[n_embd])?,
+                    cls_out: b.optional("cls.output.weight", &[n_embd, n_cls_out])?,
+                    cls_out_b: b.optional("cls.output.bias", &[n_cls_out])?,
+                })
+            }
+        };
         let rope_freqs = b.optional("rope_freqs.weight", &[hp.n_rot as usize / 2])?;
         let rope_long = b.optional("rope_factors_long.weight", &[hp.n_rot as usize / 2])?;
         let rope_short = b.optional("rope_factors_short.weight", &[hp.n_rot as usize / 2])?;
@@ -441,6 +486,10 @@ impl Weights {
                     Some(moe) => FfnWeights::Experts(Box::new(bind_experts(&b, moe, hp, il)?)),
                 },
                 ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
+                attn_out_norm: bind(need(encoder), &t("attn_output_norm.weight"), &[n_embd])?,
+                attn_out_norm_b: bind(need(encoder), &t("attn_output_norm.bias"), &[n_embd])?,
+                layer_out_norm: bind(need(encoder), &t("layer_output_norm.weight"), &[n_embd])?,
+                layer_out_norm_b: bind(need(encoder), &t("layer_output_norm.bias"), &[n_embd])?,
             };
             if matches!(layer.qkv, Qkv::Fused { .. })
                 && (layer.bq.is_none() || layer.bk.is_none() || layer.bv.is_none())
@@ -498,6 +547,7 @@ impl Weights {
         b.check_all_used(family.name)?;
         let w = Weights {
             scales,
+            encoder: encoder_weights,
             tok_embd,
             output_norm,
             output_norm_b,
@@ -529,12 +579,15 @@ impl Weights {
             FfnWeights::Experts(e) => e.expert_matrices().to_vec(),
             FfnWeights::Dense(_) => Vec::new(),
         });
-        let matrices = self.layers.iter().flat_map(LayerWeights::matrices).chain([&self.output]).chain(experts);
+        let heads = self.encoder.iter().flat_map(|e| [&e.cls, &e.cls_out].into_iter().flatten());
+        let matrices =
+            self.layers.iter().flat_map(LayerWeights::matrices).chain(self.output.as_ref()).chain(heads).chain(experts);
         for w in matrices {
             crate::kernels::check_type(w.ty(), w.cols()).map_err(|e| unsupported(w, e.to_string()))?;
         }
         // rows read one at a time (get_rows), and the one-row weights read at load
-        for w in [Some(&self.tok_embd), self.pos_embd.as_ref()].into_iter().flatten().chain(self.vectors()) {
+        let type_embd = self.encoder.as_ref().and_then(|e| e.type_embd.as_ref());
+        for w in [Some(&self.tok_embd), self.pos_embd.as_ref(), type_embd].into_iter().flatten().chain(self.vectors()) {
             if !crate::quant::is_supported(w.ty()) {
                 return Err(unsupported(w, "no dequantization".into()));
             }
@@ -551,12 +604,23 @@ impl Weights {
     /// The one-row weights the forward pass reads (norms, biases, rope
     /// factors), each once.
     pub fn vectors(&self) -> Vec<&Weight> {
-        let mut v: Vec<&Weight> = vec![&self.output_norm];
+        let mut v: Vec<&Weight> = Vec::new();
         v.extend(
-            [&self.rope_freqs, &self.rope_long, &self.rope_short, &self.output_b, &self.output_norm_b]
-                .into_iter()
-                .flatten(),
+            [
+                &self.output_norm,
+                &self.rope_freqs,
+                &self.rope_long,
+                &self.rope_short,
+                &self.output_b,
+                &self.output_norm_b,
+            ]
+            .into_iter()
+            .flatten(),
         );
+        if let Some(e) = &self.encoder {
+            v.extend([&e.tok_norm, &e.tok_norm_b]);
+            v.extend([&e.cls_b, &e.cls_out_b].into_iter().flatten());
+        }
         for l in &self.layers {
             v.extend(
                 [
@@ -579,6 +643,10 @@ impl Weights {
                     &l.attn_post_norm,
                     &l.ffn_post_norm,
                     &l.attn_sinks,
+                    &l.attn_out_norm,
+                    &l.attn_out_norm_b,
+                    &l.layer_out_norm,
+                    &l.layer_out_norm_b,
                 ]
                 .into_iter()
                 .flatten(),

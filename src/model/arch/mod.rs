@@ -14,6 +14,7 @@
 //! than code: the families differ in a handful of switches, and keeping one
 //! forward pass keeps one place for the bit-exact numerics.
 
+mod bert;
 mod cohere2;
 mod dots1;
 mod exaone4;
@@ -68,6 +69,7 @@ pub static FAMILIES: &[&Family] = &[
     &granitemoe::FAMILY,
     &gpt_oss::FAMILY,
     &dots1::FAMILY,
+    &bert::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -290,10 +292,30 @@ pub struct Block {
     /// families run the last FFN on the output rows alone. The kernels
     /// depend on the row count, so the logits do too.
     pub all_rows_last_layer: bool,
+    /// A BERT-style encoder (`context/encoder.rs`) rather than a decoder:
+    /// bidirectional attention over the batch alone (no KV cache), blocks
+    /// normed after their residual adds, no output head.
+    pub encoder: Option<Encoder>,
     /// The family's mixture-of-experts FFN, used in every layer when the
     /// file has experts (`HParams::n_expert` > 0); a family without one
     /// reads dense FFNs whatever its expert count, as the reference.
     pub moe: Option<Moe>,
+}
+
+/// The encoder's recipe (the reference's `src/models/bert.cpp` graph,
+/// which its BERT-style families share): the input rows are the token's
+/// `token_embd` row + `token_types` row 0 (when the file has it) + the
+/// position's `position_embd` row (where `Block::pos_embd`), LayerNormed by
+/// `token_embd_norm`; each block is `x = LN(x + attn(x))` with
+/// `attn_output_norm`, then `x = LN(x + ffn(x))` with `layer_output_norm`
+/// (LayerNorms with biases); the hidden states after the last block are
+/// the embeddings (no output norm). The FFN follows `Block::ffn`, with the
+/// optional biases of `Block::proj_bias`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoder {
+    /// q and k are rotated by their positions (nomic-bert); bert reports
+    /// the NEOX rope type without rotating anything.
+    pub rope: bool,
 }
 
 /// A mixture-of-experts FFN (the reference's `build_moe_ffn`): the router's
@@ -408,6 +430,7 @@ impl Block {
         ffn_norm_tensor: "ffn_norm",
         attn_sinks: false,
         all_rows_last_layer: false,
+        encoder: None,
     };
 
     /// The recipe's mixture of experts in its most common form (llama's

@@ -1,0 +1,154 @@
+//! The encoder forward pass (`arch::Encoder`: BERT and its relatives), the
+//! reference's `src/models/bert.cpp` graph: the whole batch as one ubatch,
+//! every token attending to every token of its (first) sequence, forwards
+//! and backwards, over the batch alone (the reference keeps no KV cache for
+//! these models); each block normed after its residual adds. The hidden
+//! states of every token come out; the context pools them (`pooling.rs`).
+//!
+//! Buffers are [n_tokens][width] row-major f32, as in `forward.rs`, whose
+//! projections, FFN and attention numerics this shares.
+
+use super::attention::{attention, visible_cells, AttnShape};
+use super::batch::Token;
+use super::forward::{add_bias, add_position_rows, ffn_hidden, input_rows, linear, project_qkv, vector, Mm};
+use super::kv_cache::{KvCache, KvType};
+use super::lora::ActiveLoras;
+use super::ops;
+use super::workspace::{sized, Workspace};
+use crate::error::{Error, Result};
+use crate::kernels::ThreadPool;
+use crate::model::weights::{FfnWeights, Weight, Weights};
+use crate::model::Model;
+use std::ops::ControlFlow;
+
+/// `x = LN(x + y) · w + b` row by row ([n][width] each; ggml_add, then
+/// build_norm's ggml_norm, ggml_mul, ggml_add), rows in parallel.
+fn add_and_norm(
+    pool: &ThreadPool,
+    model: &Model,
+    x: &mut [f32],
+    y: &[f32],
+    width: usize,
+    w: Option<&Weight>,
+    b: Option<&Weight>,
+) -> Result<()> {
+    let w = vector(model, w.ok_or_else(|| Error::invalid("an encoder block without its norm"))?)?;
+    let b = b.map(|b| vector(model, b)).transpose()?;
+    let eps = model.hparams.f_norm_eps;
+    pool.run_rows(x, width, pool.light_rows_per_task(x.len() / width), &|i, row| {
+        row.iter_mut().zip(&y[i * width..(i + 1) * width]).for_each(|(a, b)| *a += b);
+        ops::layer_norm(row, width, w, b, eps);
+    })
+}
+
+/// Runs the encoder on every token of `tokens` (one ubatch) and writes each
+/// token's hidden state after the last block to `embd` ([nt][n_embd]).
+/// `flash` picks the flash-attention numerics, as for decoders (the
+/// reference casts its f32 K and V to f16 for them). `abort` is asked
+/// before each layer; `Break` means it said stop.
+#[allow(clippy::too_many_arguments)]
+pub fn encode(
+    pool: &ThreadPool,
+    model: &Model,
+    weights: &Weights,
+    ws: &mut Workspace,
+    tokens: &[Token],
+    inp_embd: &[f32],
+    flash: bool,
+    loras: &ActiveLoras,
+    embd: &mut [f32],
+    abort: &mut dyn FnMut() -> bool,
+) -> Result<ControlFlow<()>> {
+    let hp = &model.hparams;
+    let family = model.arch.ok_or_else(|| Error::invalid("the model cannot run"))?;
+    let (recipe, enc) = match (family.block.encoder, &weights.encoder) {
+        (Some(r), Some(w)) => (r, w),
+        _ => return Err(Error::invalid("the model has no encoder (decoder-only models use llama_decode)")),
+    };
+    let nt = tokens.len();
+    let n_embd = hp.n_embd as usize;
+    let (hd_k, hd_v) = (hp.n_embd_head_k as usize, hp.n_embd_head_v as usize);
+    let Workspace { x, h, gate, up, v, fused, layer, acts, enc_kv, .. } = ws;
+    let mm = Mm { pool, model, loras };
+
+    // --- input rows: token + token type 0 + position, LayerNormed
+    // x [nt][n_embd]
+    input_rows(pool, model, weights, loras, tokens, inp_embd, x)?;
+    if let Some(te) = &enc.type_embd {
+        // (every token is of type 0, "sentence A", as in the reference)
+        let mut row0 = vec![0f32; n_embd];
+        let bytes = super::forward::bytes(model, te);
+        crate::quant::dequantize_row(te.ty(), &bytes[..bytes.len() / te.rows()], &mut row0)?;
+        for row in x.chunks_exact_mut(n_embd) {
+            row.iter_mut().zip(&row0).for_each(|(v, t)| *v += t);
+        }
+    }
+    if let Some(pe) = &weights.pos_embd {
+        add_position_rows(model, pe, tokens, x)?;
+    }
+    {
+        let (w, b) = (vector(model, &enc.tok_norm)?, vector(model, &enc.tok_norm_b)?);
+        let eps = hp.f_norm_eps;
+        pool.run_rows(x, n_embd, pool.light_rows_per_task(nt), &|_, row| {
+            ops::layer_norm(row, n_embd, w, Some(b), eps)
+        })?;
+    }
+
+    // --- one layer's K and V: cell t is token t, in its first sequence
+    // (the reference's mask compares first sequence ids only)
+    let (k_width, v_width) = (hp.n_head_kv[0] as usize * hd_k, hp.n_head_kv[0] as usize * hd_v);
+    if hp.n_head_kv.iter().any(|&h| h != hp.n_head_kv[0]) {
+        return Err(Error::invalid("an encoder with per-layer key/value head counts"));
+    }
+    let kv = match enc_kv {
+        Some(kv) if kv.n_cells() == nt && kv.k_width[0] == k_width && kv.v_width[0] == v_width => kv,
+        _ => enc_kv.insert(KvCache::new(nt, vec![k_width], vec![v_width], KvType::F32, KvType::F32)?),
+    };
+    for (c, t) in tokens.iter().enumerate() {
+        let cell = &mut kv.cells[c];
+        cell.pos = t.pos;
+        cell.seqs.clear();
+        cell.seqs.add(t.seqs[0] as usize);
+    }
+    let visible = visible_cells(kv, tokens, false, None);
+
+    for (il, lw) in weights.layers.iter().enumerate() {
+        if abort() {
+            return Ok(ControlFlow::Break(()));
+        }
+        let (n_head, n_head_kv) = (hp.n_head[il] as usize, hp.n_head_kv[il] as usize);
+        let q_width = n_head * hd_k;
+        // --- attention: q, k (in the FFN's buffers), v
+        project_qkv(&mm, acts, lw, x, nt, (q_width, k_width, v_width), gate, up, v, fused)?;
+        if recipe.rope {
+            return Err(Error::invalid("not implemented yet: rope in an encoder"));
+        }
+        let q = &gate[..nt * q_width];
+        for t in 0..nt {
+            kv.k[0].write(t * k_width, &up[t * k_width..(t + 1) * k_width]);
+            kv.v[0].write(t * v_width, &v[t * v_width..(t + 1) * v_width]);
+        }
+        let kq_scale = 1.0 / (hd_v as f32).sqrt();
+        let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw: k_width, vw: v_width, kq_scale, softcap: 0.0 };
+        // attn [nt][n_head * hd_v] (k is in the cache: its buffer takes it)
+        attention(pool, kv, 0, &visible, q, shape, None, flash, layer, up)?;
+        // o [nt][n_embd] in `h`
+        linear(&mm, acts, [&lw.wo], &up[..nt * n_head * hd_v], nt, [&mut *h])?;
+        let o = &mut h[..nt * n_embd];
+        add_bias(model, o, lw.bo.as_ref())?;
+        // x = LN(o + x)
+        add_and_norm(pool, model, x, o, n_embd, lw.attn_out_norm.as_ref(), lw.attn_out_norm_b.as_ref())?;
+
+        // --- feed-forward on x (the block's ffn_inp), then x = LN(ffn + x)
+        let FfnWeights::Dense(ffn) = &lw.ffn else {
+            return Err(Error::invalid("experts in an encoder"));
+        };
+        let n_ff = ffn_hidden(&mm, acts, ffn, &family.block, x, nt, gate, up, fused, il)?;
+        linear(&mm, acts, [&ffn.down], &gate[..nt * n_ff], nt, [&mut *h])?;
+        let f = sized(h, nt * n_embd);
+        add_bias(model, f, ffn.down_b.as_ref())?;
+        add_and_norm(pool, model, x, f, n_embd, lw.layer_out_norm.as_ref(), lw.layer_out_norm_b.as_ref())?;
+    }
+    embd.copy_from_slice(&x[..nt * n_embd]);
+    Ok(ControlFlow::Continue(()))
+}
