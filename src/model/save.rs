@@ -219,6 +219,8 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "attn_norm_2.bias" => 4,
         "attn_q_norm.weight" => 5,
         "attn_k_norm.weight" => 7,
+        "attn_output_norm.weight" => 9,
+        "attn_output_norm.bias" => 10,
         "post_attention_norm.weight" => 14,
         "attn_q.weight" => 22,
         "attn_k.weight" => 23,
@@ -233,6 +235,8 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "ffn_norm.weight" => 50,
         "ffn_norm.bias" => 51,
         "post_ffw_norm.weight" => 52,
+        "layer_output_norm.weight" => 56,
+        "layer_output_norm.bias" => 57,
         "ffn_gate.weight" => 60,
         "ffn_down.weight" => 61,
         "ffn_up.weight" => 62,
@@ -298,14 +302,22 @@ fn tensor_order(m: &Model) -> Result<Vec<String>> {
     let has = |n: &str| m.tensor(n).is_some();
     let mut top: Vec<&str> = Vec::new();
     let tied = !has("output.weight");
-    if !tied {
+    // Deviation: an encoder has no output head, and the reference's saver
+    // then writes no token_embd at all (its file does not load); minfer
+    // writes it first, where a model with its own output head has it.
+    if !tied || m.is_encoder() {
         top.push("token_embd.weight");
     }
     top.extend(["token_types.weight", "position_embd.weight", "token_embd_norm.weight", "token_embd_norm.bias"]);
     top.extend(["output_norm.weight", "output_norm.bias"]);
     top.push(if tied { "token_embd.weight" } else { "output.weight" });
-    top.push("output.bias");
-    let mut order: Vec<String> = top.into_iter().filter(|n| has(n)).map(String::from).collect();
+    top.extend(["output.bias", "cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"]);
+    let mut order: Vec<String> = Vec::new();
+    for n in top.into_iter().filter(|n| has(n)) {
+        if !order.iter().any(|o| o == n) {
+            order.push(n.to_string());
+        }
+    }
 
     let mut layered: Vec<(u32, u32, String)> = Vec::new();
     for name in m.files.iter().flat_map(|f| f.tensors().map(|t| t.name)) {
