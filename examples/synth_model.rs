@@ -295,7 +295,7 @@ fn main() {
         mat(&mut rng, "token_types.weight".into(), n_embd, n_token_types);
         vecs.push(("token_embd_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
         vecs.push(("token_embd_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
-        if cls {
+        if cls && recipe.encoder.is_some_and(|e| e.cls_head) {
             let n_out = labels.max(1);
             mats(&mut rng, "cls.weight".into(), n_embd, n_embd, 1, 3.0);
             vecs.push(("cls.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
@@ -428,7 +428,8 @@ fn main() {
         mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
         if wanted(recipe.proj_bias) {
             let mut b = vec![("attn_output.bias", n_embd), ("ffn_up.bias", n_ff), ("ffn_down.bias", n_embd)];
-            if recipe.gate_up == GateUp::Split && gated {
+            // (nomic-bert's FFN has none)
+            if recipe.gate_up == GateUp::Split && gated && !recipe.encoder.is_some_and(|e| e.ffn_bias_unused) {
                 b.push(("ffn_gate.bias", n_ff));
             }
             for (name, n) in b {

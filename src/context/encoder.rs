@@ -14,9 +14,11 @@ use super::forward::{add_bias, add_position_rows, ffn_hidden, input_rows, linear
 use super::kv_cache::{KvCache, KvType};
 use super::lora::ActiveLoras;
 use super::ops;
+use super::rope::RopeCfg;
 use super::workspace::{sized, Workspace};
 use crate::error::{Error, Result};
 use crate::kernels::ThreadPool;
+use crate::model::arch::Rope;
 use crate::model::weights::{FfnWeights, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
@@ -55,6 +57,7 @@ pub fn encode(
     tokens: &[Token],
     inp_embd: &[f32],
     flash: bool,
+    rope: &RopeCfg,
     loras: &ActiveLoras,
     embd: &mut [f32],
     abort: &mut dyn FnMut() -> bool,
@@ -111,6 +114,16 @@ pub fn encode(
         cell.seqs.add(t.seqs[0] as usize);
     }
     let visible = visible_cells(kv, tokens, false, None);
+    // the rotary angles of every token ([nt][n_rot / 2]; one rope for every
+    // layer), when the family rotates q and k (nomic-bert)
+    let angles: Vec<Vec<(f32, f32)>> = match recipe.rope {
+        false => Vec::new(),
+        true => {
+            let args = rope.layer(hp, 0);
+            tokens.iter().map(|t| ops::rope_angles(t.pos, hp.n_rot as usize, &args, None)).collect()
+        }
+    };
+    let neox = family.rope == Rope::Neox;
 
     for (il, lw) in weights.layers.iter().enumerate() {
         if abort() {
@@ -121,7 +134,15 @@ pub fn encode(
         // --- attention: q, k (in the FFN's buffers), v
         project_qkv(&mm, acts, lw, x, nt, (q_width, k_width, v_width), gate, up, v, fused)?;
         if recipe.rope {
-            return Err(Error::invalid("not implemented yet: rope in an encoder"));
+            // (ggml_rope_ext of q and k, each head of each token)
+            for (buf, width) in [(&mut *gate, q_width), (&mut *up, k_width)] {
+                let buf = &mut buf[..nt * width];
+                pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|t, heads| {
+                    for head in heads.chunks_exact_mut(hd_k) {
+                        ops::rope_by(head, &angles[t], neox);
+                    }
+                })?;
+            }
         }
         let q = &gate[..nt * q_width];
         for t in 0..nt {

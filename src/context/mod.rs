@@ -464,6 +464,7 @@ impl Context {
             &tokens,
             &batch.embd,
             self.flash_attn,
+            &self.rope,
             &self.loras,
             &mut self.embd,
             abort,

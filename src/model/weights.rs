@@ -358,6 +358,7 @@ impl Weights {
         let need = |present: bool| if present { Need::Required } else { Need::Absent };
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
         let encoder = recipe.encoder.is_some();
+        let ffn_bias_unused = recipe.encoder.is_some_and(|e| e.ffn_bias_unused);
         let decoder = need(!encoder);
         let output_norm = bind(decoder, "output_norm.weight", &[n_embd])?;
         let output_norm_b = bind(if encoder { Need::Absent } else { recipe.norm_bias }, "output_norm.bias", &[n_embd])?;
@@ -374,14 +375,16 @@ impl Weights {
             false => None,
             true => {
                 let n_cls_out = hp.n_cls_out as usize;
+                let head = recipe.encoder.is_some_and(|e| e.cls_head);
+                let cls = |name: &str, shape: &[usize]| if head { b.optional(name, shape) } else { Ok(None) };
                 Some(EncoderWeights {
                     type_embd: b.optional("token_types.weight", &[n_embd, hp.n_token_types as usize])?,
                     tok_norm: b.required("token_embd_norm.weight", &[n_embd])?,
                     tok_norm_b: b.required("token_embd_norm.bias", &[n_embd])?,
-                    cls: b.optional("cls.weight", &[n_embd, n_embd])?,
-                    cls_b: b.optional("cls.bias", &[n_embd])?,
-                    cls_out: b.optional("cls.output.weight", &[n_embd, n_cls_out])?,
-                    cls_out_b: b.optional("cls.output.bias", &[n_cls_out])?,
+                    cls: cls("cls.weight", &[n_embd, n_embd])?,
+                    cls_b: cls("cls.bias", &[n_embd])?,
+                    cls_out: cls("cls.output.weight", &[n_embd, n_cls_out])?,
+                    cls_out_b: cls("cls.output.bias", &[n_cls_out])?,
                 })
             }
         };
@@ -477,11 +480,14 @@ impl Weights {
                         up: b.required(&t("ffn_up.weight"), &[n_embd, gate_width])?,
                         down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
                         gate_b: match recipe.gate_up {
-                            GateUp::Split if gated => bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?,
+                            GateUp::Split if gated && !ffn_bias_unused => {
+                                bind(recipe.proj_bias, &t("ffn_gate.bias"), &[n_ff])?
+                            }
                             _ => None,
                         },
-                        up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?,
-                        down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?,
+                        // (nomic-bert: read, not used)
+                        up_b: bind(recipe.proj_bias, &t("ffn_up.bias"), &[n_ff])?.filter(|_| !ffn_bias_unused),
+                        down_b: bind(recipe.proj_bias, &t("ffn_down.bias"), &[n_embd])?.filter(|_| !ffn_bias_unused),
                     }),
                     Some(moe) => FfnWeights::Experts(Box::new(bind_experts(&b, moe, hp, il)?)),
                 },

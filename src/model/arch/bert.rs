@@ -20,14 +20,14 @@ pub static FAMILY: Family = Family {
         ffn: Ffn::Gelu,
         pos_embd: true,
         tied_output: true,
-        encoder: Some(Encoder { rope: false }),
+        encoder: Some(Encoder { rope: false, ffn_bias_unused: false, cls_head: true }),
         ..Block::PLAIN
     },
     read_hparams,
     size_name,
 };
 
-fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
+pub(super) fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.f_norm_eps = keys.required_f32("%s.attention.layer_norm_epsilon")?;
     super::require_equal_heads(hp, keys)?;
     if hp.n_token_types == 0 {

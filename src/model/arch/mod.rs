@@ -28,6 +28,7 @@ mod granite;
 mod granitemoe;
 mod llama;
 mod mistral3;
+mod nomic_bert;
 mod olmo2;
 mod olmoe;
 mod phi2;
@@ -70,6 +71,7 @@ pub static FAMILIES: &[&Family] = &[
     &gpt_oss::FAMILY,
     &dots1::FAMILY,
     &bert::FAMILY,
+    &nomic_bert::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -316,6 +318,12 @@ pub struct Encoder {
     /// q and k are rotated by their positions (nomic-bert); bert reports
     /// the NEOX rope type without rotating anything.
     pub rope: bool,
+    /// The FFN's `ffn_up.bias` and `ffn_down.bias` are read when the file
+    /// has them and not used (nomic-bert's graph passes none to its FFN).
+    pub ffn_bias_unused: bool,
+    /// The family reads a classifier head (`cls`, `cls.output`) when the
+    /// file has one (bert); else such tensors are refused.
+    pub cls_head: bool,
 }
 
 /// A mixture-of-experts FFN (the reference's `build_moe_ffn`): the router's
