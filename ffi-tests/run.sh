@@ -1093,6 +1093,102 @@ group_examples() { # the C examples
     fi
 }
 
+# embed_hash_ok MODEL TOKENS LABEL POOLING THREADS FLASH_ATTN: the sha256 of
+# parity/embeddings.c's output equals golden/parity/embed.sha256's for LABEL
+# (else EMBED_MISS says what differed)
+embed_hash_ok() {
+    local want got
+    want=$(awk -v l="$3" '$2 == l {print $1}' "$PAR/embed.sha256")
+    "$OUT/embeddings" "$1" "$2" "$OUT/embed.bin" "$4" "$5" "$6" > /dev/null 2>&1 || : > "$OUT/embed.bin"
+    got=$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)
+    EMBED_MISS="$3: sha256 $got, want $want"
+    [ -n "$want" ] && [ "$got" = "$want" ]
+}
+
+group_embeddings() { # encoders (bert, nomic-bert) and pooled embeddings against the reference
+    local dir=$OUT/embed gold=$PAR/embed.sha256 run want got n=0 bad=() q minilm
+    if ! parity_tools || ! { [ -x "$OUT/quantize_tool" ] || compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; } \
+        || ! gcc "${CFLAGS[@]}" "$ROOT/ffi-tests/parity/embeddings.c" -o "$OUT/embeddings" "${LDFLAGS[@]}" -lm \
+            2> "$OUT/embeddings.build.log"; then
+        not_ok "embeddings: the parity tools do not build"; cat "$OUT/embeddings.build.log" 2> /dev/null; return
+    fi
+    # --- synthetic encoders (parity/embed_cases.sh): the quantized files'
+    # bytes, then every run's output, against the reference's sha256
+    . "$ROOT/ffi-tests/parity/embed_cases.sh"
+    embed_files "$dir" "$ROOT/target/release/examples/synth_model" "$OUT/quantize_tool" "$VOCAB"
+    for q in "${EMBED_QUANTIZED[@]}"; do
+        want=$(awk -v l="$q-model" '$2 == l {print $1}' "$gold")
+        got=$(sha256sum "$dir/$q.gguf" 2> /dev/null | cut -d' ' -f1)
+        [ -n "$want" ] && [ "$got" = "$want" ] || bad+=("$q.gguf: sha256 $got, want $want")
+    done
+    for run in "${EMBED_RUNS[@]}"; do
+        set -- $run
+        embed_hash_ok "$dir/$1.gguf" "$PAR/tokens-embed-$5.txt" "$1-p$2-t$3-fa$4-$5" "$2" "$3" "$4" || bad+=("$EMBED_MISS")
+        n=$((n + 1))
+    done
+    if [ ${#bad[@]} = 0 ]; then
+        ok "synthetic bert and nomic-bert (F32; Q4_K_M, Q8_0, F16 quantized by minfer: the reference's bytes): embeddings bit-identical to the reference ($n runs: pooling NONE/MEAN/CLS/LAST/RANK and the model's, 3 and 4 sequences of mixed lengths in one batch (one-chunk and tiled attention), 1/2 threads, flash attention on and off)"
+    else
+        not_ok "synthetic encoders: embeddings differ from the reference's"; printf '     %s\n' "${bad[@]}" | head -n 20
+    fi
+    if EMBD_REPEAT=1 "$OUT/embeddings" "$dir/bert.gguf" "$PAR/tokens-embed-long.txt" "$OUT/embed.bin" 1 2 > /dev/null 2>&1; then
+        ok "an encoder's context encodes the same batch twice to the same bits (no memory to clear)"
+    else
+        not_ok "an encoder's second encode differs from its first"
+    fi
+    if compile test_encoder "$ROOT/ffi-tests/test_encoder.c" && make_synth llama embed-llama > /dev/null; then
+        run_prog test_encoder "$dir/bert.gguf" "$OUT/synth-embed-llama.gguf"
+        under_valgrind test_encoder "$dir/bert.gguf" "$OUT/synth-embed-llama.gguf"
+    else
+        not_ok "test_encoder build"
+    fi
+    # --- the real all-MiniLM-L6-v2, converted from its safetensors by the
+    # reference's convert_hf_to_gguf.py (scripts/fetch-minilm.sh, cached):
+    # the file the reference's goldens were made from, embeddings of real
+    # sentences, examples-c/embedding.c, llama-cpp-python's embed
+    if ! minilm=$(bash "$ROOT/scripts/fetch-minilm.sh" f16 2> "$OUT/fetch-minilm.err"); then
+        skip "all-MiniLM-L6-v2: the conversion did not run here ($(tail -n 1 "$OUT/fetch-minilm.err"))"
+        return
+    fi
+    want=$(awk '$2 == "minilm-f16-model" {print $1}' "$gold")
+    got=$(sha256sum "$minilm" | cut -d' ' -f1)
+    bad=()
+    [ "$got" = "$want" ] || bad+=("the converted file: sha256 $got, want $want")
+    for run in "-1 2 -1" "0 2 -1" "2 1 -1" "4 2 0" "1 1 0"; do
+        set -- $run
+        embed_hash_ok "$minilm" "$PAR/tokens-embed-minilm.txt" "minilm-f16-p$1-t$2-fa$3" "$1" "$2" "$3" \
+            || bad+=("$EMBED_MISS")
+    done
+    if [ ${#bad[@]} = 0 ]; then
+        ok "all-MiniLM-L6-v2 (F16, converted by the reference's convert_hf_to_gguf.py): embeddings of 4 real sentences bit-identical to the reference (pooling MEAN, NONE, CLS, RANK; 1/2 threads; flash attention on and off)"
+    else
+        not_ok "all-MiniLM-L6-v2: embeddings differ from the reference's"; printf '     %s\n' "${bad[@]}"
+    fi
+    if gcc "${CFLAGS[@]}" "$ROOT/examples-c/embedding.c" -o "$OUT/embedding" "${LDFLAGS[@]}" -lm 2> /dev/null \
+        && "$OUT/embedding" "$minilm" > "$OUT/embedding_minilm.out" 2> /dev/null \
+        && diff -u "$ROOT/ffi-tests/golden/embedding_minilm.txt" "$OUT/embedding_minilm.out"; then
+        ok "examples-c/embedding on all-MiniLM-L6-v2: the reference's similarities (cat pair 0.649, rates pair 0.656, unrelated below 0.01)"
+    else
+        not_ok "examples-c/embedding on all-MiniLM-L6-v2 differs from the reference's output"
+    fi
+    local sdist py
+    if unsanitized "llama-cpp-python embed"; then
+        sdist=$(bash "$ROOT/scripts/fetch-reference-src.sh" --print-paths | sed -n 1p)
+        py=$(bash "$ROOT/scripts/py-venv.sh")
+        for q in minilm bert256-q4_k_m; do
+            local model=$minilm
+            [ $q = minilm ] || model=$dir/$q.gguf
+            if PYTHONPATH=$sdist LLAMA_CPP_LIB_PATH=$LIB_DIR "$py" "$ROOT/ffi-tests/python/embed_text.py" "$model" \
+                    > "$OUT/embed-$q.json" 2> "$OUT/embed-$q.err" \
+                && cmp -s "$ROOT/ffi-tests/python/golden/embed-$q.json" "$OUT/embed-$q.json"; then
+                ok "llama-cpp-python Llama(embedding=True).embed / create_embedding on $q: tokens and every float equal the reference's"
+            else
+                not_ok "llama-cpp-python embed on $q differs from the reference's"; tail -n 5 "$OUT/embed-$q.err"
+            fi
+        done
+    fi
+}
+
 group_quantize() { # split models, quantization, saving
     # --- split models, quantization, saving. test_split: a synthetic model in
     # three parts (examples/split_model.rs) loads as the whole file does; broken
@@ -1294,7 +1390,7 @@ group_state() { # state and session files
 }
 
 # --- the groups to run: all, or those named on the command line
-ALL_GROUPS=(abi boundary models parity bad_gguf vocab tokenizer samplers bindings chat examples quantize ext python state)
+ALL_GROUPS=(abi boundary models parity embeddings bad_gguf vocab tokenizer samplers bindings chat examples quantize ext python state)
 if [ $# = 0 ]; then
     groups=("${ALL_GROUPS[@]}")
 else

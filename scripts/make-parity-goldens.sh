@@ -293,5 +293,47 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
     done
     rm -f "$M.tmp"
 fi
+# Encoders (golden/parity/embed.sha256): the cases of
+# ffi-tests/parity/embed_cases.sh (synthetic bert and nomic-bert models, the
+# 256-wide ones quantized by the reference), each run's output as
+# ffi-tests/parity/embeddings.c writes it; and the real all-MiniLM-L6-v2
+# (scripts/fetch-minilm.sh: its F16 file and the embeddings of
+# golden/parity/tokens-embed-minilm.txt), examples-c/embedding.c's output on
+# it (golden/embedding_minilm.txt), llama-cpp-python's embed on it and on the
+# synthetic bert256-q4_k_m (python/golden/embed-*.json)
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" embed "* ]]; then
+    E=ffi-tests/golden/parity/embed.sha256 && : > "$E"
+    gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embeddings.c -o "$OUT/embeddings" -L"$REF_LIB" -lllama -lm
+    gcc -O2 -std=c11 -Iinclude ffi-tests/quantize_tool.c -o "$OUT/quantize_tool" -L"$REF_LIB" -lllama
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$REF_LIB" "$OUT/quantize_tool" > "$OUT/quantize_ref.sh"
+    chmod +x "$OUT/quantize_ref.sh"
+    . ffi-tests/parity/embed_cases.sh
+    embed_files "$OUT/embed" target/release/examples/synth_model "$OUT/quantize_ref.sh" "$CACHE/vocab"
+    for q in "${EMBED_QUANTIZED[@]}"; do
+        echo "$(sha256sum "$OUT/embed/$q.gguf" | cut -d' ' -f1)  $q-model" >> "$E"
+    done
+    for run in "${EMBED_RUNS[@]}"; do
+        set -- $run
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/embeddings" "$OUT/embed/$1.gguf" "ffi-tests/golden/parity/tokens-embed-$5.txt" \
+            "$OUT/embed.bin" "$2" "$3" "$4" > /dev/null 2>&1
+        echo "$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)  $1-p$2-t$3-fa$4-$5" >> "$E"
+    done
+    MINILM=$(bash scripts/fetch-minilm.sh f16)
+    echo "$(sha256sum "$MINILM" | cut -d' ' -f1)  minilm-f16-model" >> "$E"
+    for run in "-1 2 -1" "0 2 -1" "2 1 -1" "4 2 0" "1 1 0"; do
+        set -- $run
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/embeddings" "$MINILM" ffi-tests/golden/parity/tokens-embed-minilm.txt \
+            "$OUT/embed.bin" "$1" "$2" "$3" > /dev/null 2>&1
+        echo "$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)  minilm-f16-p$1-t$2-fa$3" >> "$E"
+    done
+    gcc -O2 -std=c11 -Iinclude examples-c/embedding.c -o "$OUT/embedding" -L"$REF_LIB" -lllama -lm
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/embedding" "$MINILM" > ffi-tests/golden/embedding_minilm.txt 2> /dev/null
+    SDIST=$(bash scripts/fetch-reference-src.sh --print-paths | sed -n 1p)
+    PY=$(bash scripts/py-venv.sh)
+    PYTHONPATH=$SDIST LLAMA_CPP_LIB_PATH=$REF_LIB "$PY" ffi-tests/python/embed_text.py "$MINILM" \
+        > ffi-tests/python/golden/embed-minilm.json
+    PYTHONPATH=$SDIST LLAMA_CPP_LIB_PATH=$REF_LIB "$PY" ffi-tests/python/embed_text.py "$OUT/embed/bert256-q4_k_m.gguf" \
+        > ffi-tests/python/golden/embed-bert256-q4_k_m.json
+fi
 ls -l ffi-tests/golden/parity/
 

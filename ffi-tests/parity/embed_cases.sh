@@ -1,0 +1,52 @@
+# The embedding parity cases (encoders), sourced by
+# scripts/make-parity-goldens.sh (the reference's hashes into
+# golden/parity/embed.sha256) and ffi-tests/run.sh (ours against them).
+#
+# embed_files DIR SYNTH_MODEL QUANTIZE_TOOL VOCAB_DIR: writes into DIR the
+# synthetic BERT models (random weights, 2 layers, the bge WordPiece vocab
+# cut to 2000 tokens; examples/synth_model.rs):
+#   bert.gguf       F32, 64 wide, 4 heads of 16 (2 KV heads), every optional
+#                   bias, a classifier head of 2 labels, MEAN by default
+#   bert-plain.gguf F32, no optional bias, no classifier head, CLS by default
+#   bert256.gguf    F32, 256 wide, 4 heads of 64, the biases and head; and
+#                   quantized by QUANTIZE_TOOL (the library under test) to
+#                   bert256-q4_k_m.gguf, bert256-q8_0.gguf, bert256-f16.gguf
+#   nomic.gguf      nomic-bert, F32, the optional biases (its FFN's unused),
+#                   rope over 8 of each head's 16 dimensions
+#   nomic256.gguf   nomic-bert, 256 wide; quantized to nomic256-q4_k_m.gguf
+embed_files() {
+    local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
+    mkdir -p "$dir"
+    "$synth_model" bert "$vocab" "$dir/bert.gguf" 11 2000 optional=1 cls=1 labels=2 > /dev/null
+    "$synth_model" bert "$vocab" "$dir/bert-plain.gguf" 12 2000 pooling=2 > /dev/null
+    "$synth_model" bert "$vocab" "$dir/bert256.gguf" 13 2000 embd=256 ff=512 head_dim=64 optional=1 cls=1 \
+        > /dev/null
+    "$quantize_tool" "$dir/bert256.gguf" "$dir/bert256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    "$quantize_tool" "$dir/bert256.gguf" "$dir/bert256-q8_0.gguf" 7 > /dev/null 2>&1
+    "$quantize_tool" "$dir/bert256.gguf" "$dir/bert256-f16.gguf" 1 > /dev/null 2>&1
+    "$synth_model" nomic-bert "$vocab" "$dir/nomic.gguf" 14 2000 optional=1 rot=8 > /dev/null
+    "$synth_model" nomic-bert "$vocab" "$dir/nomic256.gguf" 15 2000 embd=256 ff=512 head_dim=64 > /dev/null
+    "$quantize_tool" "$dir/nomic256.gguf" "$dir/nomic256-q4_k_m.gguf" 15 > /dev/null 2>&1
+}
+
+# The quantized files, whose bytes are compared too (label NAME-model).
+EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m)
+
+# The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
+# DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
+# sequences, 31 tokens, one-chunk attention; long: 4 sequences of 7 to 100,
+# 204 tokens, tiled attention), llama_pooling_type POOLING (-1: the model's,
+# 0 none, 1 mean, 2 cls, 3 last, 4 rank), flash_attn_type FLASH_ATTN (-1
+# auto, 0 disabled). Label: MODEL-pPOOLING-tTHREADS-faFLASH_ATTN-TOKENS.
+EMBED_RUNS=()
+for t in short long; do
+    for p in -1 0 1 2 3 4; do
+        EMBED_RUNS+=("bert $p 2 -1 $t")
+    done
+    EMBED_RUNS+=("bert 1 1 -1 $t" "bert 0 1 -1 $t" "bert 0 2 0 $t" "bert 1 2 0 $t" "bert 4 2 0 $t")
+    EMBED_RUNS+=("bert-plain -1 2 -1 $t" "bert-plain 1 1 -1 $t" "bert-plain 4 2 -1 $t")
+    EMBED_RUNS+=("nomic -1 2 -1 $t" "nomic 0 1 -1 $t" "nomic 1 2 0 $t" "nomic256 1 2 -1 $t")
+    for q in bert256 "${EMBED_QUANTIZED[@]}"; do
+        EMBED_RUNS+=("$q 0 2 -1 $t" "$q 1 1 -1 $t" "$q 4 2 -1 $t")
+    done
+done
