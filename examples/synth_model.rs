@@ -33,11 +33,13 @@
 //! the norms after each residual add, `attention.causal` false;
 //! pooling=N writes `%s.pooling_type` (1: mean), cls=1 the classifier head
 //! (`cls`, `cls.output` with their biases), labels=N its outputs (written as
-//! N `classifier.output_labels`; 1).
+//! N `classifier.output_labels`; 1); jina-bert-v2: ffn_kind=1 a gated FFN
+//! (GEGLU of ffn_gate and ffn_up), 2 an ffn_up of both halves (0: GELU),
+//! optional=1 the q/k LayerNorms and attn_norm_2, cls=1 its one-score head.
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
-use llama::model::arch::{self, Ffn, GateUp, Need, Norm, Parallel, QkNorm, SharedExpert};
+use llama::model::arch::{self, ClsHead, Ffn, GateUp, Need, Norm, Parallel, QkNorm, SharedExpert};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -80,7 +82,7 @@ fn main() {
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
     let encoder = recipe.encoder.is_some();
-    let (mut pooling, mut cls, mut labels) = (1usize, false, 0usize);
+    let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
@@ -135,6 +137,7 @@ fn main() {
             "pooling" => pooling = v,
             "cls" => cls = v != 0,
             "labels" => labels = v,
+            "ffn_kind" => ffn_kind = v,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -295,7 +298,12 @@ fn main() {
         mat(&mut rng, "token_types.weight".into(), n_embd, n_token_types);
         vecs.push(("token_embd_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
         vecs.push(("token_embd_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
-        if cls && recipe.encoder.is_some_and(|e| e.cls_head) {
+        let head = recipe.encoder.map_or(ClsHead::None, |e| e.cls_head);
+        if cls && head == ClsHead::Score {
+            mats(&mut rng, "cls.weight".into(), n_embd, 1, 1, 3.0);
+            vecs.push(("cls.bias".into(), vec![1], bias(&mut rng, 1)));
+        }
+        if cls && head == ClsHead::Full {
             let n_out = labels.max(1);
             mats(&mut rng, "cls.weight".into(), n_embd, n_embd, 1, 3.0);
             vecs.push(("cls.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
@@ -350,6 +358,13 @@ fn main() {
         if qn > 0 {
             vecs.push((t("attn_q_norm.weight"), vec![qn as u64], norm(&mut rng, qn)));
             vecs.push((t("attn_k_norm.weight"), vec![kn as u64], norm(&mut rng, kn)));
+        }
+        if recipe.encoder.is_some_and(|e| e.qk_norm) && optional {
+            // (jina-bert-v2: LayerNorms of whole rows, sized n_embd)
+            for name in ["attn_q_norm", "attn_k_norm"] {
+                vecs.push((t(&format!("{name}.weight")), vec![n_embd as u64], norm(&mut rng, n_embd)));
+                vecs.push((t(&format!("{name}.bias")), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
         }
         if recipe.qk_norm == QkNorm::LayerPerHead && optional {
             vecs.push((t("attn_q_norm.weight"), vec![hd as u64, n_head as u64], norm(&mut rng, q_width)));
@@ -417,7 +432,16 @@ fn main() {
             continue;
         }
         let gated = recipe.ffn != Ffn::Gelu;
+        let from_file = recipe.encoder.is_some_and(|e| e.ffn_from_file);
+        // (jina-bert-v2: ffn_kind=1 a gate, 2 an up of both halves)
+        let up_rows = if from_file && ffn_kind == 2 { 2 * n_ff } else { n_ff };
         match recipe.gate_up {
+            _ if from_file => {
+                if ffn_kind == 1 {
+                    mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
+                }
+                mat(&mut rng, t("ffn_up.weight"), n_embd, up_rows);
+            }
             GateUp::Split if gated => {
                 mat(&mut rng, t("ffn_gate.weight"), n_embd, n_ff);
                 mat(&mut rng, t("ffn_up.weight"), n_embd, n_ff);
@@ -427,7 +451,7 @@ fn main() {
         }
         mat(&mut rng, t("ffn_down.weight"), n_ff, n_embd);
         if wanted(recipe.proj_bias) {
-            let mut b = vec![("attn_output.bias", n_embd), ("ffn_up.bias", n_ff), ("ffn_down.bias", n_embd)];
+            let mut b = vec![("attn_output.bias", n_embd), ("ffn_up.bias", up_rows), ("ffn_down.bias", n_embd)];
             // (nomic-bert's FFN has none)
             if recipe.gate_up == GateUp::Split && gated && !recipe.encoder.is_some_and(|e| e.ffn_bias_unused) {
                 b.push(("ffn_gate.bias", n_ff));

@@ -14,6 +14,12 @@
 #   nomic.gguf      nomic-bert, F32, the optional biases (its FFN's unused),
 #                   rope over 8 of each head's 16 dimensions
 #   nomic256.gguf   nomic-bert, 256 wide; quantized to nomic256-q4_k_m.gguf
+#   jina-gelu.gguf, jina-geglu.gguf, jina-fused.gguf: jina-bert-v2 (ALiBi),
+#                   F32, 4 heads of 16, its FFN of each kind (GELU; GEGLU
+#                   of ffn_gate and ffn_up; of ffn_up's two halves), with the
+#                   q/k norms, attn_norm_2 and the one-score head
+#   jina256.gguf    jina-bert-v2, 256 wide, fused GEGLU; quantized to
+#                   jina256-q4_k_m.gguf
 embed_files() {
     local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
     mkdir -p "$dir"
@@ -27,10 +33,18 @@ embed_files() {
     "$synth_model" nomic-bert "$vocab" "$dir/nomic.gguf" 14 2000 optional=1 rot=8 > /dev/null
     "$synth_model" nomic-bert "$vocab" "$dir/nomic256.gguf" 15 2000 embd=256 ff=512 head_dim=64 > /dev/null
     "$quantize_tool" "$dir/nomic256.gguf" "$dir/nomic256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    local k kind=(gelu geglu fused)
+    for k in 0 1 2; do
+        "$synth_model" jina-bert-v2 "$vocab" "$dir/jina-${kind[$k]}.gguf" $((16 + k)) 2000 kv_heads=4 ffn_kind=$k \
+            optional=1 cls=1 > /dev/null
+    done
+    "$synth_model" jina-bert-v2 "$vocab" "$dir/jina256.gguf" 19 2000 embd=256 ff=512 head_dim=64 kv_heads=4 ffn_kind=2 \
+        optional=1 cls=1 > /dev/null
+    "$quantize_tool" "$dir/jina256.gguf" "$dir/jina256-q4_k_m.gguf" 15 > /dev/null 2>&1
 }
 
 # The quantized files, whose bytes are compared too (label NAME-model).
-EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m)
+EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m)
 
 # The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
 # DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
@@ -46,6 +60,9 @@ for t in short long; do
     EMBED_RUNS+=("bert 1 1 -1 $t" "bert 0 1 -1 $t" "bert 0 2 0 $t" "bert 1 2 0 $t" "bert 4 2 0 $t")
     EMBED_RUNS+=("bert-plain -1 2 -1 $t" "bert-plain 1 1 -1 $t" "bert-plain 4 2 -1 $t")
     EMBED_RUNS+=("nomic -1 2 -1 $t" "nomic 0 1 -1 $t" "nomic 1 2 0 $t" "nomic256 1 2 -1 $t")
+    for j in jina-gelu jina-geglu jina-fused; do
+        EMBED_RUNS+=("$j 0 2 -1 $t" "$j 1 1 -1 $t" "$j 4 2 -1 $t" "$j 0 2 0 $t")
+    done
     for q in bert256 "${EMBED_QUANTIZED[@]}"; do
         EMBED_RUNS+=("$q 0 2 -1 $t" "$q 1 1 -1 $t" "$q 4 2 -1 $t")
     done

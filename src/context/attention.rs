@@ -60,6 +60,48 @@ pub struct AttnShape {
     pub softcap: f32,
 }
 
+/// ALiBi (jina-bert-v2; the reference's `max_bias`): every score gets
+/// `slope(head) · mask` added after the scale, the mask `−|p_token − p_cell|`
+/// (rounded to f16 with flash attention, whose mask is F16; f32 without).
+#[derive(Clone, Copy, Debug)]
+pub struct Alibi<'a> {
+    pub max_bias: f32,
+    /// The position of each token of the ubatch.
+    pub token_pos: &'a [i32],
+}
+
+impl Alibi<'_> {
+    /// ggml's slope of query head `h` of `n_head`: m0^(h+1) for the first
+    /// 2^floor(log2 n_head) heads, m1^(2(h − that) + 1) after.
+    pub fn slope(max_bias: f32, n_head: usize, h: usize) -> f32 {
+        let n_head_log2 = 1u32 << (n_head as u32).ilog2();
+        let m0 = 2f32.powf(-max_bias / n_head_log2 as f32);
+        let m1 = 2f32.powf(-(max_bias / 2.0) / n_head_log2 as f32);
+        if (h as u32) < n_head_log2 {
+            m0.powf(h as f32 + 1.0)
+        } else {
+            m1.powf((2 * (h as u32 - n_head_log2) + 1) as f32)
+        }
+    }
+}
+
+/// A score's additive bias: `(query head, token, cell) -> f32` (ALiBi's).
+pub(super) type BiasFn<'a> = dyn Fn(usize, usize, usize) -> f32 + Sync + 'a;
+
+/// The bias of [`Alibi`] for the cells of `kv` (f16 masks: `f16_mask`).
+fn alibi_bias<'a>(
+    a: Alibi<'a>,
+    kv: &'a KvCache,
+    n_head: usize,
+    f16_mask: bool,
+) -> impl Fn(usize, usize, usize) -> f32 + Sync + 'a {
+    let slopes: Vec<f32> = (0..n_head).map(|h| Alibi::slope(a.max_bias, n_head, h)).collect();
+    move |h, t, c| {
+        let m = -((i64::from(a.token_pos[t]) - i64::from(kv.cells[c].pos)).abs() as f32);
+        slopes[h] * if f16_mask { vecf::round_f16(m) } else { m }
+    }
+}
+
 /// The K/V rows of one layer as f32, laid out for the path in use (kept
 /// across layers and ubatches in the context's workspace).
 #[derive(Debug, Default)]
@@ -90,13 +132,16 @@ pub fn attention(
     q: &[f32],
     sh: AttnShape,
     sinks: Option<&[f32]>,
+    alibi: Option<Alibi>,
     flash: bool,
     layer: &mut LayerKv,
     out: &mut AlignedF32,
 ) -> Result<()> {
     let nt = visible.len();
+    let bias_fn = alibi.map(|a| alibi_bias(a, kv, sh.n_head, flash));
+    let bias: Option<&BiasFn> = bias_fn.as_ref().map(|f| f as &BiasFn);
     if !flash {
-        return super::attention_mha::attention(pool, kv, il, q, sh, sinks, visible, out);
+        return super::attention_mha::attention(pool, kv, il, q, sh, sinks, bias, visible, out);
     }
     let group = sh.n_head / sh.n_head_kv;
     let tiled = nt >= Q_TILE;
@@ -106,7 +151,8 @@ pub fn attention(
         // gather runs on the calling thread while the pool waits
         return per_row(pool, nt, sh, out, &|i, t, g, row| {
             let sink = sinks.map(|s| s[i % sh.n_head]);
-            row_one_chunk_of(sh, &q[i * sh.hd_k..(i + 1) * sh.hd_k], &visible[t], k, v, g, sink, row);
+            let b = bias.map(|f| (f, i % sh.n_head, t));
+            row_one_chunk_of(sh, &q[i * sh.hd_k..(i + 1) * sh.hd_k], &visible[t], k, v, g, sink, b, row);
         });
     }
     if tiled {
@@ -158,13 +204,15 @@ pub fn attention(
                     unsafe { std::slice::from_raw_parts_mut(out_ptr.0.add(j(t) * group * sh.hd_v), group * sh.hd_v) };
             }
             let sinks = sinks.map(|s| &s[g * group..(g + 1) * group]);
-            block_tiled(layer, sh, g, &qs[..n], &vis[..n], sinks, &mut outs[..n]);
+            let bias = bias.map(|f| (f, g * group, b * TOKEN_BLOCK));
+            block_tiled(layer, sh, g, &qs[..n], &vis[..n], sinks, bias, &mut outs[..n]);
         });
     }
     per_row(pool, nt, sh, out, &|i, t, g, row| {
         let qh = &q[i * sh.hd_k..(i + 1) * sh.hd_k];
         let sink = sinks.map(|s| s[i % sh.n_head]);
-        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, sink, row);
+        let b = bias.map(|f| (f, i % sh.n_head, t));
+        row_one_chunk_of(sh, qh, &visible[t], &layer.k, &layer.v, g, sink, b, row);
     })
 }
 
@@ -301,6 +349,8 @@ impl<const R: usize> TiledRows<R> {
     /// Scores of the next tile (`q` [R][hd_k]) into `kq` as probabilities,
     /// the running maxima and sums updated and `out` ([R][hd_v], the
     /// accumulators) rescaled where a maximum grew. Returns the tile's slot.
+    /// `bias`: the scores' bias and the rows' first query head and token.
+    #[allow(clippy::too_many_arguments)]
     fn scores(
         &mut self,
         layer: &LayerKv,
@@ -308,6 +358,7 @@ impl<const R: usize> TiledRows<R> {
         g: usize,
         q: &[f32],
         visible: &[usize],
+        bias: Option<(&BiasFn, usize, usize)>,
         out: &mut [f32],
     ) -> usize {
         let k_tile = sh.hd_k * TILE;
@@ -329,11 +380,12 @@ impl<const R: usize> TiledRows<R> {
         }
         self.i = i;
         for (r, row) in self.kq.iter_mut().enumerate() {
-            // scale, then the mask: visible cells add 0, the others are -inf
-            let tile_max = if sh.softcap != 0.0 {
-                softcap_mask_max(row, sh.kq_scale / sh.softcap, sh.softcap, seen)
-            } else {
-                vecf::scale_mask_max(row, sh.kq_scale, seen)
+            // scale, then the mask: visible cells add 0 (or ALiBi's bias),
+            // the others are -inf
+            let tile_max = match bias {
+                Some((f, h0, tok)) => bias_mask_max(row, sh, seen, |j| f(h0 + r, tok, t * TILE + j)),
+                None if sh.softcap != 0.0 => softcap_mask_max(row, sh.kq_scale / sh.softcap, sh.softcap, seen),
+                None => vecf::scale_mask_max(row, sh.kq_scale, seen),
             };
             let m_new = self.m[r].max(tile_max);
             if m_new > self.m[r] {
@@ -394,7 +446,7 @@ fn rows_tiled<const R: usize>(layer: &LayerKv, sh: AttnShape, g: usize, q: &[f32
     out.fill(0.0);
     let mut rows = TiledRows::<R>::new();
     while rows.next_tile(visible).is_some() {
-        let slot = rows.scores(layer, sh, g, q, visible, out);
+        let slot = rows.scores(layer, sh, g, q, visible, None, out);
         rows.add_values(layer, sh, g, slot, out);
     }
     rows.finish(sh, None, out);
@@ -419,6 +471,7 @@ fn tokens_tiled<const R: usize>(
     qs: &[&[f32]],
     visible: &[&[usize]],
     sinks: Option<&[f32]>,
+    bias: Option<(&BiasFn, usize, usize)>,
     outs: &mut [&mut [f32]],
 ) {
     let n = qs.len();
@@ -433,7 +486,9 @@ fn tokens_tiled<const R: usize>(
     while let Some(t) = (0..n).filter_map(|j| rows[j].next_tile(visible[j])).min() {
         for j in 0..n {
             slots[j] = if rows[j].next_tile(visible[j]) == Some(t) {
-                rows[j].scores(layer, sh, g, q_of(j), visible[j], &mut outs[j][out_range.clone()])
+                // (the bias of heads h.. of token j of the block)
+                let b = bias.map(|(f, h0, t0)| (f, h0 + h, t0 + j));
+                rows[j].scores(layer, sh, g, q_of(j), visible[j], b, &mut outs[j][out_range.clone()])
             } else {
                 usize::MAX
             };
@@ -449,7 +504,10 @@ fn tokens_tiled<const R: usize>(
 
 /// The heads of kv head `g` for a block of tokens, in blocks of at most 3
 /// heads (the AVX2 registers; 4 as 2 + 2).
-/// `sinks`: the group's heads' sink logits, if the model has them.
+/// `sinks`: the group's heads' sink logits, if the model has them;
+/// `bias`: the scores' bias, the group's first query head and the block's
+/// first token.
+#[allow(clippy::too_many_arguments)]
 fn block_tiled(
     layer: &LayerKv,
     sh: AttnShape,
@@ -457,6 +515,7 @@ fn block_tiled(
     qs: &[&[f32]],
     visible: &[&[usize]],
     sinks: Option<&[f32]>,
+    bias: Option<(&BiasFn, usize, usize)>,
     outs: &mut [&mut [f32]],
 ) {
     let heads = sh.n_head / sh.n_head_kv;
@@ -464,9 +523,9 @@ fn block_tiled(
     while h < heads {
         let r = if heads - h == 4 { 2 } else { (heads - h).min(3) };
         match r {
-            1 => tokens_tiled::<1>(layer, sh, g, h, qs, visible, sinks, outs),
-            2 => tokens_tiled::<2>(layer, sh, g, h, qs, visible, sinks, outs),
-            _ => tokens_tiled::<3>(layer, sh, g, h, qs, visible, sinks, outs),
+            1 => tokens_tiled::<1>(layer, sh, g, h, qs, visible, sinks, bias, outs),
+            2 => tokens_tiled::<2>(layer, sh, g, h, qs, visible, sinks, bias, outs),
+            _ => tokens_tiled::<3>(layer, sh, g, h, qs, visible, sinks, bias, outs),
         }
         h += r;
     }
@@ -479,6 +538,26 @@ fn softcap_mask_max(x: &mut [f32; TILE], scale: f32, cap: f32, visible: u64) -> 
     let mut max = f32::NEG_INFINITY;
     for (j, v) in x.iter_mut().enumerate() {
         *v = if visible >> j & 1 != 0 { (*v * scale).tanh() * cap + 0.0 } else { f32::NEG_INFINITY };
+        if *v > max {
+            max = *v;
+        }
+    }
+    max
+}
+
+/// The tiled path's scores with a bias (ALiBi): `s · scale + bias(j)`, or
+/// softcapped first, for the visible cells, -inf for the others; returns
+/// the maximum (the reference adds its mask to the scaled scores).
+fn bias_mask_max(x: &mut [f32; TILE], sh: AttnShape, visible: u64, bias: impl Fn(usize) -> f32) -> f32 {
+    let mut max = f32::NEG_INFINITY;
+    for (j, v) in x.iter_mut().enumerate() {
+        *v = if visible >> j & 1 == 0 {
+            f32::NEG_INFINITY
+        } else if sh.softcap != 0.0 {
+            (*v * (sh.kq_scale / sh.softcap)).tanh() * sh.softcap + bias(j)
+        } else {
+            *v * sh.kq_scale + bias(j)
+        };
         if *v > max {
             max = *v;
         }
@@ -502,18 +581,20 @@ fn row_one_chunk_of<X: vecf::F16Input>(
     v: &[X],
     g: usize,
     sink: Option<f32>,
+    bias: Option<(&BiasFn, usize, usize)>,
     row: &mut [f32],
 ) {
     let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
     let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
     let (dot, mad) =
         (|c, qf: &[f32]| vecf::dot_f16(k_of(c), qf), |acc: &mut [f32], c, s| vecf::mad_f16(acc, v_of(c), s));
-    row_one_chunk(sh, qh, visible, dot, mad, sink, row);
+    row_one_chunk(sh, qh, visible, dot, mad, sink, bias, row);
 }
 
 /// (`dot` and `mad` are generic, not `&dyn Fn`: they run once per visible
 /// cell of every head, and called through pointers they cost ~1 % of a
 /// decode.)
+#[allow(clippy::too_many_arguments)]
 fn row_one_chunk(
     sh: AttnShape,
     q_in: &[f32],
@@ -521,6 +602,7 @@ fn row_one_chunk(
     dot: impl Fn(usize, &[f32]) -> f32,
     mad: impl Fn(&mut [f32], usize, f32),
     sink: Option<f32>,
+    bias: Option<(&BiasFn, usize, usize)>,
     out: &mut [f32],
 ) {
     // q is rounded to the K type (f16) for the dot.
@@ -539,11 +621,13 @@ fn row_one_chunk(
     let mut m = f32::NEG_INFINITY;
     out.fill(0.0);
     for &c in visible {
+        // (the mask: 0, or ALiBi's bias)
+        let mv = bias.map_or(0.0, |(f, h, t)| f(h, t, c));
         let s = if sh.softcap != 0.0 {
             // (the reference divides the scale by the cap, then s = cap * tanhf(s))
-            sh.softcap * (dot(c, q) * (sh.kq_scale / sh.softcap)).tanh() + 0.0
+            sh.softcap * (dot(c, q) * (sh.kq_scale / sh.softcap)).tanh() + mv
         } else {
-            dot(c, q) * sh.kq_scale + 0.0
+            dot(c, q) * sh.kq_scale + mv
         };
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
@@ -617,7 +701,7 @@ mod tests {
                 let qs: Vec<&[f32]> = q.iter().map(|x| &x[..]).collect();
                 let vis: Vec<&[usize]> = visible.iter().map(|x| &x[..]).collect();
                 let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|x| &mut x[..]).collect();
-                block_tiled(&layer, sh, 1, &qs, &vis, None, &mut outs);
+                block_tiled(&layer, sh, 1, &qs, &vis, None, None, &mut outs);
                 for j in 0..n {
                     for h in 0..heads {
                         let mut alone = vec![0f32; hd_v];

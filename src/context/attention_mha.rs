@@ -26,7 +26,7 @@
 //! the thread count; it depends on the ubatch size only as the reference's
 //! does (one token: vec_dot; more: tinyBLAS).
 
-use super::attention::{per_row, AttnShape};
+use super::attention::{per_row, AttnShape, BiasFn};
 use super::kv_cache::{KvCache, KvType};
 use crate::error::Result;
 use crate::kernels::aligned::AlignedF32;
@@ -50,7 +50,7 @@ fn dot(tiny: bool, f16: bool, x: &[f32], y: &[f32]) -> f32 {
 /// attention (see [`super::attention::attention`]): `visible[t]` lists the
 /// cells token `t` sees, `q` is [nt][n_head * hd_k]; `out` becomes
 /// [nt][n_head * hd_v]. `sinks`: per query head, a logit joining every
-/// softmax (gpt-oss).
+/// softmax (gpt-oss); `bias`: added to each scaled score (ALiBi).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     pool: &ThreadPool,
@@ -59,6 +59,7 @@ pub fn attention(
     q: &[f32],
     sh: AttnShape,
     sinks: Option<&[f32]>,
+    bias: Option<&BiasFn>,
     visible: &[Vec<usize>],
     out: &mut AlignedF32,
 ) -> Result<()> {
@@ -100,7 +101,8 @@ pub fn attention(
             // (softcapping: ggml_scale by 1 / cap, ggml_tanh, ggml_scale by
             // cap, then the softmax's scale)
             let s = if sh.softcap != 0.0 { (s * (1.0 / sh.softcap)).tanh() * sh.softcap } else { s };
-            p[c] = s * sh.kq_scale + 0.0;
+            // (the mask: 0, or ALiBi's bias; ggml_soft_max_ext)
+            p[c] = s * sh.kq_scale + bias.map_or(0.0, |f| f(i % sh.n_head, t, c));
         }
         super::ops::soft_max_sink(&mut p, sinks.map(|s| s[i % sh.n_head]));
         p.iter_mut().for_each(|x| *x = round(*x, v_f16));

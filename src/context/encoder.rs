@@ -8,7 +8,7 @@
 //! Buffers are [n_tokens][width] row-major f32, as in `forward.rs`, whose
 //! projections, FFN and attention numerics this shares.
 
-use super::attention::{attention, visible_cells, AttnShape};
+use super::attention::{attention, visible_cells, Alibi, AttnShape};
 use super::batch::Token;
 use super::forward::{add_bias, add_position_rows, ffn_hidden, input_rows, linear, project_qkv, vector, Mm};
 use super::kv_cache::{KvCache, KvType};
@@ -18,8 +18,8 @@ use super::rope::RopeCfg;
 use super::workspace::{sized, Workspace};
 use crate::error::{Error, Result};
 use crate::kernels::ThreadPool;
-use crate::model::arch::Rope;
-use crate::model::weights::{FfnWeights, Weight, Weights};
+use crate::model::arch::{Block, Encoder, Ffn, GateUp, Rope};
+use crate::model::weights::{DenseFfn, FfnWeights, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
@@ -41,6 +41,22 @@ fn add_and_norm(
         row.iter_mut().zip(&y[i * width..(i + 1) * width]).for_each(|(a, b)| *a += b);
         ops::layer_norm(row, width, w, b, eps);
     })
+}
+
+/// The recipe of a block's FFN: the family's, or (`Encoder::ffn_from_file`)
+/// what its tensors make it: a gate, a GEGLU of gate and up; an up of 2·n_ff
+/// rows, a GEGLU of its halves; else GELU.
+fn ffn_recipe(block: &Block, enc: Encoder, ffn: &DenseFfn) -> Block {
+    if !enc.ffn_from_file {
+        return *block;
+    }
+    let n_ff = ffn.down.cols();
+    let (kind, gate_up) = match (&ffn.gate, ffn.up.rows() == 2 * n_ff) {
+        (Some(_), _) => (Ffn::GeGlu, GateUp::Split),
+        (None, true) => (Ffn::GeGlu, GateUp::Fused),
+        (None, false) => (Ffn::Gelu, GateUp::Split),
+    };
+    Block { ffn: kind, gate_up, ..*block }
 }
 
 /// Runs the encoder on every token of `tokens` (one ubatch) and writes each
@@ -71,7 +87,7 @@ pub fn encode(
     let nt = tokens.len();
     let n_embd = hp.n_embd as usize;
     let (hd_k, hd_v) = (hp.n_embd_head_k as usize, hp.n_embd_head_v as usize);
-    let Workspace { x, h, gate, up, v, fused, layer, acts, enc_kv, .. } = ws;
+    let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, enc_kv, .. } = ws;
     let mm = Mm { pool, model, loras };
 
     // --- input rows: token + token type 0 + position, LayerNormed
@@ -124,6 +140,10 @@ pub fn encode(
         }
     };
     let neox = family.rope == Rope::Neox;
+    let token_pos: Vec<i32> = tokens.iter().map(|t| t.pos).collect();
+    let alibi =
+        (recipe.alibi_max_bias > 0.0).then_some(Alibi { max_bias: recipe.alibi_max_bias, token_pos: &token_pos });
+    let eps = hp.f_norm_eps;
 
     for (il, lw) in weights.layers.iter().enumerate() {
         if abort() {
@@ -133,6 +153,15 @@ pub fn encode(
         let q_width = n_head * hd_k;
         // --- attention: q, k (in the FFN's buffers), v
         project_qkv(&mm, acts, lw, x, nt, (q_width, k_width, v_width), gate, up, v, fused)?;
+        // (jina-bert-v2: LayerNorms of the whole q and k rows)
+        for (buf, width, w, b) in
+            [(&mut *gate, q_width, &lw.q_norm, &lw.q_norm_b), (&mut *up, k_width, &lw.k_norm, &lw.k_norm_b)]
+        {
+            let Some(w) = w else { continue };
+            let (w, b) = (vector(model, w)?, b.as_ref().map(|b| vector(model, b)).transpose()?);
+            let buf = &mut buf[..nt * width];
+            pool.run_rows(buf, width, pool.light_rows_per_task(nt), &|_, row| ops::layer_norm(row, width, w, b, eps))?;
+        }
         if recipe.rope {
             // (ggml_rope_ext of q and k, each head of each token)
             for (buf, width) in [(&mut *gate, q_width), (&mut *up, k_width)] {
@@ -152,19 +181,28 @@ pub fn encode(
         let kq_scale = 1.0 / (hd_v as f32).sqrt();
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw: k_width, vw: v_width, kq_scale, softcap: 0.0 };
         // attn [nt][n_head * hd_v] (k is in the cache: its buffer takes it)
-        attention(pool, kv, 0, &visible, q, shape, None, flash, layer, up)?;
+        attention(pool, kv, 0, &visible, q, shape, None, alibi, flash, layer, up)?;
         // o [nt][n_embd] in `h`
         linear(&mm, acts, [&lw.wo], &up[..nt * n_head * hd_v], nt, [&mut *h])?;
         let o = &mut h[..nt * n_embd];
         add_bias(model, o, lw.bo.as_ref())?;
+        if lw.attn_norm_2.is_some() {
+            // the block's input, added once more below
+            sized(ffn_in, nt * n_embd).copy_from_slice(&x[..nt * n_embd]);
+        }
         // x = LN(o + x)
         add_and_norm(pool, model, x, o, n_embd, lw.attn_out_norm.as_ref(), lw.attn_out_norm_b.as_ref())?;
+        if lw.attn_norm_2.is_some() {
+            // (jina-bert-v2) x = LN(x + the block's input)
+            let input = &ffn_in[..nt * n_embd];
+            add_and_norm(pool, model, x, input, n_embd, lw.attn_norm_2.as_ref(), lw.attn_norm_2_b.as_ref())?;
+        }
 
         // --- feed-forward on x (the block's ffn_inp), then x = LN(ffn + x)
         let FfnWeights::Dense(ffn) = &lw.ffn else {
             return Err(Error::invalid("experts in an encoder"));
         };
-        let n_ff = ffn_hidden(&mm, acts, ffn, &family.block, x, nt, gate, up, fused, il)?;
+        let n_ff = ffn_hidden(&mm, acts, ffn, &ffn_recipe(&family.block, recipe, ffn), x, nt, gate, up, fused, il)?;
         linear(&mm, acts, [&ffn.down], &gate[..nt * n_ff], nt, [&mut *h])?;
         let f = sized(h, nt * n_embd);
         add_bias(model, f, ffn.down_b.as_ref())?;

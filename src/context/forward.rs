@@ -253,18 +253,26 @@ pub(super) fn ffn_hidden(
         dump::tensor("ffn_gelu", Some(il), g, n_ff);
         return Ok(n_ff);
     }
+    // (a fused up's bias of 2 * n_ff values)
+    let wide_up_b = lw.up_b.as_ref().filter(|b| lw.gate.is_none() && b.info.n_elements() == 2 * n_ff as u64);
     match &lw.gate {
         Some(wg) => linear(mm, acts, [wg, &lw.up], input, nr, [&mut *gate, &mut *up])?,
         None => {
-            // one matmul [nr][gate | up] (phi3), split
+            // one matmul [nr][gate | up] (phi3), split; a bias as wide
+            // (jina-bert-v2) added before
             linear(mm, acts, [&lw.up], input, nr, [&mut *fused])?;
+            if let Some(b) = wide_up_b {
+                add_bias(model, &mut fused[..nr * 2 * n_ff], Some(b))?;
+            }
             split_cols(fused, 2 * n_ff, 0, sized(gate, nr * n_ff), nr);
             split_cols(fused, 2 * n_ff, n_ff, sized(up, nr * n_ff), nr);
         }
     }
     // gate, up [nr][n_ff]
     let (gate, up) = (&mut gate[..nr * n_ff], &mut up[..nr * n_ff]);
-    add_bias(model, up, lw.up_b.as_ref())?;
+    if wide_up_b.is_none() {
+        add_bias(model, up, lw.up_b.as_ref())?;
+    }
     apply_scale(model, |s| &s.ffn, &lw.up, up)?;
     add_bias(model, gate, lw.gate_b.as_ref())?;
     if let Some(wg) = &lw.gate {
@@ -611,7 +619,7 @@ pub fn forward(
         };
         // (k is in the cache: its buffer takes the output)
         let sinks = lw.attn_sinks.as_ref().map(|w| vector(model, w)).transpose()?;
-        attention(pool, kv, il, visible, q, shape, sinks, mode.flash, layer, up)?;
+        attention(pool, kv, il, visible, q, shape, sinks, None, mode.flash, layer, up)?;
         let attn = &up[..nt * n_head * hd_v];
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)

@@ -2,7 +2,7 @@
 //! tensor table with their shapes checked. A weight is a reference to tensor
 //! bytes in the mapping; nothing is copied or dequantized here.
 
-use super::arch::{Family, Ffn, GateUp, Moe, Need, Parallel, QkNorm, SharedExpert};
+use super::arch::{ClsHead, Family, Ffn, GateUp, Moe, Need, Parallel, QkNorm, SharedExpert};
 use super::hparams::HParams;
 use crate::error::{Error, Result};
 use crate::ggml_type::GgmlType;
@@ -46,6 +46,9 @@ pub struct LayerWeights {
     pub bo: Option<Weight>,          // [n_embd]
     pub q_norm: Option<Weight>,      // [head_dim], [q_width] (QkNorm::Whole) or [head_dim, n_head]
     pub k_norm: Option<Weight>,      // [head_dim], or [kv_width]
+    /// An encoder's LayerNorm biases of q and k (jina-bert-v2).
+    pub q_norm_b: Option<Weight>, // [q_width]
+    pub k_norm_b: Option<Weight>,    // [kv_width]
     pub attn_post_norm: Option<Weight>, // [n_embd]
     /// `attn_sinks`: one logit per query head (gpt-oss)
     pub attn_sinks: Option<Weight>, // [n_head]
@@ -341,6 +344,30 @@ fn bind_experts(b: &Binder, moe: Moe, hp: &HParams, il: usize) -> Result<ExpertF
     })
 }
 
+/// jina-bert-v2's FFN, of the kind its tensors say (`arch::Encoder::
+/// ffn_from_file`): `ffn_gate` optional, `ffn_up` of n_ff or 2·n_ff rows
+/// (the gate and up halves of a GEGLU), its bias as wide, `ffn_down.bias`
+/// required.
+fn ffn_from_file(b: &Binder, n_embd: usize, n_ff: usize, il: usize) -> Result<DenseFfn> {
+    let t = |s: &str| format!("blk.{il}.{s}");
+    let up_rows = b.find(&t("ffn_up.weight")).map_or(n_ff, |w| w.rows());
+    if up_rows != n_ff && up_rows != 2 * n_ff {
+        // (the reference asserts it, aborting)
+        return Err(Error::model(format!(
+            "tensor '{}' has {up_rows} rows: the FFN takes n_ff ({n_ff}) or twice that",
+            t("ffn_up.weight")
+        )));
+    }
+    Ok(DenseFfn {
+        gate: b.optional(&t("ffn_gate.weight"), &[n_embd, n_ff])?,
+        up: b.required(&t("ffn_up.weight"), &[n_embd, up_rows])?,
+        down: b.required(&t("ffn_down.weight"), &[n_ff, n_embd])?,
+        gate_b: None,
+        up_b: b.optional(&t("ffn_up.bias"), &[up_rows])?,
+        down_b: Some(b.required(&t("ffn_down.bias"), &[n_embd])?),
+    })
+}
+
 impl Weights {
     pub fn bind(family: &Family, hp: &HParams, files: &[GgufFile]) -> Result<Weights> {
         let b = Binder { files, used: Default::default() };
@@ -375,16 +402,21 @@ impl Weights {
             false => None,
             true => {
                 let n_cls_out = hp.n_cls_out as usize;
-                let head = recipe.encoder.is_some_and(|e| e.cls_head);
-                let cls = |name: &str, shape: &[usize]| if head { b.optional(name, shape) } else { Ok(None) };
+                let enc = recipe.encoder.expect("an encoder");
+                let (cls_rows, out) = match enc.cls_head {
+                    ClsHead::None => (0, false),
+                    ClsHead::Full => (n_embd, true),
+                    ClsHead::Score => (1, false),
+                };
+                let opt = |on: bool, name: &str, shape: &[usize]| if on { b.optional(name, shape) } else { Ok(None) };
                 Some(EncoderWeights {
-                    type_embd: b.optional("token_types.weight", &[n_embd, hp.n_token_types as usize])?,
+                    type_embd: bind(enc.token_types, "token_types.weight", &[n_embd, hp.n_token_types as usize])?,
                     tok_norm: b.required("token_embd_norm.weight", &[n_embd])?,
                     tok_norm_b: b.required("token_embd_norm.bias", &[n_embd])?,
-                    cls: cls("cls.weight", &[n_embd, n_embd])?,
-                    cls_b: cls("cls.bias", &[n_embd])?,
-                    cls_out: cls("cls.output.weight", &[n_embd, n_cls_out])?,
-                    cls_out_b: cls("cls.output.bias", &[n_cls_out])?,
+                    cls: opt(cls_rows > 0, "cls.weight", &[n_embd, cls_rows])?,
+                    cls_b: opt(cls_rows > 0, "cls.bias", &[cls_rows])?,
+                    cls_out: opt(out, "cls.output.weight", &[n_embd, n_cls_out])?,
+                    cls_out_b: opt(out, "cls.output.bias", &[n_cls_out])?,
                 })
             }
         };
@@ -415,7 +447,13 @@ impl Weights {
             };
             let fused_bias = matches!(qkv, Qkv::Fused { b: Some(_), .. });
             let qkv_bias = if fused_bias { Need::Absent } else { recipe.qkv_bias };
+            // (an encoder's: LayerNorms of the whole rows, with biases, each
+            // where the file has it; jina-bert-v2 sizes both n_embd)
+            let enc_qk = recipe.encoder.is_some_and(|e| e.qk_norm);
+            let enc_norm = |name: &str| if enc_qk { b.optional(&t(name), &[n_embd]) } else { Ok(None) };
+            let (q_norm_b, k_norm_b) = (enc_norm("attn_q_norm.bias")?, enc_norm("attn_k_norm.bias")?);
             let (q_norm, k_norm) = match recipe.qk_norm {
+                _ if enc_qk => (enc_norm("attn_q_norm.weight")?, enc_norm("attn_k_norm.weight")?),
                 QkNorm::None => (None, None),
                 QkNorm::PerHead => (
                     Some(b.required(&t("attn_q_norm.weight"), &[hd_k])?),
@@ -449,6 +487,7 @@ impl Weights {
                 attn_norm_b: bind(pre_norm_bias, &t("attn_norm.bias"), &[n_embd])?,
                 attn_norm_2: attn_norm_2.clone(),
                 attn_norm_2_b: match attn_norm_2 {
+                    Some(_) if encoder => b.optional(&t("attn_norm_2.bias"), &[n_embd])?,
                     Some(_) => bind(recipe.norm_bias, &t("attn_norm_2.bias"), &[n_embd])?,
                     None => None,
                 },
@@ -460,6 +499,8 @@ impl Weights {
                 bo: bind(recipe.proj_bias, &t("attn_output.bias"), &[n_embd])?,
                 q_norm,
                 k_norm,
+                q_norm_b,
+                k_norm_b,
                 attn_post_norm: bind(need(recipe.post_norms), &t("post_attention_norm.weight"), &[n_embd])?,
                 attn_sinks: bind(need(recipe.attn_sinks), &t("attn_sinks.weight"), &[n_head])?,
                 ffn_norm: bind(ffn_norm, &t(&format!("{}.weight", recipe.ffn_norm_tensor)), &[n_embd])?,
@@ -471,6 +512,9 @@ impl Weights {
                 },
                 // (dots1: the first layers dense)
                 ffn: match family.block.moe.filter(|_| hp.n_expert > 0 && il >= hp.n_layer_dense_lead as usize) {
+                    None if recipe.encoder.is_some_and(|e| e.ffn_from_file) => {
+                        FfnWeights::Dense(ffn_from_file(&b, n_embd, n_ff, il)?)
+                    }
                     None => FfnWeights::Dense(DenseFfn {
                         gate: bind(
                             need(gated && recipe.gate_up == GateUp::Split),
@@ -646,6 +690,8 @@ impl Weights {
                     &l.bo,
                     &l.q_norm,
                     &l.k_norm,
+                    &l.q_norm_b,
+                    &l.k_norm_b,
                     &l.attn_post_norm,
                     &l.ffn_post_norm,
                     &l.attn_sinks,

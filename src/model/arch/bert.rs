@@ -20,7 +20,7 @@ pub static FAMILY: Family = Family {
         ffn: Ffn::Gelu,
         pos_embd: true,
         tied_output: true,
-        encoder: Some(Encoder { rope: false, ffn_bias_unused: false, cls_head: true }),
+        encoder: Some(Encoder::BERT),
         ..Block::PLAIN
     },
     read_hparams,

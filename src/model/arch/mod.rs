@@ -26,6 +26,7 @@ mod gpt2;
 mod gpt_oss;
 mod granite;
 mod granitemoe;
+mod jina_bert_v2;
 mod llama;
 mod mistral3;
 mod nomic_bert;
@@ -72,6 +73,7 @@ pub static FAMILIES: &[&Family] = &[
     &dots1::FAMILY,
     &bert::FAMILY,
     &nomic_bert::FAMILY,
+    &jina_bert_v2::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -241,7 +243,9 @@ pub struct Block {
     /// Their biases (`attn_norm.bias`, ...), LayerNorms only.
     pub norm_bias: Need,
     /// `attn_norm_2` (+ bias): the attention's own input norm, the FFN
-    /// keeping `attn_norm` (falcon 40B), used when the file has it.
+    /// keeping `attn_norm` (falcon 40B), used when the file has it; in an
+    /// encoder, after the attention's norm, `x = LN(x + block input)` once
+    /// more (jina-bert-v2; its bias optional).
     pub attn_norm_2: bool,
     /// Whether the attention and the FFN both read the block's normed
     /// input, and in which order their outputs join x.
@@ -313,7 +317,7 @@ pub struct Block {
 /// (LayerNorms with biases); the hidden states after the last block are
 /// the embeddings (no output norm). The FFN follows `Block::ffn`, with the
 /// optional biases of `Block::proj_bias`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Encoder {
     /// q and k are rotated by their positions (nomic-bert); bert reports
     /// the NEOX rope type without rotating anything.
@@ -321,9 +325,47 @@ pub struct Encoder {
     /// The FFN's `ffn_up.bias` and `ffn_down.bias` are read when the file
     /// has them and not used (nomic-bert's graph passes none to its FFN).
     pub ffn_bias_unused: bool,
-    /// The family reads a classifier head (`cls`, `cls.output`) when the
-    /// file has one (bert); else such tensors are refused.
-    pub cls_head: bool,
+    /// The classifier head the family reads when the file has it (RANK
+    /// pooling); a family without one refuses such tensors, as the
+    /// reference's tensor count.
+    pub cls_head: ClsHead,
+    /// `token_types` (Optional: bert, nomic-bert; Required: jina-bert-v2).
+    pub token_types: Need,
+    /// `attn_q_norm`, `attn_k_norm` with biases, when the file has them:
+    /// LayerNorms of the whole q and k rows (jina-bert-v2).
+    pub qk_norm: bool,
+    /// The FFN's kind comes from the file (jina-bert-v2): an `ffn_gate`
+    /// makes it GEGLU of gate and up, an `ffn_up` of 2·n_ff rows a GEGLU of
+    /// its two halves, else GELU of up; `ffn_up.bias` (as wide as `ffn_up`)
+    /// optional, `attn_output.bias` and `ffn_down.bias` required.
+    pub ffn_from_file: bool,
+    /// ALiBi's maximum bias (jina-bert-v2: 8; 0: none): every score gets
+    /// `slope(head) · −|p_query − p_key|` (`context::attention::Alibi`).
+    pub alibi_max_bias: f32,
+}
+
+impl Encoder {
+    /// bert's: learned positions, no rope, a full classifier head.
+    pub const BERT: Encoder = Encoder {
+        rope: false,
+        ffn_bias_unused: false,
+        cls_head: ClsHead::Full,
+        token_types: Need::Optional,
+        qk_norm: false,
+        ffn_from_file: false,
+        alibi_max_bias: 0.0,
+    };
+}
+
+/// The classifier head of an encoder (`cls`, `cls.output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClsHead {
+    None,
+    /// `cls` [n_embd, n_embd] + bias, then `cls.output` [n_embd, n_cls_out]
+    /// + bias (bert).
+    Full,
+    /// `cls` [n_embd, 1] + bias alone: one score (jina-bert-v2's rerankers).
+    Score,
 }
 
 /// A mixture-of-experts FFN (the reference's `build_moe_ffn`): the router's

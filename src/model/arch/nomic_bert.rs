@@ -3,7 +3,7 @@
 //! SwiGLU FFN without biases (its `ffn_up.bias`/`ffn_down.bias`, when a file
 //! has them, are loaded and unused, as the reference's graph passes none).
 
-use super::{Block, Encoder, Family, Ffn, Need, Norm, Rope};
+use super::{Block, ClsHead, Encoder, Family, Ffn, Need, Norm, Rope};
 use crate::model::hparams::HParams;
 
 pub static FAMILY: Family = Family {
@@ -17,7 +17,7 @@ pub static FAMILY: Family = Family {
         proj_bias: Need::Optional,
         ffn: Ffn::SwiGlu,
         tied_output: true,
-        encoder: Some(Encoder { rope: true, ffn_bias_unused: true, cls_head: false }),
+        encoder: Some(Encoder { rope: true, ffn_bias_unused: true, cls_head: ClsHead::None, ..Encoder::BERT }),
         ..Block::PLAIN
     },
     read_hparams: super::bert::read_hparams,
