@@ -228,6 +228,7 @@ pub fn avx2_token_major(ty: GgmlType, path: Path) -> Option<TokenMajorRowsFn> {
 pub fn vnni_token_major(ty: GgmlType, path: Path) -> Option<TokenMajorRowsFn> {
     match path {
         Path::TinyBlasF16 => tinyblas_f16::avx512_token_major(ty),
+        Path::TinyBlasF32 => tinyblas_f32::avx512_token_major(ty),
         _ => None,
     }
 }
@@ -242,6 +243,7 @@ pub fn vnni_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
         Path::Tiled => tiled_vnni::vnni_rows(ty),
         Path::TinyBlasF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::TinyBlas),
         Path::VecDotF16 => tinyblas_f16::avx512_rows(ty, tinyblas_f16::F16Path::VecDot),
+        Path::TinyBlasF32 => tinyblas_f32::avx512_rows(ty),
         Path::TinyBlasBf16 => tinyblas_bf16::avx512_rows(ty, tinyblas_f32::FloatPath::TinyBlas),
         Path::VecDotBf16 => tinyblas_bf16::avx512_rows(ty, tinyblas_f32::FloatPath::VecDot),
         _ => None,

@@ -221,6 +221,15 @@ fn tiled_row_block_kernels_compute_the_scalar_emulations_bits() {
     row_block_kernels_give_the_scalar_bits(Path::Tiled, &[Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS], 768);
 }
 
+#[test]
+fn f32_row_block_kernels_compute_the_scalar_emulations_bits() {
+    // F32 weights' tinyBLAS walk on AVX-512 (panels, 3 × 8 tiles, columns
+    // in parts past 768) and its ggml_vec_dot_f32 fallback (n % 16 != 0)
+    for cols in [768, 1536, 776] {
+        row_block_kernels_give_the_scalar_bits(Path::TinyBlasF32, &[GgmlType::F32], cols);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: usize) {
     use crate::kernels::dispatch::ActType;
@@ -239,7 +248,10 @@ fn row_block_kernels_give_the_scalar_bits(path: Path, types: &[GgmlType], cols: 
         let act = ActType::for_weight(ty).expect("act");
         let rb = ty.row_size(cols as u64).expect("row size") as usize;
         let ws = rb + 3;
-        let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
+        // (F32 activations are f32 rows: their stride a whole number of
+        // floats, as the matmul lays them out)
+        let pad = if path == Path::TinyBlasF32 { 4 } else { 5 };
+        let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + pad);
         let w0 = weight_rows(ty, 17, cols, &mut rng);
         // rows `ws` bytes apart from an odd address
         let mut w = vec![0u8; 1 + 17 * ws];

@@ -220,7 +220,7 @@ pub fn avx512_token_major(ty: GgmlType) -> Option<TokenMajorRowsFn> {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn avx512_ok() -> bool {
+pub(super) fn avx512_ok() -> bool {
     use std::arch::is_x86_feature_detected as has;
     has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma") && has!("f16c")
 }
@@ -538,7 +538,73 @@ pub(super) mod avx512 {
         }
         check(n, w, ws, n_rows, a, s, nt, out, os);
         // SAFETY: checked above; output (r, t) at r·os + t of `out`.
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }) }
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }, false) }
+    }
+
+    /// `RowsFn` of F32 weights' tinyBLAS path on AVX-512 (ggml_vec_dot_f32's
+    /// where `n % 16 != 0`): [`walk`] over the weight rows copied a panel at
+    /// a time, on the activations as they are (F32's `vec_dot_type`); the
+    /// same tiles and bits as F16's on its widened rows.
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: the same contract (AVX2 and FMA among the features).
+        unsafe { super::super::tinyblas_f32::check_f32_rows(n, w, ws, n_rows, a, s, nt, out, os) };
+        if !n.is_multiple_of(KN) {
+            // SAFETY: as above.
+            return unsafe { super::super::tinyblas_f32::rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
+        }
+        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }, true) }
+    }
+
+    /// [`rows_tinyblas_f32`] writing `out[t · os + r]` (a
+    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX-512F/VL,
+    /// AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32_token_major(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: *mut f32,
+        os: usize,
+    ) {
+        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f32 rows kernel: output shape");
+        assert!(w.len() >= (n_rows - 1) * ws + 4 * n && a.len() >= (nt - 1) * s + 4 * n, "f32 rows kernel: shapes");
+        if !n.is_multiple_of(KN) {
+            for t in 0..nt {
+                // SAFETY: token t's n_rows outputs are contiguous at t·os
+                // (the caller's contract): a one-token row-major block.
+                unsafe {
+                    let o = std::slice::from_raw_parts_mut(out.add(t * os), n_rows);
+                    super::super::tinyblas_f32::rows_vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, o, 1)
+                };
+            }
+            return;
+        }
+        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }, true) }
     }
 
     /// [`rows_tinyblas`] writing `out[t · os + r]` (a
@@ -586,11 +652,11 @@ pub(super) mod avx512 {
         let w_need = (n_rows - 1) * ws + 2 * n;
         assert!(w.len() >= w_need && a.len() >= (nt - 1) * s + 6 * n, "f16 rows kernel: shapes");
         // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }) }
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }, false) }
     }
 
     /// The tinyBLAS walk on AVX-512 (`n % 16 == 0`): the weight rows widened
-    /// to f32 a panel at a time (in L2); per tile of `RN` tokens (in L1)
+    /// to f32 (F16) or copied (`f32_weights`) a panel at a time (in L2); per tile of `RN` tokens (in L1)
     /// every `RM`-row block of the panel, the columns in parts where 8
     /// tokens' rows would not fit L1 (SmolLM2's ffn_down, 1536 columns).
     /// Partial tiles (fewer tokens, a panel's last rows) run through a
@@ -604,7 +670,17 @@ pub(super) mod avx512 {
     /// valid for writes; the CPU has the features.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    unsafe fn walk(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: Out) {
+    unsafe fn walk(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: Out,
+        f32_weights: bool,
+    ) {
         let panel_rows = (PANEL_BYTES / (4 * n) / RM * RM).max(RM);
         // a full tile's columns in `parts` parts of `part` (a multiple of 16)
         let parts = n.div_ceil(PART_COLS);
@@ -622,7 +698,16 @@ pub(super) mod avx512 {
                         saved.resize(pr.div_ceil(RM) * RM * RN, _mm512_setzero_ps());
                     }
                     for (i, dst) in wide.chunks_exact_mut(n).take(pr).enumerate() {
-                        super::widen_row(&w[(r0 + i) * ws..(r0 + i) * ws + 2 * n], dst);
+                        let row = &w[(r0 + i) * ws..];
+                        if f32_weights {
+                            // (F32 weights: copied, so that the panel's rows
+                            // are contiguous and aligned as the tiles read them)
+                            for (d, b) in dst.iter_mut().zip(row[..4 * n].chunks_exact(4)) {
+                                *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                            }
+                        } else {
+                            super::widen_row(&row[..2 * n], dst);
+                        }
                     }
                     let wp = wide.as_ptr();
                     let mut t = 0;

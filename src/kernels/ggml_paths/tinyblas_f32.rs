@@ -297,6 +297,75 @@ pub(super) use float_tiles;
 
 float_tiles!(F32);
 
+/// The checks of F32's row-block kernels: the [`crate::kernels::RowsFn`]
+/// contract's buffer sizes for f32 weights and activations.
+///
+/// # Safety
+/// None beyond a plain function's (it only reads lengths).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn check_f32_rows(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &[f32],
+    os: usize,
+) {
+    super::super::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
+    assert!(w.len() >= (n_rows - 1) * ws + 4 * n, "f32 rows kernel: weights too short");
+    assert!(a.len() >= (nt - 1) * s + 4 * n, "f32 rows kernel: activations too short");
+}
+
+/// `ggml_vec_dot_f32` of every (row, token) into `out[r · os + t]`, row by
+/// row on the AVX2 kernel (the F32 row-block kernels' path where `n % 16 !=
+/// 0`, which llamafile declines).
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; the buffers as [`check_f32_rows`] checks them.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn rows_vec_dot(
+    n: usize,
+    w: &[u8],
+    ws: usize,
+    n_rows: usize,
+    a: &[u8],
+    s: usize,
+    nt: usize,
+    out: &mut [f32],
+    os: usize,
+) {
+    // SAFETY: the caller's contract (AVX2, FMA; row r within `w`, tokens
+    // within `a`, row r's nt outputs at r·os of `out`).
+    unsafe {
+        check_f32_rows(n, w, ws, n_rows, a, s, nt, out, os);
+        for r in 0..n_rows {
+            avx2::tile_vec_dot(n, &w[r * ws..r * ws + 4 * n], a, s, &mut out[r * os..r * os + nt]);
+        }
+    }
+}
+
+/// The row-block kernel ([`crate::kernels::RowsFn`]) of F32 weights'
+/// tinyBLAS path on AVX-512F, where this CPU has it (`tinyblas_f16`'s
+/// walk over the rows as they are).
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_rows(ty: GgmlType) -> Option<super::super::dispatch::RowsFn> {
+    (ty == GgmlType::F32 && super::tinyblas_f16::avx512_ok())
+        .then_some(super::tinyblas_f16::avx512::rows_tinyblas_f32 as super::super::dispatch::RowsFn)
+}
+
+/// [`avx512_rows`] writing the matmul's `[token][row]` output itself.
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_token_major(ty: GgmlType) -> Option<super::super::dispatch::TokenMajorRowsFn> {
+    (ty == GgmlType::F32 && super::tinyblas_f16::avx512_ok()).then_some(
+        super::tinyblas_f16::avx512::rows_tinyblas_f32_token_major as super::super::dispatch::TokenMajorRowsFn,
+    )
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{vec_dot_tail, KN};
