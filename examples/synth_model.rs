@@ -82,6 +82,9 @@ fn main() {
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
     let encoder = recipe.encoder.is_some();
+    // (bert-style: norms after the residual adds, no final norm)
+    let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
+    let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
@@ -273,8 +276,8 @@ fn main() {
     mat(&mut rng, "token_embd.weight".into(), n_embd, n_vocab);
     let norm = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 1.0 + 0.2 * rng.uniform()).collect() };
     let mut vecs: Vec<(String, Vec<u64>, Vec<f32>)> = Vec::new();
-    if !encoder {
-        vecs.push(("output_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
+    if !post_enc {
+        vecs.push((format!("{}.weight", enc.output_norm), vec![n_embd as u64], norm(&mut rng, n_embd)));
     }
     let wanted = |need: Need| need == Need::Required || (need == Need::Optional && optional);
     let bias = |rng: &mut Rng, n: usize| -> Vec<f32> { (0..n).map(|_| 0.1 * rng.uniform()).collect() };
@@ -290,14 +293,20 @@ fn main() {
             vecs.push((name.into(), vec![half as u64], (0..half).map(|_| 4.5 + 3.5 * rng.uniform()).collect()));
         }
     }
-    if norm_bias && !encoder {
-        vecs.push(("output_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+    if norm_bias && !post_enc {
+        vecs.push((format!("{}.bias", enc.output_norm), vec![n_embd as u64], bias(&mut rng, n_embd)));
     }
     if encoder {
         // the input norm, the token types, the classifier head
-        mat(&mut rng, "token_types.weight".into(), n_embd, n_token_types);
-        vecs.push(("token_embd_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
-        vecs.push(("token_embd_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+        if enc.token_types != Need::Absent {
+            mat(&mut rng, "token_types.weight".into(), n_embd, n_token_types);
+        }
+        if enc.tok_norm != Need::Absent {
+            vecs.push(("token_embd_norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            if norm_bias {
+                vecs.push(("token_embd_norm.bias".into(), vec![n_embd as u64], bias(&mut rng, n_embd)));
+            }
+        }
         let head = recipe.encoder.map_or(ClsHead::None, |e| e.cls_head);
         if cls && head == ClsHead::Score {
             mats(&mut rng, "cls.weight".into(), n_embd, 1, 1, 3.0);
@@ -333,7 +342,7 @@ fn main() {
             mat(&mut rng, t("attn_v.weight"), n_embd, kv_width);
         }
         mat(&mut rng, t("attn_output.weight"), q_width, n_embd);
-        if encoder {
+        if post_enc {
             // the norms after each residual add
             for name in ["attn_output_norm", "layer_output_norm"] {
                 vecs.push((t(&format!("{name}.weight")), vec![n_embd as u64], norm(&mut rng, n_embd)));

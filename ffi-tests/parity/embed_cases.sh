@@ -20,6 +20,9 @@
 #                   q/k norms, attn_norm_2 and the one-score head
 #   jina256.gguf    jina-bert-v2, 256 wide, fused GEGLU; quantized to
 #                   jina256-q4_k_m.gguf
+#   neo.gguf        neo-bert (pre-norm: RMS norms, rope, fused qkv, fused
+#                   SwiGLU), with a classifier head of 2 labels
+#   neo256.gguf     neo-bert, 256 wide; quantized to neo256-q4_k_m.gguf
 embed_files() {
     local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
     mkdir -p "$dir"
@@ -41,10 +44,13 @@ embed_files() {
     "$synth_model" jina-bert-v2 "$vocab" "$dir/jina256.gguf" 19 2000 embd=256 ff=512 head_dim=64 kv_heads=4 ffn_kind=2 \
         optional=1 cls=1 > /dev/null
     "$quantize_tool" "$dir/jina256.gguf" "$dir/jina256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    "$synth_model" neo-bert "$vocab" "$dir/neo.gguf" 20 2000 fused_qkv=1 cls=1 labels=2 > /dev/null
+    "$synth_model" neo-bert "$vocab" "$dir/neo256.gguf" 21 2000 fused_qkv=1 embd=256 ff=512 head_dim=64 > /dev/null
+    "$quantize_tool" "$dir/neo256.gguf" "$dir/neo256-q4_k_m.gguf" 15 > /dev/null 2>&1
 }
 
 # The quantized files, whose bytes are compared too (label NAME-model).
-EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m)
+EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m)
 
 # The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
 # DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
@@ -60,6 +66,7 @@ for t in short long; do
     EMBED_RUNS+=("bert 1 1 -1 $t" "bert 0 1 -1 $t" "bert 0 2 0 $t" "bert 1 2 0 $t" "bert 4 2 0 $t")
     EMBED_RUNS+=("bert-plain -1 2 -1 $t" "bert-plain 1 1 -1 $t" "bert-plain 4 2 -1 $t")
     EMBED_RUNS+=("nomic -1 2 -1 $t" "nomic 0 1 -1 $t" "nomic 1 2 0 $t" "nomic256 1 2 -1 $t")
+    EMBED_RUNS+=("neo 0 2 -1 $t" "neo 1 1 -1 $t" "neo 4 2 -1 $t" "neo 2 2 0 $t" "neo256 1 2 -1 $t")
     for j in jina-gelu jina-geglu jina-fused; do
         EMBED_RUNS+=("$j 0 2 -1 $t" "$j 1 1 -1 $t" "$j 4 2 -1 $t" "$j 0 2 0 $t")
     done

@@ -240,7 +240,15 @@ pub(super) fn per_row(pool: &ThreadPool, nt: usize, sh: AttnShape, attn: &mut Al
 /// `window` positions on sliding-window layers. The others are masked
 /// (-inf) in the reference. The same for every layer with the same
 /// `window` (the forward pass computes it once per ubatch and window).
-pub fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Option<i32>) -> Vec<Vec<usize>> {
+/// With `symmetric`, a window sees |p_token − p_cell| ≤ window / 2 on both
+/// sides (the reference's LLAMA_SWA_TYPE_SYMMETRIC: encoders).
+pub fn visible_cells(
+    kv: &KvCache,
+    tokens: &[Token],
+    causal: bool,
+    window: Option<i32>,
+    symmetric: bool,
+) -> Vec<Vec<usize>> {
     tokens
         .iter()
         .map(|tok| {
@@ -251,7 +259,10 @@ pub fn visible_cells(kv: &KvCache, tokens: &[Token], causal: bool, window: Optio
                     !cell.is_empty()
                         && cell.seqs.has(seq)
                         && (!causal || cell.pos <= tok.pos)
-                        && window.is_none_or(|w| tok.pos - cell.pos < w)
+                        && window.is_none_or(|w| match symmetric {
+                            false => tok.pos - cell.pos < w,
+                            true => (i64::from(tok.pos) - i64::from(cell.pos)).abs() <= i64::from(w / 2),
+                        })
                 })
                 .collect()
         })

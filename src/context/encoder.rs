@@ -10,6 +10,7 @@
 
 use super::attention::{attention, visible_cells, Alibi, AttnShape};
 use super::batch::Token;
+use super::cvec::ControlVector;
 use super::forward::{add_bias, add_position_rows, ffn_hidden, input_rows, linear, project_qkv, vector, Mm};
 use super::kv_cache::{KvCache, KvType};
 use super::lora::ActiveLoras;
@@ -19,7 +20,7 @@ use super::workspace::{sized, Workspace};
 use crate::error::{Error, Result};
 use crate::kernels::ThreadPool;
 use crate::model::arch::{Block, Encoder, Ffn, GateUp, Rope};
-use crate::model::weights::{DenseFfn, FfnWeights, Weight, Weights};
+use crate::model::weights::{DenseFfn, EncoderWeights, FfnWeights, Weight, Weights};
 use crate::model::Model;
 use std::ops::ControlFlow;
 
@@ -57,6 +58,74 @@ fn ffn_recipe(block: &Block, enc: Encoder, ffn: &DenseFfn) -> Block {
         (None, false) => (Ffn::Gelu, GateUp::Split),
     };
     Block { ffn: kind, gate_up, ..*block }
+}
+
+/// Runs a pre-norm encoder (`Encoder::pre_norm`) on every token of
+/// `tokens` (one ubatch): `forward.rs` over a cache of one cell per token
+/// (token t in cell t, in its first sequence; f32, as the reference's
+/// uncached K and V), bidirectional; each token's normed hidden state goes
+/// to `embd` ([nt][n_embd]). `kv` keeps the cache across calls.
+#[allow(clippy::too_many_arguments)]
+pub fn encode_pre_norm(
+    pool: &ThreadPool,
+    model: &Model,
+    weights: &Weights,
+    ws: &mut Workspace,
+    kv: &mut Option<KvCache>,
+    tokens: &[Token],
+    inp_embd: &[f32],
+    flash: bool,
+    rope: &RopeCfg,
+    cvec: Option<&ControlVector>,
+    loras: &ActiveLoras,
+    embd: &mut [f32],
+    abort: &mut dyn FnMut() -> bool,
+) -> Result<ControlFlow<()>> {
+    let hp = &model.hparams;
+    let nt = tokens.len();
+    let k_width: Vec<usize> = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_k) as usize).collect();
+    let v_width: Vec<usize> = hp.n_head_kv.iter().map(|&h| (h * hp.n_embd_head_v) as usize).collect();
+    let kv = match kv {
+        Some(c) if c.n_cells() == nt && c.k_width == k_width && c.v_width == v_width => c,
+        _ => kv.insert(KvCache::new(nt, k_width, v_width, KvType::F32, KvType::F32)?),
+    };
+    for (c, t) in tokens.iter().enumerate() {
+        let cell = &mut kv.cells[c];
+        cell.pos = t.pos;
+        cell.seqs.clear();
+        cell.seqs.add(t.seqs[0] as usize);
+    }
+    let cells: Vec<usize> = (0..nt).collect();
+    let mode = super::forward::AttnMode { causal: false, flash };
+    super::forward::forward(
+        pool,
+        model,
+        weights,
+        kv,
+        ws,
+        tokens,
+        inp_embd,
+        &cells,
+        mode,
+        rope,
+        cvec,
+        loras,
+        embd,
+        &mut [],
+        abort,
+    )
+}
+
+/// The input rows' LayerNorm (`token_embd_norm`, + its bias), where the
+/// model has one ([nt][n_embd]).
+pub(super) fn input_norm(pool: &ThreadPool, model: &Model, enc: &EncoderWeights, x: &mut [f32]) -> Result<()> {
+    let Some(w) = &enc.tok_norm else { return Ok(()) };
+    let n_embd = model.hparams.n_embd as usize;
+    let (w, b) = (vector(model, w)?, enc.tok_norm_b.as_ref().map(|b| vector(model, b)).transpose()?);
+    let eps = model.hparams.f_norm_eps;
+    pool.run_rows(x, n_embd, pool.light_rows_per_task(x.len() / n_embd), &|_, row| {
+        ops::layer_norm(row, n_embd, w, b, eps)
+    })
 }
 
 /// Runs the encoder on every token of `tokens` (one ubatch) and writes each
@@ -105,13 +174,7 @@ pub fn encode(
     if let Some(pe) = &weights.pos_embd {
         add_position_rows(model, pe, tokens, x)?;
     }
-    {
-        let (w, b) = (vector(model, &enc.tok_norm)?, vector(model, &enc.tok_norm_b)?);
-        let eps = hp.f_norm_eps;
-        pool.run_rows(x, n_embd, pool.light_rows_per_task(nt), &|_, row| {
-            ops::layer_norm(row, n_embd, w, Some(b), eps)
-        })?;
-    }
+    input_norm(pool, model, enc, x)?;
 
     // --- one layer's K and V: cell t is token t, in its first sequence
     // (the reference's mask compares first sequence ids only)
@@ -129,7 +192,7 @@ pub fn encode(
         cell.seqs.clear();
         cell.seqs.add(t.seqs[0] as usize);
     }
-    let visible = visible_cells(kv, tokens, false, None);
+    let visible = visible_cells(kv, tokens, false, None, false);
     // the rotary angles of every token ([nt][n_rot / 2]; one rope for every
     // layer), when the family rotates q and k (nomic-bert)
     let angles: Vec<Vec<(f32, f32)>> = match recipe.rope {

@@ -454,6 +454,8 @@ pub fn forward(
         },
     };
     let neox = family.rope == Rope::Neox;
+    // (a pre-norm encoder's sliding windows see both ways)
+    let symmetric = recipe.encoder.is_some_and(|e| e.swa_symmetric);
     let Workspace { x, h, gate, up, v, fused, ffn_in, layer, acts, moe: moe_buf, .. } = ws;
     let mm = Mm { pool, model, loras };
 
@@ -470,6 +472,10 @@ pub fn forward(
     if recipe.embd_scale == EmbdScale::All || (recipe.embd_scale == EmbdScale::Tokens && !embd_input) {
         let s = (n_embd as f32).sqrt();
         x.iter_mut().for_each(|v| *v *= s);
+    }
+    if let Some(enc) = &weights.encoder {
+        // a pre-norm encoder's input LayerNorm (modern-bert)
+        super::encoder::input_norm(pool, model, enc, x)?;
     }
     if hp.f_embedding_scale != 0.0 {
         // (granite: ggml_scale of every input row)
@@ -614,8 +620,8 @@ pub fn forward(
         let window = if swa { Some(hp.n_swa as i32) } else { None };
         // attn: [nt][n_head * hd_v]
         let visible = match window {
-            None => visible_full.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, None)),
-            Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window)),
+            None => visible_full.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, None, false)),
+            Some(_) => visible_swa.get_or_insert_with(|| visible_cells(kv, tokens, mode.causal, window, symmetric)),
         };
         // (k is in the cache: its buffer takes the output)
         let sinks = lw.attn_sinks.as_ref().map(|w| vector(model, w)).transpose()?;
@@ -711,9 +717,8 @@ pub fn forward(
     if nr == nt && out_rows.len() < nt {
         keep_rows(x, n_embd, &out_rows);
     }
-    let (Some(output_norm), Some(output)) = (&weights.output_norm, &weights.output) else {
-        return Err(crate::Error::invalid("the model has no output head (an encoder)"));
-    };
+    let output_norm =
+        weights.output_norm.as_ref().ok_or_else(|| crate::Error::invalid("the model has no final norm"))?;
     let w = vector(model, output_norm)?;
     match norm.kind {
         Norm::Rms => ops::rms_norm_mul(x, n_embd, w, norm.eps),
@@ -727,6 +732,8 @@ pub fn forward(
     if logits.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
+    let output =
+        weights.output.as_ref().ok_or_else(|| crate::Error::invalid("the model has no output head (an encoder)"))?;
     linear_into(&mm, acts, output, x, out_rows.len(), logits)?;
     add_bias(model, logits, weights.output_b.as_ref())?;
     if hp.f_logit_scale != 0.0 {

@@ -456,19 +456,44 @@ impl Context {
             Some(a) => &*a.batch,
             None => &self.pool,
         };
-        let step = encoder::encode(
-            pool,
-            &self.model,
-            weights,
-            &mut self.workspace,
-            &tokens,
-            &batch.embd,
-            self.flash_attn,
-            &self.rope,
-            &self.loras,
-            &mut self.embd,
-            abort,
-        );
+        let enc = self.model.arch.and_then(|f| f.block.encoder);
+        let pre_norm = enc.is_some_and(|e| e.pre_norm);
+        let enc_cvec = self.cvec.as_ref().filter(|_| enc.is_some_and(|e| e.cvec));
+        let step = if pre_norm {
+            // (the scratch cache out of the workspace while the pass uses both)
+            let mut kv = self.workspace.enc_kv.take();
+            let step = encoder::encode_pre_norm(
+                pool,
+                &self.model,
+                weights,
+                &mut self.workspace,
+                &mut kv,
+                &tokens,
+                &batch.embd,
+                self.flash_attn,
+                &self.rope,
+                enc_cvec,
+                &self.loras,
+                &mut self.embd,
+                abort,
+            );
+            self.workspace.enc_kv = kv;
+            step
+        } else {
+            encoder::encode(
+                pool,
+                &self.model,
+                weights,
+                &mut self.workspace,
+                &tokens,
+                &batch.embd,
+                self.flash_attn,
+                &self.rope,
+                &self.loras,
+                &mut self.embd,
+                abort,
+            )
+        };
         match step {
             Ok(ControlFlow::Continue(())) => {}
             Ok(ControlFlow::Break(())) => {

@@ -215,14 +215,14 @@ pub struct EncoderWeights {
     /// `token_types`: row 0 is added to every input row.
     pub type_embd: Option<Weight>, // [n_embd, n_token_types]
     /// `token_embd_norm`: the LayerNorm of the input rows.
-    pub tok_norm: Weight, // [n_embd]
-    pub tok_norm_b: Weight, // [n_embd]
+    pub tok_norm: Option<Weight>, // [n_embd]
+    pub tok_norm_b: Option<Weight>, // [n_embd]
     /// RANK pooling's head: `tanh(cls · x + cls_b)`, then
     /// `cls_out · · + cls_out_b` (each part where the file has it).
     pub cls: Option<Weight>, // [n_embd, n_embd]
-    pub cls_b: Option<Weight>, // [n_embd]
-    pub cls_out: Option<Weight>, // [n_embd, n_cls_out]
-    pub cls_out_b: Option<Weight>, // [n_cls_out]
+    pub cls_b: Option<Weight>,      // [n_embd]
+    pub cls_out: Option<Weight>,    // [n_embd, n_cls_out]
+    pub cls_out_b: Option<Weight>,  // [n_cls_out]
 }
 
 /// The `*.scale` tensors by where the forward pass applies them.
@@ -384,11 +384,15 @@ impl Weights {
         };
         let need = |present: bool| if present { Need::Required } else { Need::Absent };
         let tok_embd = b.required("token_embd.weight", &[n_embd, n_vocab])?;
+        // an encoder: bert-style (its norms after the residual adds, no
+        // final norm), or pre-norm (a decoder's blocks and final norm)
         let encoder = recipe.encoder.is_some();
+        let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
         let ffn_bias_unused = recipe.encoder.is_some_and(|e| e.ffn_bias_unused);
-        let decoder = need(!encoder);
-        let output_norm = bind(decoder, "output_norm.weight", &[n_embd])?;
-        let output_norm_b = bind(if encoder { Need::Absent } else { recipe.norm_bias }, "output_norm.bias", &[n_embd])?;
+        let norm_name = recipe.encoder.map_or("output_norm", |e| e.output_norm);
+        let output_norm = bind(need(!post_enc), &format!("{norm_name}.weight"), &[n_embd])?;
+        let output_norm_b =
+            bind(if post_enc { Need::Absent } else { recipe.norm_bias }, &format!("{norm_name}.bias"), &[n_embd])?;
         let pos_embd = bind(need(recipe.pos_embd), "position_embd.weight", &[n_embd, hp.n_ctx_train as usize])?;
         let output = match (encoder, recipe.tied_output) {
             (true, _) => None,
@@ -411,8 +415,12 @@ impl Weights {
                 let opt = |on: bool, name: &str, shape: &[usize]| if on { b.optional(name, shape) } else { Ok(None) };
                 Some(EncoderWeights {
                     type_embd: bind(enc.token_types, "token_types.weight", &[n_embd, hp.n_token_types as usize])?,
-                    tok_norm: b.required("token_embd_norm.weight", &[n_embd])?,
-                    tok_norm_b: b.required("token_embd_norm.bias", &[n_embd])?,
+                    tok_norm: bind(enc.tok_norm, "token_embd_norm.weight", &[n_embd])?,
+                    tok_norm_b: bind(
+                        if enc.tok_norm == Need::Absent { Need::Absent } else { recipe.norm_bias },
+                        "token_embd_norm.bias",
+                        &[n_embd],
+                    )?,
                     cls: opt(cls_rows > 0, "cls.weight", &[n_embd, cls_rows])?,
                     cls_b: opt(cls_rows > 0, "cls.bias", &[cls_rows])?,
                     cls_out: opt(out, "cls.output.weight", &[n_embd, n_cls_out])?,
@@ -487,7 +495,7 @@ impl Weights {
                 attn_norm_b: bind(pre_norm_bias, &t("attn_norm.bias"), &[n_embd])?,
                 attn_norm_2: attn_norm_2.clone(),
                 attn_norm_2_b: match attn_norm_2 {
-                    Some(_) if encoder => b.optional(&t("attn_norm_2.bias"), &[n_embd])?,
+                    Some(_) if post_enc => b.optional(&t("attn_norm_2.bias"), &[n_embd])?,
                     Some(_) => bind(recipe.norm_bias, &t("attn_norm_2.bias"), &[n_embd])?,
                     None => None,
                 },
@@ -536,10 +544,10 @@ impl Weights {
                     Some(moe) => FfnWeights::Experts(Box::new(bind_experts(&b, moe, hp, il)?)),
                 },
                 ffn_post_norm: bind(need(recipe.post_norms), &t("post_ffw_norm.weight"), &[n_embd])?,
-                attn_out_norm: bind(need(encoder), &t("attn_output_norm.weight"), &[n_embd])?,
-                attn_out_norm_b: bind(need(encoder), &t("attn_output_norm.bias"), &[n_embd])?,
-                layer_out_norm: bind(need(encoder), &t("layer_output_norm.weight"), &[n_embd])?,
-                layer_out_norm_b: bind(need(encoder), &t("layer_output_norm.bias"), &[n_embd])?,
+                attn_out_norm: bind(need(post_enc), &t("attn_output_norm.weight"), &[n_embd])?,
+                attn_out_norm_b: bind(need(post_enc), &t("attn_output_norm.bias"), &[n_embd])?,
+                layer_out_norm: bind(need(post_enc), &t("layer_output_norm.weight"), &[n_embd])?,
+                layer_out_norm_b: bind(need(post_enc), &t("layer_output_norm.bias"), &[n_embd])?,
             };
             if matches!(layer.qkv, Qkv::Fused { .. })
                 && (layer.bq.is_none() || layer.bk.is_none() || layer.bv.is_none())
@@ -668,8 +676,7 @@ impl Weights {
             .flatten(),
         );
         if let Some(e) = &self.encoder {
-            v.extend([&e.tok_norm, &e.tok_norm_b]);
-            v.extend([&e.cls_b, &e.cls_out_b].into_iter().flatten());
+            v.extend([&e.tok_norm, &e.tok_norm_b, &e.cls_b, &e.cls_out_b].into_iter().flatten());
         }
         for l in &self.layers {
             v.extend(

@@ -29,6 +29,7 @@ mod granitemoe;
 mod jina_bert_v2;
 mod llama;
 mod mistral3;
+mod neo_bert;
 mod nomic_bert;
 mod olmo2;
 mod olmoe;
@@ -74,6 +75,7 @@ pub static FAMILIES: &[&Family] = &[
     &bert::FAMILY,
     &nomic_bert::FAMILY,
     &jina_bert_v2::FAMILY,
+    &neo_bert::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -342,6 +344,24 @@ pub struct Encoder {
     /// ALiBi's maximum bias (jina-bert-v2: 8; 0: none): every score gets
     /// `slope(head) · −|p_query − p_key|` (`context::attention::Alibi`).
     pub alibi_max_bias: f32,
+    /// The blocks are the decoder recipe's (pre-norm: neo-bert,
+    /// modern-bert, gemma-embedding), run by `forward.rs` over the batch
+    /// alone with bidirectional attention, normed at the end by
+    /// `output_norm` (its name here); the bert-style switches above are not
+    /// read.
+    pub pre_norm: bool,
+    /// The final norm's tensor name (pre-norm encoders).
+    pub output_norm: &'static str,
+    /// `token_embd_norm`: the input rows' LayerNorm (bert: Required, with
+    /// its bias; modern-bert: Required, no bias; Absent for the others).
+    pub tok_norm: Need,
+    /// Sliding-window layers see a symmetric window: |p_q − p_k| ≤ n_swa / 2
+    /// (the reference's LLAMA_SWA_TYPE_SYMMETRIC; modern-bert,
+    /// gemma-embedding).
+    pub swa_symmetric: bool,
+    /// The control vector is added after each block (the graph's
+    /// build_cvec: gemma-embedding); the other encoders' graphs have none.
+    pub cvec: bool,
 }
 
 impl Encoder {
@@ -354,6 +374,21 @@ impl Encoder {
         qk_norm: false,
         ffn_from_file: false,
         alibi_max_bias: 0.0,
+        pre_norm: false,
+        output_norm: "output_norm",
+        tok_norm: Need::Required,
+        swa_symmetric: false,
+        cvec: false,
+    };
+
+    /// A pre-norm encoder's defaults (`pre_norm`): no input norm, no
+    /// classifier head, the final norm `output_norm`.
+    pub const PRE_NORM: Encoder = Encoder {
+        pre_norm: true,
+        cls_head: ClsHead::None,
+        token_types: Need::Absent,
+        tok_norm: Need::Absent,
+        ..Encoder::BERT
     };
 }
 
