@@ -292,10 +292,23 @@ int main(int argc, char ** argv) {
         CHECK(llama_get_embeddings_seq(e, 1) == NULL, "no embedding for an absent sequence");
         llama_free(e);
     }
+    // RANK on a model without a classifier head: the reference's context,
+    // whose score is the first value of the last token's row
     struct llama_context_params rank = llama_context_default_params();
     rank.pooling_type = LLAMA_POOLING_TYPE_RANK;
+    rank.embeddings = true;
+    struct llama_context * rc = llama_init_from_model(g_model, rank);
+    CHECK(rc != NULL && llama_pooling_type(rc) == LLAMA_POOLING_TYPE_RANK, "RANK pooling on a decoder");
+    if (rc) {
+        llama_token two[2] = {1, 2};
+        const float * s = llama_decode(rc, llama_batch_get_one(two, 2)) == 0 ? llama_get_embeddings_seq(rc, 0) : NULL;
+        const float * last = llama_get_embeddings_ith(rc, 1);
+        CHECK(s && last && s[0] == last[0], "RANK without a head: the last token's first value");
+        llama_free(rc);
+    }
+    rank.pooling_type = (enum llama_pooling_type) 5;
     log_clear();
-    CHECK(llama_init_from_model(g_model, rank) == NULL && log_has("pooling_type"), "RANK pooling refused: %s", g_log);
+    CHECK(llama_init_from_model(g_model, rank) == NULL && log_has("pooling_type"), "pooling type 5 refused: %s", g_log);
     struct llama_context_params badkv = llama_context_default_params();
     badkv.type_k = GGML_TYPE_Q4_0;
     log_clear();

@@ -265,7 +265,7 @@ impl Context {
             );
         }
         let pooling = match if params.pooling_type == -1 { hp.pooling_type } else { params.pooling_type } {
-            0 => Pooling::None,
+            -1 | 0 => Pooling::None,
             1 => Pooling::Mean,
             2 => Pooling::Cls,
             3 => Pooling::Last,

@@ -119,8 +119,9 @@ pub struct HParams {
     /// `%s.attention.causal` (true when absent): the attention of a context
     /// whose `attention_type` is unspecified.
     pub causal_attn: bool,
-    /// `%s.pooling_type` (llama_pooling_type; NONE when absent): the pooling
-    /// of a context whose `pooling_type` is unspecified.
+    /// `%s.pooling_type` (llama_pooling_type; -1, UNSPECIFIED, when absent):
+    /// the pooling of a context whose `pooling_type` is unspecified (NONE
+    /// when the model's is unspecified too).
     pub pooling_type: i32,
     /// `%s.classifier.pooling_type` (-1 when absent): MEAN pools before
     /// the classifier head of RANK pooling, else its first token.
@@ -434,9 +435,11 @@ impl HParams {
             n_attn_temp_floor_scale: 0,
             n_no_rope_layer_step: 4,
             causal_attn: keys.bool("%s.attention.causal")?.unwrap_or(true),
-            pooling_type: match keys.u32("%s.pooling_type")? {
-                None => 0,
-                Some(p @ 0..=4) => p as i32,
+            // (the reference's saver writes UNSPECIFIED, -1, as the u32
+            // 4294967295, and its loader reads it back as -1)
+            pooling_type: match keys.u32("%s.pooling_type")?.map(|p| p as i32) {
+                None => -1,
+                Some(p @ -1..=4) => p,
                 Some(p) => {
                     return Err(Error::model(format!("{} = {p} is not a pooling type", keys.full("%s.pooling_type"))))
                 }
