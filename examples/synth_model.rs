@@ -35,7 +35,9 @@
 //! (`cls`, `cls.output` with their biases), labels=N its outputs (written as
 //! N `classifier.output_labels`; 1); jina-bert-v2: ffn_kind=1 a gated FFN
 //! (GEGLU of ffn_gate and ffn_up), 2 an ffn_up of both halves (0: GELU),
-//! optional=1 the q/k LayerNorms and attn_norm_2, cls=1 its one-score head.
+//! optional=1 the q/k LayerNorms and attn_norm_2, cls=1 its one-score head;
+//! modern-bert: first_norm=0 leaves out layer 0's attn_norm, silu=1 writes
+//! `hidden_activation` silu (SwiGLU), cls=1 its head with cls_norm.
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -86,6 +88,7 @@ fn main() {
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
     let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
+    let (mut first_norm, mut silu) = (true, false);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
@@ -141,6 +144,8 @@ fn main() {
             "cls" => cls = v != 0,
             "labels" => labels = v,
             "ffn_kind" => ffn_kind = v,
+            "first_norm" => first_norm = v != 0,
+            "silu" => silu = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -220,6 +225,9 @@ fn main() {
                 2
             }
         };
+        if silu {
+            w.set(&k("hidden_activation"), OwnedValue::Str(b"silu".to_vec()));
+        }
         if labels > 0 {
             let names = (0..labels).map(|i| format!("LABEL_{i}").into_bytes()).collect();
             w.set(&k("classifier.output_labels"), OwnedValue::Array(OwnedArray::Str(names)));
@@ -312,6 +320,14 @@ fn main() {
             mats(&mut rng, "cls.weight".into(), n_embd, 1, 1, 3.0);
             vecs.push(("cls.bias".into(), vec![1], bias(&mut rng, 1)));
         }
+        if cls && head == ClsHead::Modern {
+            // (no bias on cls; its GELU's LayerNorm)
+            mats(&mut rng, "cls.weight".into(), n_embd, n_embd, 1, 3.0);
+            vecs.push(("cls.norm.weight".into(), vec![n_embd as u64], norm(&mut rng, n_embd)));
+            let n_out = labels.max(1);
+            mat(&mut rng, "cls.output.weight".into(), n_embd, n_out);
+            vecs.push(("cls.output.bias".into(), vec![n_out as u64], bias(&mut rng, n_out)));
+        }
         if cls && head == ClsHead::Full {
             let n_out = labels.max(1);
             mats(&mut rng, "cls.weight".into(), n_embd, n_embd, 1, 3.0);
@@ -322,7 +338,8 @@ fn main() {
     }
     for il in 0..n_layer {
         let t = |s: &str| format!("blk.{il}.{s}");
-        if recipe.pre_norms {
+        // (first_norm=0: none in layer 0, where the family allows it)
+        if recipe.pre_norms && (il > 0 || first_norm || !enc.first_attn_norm_optional) {
             vecs.push((t("attn_norm.weight"), vec![n_embd as u64], norm(&mut rng, n_embd)));
             if norm_bias {
                 vecs.push((t("attn_norm.bias"), vec![n_embd as u64], bias(&mut rng, n_embd)));
@@ -514,6 +531,8 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
         // (its 64-layer model slides: layers=64 and this window)
         "exaone4" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         "gpt-oss" => vec![("attention.sliding_window", OwnedValue::U32(4))],
+        // (a window of 8 positions, 4 each way: the test sequences are longer)
+        "modern-bert" => vec![("attention.sliding_window", OwnedValue::U32(8)), ("rope.freq_base_swa", F32(160000.0))],
         _ => Vec::new(),
     }
 }

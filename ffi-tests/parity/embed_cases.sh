@@ -23,6 +23,12 @@
 #   neo.gguf        neo-bert (pre-norm: RMS norms, rope, fused qkv, fused
 #                   SwiGLU), with a classifier head of 2 labels
 #   neo256.gguf     neo-bert, 256 wide; quantized to neo256-q4_k_m.gguf
+#   modern.gguf     modern-bert (pre-norm LayerNorms without bias, GEGLU,
+#                   symmetric windows of 8 in 2 layers of 3), no attn_norm in
+#                   layer 0, its classifier head (GELU, cls.norm; RANK after
+#                   mean pooling); modern-silu.gguf: 4 layers, SwiGLU
+#   modern256.gguf  modern-bert, 256 wide, 3 layers; quantized to
+#                   modern256-q4_k_m.gguf
 embed_files() {
     local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
     mkdir -p "$dir"
@@ -47,10 +53,16 @@ embed_files() {
     "$synth_model" neo-bert "$vocab" "$dir/neo.gguf" 20 2000 fused_qkv=1 cls=1 labels=2 > /dev/null
     "$synth_model" neo-bert "$vocab" "$dir/neo256.gguf" 21 2000 fused_qkv=1 embd=256 ff=512 head_dim=64 > /dev/null
     "$quantize_tool" "$dir/neo256.gguf" "$dir/neo256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    "$synth_model" modern-bert "$vocab" "$dir/modern.gguf" 22 2000 fused_qkv=1 kv_heads=4 cls=1 labels=2 first_norm=0 \
+        > /dev/null
+    "$synth_model" modern-bert "$vocab" "$dir/modern-silu.gguf" 23 2000 fused_qkv=1 kv_heads=4 silu=1 layers=4 > /dev/null
+    "$synth_model" modern-bert "$vocab" "$dir/modern256.gguf" 24 2000 fused_qkv=1 kv_heads=4 embd=256 ff=512 head_dim=64 \
+        layers=3 > /dev/null
+    "$quantize_tool" "$dir/modern256.gguf" "$dir/modern256-q4_k_m.gguf" 15 > /dev/null 2>&1
 }
 
 # The quantized files, whose bytes are compared too (label NAME-model).
-EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m)
+EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m modern256-q4_k_m)
 
 # The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
 # DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
@@ -67,6 +79,8 @@ for t in short long; do
     EMBED_RUNS+=("bert-plain -1 2 -1 $t" "bert-plain 1 1 -1 $t" "bert-plain 4 2 -1 $t")
     EMBED_RUNS+=("nomic -1 2 -1 $t" "nomic 0 1 -1 $t" "nomic 1 2 0 $t" "nomic256 1 2 -1 $t")
     EMBED_RUNS+=("neo 0 2 -1 $t" "neo 1 1 -1 $t" "neo 4 2 -1 $t" "neo 2 2 0 $t" "neo256 1 2 -1 $t")
+    EMBED_RUNS+=("modern 0 2 -1 $t" "modern 1 1 -1 $t" "modern 4 2 -1 $t" "modern 4 1 0 $t" "modern-silu 1 2 -1 $t")
+    EMBED_RUNS+=("modern256 0 2 -1 $t")
     for j in jina-gelu jina-geglu jina-fused; do
         EMBED_RUNS+=("$j 0 2 -1 $t" "$j 1 1 -1 $t" "$j 4 2 -1 $t" "$j 0 2 0 $t")
     done

@@ -439,7 +439,9 @@ pub fn forward(
 ) -> Result<ControlFlow<()>> {
     let hp = &model.hparams;
     let family = model.arch.ok_or_else(|| crate::Error::invalid("the model cannot run"))?;
-    let recipe = &family.block;
+    // (modern-bert's SiLU variants: the same recipe with SwiGLU)
+    let silu = Block { ffn: Ffn::SwiGlu, ..family.block };
+    let recipe = if hp.ffn_silu { &silu } else { &family.block };
     let nt = tokens.len();
     let n_embd = hp.n_embd as usize;
     let hd_k = hp.n_embd_head_k as usize;

@@ -10,15 +10,16 @@
 //!   in the batch), or at the highest (the last such).
 //! - RANK: that row (the last one for a causal context; the mean where
 //!   `%s.classifier.pooling_type` is MEAN) through the classifier head:
-//!   `tanh(cls · x + cls_b)`, then `cls_out · · + cls_out_b`, each where the
-//!   model has it; `n_cls_out` values per sequence, read from the head's
+//!   `tanh(cls · x + cls_b)` (modern-bert: `LN(gelu(cls · x))`), then
+//!   `cls_out · · + cls_out_b`, each where the model has it; `n_cls_out` values per sequence, read from the head's
 //!   output as the reference reads them (at `n_cls_out · sequence index`).
 
 use super::batch::Token;
-use super::forward::{add_bias, kw, Mm};
+use super::forward::{add_bias, kw, vector, Mm};
 use super::Pooling;
 use crate::error::{Error, Result};
 use crate::kernels::{self, Activations};
+use crate::model::arch::ClsHead;
 use crate::model::weights::Weight;
 use std::collections::BTreeMap;
 
@@ -113,8 +114,19 @@ fn classifier_head(mm: &Mm, acts: &mut Vec<Activations>, mut x: Vec<f32>, n: usi
     };
     if let Some(cls) = &enc.cls {
         x = product(acts, cls, enc.cls_b.as_ref(), &x)?;
-        // (ggml_tanh: tanhf of each value)
-        x.iter_mut().for_each(|v| *v = v.tanh());
+        let modern = mm.model.arch.and_then(|f| f.block.encoder).is_some_and(|e| e.cls_head == ClsHead::Modern);
+        if modern {
+            // (modern-bert: ggml_gelu, then its head's LayerNorm)
+            super::ops::gelu(&mut x);
+            if let Some(w) = &enc.cls_norm {
+                let w = vector(mm.model, w)?;
+                let d = cls.rows();
+                super::ops::layer_norm(&mut x, d, w, None, mm.model.hparams.f_norm_eps);
+            }
+        } else {
+            // (ggml_tanh: tanhf of each value)
+            x.iter_mut().for_each(|v| *v = v.tanh());
+        }
     }
     if let Some(out) = &enc.cls_out {
         x = product(acts, out, enc.cls_out_b.as_ref(), &x)?;

@@ -311,7 +311,7 @@ fn tensor_order(m: &Model) -> Result<Vec<String>> {
     top.extend(["token_types.weight", "position_embd.weight", "token_embd_norm.weight", "token_embd_norm.bias"]);
     top.extend(["output_norm.weight", "output_norm.bias"]);
     top.push(if tied { "token_embd.weight" } else { "output.weight" });
-    top.extend(["output.bias", "cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"]);
+    top.extend(["output.bias", "cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias", "cls.norm.weight"]);
     let mut order: Vec<String> = Vec::new();
     for n in top.into_iter().filter(|n| has(n)) {
         if !order.iter().any(|o| o == n) {

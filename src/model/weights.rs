@@ -223,6 +223,8 @@ pub struct EncoderWeights {
     pub cls_b: Option<Weight>,      // [n_embd]
     pub cls_out: Option<Weight>,    // [n_embd, n_cls_out]
     pub cls_out_b: Option<Weight>,  // [n_cls_out]
+    /// modern-bert's LayerNorm (no bias) after its head's GELU.
+    pub cls_norm: Option<Weight>, // [n_embd]
 }
 
 /// The `*.scale` tensors by where the forward pass applies them.
@@ -409,9 +411,10 @@ impl Weights {
                 let enc = recipe.encoder.expect("an encoder");
                 let (cls_rows, out) = match enc.cls_head {
                     ClsHead::None => (0, false),
-                    ClsHead::Full => (n_embd, true),
+                    ClsHead::Full | ClsHead::Modern => (n_embd, true),
                     ClsHead::Score => (1, false),
                 };
+                let modern = enc.cls_head == ClsHead::Modern;
                 let opt = |on: bool, name: &str, shape: &[usize]| if on { b.optional(name, shape) } else { Ok(None) };
                 Some(EncoderWeights {
                     type_embd: bind(enc.token_types, "token_types.weight", &[n_embd, hp.n_token_types as usize])?,
@@ -422,7 +425,8 @@ impl Weights {
                         &[n_embd],
                     )?,
                     cls: opt(cls_rows > 0, "cls.weight", &[n_embd, cls_rows])?,
-                    cls_b: opt(cls_rows > 0, "cls.bias", &[cls_rows])?,
+                    cls_b: opt(cls_rows > 0 && !modern, "cls.bias", &[cls_rows])?,
+                    cls_norm: opt(modern, "cls.norm.weight", &[n_embd])?,
                     cls_out: opt(out, "cls.output.weight", &[n_embd, n_cls_out])?,
                     cls_out_b: opt(out, "cls.output.bias", &[n_cls_out])?,
                 })
@@ -490,8 +494,15 @@ impl Weights {
                 GateUp::Split => n_ff,
                 GateUp::Fused => 2 * n_ff,
             };
+            // (modern-bert: layer 0 may have none)
+            let attn_norm_need = match need(recipe.pre_norms) {
+                Need::Required if il == 0 && recipe.encoder.is_some_and(|e| e.first_attn_norm_optional) => {
+                    Need::Optional
+                }
+                n => n,
+            };
             let mut layer = LayerWeights {
-                attn_norm: bind(need(recipe.pre_norms), &t("attn_norm.weight"), &[n_embd])?,
+                attn_norm: bind(attn_norm_need, &t("attn_norm.weight"), &[n_embd])?,
                 attn_norm_b: bind(pre_norm_bias, &t("attn_norm.bias"), &[n_embd])?,
                 attn_norm_2: attn_norm_2.clone(),
                 attn_norm_2_b: match attn_norm_2 {
@@ -676,7 +687,7 @@ impl Weights {
             .flatten(),
         );
         if let Some(e) = &self.encoder {
-            v.extend([&e.tok_norm, &e.tok_norm_b, &e.cls_b, &e.cls_out_b].into_iter().flatten());
+            v.extend([&e.tok_norm, &e.tok_norm_b, &e.cls_b, &e.cls_out_b, &e.cls_norm].into_iter().flatten());
         }
         for l in &self.layers {
             v.extend(

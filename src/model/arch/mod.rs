@@ -29,6 +29,7 @@ mod granitemoe;
 mod jina_bert_v2;
 mod llama;
 mod mistral3;
+mod modern_bert;
 mod neo_bert;
 mod nomic_bert;
 mod olmo2;
@@ -76,6 +77,7 @@ pub static FAMILIES: &[&Family] = &[
     &nomic_bert::FAMILY,
     &jina_bert_v2::FAMILY,
     &neo_bert::FAMILY,
+    &modern_bert::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -362,6 +364,9 @@ pub struct Encoder {
     /// The control vector is added after each block (the graph's
     /// build_cvec: gemma-embedding); the other encoders' graphs have none.
     pub cvec: bool,
+    /// Layer 0's `attn_norm` is optional, its input unnormed without it
+    /// (modern-bert).
+    pub first_attn_norm_optional: bool,
 }
 
 impl Encoder {
@@ -379,6 +384,7 @@ impl Encoder {
         tok_norm: Need::Required,
         swa_symmetric: false,
         cvec: false,
+        first_attn_norm_optional: false,
     };
 
     /// A pre-norm encoder's defaults (`pre_norm`): no input norm, no
@@ -401,6 +407,10 @@ pub enum ClsHead {
     Full,
     /// `cls` [n_embd, 1] + bias alone: one score (jina-bert-v2's rerankers).
     Score,
+    /// `cls` [n_embd, n_embd] without bias, GELU instead of tanh, then
+    /// `cls_norm` (a LayerNorm without bias), then `cls.output` + bias
+    /// (modern-bert), each where the file has it.
+    Modern,
 }
 
 /// A mixture-of-experts FFN (the reference's `build_moe_ffn`): the router's
