@@ -37,7 +37,8 @@
 //! (GEGLU of ffn_gate and ffn_up), 2 an ffn_up of both halves (0: GELU),
 //! optional=1 the q/k LayerNorms and attn_norm_2, cls=1 its one-score head;
 //! modern-bert: first_norm=0 leaves out layer 0's attn_norm, silu=1 writes
-//! `hidden_activation` silu (SwiGLU), cls=1 its head with cls_norm.
+//! `hidden_activation` silu (SwiGLU), cls=1 its head with cls_norm;
+//! gemma-embedding: dense=1 its dense modules (n_embd -> 2 n_embd -> n_embd).
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -88,7 +89,7 @@ fn main() {
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
     let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
-    let (mut first_norm, mut silu) = (true, false);
+    let (mut first_norm, mut silu, mut dense) = (true, false, false);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
@@ -146,6 +147,7 @@ fn main() {
             "ffn_kind" => ffn_kind = v,
             "first_norm" => first_norm = v != 0,
             "silu" => silu = v != 0,
+            "dense" => dense = v != 0,
             _ => panic!("unknown size {k}"),
         }
     }
@@ -227,6 +229,14 @@ fn main() {
         };
         if silu {
             w.set(&k("hidden_activation"), OwnedValue::Str(b"silu".to_vec()));
+        }
+        if dense {
+            // (gemma-embedding's dense modules: n_embd -> 2 n_embd -> n_embd)
+            for (key, v) in
+                [("dense_2_feat_in", 1), ("dense_2_feat_out", 2), ("dense_3_feat_in", 2), ("dense_3_feat_out", 1)]
+            {
+                w.set(&k(key), OwnedValue::U32((v * n_embd) as u32));
+            }
         }
         if labels > 0 {
             let names = (0..labels).map(|i| format!("LABEL_{i}").into_bytes()).collect();
@@ -319,6 +329,10 @@ fn main() {
         if cls && head == ClsHead::Score {
             mats(&mut rng, "cls.weight".into(), n_embd, 1, 1, 3.0);
             vecs.push(("cls.bias".into(), vec![1], bias(&mut rng, 1)));
+        }
+        if dense && enc.dense_out {
+            mat(&mut rng, "dense_2.weight".into(), n_embd, 2 * n_embd);
+            mat(&mut rng, "dense_3.weight".into(), 2 * n_embd, n_embd);
         }
         if cls && head == ClsHead::Modern {
             // (no bias on cls; its GELU's LayerNorm)
@@ -532,6 +546,7 @@ fn family_keys(arch: &str) -> Vec<(&'static str, OwnedValue)> {
         "exaone4" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         "gpt-oss" => vec![("attention.sliding_window", OwnedValue::U32(4))],
         // (a window of 8 positions, 4 each way: the test sequences are longer)
+        "gemma-embedding" => vec![("attention.sliding_window", OwnedValue::U32(8))],
         "modern-bert" => vec![("attention.sliding_window", OwnedValue::U32(8)), ("rope.freq_base_swa", F32(160000.0))],
         _ => Vec::new(),
     }

@@ -1105,7 +1105,7 @@ embed_hash_ok() {
     [ -n "$want" ] && [ "$got" = "$want" ]
 }
 
-group_embeddings() { # encoders (bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert) and pooled embeddings against the reference
+group_embeddings() { # encoders (bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert, gemma-embedding) and pooled embeddings against the reference
     local dir=$OUT/embed gold=$PAR/embed.sha256 run want got n=0 bad=() q minilm
     if ! parity_tools || ! { [ -x "$OUT/quantize_tool" ] || compile quantize_tool "$ROOT/ffi-tests/quantize_tool.c"; } \
         || ! gcc "${CFLAGS[@]}" "$ROOT/ffi-tests/parity/embeddings.c" -o "$OUT/embeddings" "${LDFLAGS[@]}" -lm \
@@ -1127,7 +1127,7 @@ group_embeddings() { # encoders (bert, nomic-bert, jina-bert-v2, neo-bert, moder
         n=$((n + 1))
     done
     if [ ${#bad[@]} = 0 ]; then
-        ok "synthetic bert, nomic-bert (rope), jina-bert-v2 (ALiBi; GELU, GEGLU, fused GEGLU), neo-bert and modern-bert (pre-norm; symmetric windows) (F32; Q4_K_M, Q8_0, F16 quantized by minfer: the reference's bytes): embeddings bit-identical to the reference ($n runs: pooling NONE/MEAN/CLS/LAST/RANK and the model's, 3 and 4 sequences of mixed lengths in one batch (one-chunk and tiled attention), 1/2 threads, flash attention on and off)"
+        ok "synthetic bert, nomic-bert (rope), jina-bert-v2 (ALiBi; GELU, GEGLU, fused GEGLU), neo-bert, modern-bert and gemma-embedding (pre-norm; symmetric windows; dense modules) (F32; Q4_K_M, Q8_0, F16 quantized by minfer: the reference's bytes): embeddings bit-identical to the reference ($n runs: pooling NONE/MEAN/CLS/LAST/RANK and the model's, 3 and 4 sequences of mixed lengths in one batch (one-chunk and tiled attention), 1/2 threads, flash attention on and off)"
     else
         not_ok "synthetic encoders: embeddings differ from the reference's"; printf '     %s\n' "${bad[@]}" | head -n 20
     fi

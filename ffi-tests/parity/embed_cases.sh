@@ -29,6 +29,13 @@
 #                   mean pooling); modern-silu.gguf: 4 layers, SwiGLU
 #   modern256.gguf  modern-bert, 256 wide, 3 layers; quantized to
 #                   modern256-q4_k_m.gguf
+#   gemma.gguf      gemma-embedding (Gemma 3's blocks, symmetric windows of 8
+#                   in 5 layers of 6), 7 layers; gemma-dense.gguf: 6 layers
+#                   and the dense modules (64 -> 128 -> 64)
+#   gemma256.gguf   gemma-embedding, 256 wide, 6 layers; quantized to
+#                   gemma256-q4_k_m.gguf
+# (gemma-embedding models have a global layer: with every layer sliding,
+# the reference's encoder aborts on its unused full mask)
 embed_files() {
     local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
     mkdir -p "$dir"
@@ -59,10 +66,15 @@ embed_files() {
     "$synth_model" modern-bert "$vocab" "$dir/modern256.gguf" 24 2000 fused_qkv=1 kv_heads=4 embd=256 ff=512 head_dim=64 \
         layers=3 > /dev/null
     "$quantize_tool" "$dir/modern256.gguf" "$dir/modern256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    "$synth_model" gemma-embedding "$vocab" "$dir/gemma.gguf" 25 2000 layers=7 > /dev/null
+    "$synth_model" gemma-embedding "$vocab" "$dir/gemma-dense.gguf" 26 2000 layers=6 dense=1 > /dev/null
+    "$synth_model" gemma-embedding "$vocab" "$dir/gemma256.gguf" 27 2000 embd=256 ff=512 head_dim=64 layers=6 > /dev/null
+    "$quantize_tool" "$dir/gemma256.gguf" "$dir/gemma256-q4_k_m.gguf" 15 > /dev/null 2>&1
 }
 
 # The quantized files, whose bytes are compared too (label NAME-model).
-EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m modern256-q4_k_m)
+EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m modern256-q4_k_m
+    gemma256-q4_k_m)
 
 # The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
 # DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
@@ -81,6 +93,7 @@ for t in short long; do
     EMBED_RUNS+=("neo 0 2 -1 $t" "neo 1 1 -1 $t" "neo 4 2 -1 $t" "neo 2 2 0 $t" "neo256 1 2 -1 $t")
     EMBED_RUNS+=("modern 0 2 -1 $t" "modern 1 1 -1 $t" "modern 4 2 -1 $t" "modern 4 1 0 $t" "modern-silu 1 2 -1 $t")
     EMBED_RUNS+=("modern256 0 2 -1 $t")
+    EMBED_RUNS+=("gemma 0 2 -1 $t" "gemma 1 1 -1 $t" "gemma 2 2 0 $t" "gemma-dense 1 2 -1 $t" "gemma-dense 0 2 0 $t")
     for j in jina-gelu jina-geglu jina-fused; do
         EMBED_RUNS+=("$j 0 2 -1 $t" "$j 1 1 -1 $t" "$j 4 2 -1 $t" "$j 0 2 0 $t")
     done

@@ -509,6 +509,16 @@ impl Context {
             // (the pooling inputs read the context's setting; the graph ran
             // without a causal mask)
             self.pool_outputs(&tokens, false)?;
+            if self.pooling == Pooling::None {
+                // every token's row through the dense modules, if any
+                let pool = match &self.attached {
+                    Some(a) => &*a.batch,
+                    None => &self.pool,
+                };
+                let mm = forward::Mm { pool, model: &self.model, loras: &self.loras };
+                let rows = std::mem::take(&mut self.embd);
+                self.embd = pooling::dense_out(&mm, &mut self.workspace.acts, rows, nt)?;
+            }
         }
         self.count_perf(nt, t0);
         Ok(DecodeStatus::Ok)

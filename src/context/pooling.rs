@@ -69,12 +69,21 @@ pub fn pool(
     let seqs = sequences(tokens);
     let row = |i: usize| embd[i * n_embd..(i + 1) * n_embd].to_vec();
     let mean = |idx: &[usize]| mean_pool(embd, n_embd, nt, idx, seqs.len());
+    // (gemma-embedding: its dense modules on the pooled rows, all at once)
+    let dense = |acts: &mut Vec<Activations>, rows: Vec<(i32, Vec<f32>)>| -> Result<BTreeMap<i32, Vec<f32>>> {
+        let n = rows.len();
+        let flat: Vec<f32> = rows.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+        let flat = dense_out(mm, acts, flat, n)?;
+        let w = flat.len() / n.max(1);
+        Ok(rows.iter().enumerate().map(|(k, (s, _))| (*s, flat[k * w..(k + 1) * w].to_vec())).collect())
+    };
     let out = match pooling {
         Pooling::None => BTreeMap::new(),
-        Pooling::Mean => seqs.iter().map(|(&s, idx)| (s, mean(idx))).collect(),
-        Pooling::Cls | Pooling::Last => {
-            seqs.iter().map(|(&s, idx)| (s, row(target_row(tokens, idx, pooling == Pooling::Last)))).collect()
-        }
+        Pooling::Mean => dense(acts, seqs.iter().map(|(&s, idx)| (s, mean(idx))).collect())?,
+        Pooling::Cls | Pooling::Last => dense(
+            acts,
+            seqs.iter().map(|(&s, idx)| (s, row(target_row(tokens, idx, pooling == Pooling::Last)))).collect(),
+        )?,
         Pooling::Rank => {
             // [n_seqs][n_embd] the pooled rows, then through the head
             let mut x: Vec<f32> = Vec::with_capacity(seqs.len() * n_embd);
@@ -86,6 +95,7 @@ pub fn pool(
                 });
             }
             let out = classifier_head(mm, acts, x, seqs.len())?;
+            let out = dense_out(mm, acts, out, seqs.len())?;
             let n = hp.n_cls_out as usize;
             seqs.keys()
                 .enumerate()
@@ -130,6 +140,29 @@ fn classifier_head(mm: &Mm, acts: &mut Vec<Activations>, mut x: Vec<f32>, n: usi
     }
     if let Some(out) = &enc.cls_out {
         x = product(acts, out, enc.cls_out_b.as_ref(), &x)?;
+    }
+    Ok(x)
+}
+
+/// gemma-embedding's dense modules (`build_dense_out`: plain products,
+/// after the pooling, or of every token's row without): `dense_3 ·
+/// (dense_2 · x)` for the `n` rows of `x` ([n][n_embd]); `x` itself for the
+/// other models.
+pub fn dense_out(mm: &Mm, acts: &mut Vec<Activations>, x: Vec<f32>, n: usize) -> Result<Vec<f32>> {
+    let Some(enc) = mm.model.weights.as_ref().and_then(|w| w.encoder.as_ref()) else { return Ok(x) };
+    let mut x = x;
+    for w in [&enc.dense_2, &enc.dense_3].into_iter().flatten() {
+        if x.len() != n * w.cols() {
+            return Err(Error::invalid(format!(
+                "{} takes rows of {} values, not {}",
+                w.info.name,
+                w.cols(),
+                x.len() / n.max(1)
+            )));
+        }
+        let mut y = vec![0f32; n * w.rows()]; // [n][rows]
+        kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &[kw(mm.model, w)?], &x, n, &mut [&mut y])?;
+        x = y;
     }
     Ok(x)
 }

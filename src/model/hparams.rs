@@ -137,6 +137,10 @@ pub struct HParams {
     /// The gated FFN is SwiGLU rather than the family's GEGLU
     /// (modern-bert's `%s.hidden_activation` = silu).
     pub ffn_silu: bool,
+    /// The dense modules' inner width (gemma-embedding's
+    /// `%s.dense_2_feat_out`, `%s.dense_3_feat_in`; 0 when absent).
+    pub dense_2_feat_out: u32,
+    pub dense_3_feat_in: u32,
 }
 
 /// `%s.rope.scaling.type` (llama_rope_scaling_type values).
@@ -451,6 +455,8 @@ impl HParams {
             n_cls_out: if cls_labels.is_empty() { 1 } else { u32::try_from(cls_labels.len()).unwrap_or(u32::MAX) },
             cls_labels,
             ffn_silu: false,
+            dense_2_feat_out: 0,
+            dense_3_feat_in: 0,
             n_token_types: match keys.file.get("tokenizer.ggml.token_type_count").as_ref().and_then(Value::as_u64) {
                 Some(n) => u32::try_from(n)
                     .map_err(|_| Error::model(format!("tokenizer.ggml.token_type_count = {n} is out of range")))?,

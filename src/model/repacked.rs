@@ -86,7 +86,7 @@ impl Repacked {
         }
         mats.extend(&weights.output);
         if let Some(e) = &weights.encoder {
-            mats.extend([&e.cls, &e.cls_out].into_iter().flatten());
+            mats.extend([&e.cls, &e.cls_out, &e.dense_2, &e.dense_3].into_iter().flatten());
         }
         // each expert's matrix, as the reference repacks the 3-D expert
         // tensors for its MUL_MAT_ID

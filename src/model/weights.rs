@@ -225,6 +225,9 @@ pub struct EncoderWeights {
     pub cls_out_b: Option<Weight>,  // [n_cls_out]
     /// modern-bert's LayerNorm (no bias) after its head's GELU.
     pub cls_norm: Option<Weight>, // [n_embd]
+    /// gemma-embedding's dense modules after the pooling.
+    pub dense_2: Option<Weight>, // [n_embd, dense_2_feat_out]
+    pub dense_3: Option<Weight>,    // [dense_3_feat_in, n_embd]
 }
 
 /// The `*.scale` tensors by where the forward pass applies them.
@@ -397,7 +400,13 @@ impl Weights {
             bind(if post_enc { Need::Absent } else { recipe.norm_bias }, &format!("{norm_name}.bias"), &[n_embd])?;
         let pos_embd = bind(need(recipe.pos_embd), "position_embd.weight", &[n_embd, hp.n_ctx_train as usize])?;
         let output = match (encoder, recipe.tied_output) {
-            (true, _) => None,
+            // (gemma-embedding's loader takes an output head it never
+            // multiplies by: bound, unused)
+            (true, false) => {
+                b.optional("output.weight", &[n_embd, n_vocab])?;
+                None
+            }
+            (true, true) => None,
             (false, true) => Some(tok_embd.clone()),
             (false, false) => {
                 Some(b.optional("output.weight", &[n_embd, n_vocab])?.unwrap_or_else(|| tok_embd.clone()))
@@ -427,6 +436,8 @@ impl Weights {
                     cls: opt(cls_rows > 0, "cls.weight", &[n_embd, cls_rows])?,
                     cls_b: opt(cls_rows > 0 && !modern, "cls.bias", &[cls_rows])?,
                     cls_norm: opt(modern, "cls.norm.weight", &[n_embd])?,
+                    dense_2: opt(enc.dense_out, "dense_2.weight", &[n_embd, hp.dense_2_feat_out as usize])?,
+                    dense_3: opt(enc.dense_out, "dense_3.weight", &[hp.dense_3_feat_in as usize, n_embd])?,
                     cls_out: opt(out, "cls.output.weight", &[n_embd, n_cls_out])?,
                     cls_out_b: opt(out, "cls.output.bias", &[n_cls_out])?,
                 })
@@ -648,7 +659,8 @@ impl Weights {
             FfnWeights::Experts(e) => e.expert_matrices().to_vec(),
             FfnWeights::Dense(_) => Vec::new(),
         });
-        let heads = self.encoder.iter().flat_map(|e| [&e.cls, &e.cls_out].into_iter().flatten());
+        let heads =
+            self.encoder.iter().flat_map(|e| [&e.cls, &e.cls_out, &e.dense_2, &e.dense_3].into_iter().flatten());
         let matrices =
             self.layers.iter().flat_map(LayerWeights::matrices).chain(self.output.as_ref()).chain(heads).chain(experts);
         for w in matrices {

@@ -22,6 +22,7 @@ mod falcon;
 mod gemma;
 mod gemma2;
 mod gemma3;
+mod gemma_embedding;
 mod gpt2;
 mod gpt_oss;
 mod granite;
@@ -78,6 +79,7 @@ pub static FAMILIES: &[&Family] = &[
     &jina_bert_v2::FAMILY,
     &neo_bert::FAMILY,
     &modern_bert::FAMILY,
+    &gemma_embedding::FAMILY,
 ];
 
 /// A model family: what the loader, the forward pass and the C API need to
@@ -367,6 +369,10 @@ pub struct Encoder {
     /// Layer 0's `attn_norm` is optional, its input unnormed without it
     /// (modern-bert).
     pub first_attn_norm_optional: bool,
+    /// `dense_2` and `dense_3`, when the file has them: two products after
+    /// the pooling (or of every token's row without pooling), the
+    /// sentence-transformers dense modules (gemma-embedding).
+    pub dense_out: bool,
 }
 
 impl Encoder {
@@ -385,6 +391,7 @@ impl Encoder {
         swa_symmetric: false,
         cvec: false,
         first_attn_norm_optional: false,
+        dense_out: false,
     };
 
     /// A pre-norm encoder's defaults (`pre_norm`): no input norm, no
