@@ -328,6 +328,10 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" embed "* ]]; then
     done
     gcc -O2 -std=c11 -Iinclude examples-c/embedding.c -o "$OUT/embedding" -L"$REF_LIB" -lllama -lm
     LD_LIBRARY_PATH=$REF_LIB "$OUT/embedding" "$MINILM" > ffi-tests/golden/embedding_minilm.txt 2> /dev/null
+    # examples-c/embedding on one synthetic model of each family
+    for m in "${EMBED_EXAMPLE[@]}"; do
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/embedding" "$OUT/embed/$m.gguf" > "ffi-tests/golden/parity/embedding-$m.txt" 2> /dev/null
+    done
     SDIST=$(bash scripts/fetch-reference-src.sh --print-paths | sed -n 1p)
     PY=$(bash scripts/py-venv.sh)
     PYTHONPATH=$SDIST LLAMA_CPP_LIB_PATH=$REF_LIB "$PY" ffi-tests/python/embed_text.py "$MINILM" \

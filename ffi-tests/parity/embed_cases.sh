@@ -76,6 +76,10 @@ embed_files() {
 EMBED_QUANTIZED=(bert256-q4_k_m bert256-q8_0 bert256-f16 nomic256-q4_k_m jina256-q4_k_m neo256-q4_k_m modern256-q4_k_m
     gemma256-q4_k_m)
 
+# The models examples-c/embedding.c runs on (its four sentences, mean
+# pooling; the output against golden/parity/embedding-MODEL.txt).
+EMBED_EXAMPLE=(bert nomic jina-fused neo modern gemma)
+
 # The runs, "MODEL POOLING THREADS FLASH_ATTN TOKENS": parity/embeddings.c on
 # DIR/MODEL.gguf with golden/parity/tokens-embed-TOKENS.txt (short: 3
 # sequences, 31 tokens, one-chunk attention; long: 4 sequences of 7 to 100,
