@@ -238,10 +238,10 @@ fn main() {
                 w.set(&k(key), OwnedValue::U32((v * n_embd) as u32));
             }
         }
-        if labels > 0 {
-            let names = (0..labels).map(|i| format!("LABEL_{i}").into_bytes()).collect();
-            w.set(&k("classifier.output_labels"), OwnedValue::Array(OwnedArray::Str(names)));
-        }
+    }
+    if labels > 0 {
+        let names = (0..labels).map(|i| format!("LABEL_{i}").into_bytes()).collect();
+        w.set(&k("classifier.output_labels"), OwnedValue::Array(OwnedArray::Str(names)));
     }
     // the experts' FFN size (the qwen families read their own key) and the
     // shared expert's
@@ -500,6 +500,10 @@ fn main() {
                 vecs.push((t(name), vec![n as u64], bias(&mut rng, n)));
             }
         }
+    }
+    if cls && recipe.rank_head {
+        // (qwen3's rerankers: cls.output alone)
+        mat(&mut rng, "cls.output.weight".into(), n_embd, labels.max(1));
     }
     // (gemma3's test models tie it too, as Gemma 3's files do)
     if !recipe.tied_output && arch != "gemma3" && !encoder {

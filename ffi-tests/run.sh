@@ -1093,13 +1093,14 @@ group_examples() { # the C examples
     fi
 }
 
-# embed_hash_ok MODEL TOKENS LABEL POOLING THREADS FLASH_ATTN: the sha256 of
+# embed_hash_ok MODEL TOKENS LABEL POOLING THREADS FLASH_ATTN [KV_UNIFIED]: the sha256 of
 # parity/embeddings.c's output equals golden/parity/embed.sha256's for LABEL
 # (else EMBED_MISS says what differed)
 embed_hash_ok() {
     local want got
     want=$(awk -v l="$3" '$2 == l {print $1}' "$PAR/embed.sha256")
-    "$OUT/embeddings" "$1" "$2" "$OUT/embed.bin" "$4" "$5" "$6" > /dev/null 2>&1 || : > "$OUT/embed.bin"
+    EMBD_KV_UNIFIED=${7:-0} "$OUT/embeddings" "$1" "$2" "$OUT/embed.bin" "$4" "$5" "$6" > /dev/null 2>&1 \
+        || : > "$OUT/embed.bin"
     got=$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)
     EMBED_MISS="$3: sha256 $got, want $want"
     [ -n "$want" ] && [ "$got" = "$want" ]
@@ -1123,11 +1124,12 @@ group_embeddings() { # encoders (bert, nomic-bert, jina-bert-v2, neo-bert, moder
     done
     for run in "${EMBED_RUNS[@]}"; do
         set -- $run
-        embed_hash_ok "$dir/$1.gguf" "$PAR/tokens-embed-$5.txt" "$1-p$2-t$3-fa$4-$5" "$2" "$3" "$4" || bad+=("$EMBED_MISS")
+        embed_hash_ok "$dir/$1.gguf" "$PAR/tokens-embed-$5.txt" "$1-p$2-t$3-fa$4-$5${6:+-$6}" "$2" "$3" "$4" \
+            "$([ -n "${6:-}" ] && echo 1 || echo 0)" || bad+=("$EMBED_MISS")
         n=$((n + 1))
     done
     if [ ${#bad[@]} = 0 ]; then
-        ok "synthetic bert, nomic-bert (rope), jina-bert-v2 (ALiBi; GELU, GEGLU, fused GEGLU), neo-bert, modern-bert and gemma-embedding (pre-norm; symmetric windows; dense modules) (F32; Q4_K_M, Q8_0, F16 quantized by minfer: the reference's bytes): embeddings bit-identical to the reference ($n runs: pooling NONE/MEAN/CLS/LAST/RANK and the model's, 3 and 4 sequences of mixed lengths in one batch (one-chunk and tiled attention), 1/2 threads, flash attention on and off)"
+        ok "synthetic bert, nomic-bert (rope), jina-bert-v2 (ALiBi; GELU, GEGLU, fused GEGLU), neo-bert, modern-bert and gemma-embedding (pre-norm; symmetric windows; dense modules), and qwen3 decoders (a reranker's head) (F32; Q4_K_M, Q8_0, F16 quantized by minfer: the reference's bytes): embeddings bit-identical to the reference ($n runs: pooling NONE/MEAN/CLS/LAST/RANK and the model's, 3 and 4 sequences of mixed lengths in one batch (one-chunk and tiled attention), 1/2 threads, flash attention on and off)"
     else
         not_ok "synthetic encoders: embeddings differ from the reference's"; printf '     %s\n' "${bad[@]}" | head -n 20
     fi

@@ -314,9 +314,10 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" embed "* ]]; then
     done
     for run in "${EMBED_RUNS[@]}"; do
         set -- $run
-        LD_LIBRARY_PATH=$REF_LIB "$OUT/embeddings" "$OUT/embed/$1.gguf" "ffi-tests/golden/parity/tokens-embed-$5.txt" \
-            "$OUT/embed.bin" "$2" "$3" "$4" > /dev/null 2>&1
-        echo "$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)  $1-p$2-t$3-fa$4-$5" >> "$E"
+        EMBD_KV_UNIFIED=$([ -n "${6:-}" ] && echo 1 || echo 0) LD_LIBRARY_PATH=$REF_LIB "$OUT/embeddings" \
+            "$OUT/embed/$1.gguf" "ffi-tests/golden/parity/tokens-embed-$5.txt" "$OUT/embed.bin" "$2" "$3" "$4" \
+            > /dev/null 2>&1
+        echo "$(sha256sum "$OUT/embed.bin" | cut -d' ' -f1)  $1-p$2-t$3-fa$4-$5${6:+-$6}" >> "$E"
     done
     MINILM=$(bash scripts/fetch-minilm.sh f16)
     echo "$(sha256sum "$MINILM" | cut -d' ' -f1)  minilm-f16-model" >> "$E"

@@ -36,6 +36,8 @@
 #                   gemma256-q4_k_m.gguf
 # (gemma-embedding models have a global layer: with every layer sliding,
 # the reference's encoder aborts on its unused full mask)
+#   qwen3.gguf, qwen3-rank.gguf: decoders (the qwen2 vocab cut to 2000), the
+#                   second with a reranker's cls.output of 2 labels
 embed_files() {
     local dir=$1 synth_model=$2 quantize_tool=$3 vocab=$4/ggml-vocab-bert-bge.gguf
     mkdir -p "$dir"
@@ -70,6 +72,8 @@ embed_files() {
     "$synth_model" gemma-embedding "$vocab" "$dir/gemma-dense.gguf" 26 2000 layers=6 dense=1 > /dev/null
     "$synth_model" gemma-embedding "$vocab" "$dir/gemma256.gguf" 27 2000 embd=256 ff=512 head_dim=64 layers=6 > /dev/null
     "$quantize_tool" "$dir/gemma256.gguf" "$dir/gemma256-q4_k_m.gguf" 15 > /dev/null 2>&1
+    "$synth_model" qwen3 "$4/ggml-vocab-qwen2.gguf" "$dir/qwen3.gguf" 28 2000 > /dev/null
+    "$synth_model" qwen3 "$4/ggml-vocab-qwen2.gguf" "$dir/qwen3-rank.gguf" 29 2000 cls=1 labels=2 > /dev/null
 }
 
 # The quantized files, whose bytes are compared too (label NAME-model).
@@ -86,6 +90,10 @@ EMBED_EXAMPLE=(bert nomic jina-fused neo modern gemma)
 # 204 tokens, tiled attention), llama_pooling_type POOLING (-1: the model's,
 # 0 none, 1 mean, 2 cls, 3 last, 4 rank), flash_attn_type FLASH_ATTN (-1
 # auto, 0 disabled). Label: MODEL-pPOOLING-tTHREADS-faFLASH_ATTN-TOKENS.
+# Decoders run with kv_unified (EMBD_KV_UNIFIED=1, a label ending -kvu):
+# with a cache stream per sequence the reference splits a batch of unequal
+# sequences into equal parts and pools only the last (ARCHITECTURE.md's
+# deviations).
 EMBED_RUNS=()
 for t in short long; do
     for p in -1 0 1 2 3 4; do
@@ -98,6 +106,9 @@ for t in short long; do
     EMBED_RUNS+=("modern 0 2 -1 $t" "modern 1 1 -1 $t" "modern 4 2 -1 $t" "modern 4 1 0 $t" "modern-silu 1 2 -1 $t")
     EMBED_RUNS+=("modern256 0 2 -1 $t")
     EMBED_RUNS+=("gemma 0 2 -1 $t" "gemma 1 1 -1 $t" "gemma 2 2 0 $t" "gemma-dense 1 2 -1 $t" "gemma-dense 0 2 0 $t")
+    for p in 1 2 3 4; do
+        EMBED_RUNS+=("qwen3 $p 2 -1 $t kvu" "qwen3-rank $p 1 -1 $t kvu")
+    done
     for j in jina-gelu jina-geglu jina-fused; do
         EMBED_RUNS+=("$j 0 2 -1 $t" "$j 1 1 -1 $t" "$j 4 2 -1 $t" "$j 0 2 0 $t")
     done

@@ -11,7 +11,8 @@
 //! - RANK: that row (the last one for a causal context; the mean where
 //!   `%s.classifier.pooling_type` is MEAN) through the classifier head:
 //!   `tanh(cls · x + cls_b)` (modern-bert: `LN(gelu(cls · x))`), then
-//!   `cls_out · · + cls_out_b`, each where the model has it; `n_cls_out` values per sequence, read from the head's
+//!   `cls_out · · + cls_out_b`, each where the model has it (qwen3:
+//!   `softmax(cls_out · x)`); `n_cls_out` values per sequence, read from the head's
 //!   output as the reference reads them (at `n_cls_out · sequence index`).
 
 use super::batch::Token;
@@ -115,7 +116,29 @@ pub fn pool(
 /// has them (plain ggml_mul_mat: no LoRA update, as the reference's
 /// `build_pooling`). Returns the flat output ([n][width]).
 fn classifier_head(mm: &Mm, acts: &mut Vec<Activations>, mut x: Vec<f32>, n: usize) -> Result<Vec<f32>> {
-    let Some(enc) = mm.model.weights.as_ref().and_then(|w| w.encoder.as_ref()) else { return Ok(x) };
+    let weights = mm.model.weights.as_ref();
+    if mm.model.arch.is_some_and(|f| f.block.rank_head) {
+        // a decoder's head (qwen3's rerankers): cls.output where the file
+        // has it, then ggml_soft_max of each sequence's row (the reference
+        // applies it with or without the head)
+        if let Some(w) = weights.and_then(|w| w.rank_out.as_ref()) {
+            let mut y = vec![0f32; n * w.rows()]; // [n][n_cls_out]
+            kernels::matmul_siblings_reusing(
+                kernels::kernels(),
+                mm.pool,
+                acts,
+                &[kw(mm.model, w)?],
+                &x,
+                n,
+                &mut [&mut y],
+            )?;
+            x = y;
+        }
+        let width = x.len() / n.max(1);
+        x.chunks_exact_mut(width.max(1)).for_each(super::ops::soft_max);
+        return Ok(x);
+    }
+    let Some(enc) = weights.and_then(|w| w.encoder.as_ref()) else { return Ok(x) };
     let product = |acts: &mut Vec<Activations>, w: &Weight, b: Option<&Weight>, x: &[f32]| -> Result<Vec<f32>> {
         let mut y = vec![0f32; n * w.rows()]; // [n][rows]
         kernels::matmul_siblings_reusing(kernels::kernels(), mm.pool, acts, &[kw(mm.model, w)?], x, n, &mut [&mut y])?;

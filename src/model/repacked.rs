@@ -88,6 +88,7 @@ impl Repacked {
         if let Some(e) = &weights.encoder {
             mats.extend([&e.cls, &e.cls_out, &e.dense_2, &e.dense_3].into_iter().flatten());
         }
+        mats.extend(&weights.rank_out);
         // each expert's matrix, as the reference repacks the 3-D expert
         // tensors for its MUL_MAT_ID
         let slices: Vec<Weight> = weights

@@ -207,6 +207,8 @@ pub struct Weights {
     pub scales: Scales,
     /// What an encoder has around its blocks (`arch::Encoder`).
     pub encoder: Option<EncoderWeights>,
+    /// A decoder's RANK head (`arch::Block::rank_head`: qwen3's rerankers).
+    pub rank_out: Option<Weight>, // [n_embd, n_cls_out]
 }
 
 /// An encoder's input norm, token types and classifier head.
@@ -413,6 +415,10 @@ impl Weights {
             }
         };
         let output_b = bind(if encoder { Need::Absent } else { recipe.output_bias }, "output.bias", &[n_vocab])?;
+        let rank_out = match recipe.rank_head {
+            true => b.optional("cls.output.weight", &[n_embd, hp.n_cls_out as usize])?,
+            false => None,
+        };
         let encoder_weights = match encoder {
             false => None,
             true => {
@@ -628,6 +634,7 @@ impl Weights {
         let w = Weights {
             scales,
             encoder: encoder_weights,
+            rank_out,
             tok_embd,
             output_norm,
             output_norm_b,

@@ -304,6 +304,10 @@ pub struct Block {
     /// families run the last FFN on the output rows alone. The kernels
     /// depend on the row count, so the logits do too.
     pub all_rows_last_layer: bool,
+    /// `cls.output` [n_embd, n_cls_out] without bias, when the file has it:
+    /// a decoder's RANK head, its scores through a softmax (qwen3's
+    /// rerankers).
+    pub rank_head: bool,
     /// A BERT-style encoder (`context/encoder.rs`) rather than a decoder:
     /// bidirectional attention over the batch alone (no KV cache), blocks
     /// normed after their residual adds, no output head.
@@ -532,6 +536,7 @@ impl Block {
         ffn_norm_tensor: "ffn_norm",
         attn_sinks: false,
         all_rows_last_layer: false,
+        rank_head: false,
         encoder: None,
     };
 

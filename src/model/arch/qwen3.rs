@@ -1,5 +1,6 @@
 //! `qwen3`: Qwen 3 (dense). As llama with RMS norms over each head of q and
-//! k before rope, NEOX rope.
+//! k before rope, NEOX rope; the rerankers' `cls.output` head for RANK
+//! pooling (its scores through a softmax).
 
 use super::{Block, Family, QkNorm, Rope};
 use crate::model::hparams::HParams;
@@ -7,7 +8,8 @@ use crate::model::hparams::HParams;
 pub static FAMILY: Family = Family {
     name: "qwen3",
     rope: Rope::Neox,
-    block: Block { qk_norm: QkNorm::PerHead, ..Block::PLAIN },
+    // (Qwen3-Reranker: a RANK head, `cls.output`)
+    block: Block { qk_norm: QkNorm::PerHead, rank_head: true, ..Block::PLAIN },
     read_hparams: |_, _| Ok(()),
     size_name,
 };
