@@ -221,6 +221,7 @@ fn tiled_row_block_kernels_compute_the_scalar_emulations_bits() {
     row_block_kernels_give_the_scalar_bits(Path::Tiled, &[Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS], 768);
 }
 
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn f32_row_block_kernels_compute_the_scalar_emulations_bits() {
     // F32 weights' tinyBLAS walk on AVX-512 (panels, 3 × 8 tiles, columns
