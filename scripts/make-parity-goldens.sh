@@ -247,8 +247,8 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
         -L"$REF_LIB" -lllama -lggml-base -lm
     : > ffi-tests/golden/parity/from_user.txt
     : > ffi-tests/golden/parity/from_user.sha256
-    for arch in llama qwen2 gemma3; do
-        vocab=llama-spm; [ $arch = qwen2 ] && vocab=qwen2
+    for arch in llama qwen2 qwen3 gemma3; do
+        vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
         target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$arch.gguf" 11 512
         echo "== $arch" >> ffi-tests/golden/parity/from_user.txt
         LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \

@@ -38,12 +38,13 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
     let mut list = match arch {
         "llama" if hp.n_expert == 0 => llama(&hp),
         "qwen2" => qwen2(&hp),
+        "qwen3" => qwen3(&hp),
         "gemma3" => gemma3(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
             return Err(Error::model(format!(
-                "not implemented yet: {what} (llama without experts, qwen2 and gemma3 are)"
+                "not implemented yet: {what} (llama without experts, qwen2, qwen3 and gemma3 are)"
             )));
         }
     };
@@ -93,6 +94,31 @@ fn qwen2(hp: &HParams) -> Vec<UserTensor> {
         push(&mut out, b("attn_norm.weight"), &[n_embd]);
         qkv(&mut out, hp, il);
         push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    out
+}
+
+/// `llama_model_qwen3::load_arch_tensors` without a file (its rerankers'
+/// `cls.output` included, as the optional tensors are).
+fn qwen3(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    push(&mut out, "cls.output.weight".into(), &[n_embd, hp.n_cls_out]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("attn_k_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("attn_q_norm.weight"), &[hp.n_embd_head_k]);
         push(&mut out, b("ffn_norm.weight"), &[n_embd]);
         push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
