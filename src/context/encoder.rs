@@ -60,6 +60,16 @@ fn ffn_recipe(block: &Block, enc: Encoder, ffn: &DenseFfn) -> Block {
     Block { ffn: kind, gate_up, ..*block }
 }
 
+/// Cell t of an encoder's scratch cache is token t, in its first sequence
+/// alone (the reference's no-cache mask compares first sequence ids).
+fn place_tokens(kv: &mut KvCache, tokens: &[Token]) {
+    for (cell, t) in kv.cells.iter_mut().zip(tokens) {
+        cell.pos = t.pos;
+        cell.seqs.clear();
+        cell.seqs.add(t.seqs[0] as usize);
+    }
+}
+
 /// Runs a pre-norm encoder (`Encoder::pre_norm`) on every token of
 /// `tokens` (one ubatch): `forward.rs` over a cache of one cell per token
 /// (token t in cell t, in its first sequence; f32, as the reference's
@@ -89,12 +99,7 @@ pub fn encode_pre_norm(
         Some(c) if c.n_cells() == nt && c.k_width == k_width && c.v_width == v_width => c,
         _ => kv.insert(KvCache::new(nt, k_width, v_width, KvType::F32, KvType::F32)?),
     };
-    for (c, t) in tokens.iter().enumerate() {
-        let cell = &mut kv.cells[c];
-        cell.pos = t.pos;
-        cell.seqs.clear();
-        cell.seqs.add(t.seqs[0] as usize);
-    }
+    place_tokens(kv, tokens);
     let cells: Vec<usize> = (0..nt).collect();
     let mode = super::forward::AttnMode { causal: false, flash };
     super::forward::forward(
@@ -186,12 +191,7 @@ pub fn encode(
         Some(kv) if kv.n_cells() == nt && kv.k_width[0] == k_width && kv.v_width[0] == v_width => kv,
         _ => enc_kv.insert(KvCache::new(nt, vec![k_width], vec![v_width], KvType::F32, KvType::F32)?),
     };
-    for (c, t) in tokens.iter().enumerate() {
-        let cell = &mut kv.cells[c];
-        cell.pos = t.pos;
-        cell.seqs.clear();
-        cell.seqs.add(t.seqs[0] as usize);
-    }
+    place_tokens(kv, tokens);
     let visible = visible_cells(kv, tokens, false, None, false);
     // the rotary angles of every token ([nt][n_rot / 2]; one rope for every
     // layer), when the family rotates q and k (nomic-bert)

@@ -141,6 +141,21 @@ pub struct Attached {
     pub batch: Arc<crate::kernels::ThreadPool>,
 }
 
+/// The pool a ubatch of `n_tokens` runs on: an attached one
+/// (`llama_attach_threadpool`: `threadpool` for one token, `threadpool_batch`
+/// for more, as the reference picks them), else the context's own.
+fn pool_for<'a>(
+    attached: &'a Option<Attached>,
+    own: &'a crate::kernels::ThreadPool,
+    n_tokens: usize,
+) -> &'a crate::kernels::ThreadPool {
+    match attached {
+        Some(a) if n_tokens == 1 => &a.one,
+        Some(a) => &a.batch,
+        None => own,
+    }
+}
+
 /// Pooling of embeddings (llama_pooling_type values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pooling {
@@ -377,11 +392,7 @@ impl Context {
             let n = chunk.iter().filter(|t| t.output).count();
             let logits = &mut self.logits[out_row * n_vocab..(out_row + n) * n_vocab];
             let embd = &mut self.embd[out_row * n_embd..(out_row + n) * n_embd];
-            let pool = match &self.attached {
-                Some(a) if chunk.len() == 1 => &*a.one,
-                Some(a) => &*a.batch,
-                None => &self.pool,
-            };
+            let pool = pool_for(&self.attached, &self.pool, chunk.len());
             let step = forward::forward(
                 pool,
                 &self.model,
@@ -451,11 +462,7 @@ impl Context {
         self.output_ids = (0..nt as i32).collect();
         self.n_outputs = nt;
         let weights = self.model.weights.as_ref().expect("checked at creation");
-        let pool = match &self.attached {
-            Some(a) if nt == 1 => &*a.one,
-            Some(a) => &*a.batch,
-            None => &self.pool,
-        };
+        let pool = pool_for(&self.attached, &self.pool, nt);
         let enc = self.model.arch.and_then(|f| f.block.encoder);
         let pre_norm = enc.is_some_and(|e| e.pre_norm);
         let enc_cvec = self.cvec.as_ref().filter(|_| enc.is_some_and(|e| e.cvec));
@@ -509,16 +516,6 @@ impl Context {
             // (the pooling inputs read the context's setting; the graph ran
             // without a causal mask)
             self.pool_outputs(&tokens, false)?;
-            if self.pooling == Pooling::None {
-                // every token's row through the dense modules, if any
-                let pool = match &self.attached {
-                    Some(a) => &*a.batch,
-                    None => &self.pool,
-                };
-                let mm = forward::Mm { pool, model: &self.model, loras: &self.loras };
-                let rows = std::mem::take(&mut self.embd);
-                self.embd = pooling::dense_out(&mm, &mut self.workspace.acts, rows, nt)?;
-            }
         }
         self.count_perf(nt, t0);
         Ok(DecodeStatus::Ok)
@@ -552,12 +549,15 @@ impl Context {
 
     /// Pools the per-token embeddings of the last batch by sequence
     /// (`pooling.rs`); `causal`: the attention the batch ran with.
+    /// Without pooling, every token's row goes through the dense modules
+    /// instead, if the model has them (gemma-embedding).
     fn pool_outputs(&mut self, tokens: &[batch::Token], causal: bool) -> Result<()> {
-        let pool = match &self.attached {
-            Some(a) => &*a.batch,
-            None => &self.pool,
-        };
+        let pool = pool_for(&self.attached, &self.pool, tokens.len());
         let mm = forward::Mm { pool, model: &self.model, loras: &self.loras };
+        if self.pooling == Pooling::None {
+            let rows = std::mem::take(&mut self.embd);
+            self.embd = pooling::dense_out(&mm, &mut self.workspace.acts, rows, tokens.len())?;
+        }
         self.embd_seq = pooling::pool(self.pooling, causal, &self.embd, tokens, &mm, &mut self.workspace.acts)?;
         Ok(())
     }

@@ -65,6 +65,16 @@ fn push(out: &mut Vec<UserTensor>, name: String, ne: &[u32]) {
     out.push(UserTensor { name, ne: ne.iter().map(|&n| u64::from(n)).collect() });
 }
 
+/// The tensors every family's loader here creates first: the token
+/// embeddings, the final norm, the output head (optional, so created).
+fn top(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    push(&mut out, "token_embd.weight".into(), &[hp.n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[hp.n_embd]);
+    push(&mut out, "output.weight".into(), &[hp.n_embd, hp.n_vocab]);
+    out
+}
+
 /// The attention's q, k, v and their biases as `create_tensor_qkv` makes
 /// them without a file (the fused attn_qkv is skipped).
 fn qkv(out: &mut Vec<UserTensor>, hp: &HParams, il: usize) -> u32 {
@@ -82,11 +92,8 @@ fn qkv(out: &mut Vec<UserTensor>, hp: &HParams, il: usize) -> u32 {
 
 /// `llama_model_qwen2::load_arch_tensors` without a file.
 fn qwen2(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
+    let mut out = top(hp);
     let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
     push(&mut out, "output.bias".into(), &[n_vocab]);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
@@ -105,11 +112,8 @@ fn qwen2(hp: &HParams) -> Vec<UserTensor> {
 /// `llama_model_qwen3::load_arch_tensors` without a file (its rerankers'
 /// `cls.output` included, as the optional tensors are).
 fn qwen3(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
-    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    let mut out = top(hp);
+    let n_embd = hp.n_embd;
     push(&mut out, "cls.output.weight".into(), &[n_embd, hp.n_cls_out]);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
@@ -131,11 +135,8 @@ fn qwen3(hp: &HParams) -> Vec<UserTensor> {
 /// projections, which the reference makes only when the metadata sizes
 /// them, for EmbeddingGemma, which minfer does not run yet).
 fn gemma3(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
-    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    let mut out = top(hp);
+    let n_embd = hp.n_embd;
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let n_ff = hp.n_ff[il];
@@ -156,11 +157,8 @@ fn gemma3(hp: &HParams) -> Vec<UserTensor> {
 
 /// `llama_model_llama::load_arch_tensors` without a file.
 fn llama(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
-    let (n_embd, n_vocab, n_rot) = (hp.n_embd, hp.n_vocab, hp.n_rot);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "output.weight".into(), &[n_embd, n_vocab]);
+    let mut out = top(hp);
+    let (n_embd, n_rot) = (hp.n_embd, hp.n_rot);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let n_ff = hp.n_ff[il];

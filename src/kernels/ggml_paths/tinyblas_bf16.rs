@@ -198,7 +198,7 @@ mod avx512 {
     /// The checks of every kernel here (bf16 weights, f32 activations).
     #[allow(clippy::too_many_arguments)]
     fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
-        super::super::tinyblas_f32::check_float_rows("bf16", 4, n, w, ws, n_rows, a, s, nt, out, os);
+        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
     }
 
     /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 32 == 0`): weight

@@ -272,7 +272,7 @@ macro_rules! f16_row_kernels {
         /// f32 then f16 values, `round_act_row`).
         #[allow(clippy::too_many_arguments)]
         fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
-            $crate::kernels::ggml_paths::tinyblas_f32::check_float_rows("f16", 6, n, w, ws, n_rows, a, s, nt, out, os);
+            $crate::kernels::ggml_paths::tinyblas_f32::check_float_rows("f16", 2, 6, n, w, ws, n_rows, a, s, nt, out, os);
         }
 
         /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
@@ -514,8 +514,93 @@ pub(super) mod avx512 {
         static SAVED: std::cell::RefCell<Vec<__m512>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
-    /// `RowsFn` of the tinyBLAS path on AVX-512 (ggml_vec_dot_f16's where
-    /// `n % 16 != 0`), through [`walk`].
+    /// The element sizes of a tinyBLAS walk's inputs: F16 weights on
+    /// activation rows of f32 then f16 values (`round_act_row`), or F32
+    /// weights on f32 activations.
+    #[derive(Clone, Copy)]
+    struct Kind {
+        f32_weights: bool,
+        w_bytes: usize,
+        a_bytes: usize,
+        what: &'static str,
+    }
+    const F16: Kind = Kind { f32_weights: false, w_bytes: 2, a_bytes: 6, what: "f16" };
+    const F32: Kind = Kind { f32_weights: true, w_bytes: 4, a_bytes: 4, what: "f32" };
+
+    /// A tinyBLAS `RowsFn` on AVX-512 for `kind`'s weights: `vec_dot` (the
+    /// type's ggml_vec_dot rows kernel) where `n % 16 != 0`, as llamafile
+    /// declines those, else [`walk`].
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`] (for `vec_dot` too); the CPU has
+    /// AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn rows_of(
+        kind: Kind,
+        vec_dot: crate::kernels::dispatch::RowsFn,
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        let k = kind;
+        super::super::tinyblas_f32::check_float_rows(k.what, k.w_bytes, k.a_bytes, n, w, ws, n_rows, a, s, nt, out, os);
+        if !n.is_multiple_of(KN) {
+            // SAFETY: the same contract.
+            return unsafe { vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
+        }
+        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }, k.f32_weights) }
+    }
+
+    /// [`rows_of`] writing `out[t · os + r]` (a
+    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): straight into the
+    /// matmul's `[token][row]` output, with no tile to transpose.
+    ///
+    /// # Safety
+    /// As [`crate::kernels::dispatch::TokenMajorRowsFn`] (and [`rows_of`]'s
+    /// for `vec_dot`); the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn token_major_of(
+        kind: Kind,
+        vec_dot: crate::kernels::dispatch::RowsFn,
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: *mut f32,
+        os: usize,
+    ) {
+        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "{} rows kernel: output shape", kind.what);
+        if !n.is_multiple_of(KN) {
+            for t in 0..nt {
+                // SAFETY: token t's n_rows outputs are contiguous at t·os
+                // (the caller's contract); as a one-token row-major block
+                // (stride 1) they are the RowsFn's output.
+                unsafe {
+                    let o = std::slice::from_raw_parts_mut(out.add(t * os), n_rows);
+                    vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, o, 1)
+                };
+            }
+            return;
+        }
+        let w_need = (n_rows - 1) * ws + kind.w_bytes * n;
+        assert!(w.len() >= w_need && a.len() >= (nt - 1) * s + kind.a_bytes * n, "{} rows kernel: shapes", kind.what);
+        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }, kind.f32_weights) }
+    }
+
+    /// `RowsFn` of F16's tinyBLAS path on AVX-512 ([`rows_of`]).
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
@@ -532,84 +617,11 @@ pub(super) mod avx512 {
         out: &mut [f32],
         os: usize,
     ) {
-        if !n.is_multiple_of(KN) {
-            // SAFETY: the same contract.
-            return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
-        }
-        check(n, w, ws, n_rows, a, s, nt, out, os);
-        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }, false) }
+        // SAFETY: the same contract; `rows_vec_dot` is F16's.
+        unsafe { rows_of(F16, rows_vec_dot, n, w, ws, n_rows, a, s, nt, out, os) }
     }
 
-    /// `RowsFn` of F32 weights' tinyBLAS path on AVX-512 (ggml_vec_dot_f32's
-    /// where `n % 16 != 0`): [`walk`] over the weight rows copied a panel at
-    /// a time, on the activations as they are (F32's `vec_dot_type`); the
-    /// same tiles and bits as F16's on its widened rows.
-    ///
-    /// # Safety
-    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32(
-        n: usize,
-        w: &[u8],
-        ws: usize,
-        n_rows: usize,
-        a: &[u8],
-        s: usize,
-        nt: usize,
-        out: &mut [f32],
-        os: usize,
-    ) {
-        // SAFETY: the same contract (AVX2 and FMA among the features).
-        unsafe { super::super::tinyblas_f32::check_f32_rows(n, w, ws, n_rows, a, s, nt, out, os) };
-        if !n.is_multiple_of(KN) {
-            // SAFETY: as above.
-            return unsafe { super::super::tinyblas_f32::rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
-        }
-        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out.as_mut_ptr(), row: os, token: 1 }, true) }
-    }
-
-    /// [`rows_tinyblas_f32`] writing `out[t · os + r]` (a
-    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]).
-    ///
-    /// # Safety
-    /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX-512F/VL,
-    /// AVX2, FMA, F16C.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
-    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32_token_major(
-        n: usize,
-        w: &[u8],
-        ws: usize,
-        n_rows: usize,
-        a: &[u8],
-        s: usize,
-        nt: usize,
-        out: *mut f32,
-        os: usize,
-    ) {
-        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f32 rows kernel: output shape");
-        assert!(w.len() >= (n_rows - 1) * ws + 4 * n && a.len() >= (nt - 1) * s + 4 * n, "f32 rows kernel: shapes");
-        if !n.is_multiple_of(KN) {
-            for t in 0..nt {
-                // SAFETY: token t's n_rows outputs are contiguous at t·os
-                // (the caller's contract): a one-token row-major block.
-                unsafe {
-                    let o = std::slice::from_raw_parts_mut(out.add(t * os), n_rows);
-                    super::super::tinyblas_f32::rows_vec_dot(n, w, ws, n_rows, &a[t * s..], s, 1, o, 1)
-                };
-            }
-            return;
-        }
-        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }, true) }
-    }
-
-    /// [`rows_tinyblas`] writing `out[t · os + r]` (a
-    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): straight into the matmul's
-    /// `[token][row]` output, with no tile to transpose.
+    /// [`rows_tinyblas`], token-major ([`token_major_of`]).
     ///
     /// # Safety
     /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX-512F/VL,
@@ -627,32 +639,54 @@ pub(super) mod avx512 {
         out: *mut f32,
         os: usize,
     ) {
-        assert!(n_rows >= 1 && nt >= 1 && os >= n_rows, "f16 rows kernel: output shape");
-        if !n.is_multiple_of(KN) {
-            for t in 0..nt {
-                // SAFETY: token t's n_rows outputs are contiguous at t·os
-                // (the caller's contract); as a one-token row-major block
-                // (stride 1) they are the RowsFn's output.
-                unsafe {
-                    rows_vec_dot(
-                        n,
-                        w,
-                        ws,
-                        n_rows,
-                        &a[t * s..],
-                        s,
-                        1,
-                        std::slice::from_raw_parts_mut(out.add(t * os), n_rows),
-                        1,
-                    )
-                };
-            }
-            return;
-        }
-        let w_need = (n_rows - 1) * ws + 2 * n;
-        assert!(w.len() >= w_need && a.len() >= (nt - 1) * s + 6 * n, "f16 rows kernel: shapes");
-        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
-        unsafe { walk(n, w, ws, n_rows, a, s, nt, Out { p: out, row: 1, token: os }, false) }
+        // SAFETY: the same contract.
+        unsafe { token_major_of(F16, rows_vec_dot, n, w, ws, n_rows, a, s, nt, out, os) }
+    }
+
+    /// `RowsFn` of F32 weights' tinyBLAS path on AVX-512 ([`rows_of`]): the
+    /// walk over the weight rows copied a panel at a time, on the
+    /// activations as they are (F32's `vec_dot_type`); the same tiles and
+    /// bits as F16's on its widened rows; ggml_vec_dot_f32 where `n % 16 != 0`.
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: the same contract (AVX2 and FMA among the features).
+        unsafe { rows_of(F32, super::super::tinyblas_f32::rows_vec_dot, n, w, ws, n_rows, a, s, nt, out, os) }
+    }
+
+    /// [`rows_tinyblas_f32`], token-major ([`token_major_of`]).
+    ///
+    /// # Safety
+    /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX-512F/VL,
+    /// AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    pub(in crate::kernels::ggml_paths) unsafe fn rows_tinyblas_f32_token_major(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: *mut f32,
+        os: usize,
+    ) {
+        // SAFETY: the same contract.
+        unsafe { token_major_of(F32, super::super::tinyblas_f32::rows_vec_dot, n, w, ws, n_rows, a, s, nt, out, os) }
     }
 
     /// The tinyBLAS walk on AVX-512 (`n % 16 == 0`): the weight rows widened

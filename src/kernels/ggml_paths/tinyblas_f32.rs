@@ -108,14 +108,15 @@ pub(super) fn tile_rows(
     }
 }
 
-/// The checks of the float row-block kernels (F16, BF16 on AVX-512): the
-/// [`crate::kernels::RowsFn`] contract's buffer sizes for 2-byte weights
-/// and activation rows of `act_bytes` bytes per element (`what` names the
-/// kernel in the message).
+/// The checks of the float row-block kernels (F16, BF16, F32 on AVX-512):
+/// the [`crate::kernels::RowsFn`] contract's buffer sizes for weights of
+/// `w_bytes` and activation rows of `act_bytes` bytes per element (`what`
+/// names the kernel in the message).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn check_float_rows(
     what: &str,
+    w_bytes: usize,
     act_bytes: usize,
     n: usize,
     w: &[u8],
@@ -128,7 +129,7 @@ pub(super) fn check_float_rows(
     os: usize,
 ) {
     super::super::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(w.len() >= (n_rows - 1) * ws + 2 * n, "{what} rows kernel: weights too short");
+    assert!(w.len() >= (n_rows - 1) * ws + w_bytes * n, "{what} rows kernel: weights too short");
     assert!(a.len() >= (nt - 1) * s + act_bytes * n, "{what} rows kernel: activations too short");
 }
 
@@ -297,35 +298,12 @@ pub(super) use float_tiles;
 
 float_tiles!(F32);
 
-/// The checks of F32's row-block kernels: the [`crate::kernels::RowsFn`]
-/// contract's buffer sizes for f32 weights and activations.
-///
-/// # Safety
-/// None beyond a plain function's (it only reads lengths).
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn check_f32_rows(
-    n: usize,
-    w: &[u8],
-    ws: usize,
-    n_rows: usize,
-    a: &[u8],
-    s: usize,
-    nt: usize,
-    out: &[f32],
-    os: usize,
-) {
-    super::super::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
-    assert!(w.len() >= (n_rows - 1) * ws + 4 * n, "f32 rows kernel: weights too short");
-    assert!(a.len() >= (nt - 1) * s + 4 * n, "f32 rows kernel: activations too short");
-}
-
 /// `ggml_vec_dot_f32` of every (row, token) into `out[r · os + t]`, row by
 /// row on the AVX2 kernel (the F32 row-block kernels' path where `n % 16 !=
 /// 0`, which llamafile declines).
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; the buffers as [`check_f32_rows`] checks them.
+/// As [`crate::kernels::RowsFn`]; the CPU has AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn rows_vec_dot(
@@ -342,7 +320,7 @@ pub(super) unsafe fn rows_vec_dot(
     // SAFETY: the caller's contract (AVX2, FMA; row r within `w`, tokens
     // within `a`, row r's nt outputs at r·os of `out`).
     unsafe {
-        check_f32_rows(n, w, ws, n_rows, a, s, nt, out, os);
+        check_float_rows("f32", 4, 4, n, w, ws, n_rows, a, s, nt, out, os);
         for r in 0..n_rows {
             avx2::tile_vec_dot(n, &w[r * ws..r * ws + 4 * n], a, s, &mut out[r * os..r * os + nt]);
         }

@@ -7,24 +7,21 @@ use super::{AttnScale, Block, EmbdScale, Family, Ffn, Need, QkNorm, Rope};
 use crate::error::Result;
 use crate::model::hparams::{HParams, Keys};
 
-pub static FAMILY: Family = Family {
-    name: "gemma3",
-    rope: Rope::Neox,
-    block: Block {
-        qk_norm: QkNorm::PerHead,
-        // (the reference's create_tensor_qkv takes q/k/v biases for every
-        // family; a model from user tensors has them)
-        qkv_bias: Need::Optional,
-        post_norms: true,
-        ffn: Ffn::GeGlu,
-        attn_scale: AttnScale::IntoQ,
-        embd_scale: EmbdScale::Tokens,
-        logit_softcap: true,
-        ..Block::PLAIN
-    },
-    read_hparams,
-    size_name,
+/// Gemma 3's blocks (gemma-embedding's too).
+pub(super) const BLOCK: Block = Block {
+    qk_norm: QkNorm::PerHead,
+    // (the reference's create_tensor_qkv takes q/k/v biases for every
+    // family; a model from user tensors has them)
+    qkv_bias: Need::Optional,
+    post_norms: true,
+    ffn: Ffn::GeGlu,
+    attn_scale: AttnScale::IntoQ,
+    embd_scale: EmbdScale::Tokens,
+    logit_softcap: true,
+    ..Block::PLAIN
 };
+
+pub static FAMILY: Family = Family { name: "gemma3", rope: Rope::Neox, block: BLOCK, read_hparams, size_name };
 
 fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     hp.n_swa = keys.u32("%s.attention.sliding_window")?.unwrap_or(0);

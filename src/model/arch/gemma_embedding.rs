@@ -5,22 +5,17 @@
 //! dense modules (`dense_2`, `dense_3`) after the pooling where the file
 //! has them.
 
-use super::{AttnScale, Block, EmbdScale, Encoder, Family, Ffn, Need, QkNorm, Rope};
+use super::{Block, Encoder, Family, Rope};
 use crate::error::{Error, Result};
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
     name: "gemma-embedding",
     rope: Rope::Neox,
+    // (no logits: gemma3's softcapping never applies)
     block: Block {
-        qk_norm: QkNorm::PerHead,
-        qkv_bias: Need::Optional,
-        post_norms: true,
-        ffn: Ffn::GeGlu,
-        attn_scale: AttnScale::IntoQ,
-        embd_scale: EmbdScale::Tokens,
         encoder: Some(Encoder { swa_symmetric: true, cvec: true, dense_out: true, ..Encoder::PRE_NORM }),
-        ..Block::PLAIN
+        ..super::gemma3::BLOCK
     },
     read_hparams,
     size_name,
