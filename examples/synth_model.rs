@@ -37,7 +37,8 @@
 //! (GEGLU of ffn_gate and ffn_up), 2 an ffn_up of both halves (0: GELU),
 //! optional=1 the q/k LayerNorms and attn_norm_2, cls=1 its one-score head;
 //! modern-bert: first_norm=0 leaves out layer 0's attn_norm, silu=1 writes
-//! `hidden_activation` silu (SwiGLU), cls=1 its head with cls_norm;
+//! `hidden_activation` silu (SwiGLU), reglu=1 reglu, cls=1 its head with
+//! cls_norm;
 //! gemma-embedding: dense=1 its dense modules (n_embd -> 2 n_embd -> n_embd).
 
 use llama::ggml_type::GgmlType;
@@ -89,7 +90,7 @@ fn main() {
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
     let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
-    let (mut first_norm, mut silu, mut dense) = (true, false, false);
+    let (mut first_norm, mut silu, mut dense, mut reglu) = (true, false, false, false);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
     let (mut n_expert, mut n_used, mut ff_exp, mut n_shexp) = (if always_moe { 8 } else { 0 }, 2usize, 0usize, 0usize);
@@ -147,6 +148,7 @@ fn main() {
             "ffn_kind" => ffn_kind = v,
             "first_norm" => first_norm = v != 0,
             "silu" => silu = v != 0,
+            "reglu" => reglu = v != 0,
             "dense" => dense = v != 0,
             _ => panic!("unknown size {k}"),
         }
@@ -229,6 +231,9 @@ fn main() {
         };
         if silu {
             w.set(&k("hidden_activation"), OwnedValue::Str(b"silu".to_vec()));
+        }
+        if reglu {
+            w.set(&k("hidden_activation"), OwnedValue::Str(b"reglu".to_vec()));
         }
         if dense {
             // (gemma-embedding's dense modules: n_embd -> 2 n_embd -> n_embd)

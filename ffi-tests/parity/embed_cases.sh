@@ -26,7 +26,8 @@
 #   modern.gguf     modern-bert (pre-norm LayerNorms without bias, GEGLU,
 #                   symmetric windows of 8 in 2 layers of 3), no attn_norm in
 #                   layer 0, its classifier head (GELU, cls.norm; RANK after
-#                   mean pooling); modern-silu.gguf: 4 layers, SwiGLU
+#                   mean pooling); modern-silu.gguf, modern-reglu.gguf: 4
+#                   layers, SwiGLU and ReGLU (hidden_activation)
 #   modern256.gguf  modern-bert, 256 wide, 3 layers; quantized to
 #                   modern256-q4_k_m.gguf
 #   gemma.gguf      gemma-embedding (Gemma 3's blocks, symmetric windows of 8
@@ -65,6 +66,7 @@ embed_files() {
     "$synth_model" modern-bert "$vocab" "$dir/modern.gguf" 22 2000 fused_qkv=1 kv_heads=4 cls=1 labels=2 first_norm=0 \
         > /dev/null
     "$synth_model" modern-bert "$vocab" "$dir/modern-silu.gguf" 23 2000 fused_qkv=1 kv_heads=4 silu=1 layers=4 > /dev/null
+    "$synth_model" modern-bert "$vocab" "$dir/modern-reglu.gguf" 30 2000 fused_qkv=1 kv_heads=4 reglu=1 layers=4 > /dev/null
     "$synth_model" modern-bert "$vocab" "$dir/modern256.gguf" 24 2000 fused_qkv=1 kv_heads=4 embd=256 ff=512 head_dim=64 \
         layers=3 > /dev/null
     "$quantize_tool" "$dir/modern256.gguf" "$dir/modern256-q4_k_m.gguf" 15 > /dev/null 2>&1
@@ -104,7 +106,7 @@ for t in short long; do
     EMBED_RUNS+=("nomic -1 2 -1 $t" "nomic 0 1 -1 $t" "nomic 1 2 0 $t" "nomic256 1 2 -1 $t")
     EMBED_RUNS+=("neo 0 2 -1 $t" "neo 1 1 -1 $t" "neo 4 2 -1 $t" "neo 2 2 0 $t" "neo256 1 2 -1 $t")
     EMBED_RUNS+=("modern 0 2 -1 $t" "modern 1 1 -1 $t" "modern 4 2 -1 $t" "modern 4 1 0 $t" "modern-silu 1 2 -1 $t")
-    EMBED_RUNS+=("modern256 0 2 -1 $t")
+    EMBED_RUNS+=("modern256 0 2 -1 $t" "modern-reglu 1 2 -1 $t" "modern-reglu 0 1 0 $t")
     EMBED_RUNS+=("gemma 0 2 -1 $t" "gemma 1 1 -1 $t" "gemma 2 2 0 $t" "gemma-dense 1 2 -1 $t" "gemma-dense 0 2 0 $t")
     for p in 1 2 3 4; do
         EMBED_RUNS+=("qwen3 $p 2 -1 $t kvu" "qwen3-rank $p 1 -1 $t kvu")

@@ -289,10 +289,15 @@ pub(super) fn ffn_hidden(
         let u = &up[i * n_ff..(i + 1) * n_ff];
         match recipe.ffn {
             Ffn::GeGlu => ops::geglu(g, u),
+            Ffn::ReGlu => ops::reglu(g, u),
             _ => kernels::vecf::swiglu(g, u),
         }
     })?;
-    let name = if recipe.ffn == Ffn::GeGlu { "ffn_geglu" } else { "ffn_swiglu" };
+    let name = match recipe.ffn {
+        Ffn::GeGlu => "ffn_geglu",
+        Ffn::ReGlu => "ffn_reglu",
+        _ => "ffn_swiglu",
+    };
     dump::tensor(name, Some(il), gate, n_ff);
     Ok(n_ff)
 }
@@ -439,9 +444,9 @@ pub fn forward(
 ) -> Result<ControlFlow<()>> {
     let hp = &model.hparams;
     let family = model.arch.ok_or_else(|| crate::Error::invalid("the model cannot run"))?;
-    // (modern-bert's SiLU variants: the same recipe with SwiGLU)
-    let silu = Block { ffn: Ffn::SwiGlu, ..family.block };
-    let recipe = if hp.ffn_silu { &silu } else { &family.block };
+    // (modern-bert's variants: the same recipe with the file's activation)
+    let varied = Block { ffn: hp.ffn_act.unwrap_or(family.block.ffn), ..family.block };
+    let recipe = &varied;
     let nt = tokens.len();
     let n_embd = hp.n_embd as usize;
     let hd_k = hp.n_embd_head_k as usize;

@@ -65,6 +65,13 @@ pub fn gelu(x: &mut [f32]) {
     }
 }
 
+/// ggml_vec_reglu_f32 in place of the gate: `g = g > 0 ? g · u : 0`.
+pub fn reglu(g: &mut [f32], u: &[f32]) {
+    for (g, u) in g.iter_mut().zip(u) {
+        *g = if *g > 0.0 { *g * u } else { 0.0 };
+    }
+}
+
 /// ggml_vec_geglu_f32 as the reference builds it (GGML_GELU_FP16): GELU
 /// read from a table of f16 values indexed by the f16 of `g` (0 at or below
 /// -10, the identity at or above 10), times `u`; in place: `g[i]` becomes

@@ -134,9 +134,9 @@ pub struct HParams {
     /// `tokenizer.ggml.token_type_count` (0 when absent): the rows of a
     /// BERT model's `token_types` embedding.
     pub n_token_types: u32,
-    /// The gated FFN is SwiGLU rather than the family's GEGLU
-    /// (modern-bert's `%s.hidden_activation` = silu).
-    pub ffn_silu: bool,
+    /// The gated FFN's activation where the file says one other than the
+    /// family's (modern-bert's `%s.hidden_activation`: silu, reglu).
+    pub ffn_act: Option<super::arch::Ffn>,
     /// The dense modules' inner width (gemma-embedding's
     /// `%s.dense_2_feat_out`, `%s.dense_3_feat_in`; 0 when absent).
     pub dense_2_feat_out: u32,
@@ -454,7 +454,7 @@ impl HParams {
             pooling_type_cls: keys.u32("%s.classifier.pooling_type")?.map_or(-1, |p| p.min(4) as i32),
             n_cls_out: if cls_labels.is_empty() { 1 } else { u32::try_from(cls_labels.len()).unwrap_or(u32::MAX) },
             cls_labels,
-            ffn_silu: false,
+            ffn_act: None,
             dense_2_feat_out: 0,
             dense_3_feat_in: 0,
             n_token_types: match keys.file.get("tokenizer.ggml.token_type_count").as_ref().and_then(Value::as_u64) {

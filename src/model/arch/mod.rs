@@ -150,6 +150,8 @@ pub enum Ffn {
     GeGlu,
     /// Not gated: GELU(up), no `ffn_gate` (ggml_gelu).
     Gelu,
+    /// Gated: ReLU(gate) * up (ggml's REGLU; modern-bert's `reglu`).
+    ReGlu,
 }
 
 /// Sequential blocks, or parallel ones: attention and FFN on one normed

@@ -1,8 +1,8 @@
 //! `modern-bert`: ModernBERT (and its derivatives: gte-modernbert, IBM
 //! Granite Embedding R2): a pre-norm encoder with LayerNorms without bias
 //! (the input rows' too), rope of NEOX pairs, one `attn_qkv`, a GEGLU of
-//! one `ffn_up` of both halves (SwiGLU where `%s.hidden_activation` says
-//! silu), no biases, sliding windows seen both ways in two layers of every
+//! one `ffn_up` of both halves (SwiGLU or ReGLU where
+//! `%s.hidden_activation` says silu or reglu), no biases, sliding windows seen both ways in two layers of every
 //! three (the first global), and a classifier head of its own
 //! (`arch::ClsHead::Modern`, after mean pooling unless the file says).
 
@@ -52,14 +52,19 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
         }
     }
     hp.f_norm_eps = keys.required_f32("%s.attention.layer_norm_epsilon")?;
-    // (GEGLU unless the file says SiLU; ReLU variants are not run)
-    hp.ffn_silu = match keys.string("%s.hidden_activation")?.as_deref() {
-        None | Some(b"gelu" | b"geglu") => false,
-        Some(b"silu" | b"swish" | b"swiglu") => true,
-        Some(b"relu" | b"reglu") => {
-            return Err(Error::model(format!("not implemented yet: {} = relu", keys.full("%s.hidden_activation"))))
+    // (GEGLU unless the file says otherwise, as the reference's table)
+    hp.ffn_act = match keys.string("%s.hidden_activation")?.as_deref() {
+        Some(b"silu" | b"swish" | b"swiglu") => Some(Ffn::SwiGlu),
+        Some(b"reglu") => Some(Ffn::ReGlu),
+        Some(b"relu") => {
+            // (the reference's graph applies an ungated ReLU to the fused
+            // up of 2 n_ff rows, whose product with ffn_down then asserts)
+            return Err(Error::model(format!(
+                "{} = relu: an ungated activation does not fit the fused ffn_up of 2 n_ff rows",
+                keys.full("%s.hidden_activation")
+            )));
         }
-        Some(_) => false,
+        _ => None,
     };
     // (mean pooling before the classifier head unless the file says)
     if hp.pooling_type_cls == -1 {
