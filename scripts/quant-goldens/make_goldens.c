@@ -14,6 +14,14 @@ DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(q8_K)
 DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0) DECL(q1_0) DECL(q2_0)
 void dequantize_row_q1_0(const void *x, float *y, int64_t k);
 void dequantize_row_q2_0(const void *x, float *y, int64_t k);
+typedef void (*dequant_fn)(const void *x, float *y, int64_t k);
+void dequantize_row_iq2_xxs(const void *x, float *y, int64_t k);
+void dequantize_row_iq2_xs(const void *x, float *y, int64_t k);
+void dequantize_row_iq2_s(const void *x, float *y, int64_t k);
+void dequantize_row_iq3_xxs(const void *x, float *y, int64_t k);
+void dequantize_row_iq3_s(const void *x, float *y, int64_t k);
+void dequantize_row_iq1_s(const void *x, float *y, int64_t k);
+void dequantize_row_iq1_m(const void *x, float *y, int64_t k);
 size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start,
                            int64_t nrows, int64_t n_per_row, const float *imatrix);
 
@@ -71,6 +79,28 @@ static void fill(float *x) {
     }
 }
 
+// The IQ goldens' input: gaussian rows at scales 1e-3 .. 1e3, an all-zero
+// row, a constant one, one with an outlier, one of small integers.
+static void fill_iq(float *x) {
+    static const float sc[] = {1e-3f, 1e-2f, 0.1f, 1.f, 10.f, 100.f, 1e3f};
+    for (int s = 0; s < NSB; s++) {
+        float *b = x + 256 * s;
+        for (int i = 0; i < 256; i++) {
+            float v = gauss() * sc[s % 7];
+            if (s == 7) v = 0.0f;
+            if (s == 8) v = 0.5f;
+            if (s == 9 && i == 100) v = 30.0f;
+            if (s == 10) v = (float)((int)(next() % 9) - 4);
+            b[i] = v;
+        }
+    }
+}
+
+// The importance weights of the IQ goldens: positive, varying by column.
+static void iq_weights(float *w, int n) {
+    for (int j = 0; j < n; j++) w[j] = 0.25f + (float)((j * 37) % 11) * 0.5f;
+}
+
 static void put(const char *dir, const char *name, const void *p, size_t n) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -121,5 +151,30 @@ int main(int argc, char **argv) {
     put(argv[1], "bf16.bin", y, ggml_quantize_chunk(30, x, y, 0, 1, N, NULL));
     memset(y, 0, sizeof y);
     put(argv[1], "iq4_nl_chunk.bin", y, ggml_quantize_chunk(20, x, y, 0, N / 256, 256, NULL));
+    // The IQ1-IQ3 types through ggml_quantize_chunk (they have no _ref
+    // quantizer; IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M need an importance
+    // matrix): rows of 256 with the weights iq_weights() gives, of their own
+    // input (iq_input.f32: their grid searches assert on the extreme rows
+    // above).
+    static float qw[256], xi[N];
+    iq_weights(qw, 256);
+    fill_iq(xi);
+    put(argv[1], "iq_input.f32", xi, sizeof xi);
+    struct { const char *name; int type; dequant_fn dq; } iq[] = {
+        {"iq2_xxs", 16, dequantize_row_iq2_xxs}, {"iq2_xs", 17, dequantize_row_iq2_xs},
+        {"iq3_xxs", 18, dequantize_row_iq3_xxs}, {"iq1_s", 19, dequantize_row_iq1_s},
+        {"iq3_s", 21, dequantize_row_iq3_s},     {"iq2_s", 22, dequantize_row_iq2_s},
+        {"iq1_m", 29, dequantize_row_iq1_m},
+    };
+    for (size_t i = 0; i < sizeof iq / sizeof iq[0]; i++) {
+        memset(y, 0, sizeof y);
+        size_t n = ggml_quantize_chunk(iq[i].type, xi, y, 0, N / 256, 256, qw);
+        snprintf(name, sizeof name, "%s.bin", iq[i].name);
+        put(argv[1], name, y, n);
+        // and the reference's own dequantization of those blocks
+        iq[i].dq(y, dq, N);
+        snprintf(name, sizeof name, "%s_dequant.f32", iq[i].name);
+        put(argv[1], name, dq, sizeof dq);
+    }
     return 0;
 }

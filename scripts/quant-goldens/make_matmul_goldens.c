@@ -70,6 +70,12 @@ static int mul_mat(ggml_backend_t be, ggml_backend_buffer_type_t buft, enum ggml
     return repacked;
 }
 
+// The IQ1-IQ3 types (their goldens are quantized with importance weights).
+static int is_iq_grid(enum ggml_type t) {
+    return t == GGML_TYPE_IQ2_XXS || t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_S || t == GGML_TYPE_IQ3_XXS ||
+           t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s DIR\n", argv[0]); return 2; }
     char path[4096];
@@ -84,7 +90,12 @@ int main(int argc, char ** argv) {
 
     const enum ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
                                     GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL, GGML_TYPE_F16,
-                                    GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q1_0, GGML_TYPE_Q2_0};
+                                    GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q1_0, GGML_TYPE_Q2_0,
+                                    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
+                                    GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M};
+    // the importance weights the IQ1-IQ3 quantizers take (some require them)
+    static float qw[COLS];
+    for (int j = 0; j < COLS; j++) qw[j] = 0.25f + (float)((j * 37) % 11) * 0.5f;
     // weights: row r is input.f32 from offset 37*r (wrapping), so rows differ
     static float wsrc[MAX_ROWS * COLS];
     for (int r = 0; r < MAX_ROWS; r++) {
@@ -96,7 +107,7 @@ int main(int argc, char ** argv) {
         for (int rows = MAX_ROWS; rows >= 12; rows -= step) {
             const size_t wbytes = ggml_row_size(t, COLS) * rows;
             void * w = malloc(wbytes);
-            ggml_quantize_chunk(t, wsrc, w, 0, rows, COLS, NULL);
+            ggml_quantize_chunk(t, wsrc, w, 0, rows, COLS, is_iq_grid(t) ? qw : NULL);
             // the repack buffer type if it takes this type and shape, else a plain CPU buffer
             static float y[MAX_NT * MAX_ROWS];
             int repacked = mul_mat(be, rep, t, rows, w, in, 1, y);

@@ -122,7 +122,7 @@ fn kernel_sets_are_detected_and_chosen_once() {
             assert!(s.supports(ty), "{} lacks {ty}", s.name);
         }
     }
-    assert!(!sets[0].supports(GgmlType::IQ2_XXS));
+    assert!(!sets[0].supports(GgmlType::NVFP4));
     // scripts/test-aarch64.sh runs the tests on emulated CPUs with and
     // without dotprod and says which set must be chosen.
     if let Ok(want) = std::env::var("MINFER_EXPECT_KERNELS") {
@@ -282,7 +282,7 @@ fn dot_rejects_bad_shapes() {
     assert!(ks.dot(GgmlType::Q4_0, 256, &w[..17], &a).is_err());
     assert!(ks.dot(GgmlType::Q4_0, 256, &w, &a[..100]).is_err());
     assert!(ks.dot(GgmlType::Q4_0, 250, &w, &a).is_err());
-    assert!(ks.dot(GgmlType::IQ2_XXS, 256, &w, &a).is_err());
+    assert!(ks.dot(GgmlType::NVFP4, 256, &w, &a).is_err());
     let mut out = vec![0f32; 2];
     assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 0, &mut out).is_err());
     assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 272, &mut []).is_err());
@@ -412,7 +412,7 @@ fn matmul_rejects_bad_shapes() {
     assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 256).is_ok());
     assert!(Weights::new(&wb, GgmlType::Q4_0, 5, 256).is_err());
     assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 250).is_err());
-    assert!(Weights::new(&wb, GgmlType::IQ2_XXS, 1, 256).is_err());
+    assert!(Weights::new(&wb, GgmlType::NVFP4, 1, 256).is_err());
     assert!(Weights::new(&wb, GgmlType::Q4_K, 1, 288).is_err());
     let w = Weights::new(&wb, GgmlType::Q4_0, 4, 256).expect("weights");
     let x = vec![0f32; 2 * 256];
@@ -545,7 +545,7 @@ fn pool_run_rows_hands_every_row_to_one_call() {
 pub(crate) fn scale_fields(ty: GgmlType) -> &'static [usize] {
     use GgmlType::*;
     match ty {
-        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | Q1_0 | Q2_0 => &[0],
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | Q1_0 | Q2_0 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S => &[0],
         Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
         Q2_K => &[80, 82],
         Q3_K => &[108],

@@ -22,9 +22,20 @@
 //! | MXFP4 | 32 | `mxfp4.rs` | Q8_0 |
 //! | TQ1_0, TQ2_0 | 256 | `tq.rs` | Q8_K |
 //! | Q1_0, Q2_0 | 128, 64 | `q1_0.rs`, `q2_0.rs` | Q8_0 |
+//! | IQ2_XXS, IQ2_XS, IQ2_S | 256 | `iq2.rs` | Q8_K |
+//! | IQ3_XXS, IQ3_S | 256 | `iq3.rs` | Q8_K |
+//! | IQ1_S, IQ1_M | 256 | `iq1.rs` | Q8_K |
+//!
+//! The IQ1–IQ3 types are read (dequantized, multiplied) but not yet written:
+//! their quantizers search the grids with an importance matrix.
 
 pub mod float;
+pub mod iq1;
+pub mod iq2;
+pub mod iq3;
 pub mod iq4;
+pub mod iq_expand;
+pub mod iq_grids;
 pub mod k_helpers;
 pub mod mxfp4;
 pub mod q1_0;
@@ -173,8 +184,14 @@ fn check_row(ty: GgmlType, n: usize, bytes: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether [`dequantize_row`] and [`quantize_row`] support `ty`.
+/// Whether [`dequantize_row`] supports `ty`.
 pub fn is_supported(ty: GgmlType) -> bool {
+    use GgmlType::*;
+    can_quantize(ty) || matches!(ty, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M)
+}
+
+/// Whether [`quantize_row`] supports `ty`.
+pub fn can_quantize(ty: GgmlType) -> bool {
     use GgmlType::*;
     matches!(
         ty,
@@ -229,6 +246,13 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
         TQ2_0 => tq::dequantize_row_tq2_0(as_blocks(src), out),
         Q1_0 => q1_0::dequantize_row(as_blocks(src), out),
         Q2_0 => q2_0::dequantize_row(as_blocks(src), out),
+        IQ2_XXS => iq2::dequantize_row_xxs(as_blocks(src), out),
+        IQ2_XS => iq2::dequantize_row_xs(as_blocks(src), out),
+        IQ2_S => iq2::dequantize_row_s(as_blocks(src), out),
+        IQ3_XXS => iq3::dequantize_row_xxs(as_blocks(src), out),
+        IQ3_S => iq3::dequantize_row_s(as_blocks(src), out),
+        IQ1_S => iq1::dequantize_row_s(as_blocks(src), out),
+        IQ1_M => iq1::dequantize_row_m(as_blocks(src), out),
         _ => return Err(Error::invalid(format!("dequantize_row: type {ty} is not supported"))),
     }
     Ok(())
@@ -270,7 +294,7 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
 /// Whether [`quantize_chunk`] can produce `ty` (the storage types of model
 /// files minfer writes; Q8_1 and Q8_K are activation-only).
 pub fn is_chunk_type(ty: GgmlType) -> bool {
-    is_supported(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)
+    can_quantize(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)
 }
 
 /// Quantizes whole rows as ggml's `ggml_quantize_chunk` does without an

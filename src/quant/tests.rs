@@ -42,6 +42,22 @@ pub(crate) fn golden_types() -> Vec<(GgmlType, &'static [u8])> {
     ]
 }
 
+/// Blocks of the IQ1–IQ3 types, made by the reference's
+/// `ggml_quantize_chunk` with importance weights from `iq_input.f32` (see
+/// make_goldens.c); minfer reads these types but does not write them yet.
+pub(crate) fn golden_iq_types() -> Vec<(GgmlType, &'static [u8])> {
+    use GgmlType::*;
+    vec![
+        (IQ2_XXS, golden!("iq2_xxs.bin")),
+        (IQ2_XS, golden!("iq2_xs.bin")),
+        (IQ2_S, golden!("iq2_s.bin")),
+        (IQ3_XXS, golden!("iq3_xxs.bin")),
+        (IQ3_S, golden!("iq3_s.bin")),
+        (IQ1_S, golden!("iq1_s.bin")),
+        (IQ1_M, golden!("iq1_m.bin")),
+    ]
+}
+
 fn first_mismatch(ty: GgmlType, got: &[u8], want: &[u8]) -> Option<String> {
     if got.len() != want.len() {
         return Some(format!("{ty}: {} bytes, want {}", got.len(), want.len()));
@@ -191,6 +207,30 @@ fn dequantize_equals_the_reference_q1_q2() {
 }
 
 #[test]
+fn dequantize_equals_the_reference_iq() {
+    macro_rules! dq {
+        ($name:literal) => {
+            golden!($name).chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect::<Vec<f32>>()
+        };
+    }
+    let want = [
+        dq!("iq2_xxs_dequant.f32"),
+        dq!("iq2_xs_dequant.f32"),
+        dq!("iq2_s_dequant.f32"),
+        dq!("iq3_xxs_dequant.f32"),
+        dq!("iq3_s_dequant.f32"),
+        dq!("iq1_s_dequant.f32"),
+        dq!("iq1_m_dequant.f32"),
+    ];
+    for ((ty, q), want) in golden_iq_types().into_iter().zip(want) {
+        let mut got = vec![0f32; want.len()];
+        dequantize_row(ty, q, &mut got).expect("valid row");
+        let bad = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+        assert!(bad.is_none(), "{ty}: element {bad:?} differs");
+    }
+}
+
+#[test]
 fn dequantize_equals_gguf_numpy() {
     let Some(dir) = std::env::var_os("MINFER_GGUF_DEQUANT_DIR") else {
         skip_test!(
@@ -200,7 +240,7 @@ fn dequantize_equals_gguf_numpy() {
     };
     let dir = std::path::PathBuf::from(dir);
     let mut checked = 0;
-    for (ty, _) in golden_types() {
+    for (ty, _) in golden_types().into_iter().chain(golden_iq_types()) {
         if matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K) {
             continue; // activation-only types: the gguf package has no dequantizer
         }
@@ -222,5 +262,5 @@ fn dequantize_equals_gguf_numpy() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 16);
+    assert_eq!(checked, 23);
 }

@@ -20,7 +20,8 @@
 //!   output at a time; so does IQ4_NL (not repacked) for one row
 //!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`. MXFP4 not repacked,
 //!   TQ1_0/TQ2_0 (`vec_dot_tq.rs`) and Q1_0/Q2_0 (`vec_dot_q1q2.rs`) take
-//!   their vec_dot at every token count.
+//!   their vec_dot at every token count. The IQ1–IQ3 types take the tiled
+//!   path from 8 rows as the k-quants, their vec_dot (`vec_dot_iq.rs`) below.
 //!
 //! - [`Path::TinyBlasF32`] / [`Path::VecDotF32`]: F32 weights; llamafile's
 //!   tinyBLAS<16> from 2 activation rows when `rows % 4 == 0` (and
@@ -65,6 +66,7 @@ pub mod tiled_vnni;
 pub mod tinyblas_bf16;
 pub mod tinyblas_f16;
 pub mod tinyblas_f32;
+pub mod vec_dot_iq;
 pub mod vec_dot_k;
 pub mod vec_dot_q1q2;
 pub mod vec_dot_tq;
@@ -144,7 +146,7 @@ pub fn path_of(m: Mat, nt: usize) -> Option<Path> {
         BF16 => Some(if tinyblas_bf16::runs(rows, nt, 0) { Path::TinyBlasBf16 } else { Path::VecDotBf16 }),
         // the column condition (cols % 16) is checked by the kernel
         F16 => Some(if tinyblas_f16::runs(rows, nt, 0) { Path::TinyBlasF16 } else { Path::VecDotF16 }),
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => {
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => {
             Some(if nt >= TILED_MIN_ROWS { Path::Tiled } else { Path::VecDot })
         }
         _ => None,

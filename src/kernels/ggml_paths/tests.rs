@@ -37,6 +37,13 @@ fn goldens() -> Vec<(GgmlType, &'static [u8])> {
         g!(TQ2_0, "matmul_tq2_0.bin"),
         g!(Q1_0, "matmul_q1_0.bin"),
         g!(Q2_0, "matmul_q2_0.bin"),
+        g!(IQ2_XXS, "matmul_iq2_xxs.bin"),
+        g!(IQ2_XS, "matmul_iq2_xs.bin"),
+        g!(IQ2_S, "matmul_iq2_s.bin"),
+        g!(IQ3_XXS, "matmul_iq3_xxs.bin"),
+        g!(IQ3_S, "matmul_iq3_s.bin"),
+        g!(IQ1_S, "matmul_iq1_s.bin"),
+        g!(IQ1_M, "matmul_iq1_m.bin"),
         // scripts/quant-goldens/make_float_matmul_goldens.c
         g!(F32, "matmul_f32_r16_c128.bin"),
         g!(F32, "matmul_f32_r14_c128.bin"),
@@ -130,11 +137,20 @@ fn weight_rows(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8>
         // (float types: arbitrary bytes are NaNs and infinities, whose
         // payloads the scalar and SIMD code need not agree on; their tests
         // cover special values)
-        if r % 3 == 2 && !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+        // (the IQ1–IQ3 types, which minfer does not quantize: every row)
+        let arbitrary = r % 3 == 2 || !quant::can_quantize(ty);
+        if arbitrary && !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
             row.iter_mut().for_each(|b| *b = rng.next() as u8);
             for blk in row.chunks_exact_mut(ty.type_size()) {
                 for &off in crate::kernels::tests::scale_fields(ty) {
                     blk[off..off + 2].copy_from_slice(&quant::f32_to_f16(rng.uni() * 0.01));
+                }
+                if ty == GgmlType::IQ1_M {
+                    // (its f16 scale is the top nibbles of its 4 scale words)
+                    let h = u16::from_le_bytes(quant::f32_to_f16(rng.uni() * 0.01));
+                    for k in 0..4 {
+                        blk[48 + 2 * k + 1] = (blk[48 + 2 * k + 1] & 0x0f) | ((((h >> (4 * k)) & 15) as u8) << 4);
+                    }
                 }
                 if ty == GgmlType::MXFP4 {
                     // (an E8M0 exponent near 2^-1: finite sums)
@@ -180,6 +196,9 @@ fn every_set_computes_the_scalar_emulations_bits() {
     use GgmlType::*;
     let mut rng = Rng::new(77);
     for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, TQ1_0, TQ2_0, F32, F16, BF16] {
+        sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
+    }
+    for ty in [IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M] {
         sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
     }
 }

@@ -217,7 +217,10 @@ fn lut_pairs<B: Block>(
 
 /// The scalar emulation for weight type `ty`.
 pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
-    if let Some(f) = super::vec_dot_tq::scalar_tile(ty).or_else(|| super::vec_dot_q1q2::scalar_tile(ty)) {
+    if let Some(f) = super::vec_dot_tq::scalar_tile(ty)
+        .or_else(|| super::vec_dot_q1q2::scalar_tile(ty))
+        .or_else(|| super::vec_dot_iq::scalar_tile(ty))
+    {
         return Some(f);
     }
     if ty == GgmlType::IQ4_NL {
@@ -234,7 +237,10 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use avx2::{tile, LANES4, LANES8, NONE, Q6K, SCALAR};
-    if let Some(f) = super::vec_dot_tq::avx2_tile(ty).or_else(|| super::vec_dot_q1q2::avx2_tile(ty)) {
+    if let Some(f) = super::vec_dot_tq::avx2_tile(ty)
+        .or_else(|| super::vec_dot_q1q2::avx2_tile(ty))
+        .or_else(|| super::vec_dot_iq::avx2_tile(ty))
+    {
         return Some(f);
     }
     if ty == GgmlType::IQ4_NL {
