@@ -40,6 +40,8 @@
 //! `hidden_activation` silu (SwiGLU), reglu=1 reglu, cls=1 its head with
 //! cls_norm;
 //! gemma-embedding: dense=1 its dense modules (n_embd -> 2 n_embd -> n_embd).
+//! blocks=T writes the layers' matrices as random blocks of ggml type T
+//! (e.g. 16 for IQ2_XXS), scaled to the random F32 weights' magnitude.
 
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
@@ -90,6 +92,8 @@ fn main() {
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
     let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
+    // blocks=T: the layers' matrices as random blocks of ggml type T
+    let mut blocks: Option<GgmlType> = None;
     let (mut first_norm, mut silu, mut dense, mut reglu) = (true, false, false, false);
     // experts: always for the families whose every layer has them
     let always_moe = matches!(arch, "qwen3moe" | "qwen2moe" | "olmoe" | "granitemoe" | "gpt-oss" | "dots1");
@@ -150,6 +154,7 @@ fn main() {
             "silu" => silu = v != 0,
             "reglu" => reglu = v != 0,
             "dense" => dense = v != 0,
+            "blocks" => blocks = Some(GgmlType::from_u32(v as u32).unwrap_or_else(|| panic!("no ggml type {v}"))),
             _ => panic!("unknown size {k}"),
         }
     }
@@ -519,11 +524,59 @@ fn main() {
     }
     let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =
         tensors.into_inner().into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
-    for (name, ne, data) in &bytes {
-        w.add_tensor(name, GgmlType::F32, ne, data.as_slice());
+    let mut block_rng = Rng(seed ^ 0xb10c);
+    let typed: Vec<(&String, GgmlType, &Vec<u64>, Vec<u8>)> = bytes
+        .iter()
+        .map(|(name, ne, data)| match blocks {
+            Some(ty) if name.starts_with("blk.") && ne.len() >= 2 && ne[0] % ty.block_size() as u64 == 0 => {
+                let f: Vec<f32> = data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                (name, ty, ne, random_blocks(ty, &f, ne[0] as usize, &mut block_rng))
+            }
+            _ => (name, GgmlType::F32, ne, data.clone()),
+        })
+        .collect();
+    for (name, ty, ne, data) in &typed {
+        w.add_tensor(name, *ty, ne, data.as_slice());
     }
     w.set("general.file_type", OwnedValue::U32(0));
     w.write_file(Path::new(out_path)).expect("write the model");
+}
+
+/// Random blocks of `ty` in place of the weights `f` (rows of `cols`): any
+/// bytes are valid blocks of the lattice types, which minfer cannot quantize
+/// to yet; each block's scale is set so that the matrix keeps the root mean
+/// square of `f` (IQ1_M's f16 scale lives in the top nibbles of its scale
+/// words).
+fn random_blocks(ty: GgmlType, f: &[f32], cols: usize, rng: &mut Rng) -> Vec<u8> {
+    let (bs, ts) = (ty.block_size(), ty.type_size());
+    let n_blocks = f.len() / bs;
+    let mut q: Vec<u8> = (0..n_blocks * ts).map(|_| rng.next() as u8).collect();
+    let set_scale = |blk: &mut [u8], d: f32| {
+        let h = u16::from_le_bytes(llama::quant::f32_to_f16(d));
+        if ty == GgmlType::IQ1_M {
+            for k in 0..4 {
+                blk[49 + 2 * k] = (blk[49 + 2 * k] & 0x0f) | ((((h >> (4 * k)) & 15) as u8) << 4);
+            }
+        } else {
+            blk[..2].copy_from_slice(&h.to_le_bytes());
+        }
+    };
+    // (each block's scale 0.5..1.5 times one of the whole matrix)
+    let jitter: Vec<f32> = (0..n_blocks).map(|_| 1.0 + 0.5 * rng.uniform()).collect();
+    for (blk, &j) in q.chunks_exact_mut(ts).zip(&jitter) {
+        set_scale(blk, j);
+    }
+    let rms = |v: &[f32]| (v.iter().map(|x| (x * x) as f64).sum::<f64>() / v.len() as f64).sqrt() as f32;
+    let mut deq = vec![0f32; f.len()];
+    let row = ty.row_size(cols as u64).expect("row size") as usize;
+    for (r, out) in deq.chunks_exact_mut(cols).enumerate() {
+        llama::quant::dequantize_row(ty, &q[r * row..(r + 1) * row], out).expect("dequantize");
+    }
+    let k = rms(f) / rms(&deq);
+    for (blk, &j) in q.chunks_exact_mut(ts).zip(&jitter) {
+        set_scale(blk, j * k);
+    }
+    q
 }
 
 /// The keys a family's test model sets beyond the shared ones: values that

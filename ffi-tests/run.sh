@@ -49,6 +49,8 @@ GEMMA=$MODELS/gemma-3-270m-q4_k_m.gguf
 VOCAB=${MINFER_CACHE:-$HOME/.cache/minfer}/vocab
 PAR=$ROOT/ffi-tests/golden/parity
 # the file types (llama_ftype) of the mixture-of-experts block-type check
+# the IQ1-IQ3 types as NAME:ggml_type (random blocks: synth_model blocks=T)
+IQ_TYPES="IQ2_XXS:16 IQ2_XS:17 IQ2_S:22 IQ3_XXS:18 IQ3_S:21 IQ1_S:19 IQ1_M:29"
 MOE_TYPES="F16:1 BF16:32 Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q8_0:7 Q2_K:10 Q3_K_M:12 Q5_K_M:17 Q6_K:18 IQ4_NL:25 IQ4_XS:30 MXFP4_MOE:38 TQ1_0:36 TQ2_0:37 Q1_0:40 Q2_0:41"
 mkdir -p "$OUT"
 
@@ -598,6 +600,24 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     logits_hash_ok "$OUT/$1-dense.gguf" "$PAR/tokens512.txt" "$PAR/moe-types.sha256" \
                         "512 2 512 $1-dense-one-decode" "512 1 7 $1-dense-chunks-of-7" || moe_ok=0
                 done
+                # the IQ1-IQ3 types, which minfer reads but does not write
+                # yet: every layer matrix of that llama, and of the qwen3moe
+                # (experts included), random blocks of the type
+                local iq_ok=1
+                for t in $IQ_TYPES; do
+                    set -- ${t/:/ }
+                    make_synth llama $1-dense-iq embd=256 ff=512 head_dim=64 blocks=$2
+                    logits_hash_ok "$OUT/synth-$1-dense-iq.gguf" "$PAR/tokens512.txt" "$PAR/iq-types.sha256" \
+                        "512 2 512 $1-dense-one-decode" "512 1 7 $1-dense-chunks-of-7" || iq_ok=0
+                    make_synth qwen3moe $1-moe-iq embd=256 heads=4 kv_heads=2 head_dim=64 ff=512 blocks=$2
+                    logits_hash_ok "$OUT/synth-$1-moe-iq.gguf" "$PAR/tokens512.txt" "$PAR/iq-types.sha256" \
+                        "512 2 512 $1-moe-one-decode" "512 1 7 $1-moe-chunks-of-7" || iq_ok=0
+                done
+                if [ $iq_ok = 1 ]; then
+                    ok "a dense llama and an 8-expert qwen3moe in each of $(for t in $IQ_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//') (random blocks): logits bit-identical to the reference (one decode: tiled; chunks of 7: vec_dot)"
+                else
+                    not_ok "IQ1-IQ3 types: logits differ from the reference's"
+                fi
                 if [ $moe_ok = 1 ]; then
                     ok "mixture of experts in $(for t in $MOE_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//'), gpt-oss with MXFP4 experts and a dense llama in MXFP4, TQ1_0, TQ2_0, Q1_0 and Q2_0: logits bit-identical to the reference (one decode, chunks of 7)"
                 else

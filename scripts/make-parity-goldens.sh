@@ -293,6 +293,25 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
     done
     rm -f "$M.tmp"
 fi
+# The IQ1-IQ3 types (golden/parity/iq-types.sha256), which minfer reads but
+# does not quantize to yet: the 256-wide llama of the moe-types section with
+# every layer matrix random blocks of the type (synth_model blocks=T), and
+# the 8-expert qwen3moe with every layer matrix, experts included, in it
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" iq-types "* ]]; then
+    M=ffi-tests/golden/parity/iq-types.sha256 && : > "$M"
+    for t in $(sed -n 's/^IQ_TYPES="\(.*\)"/\1/p' ffi-tests/run.sh); do
+        set -- ${t/:/ }
+        target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/$1-dense-iq.gguf" 11 512 \
+            embd=256 ff=512 head_dim=64 blocks=$2
+        ref_hashes "$OUT/$1-dense-iq.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-dense-one-decode" \
+            "7 $1-dense-chunks-of-7" && cat "$M.tmp" >> "$M"
+        target/release/examples/synth_model qwen3moe "$CACHE/vocab/ggml-vocab-qwen2.gguf" "$OUT/$1-moe-iq.gguf" 11 512 \
+            embd=256 heads=4 kv_heads=2 head_dim=64 ff=512 blocks=$2
+        ref_hashes "$OUT/$1-moe-iq.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-moe-one-decode" \
+            "7 $1-moe-chunks-of-7" && cat "$M.tmp" >> "$M"
+    done
+    rm -f "$M.tmp"
+fi
 # Encoders (golden/parity/embed.sha256): the cases of
 # ffi-tests/parity/embed_cases.sh (synthetic bert and nomic-bert models, the
 # 256-wide ones quantized by the reference), each run's output as
