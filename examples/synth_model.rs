@@ -40,7 +40,8 @@
 //! `hidden_activation` silu (SwiGLU), reglu=1 reglu, cls=1 its head with
 //! cls_norm;
 //! gemma-embedding: dense=1 its dense modules (n_embd -> 2 n_embd -> n_embd).
-//! blocks=T writes the layers' matrices as random blocks of ggml type T
+//! blocks=T writes the layers' matrices and the output head (where the
+//! family has one) as random blocks of ggml type T
 //! (e.g. 16 for IQ2_XXS), scaled to the random F32 weights' magnitude.
 
 use llama::ggml_type::GgmlType;
@@ -92,7 +93,7 @@ fn main() {
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
     let enc = recipe.encoder.unwrap_or(arch::Encoder::BERT);
     let (mut pooling, mut cls, mut labels, mut ffn_kind) = (1usize, false, 0usize, 0usize);
-    // blocks=T: the layers' matrices as random blocks of ggml type T
+    // blocks=T: the layers' matrices and the output head as random blocks of ggml type T
     let mut blocks: Option<GgmlType> = None;
     let (mut first_norm, mut silu, mut dense, mut reglu) = (true, false, false, false);
     // experts: always for the families whose every layer has them
@@ -528,7 +529,11 @@ fn main() {
     let typed: Vec<(&String, GgmlType, &Vec<u64>, Vec<u8>)> = bytes
         .iter()
         .map(|(name, ne, data)| match blocks {
-            Some(ty) if name.starts_with("blk.") && ne.len() >= 2 && ne[0] % ty.block_size() as u64 == 0 => {
+            Some(ty)
+                if (name.starts_with("blk.") || name == "output.weight")
+                    && ne.len() >= 2
+                    && ne[0] % ty.block_size() as u64 == 0 =>
+            {
                 let f: Vec<f32> = data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
                 (name, ty, ne, random_blocks(ty, &f, ne[0] as usize, &mut block_rng))
             }
