@@ -81,6 +81,22 @@ ternary_model() {
     echo "$q"
 }
 
+# iq_model NAME TYPE: the ternary model's llama shape with every layer
+# matrix and the output head random blocks of ggml type TYPE (synth_model
+# blocks=T: minfer cannot quantize to the IQ1-IQ3 types yet), written once
+# into $CACHE/families/
+iq_model() {
+    local q=$CACHE/families/iq.$1.gguf
+    if [ ! -f "$q" ]; then
+        mkdir -p "$CACHE/families"
+        (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
+        "$ROOT/target/release/examples/synth_model" llama "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$q.tmp" 11 \
+            49152 embd=768 layers=30 heads=12 kv_heads=4 head_dim=64 ff=2048 ctx=1024 blocks="$2" > /dev/null \
+            && mv "$q.tmp" "$q"
+    fi
+    echo "$q"
+}
+
 if [ $# -gt 0 ]; then
     MODELS=("$@")
 else
@@ -90,7 +106,7 @@ else
         for q in Q4_0 Q5_0 Q5_1 Q8_0 Q4_K_M Q6_K IQ4_NL F16; do
             MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
         done
-        MODELS+=("$(ternary_model)")
+        MODELS+=("$(ternary_model)" "$(iq_model IQ2_XXS 16)" "$(iq_model IQ3_S 21)")
     fi
     # one row per family of ffi-tests/golden/parity/families.txt (FAMILIES:
     # only those lines, and no other model)

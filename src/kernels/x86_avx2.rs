@@ -2040,6 +2040,31 @@ impl WK for WIq4Xs {
     }
 }
 
+/// The IQ1–IQ3 types on the tiled path: the block's values as the
+/// reference's `tiled_unpack_src0` makes them (signed, at most
+/// `B::Q_MAX`), through the scalar expansion of `quant::iq_expand`.
+pub(crate) struct WIq<B>(std::marker::PhantomData<B>);
+impl<B: crate::quant::iq_expand::IqTiled> WK for WIq<B> {
+    const Q_MAX: i32 = B::Q_MAX;
+    const BYTES: usize = std::mem::size_of::<B>();
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn unpack(p: *const u8) -> KRegs {
+        // SAFETY: this fn's contract: `p` covers a whole block (`BYTES`), and
+        // `B: Block` has alignment 1 and accepts every bit pattern; the CPU
+        // has avx2, fma, f16c.
+        unsafe {
+            let k = (*(p as *const B)).tiled_kblock();
+            let mut q = [_mm256_setzero_si256(); 8];
+            for (c, qv) in q.iter_mut().enumerate() {
+                *qv = loadu(k.q.as_ptr().add(32 * c) as *const u8);
+            }
+            let sc = _mm256_loadu_si256(k.scales.as_ptr() as *const __m256i);
+            KRegs { q, sc: scale_vectors_v(sc), mins: _mm256_setzero_si256(), has_min: false, d: k.d, dmin: 0.0 }
+        }
+    }
+}
+
 /// The exact integer sums of one super-block dot with the Q8_K block at `ab`:
 /// (Σ_g scale_g·Σ_{i∈g} q_i·a_i, Σ_g min_g·bsum_g).
 #[target_feature(enable = "avx2,fma,f16c")]

@@ -17,7 +17,7 @@
 //! Every index is within its grid by construction, so any bytes are a valid
 //! block.
 
-use super::iq_expand::{ksigns, IqWeights};
+use super::iq_expand::{ksigns, Grid8};
 use super::iq_grids::{IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID};
 use super::{f16_to_f32, Block, QK_K};
 use crate::ggml_type::GgmlType;
@@ -85,18 +85,18 @@ impl BlockIq2Xxs {
         let (a, b) = (u32_at(&self.qs, 8 * ib), u32_at(&self.qs, 8 * ib + 4));
         (std::array::from_fn(|l| (((a >> (8 * l)) & 255) as usize, ksigns(b >> (7 * l)))), b >> 28)
     }
+}
 
-    pub fn expand(&self) -> IqWeights {
-        let mut w = IqWeights::ZERO;
-        for ib in 0..QK_K / 32 {
-            let (g, s) = self.group(ib);
-            for (l, &(idx, signs)) in g.iter().enumerate() {
-                w.put8(32 * ib + 8 * l, IQ2XXS_GRID[idx], signs);
-            }
-            w.scale[2 * ib] = (2 * s + 1) as u8;
-            w.scale[2 * ib + 1] = (2 * s + 1) as u8;
-        }
-        w
+impl Grid8 for BlockIq2Xxs {
+    #[inline]
+    fn grid8(&self, k: usize) -> (u64, u8) {
+        let (ib, l) = (k / 4, k % 4);
+        let (a, b) = (u32_at(&self.qs, 8 * ib), u32_at(&self.qs, 8 * ib + 4));
+        (IQ2XXS_GRID[((a >> (8 * l)) & 255) as usize], ksigns(b >> (7 * l)))
+    }
+
+    fn scales16(&self) -> [u8; QK_K / 16] {
+        std::array::from_fn(|h| (2 * (u32_at(&self.qs, 8 * (h / 2) + 4) >> 28) + 1) as u8)
     }
 }
 
@@ -107,15 +107,17 @@ impl BlockIq2Xs {
         let q = u16_at(&self.qs, 2 * k);
         ((q & 511) as usize, ksigns((q >> 9) as u32))
     }
+}
 
-    pub fn expand(&self) -> IqWeights {
-        let mut w = IqWeights::ZERO;
-        for k in 0..QK_K / 8 {
-            let (idx, signs) = self.entry(k);
-            w.put8(8 * k, IQ2XS_GRID[idx], signs);
-        }
-        w.scale = scales16(&self.scales);
-        w
+impl Grid8 for BlockIq2Xs {
+    #[inline]
+    fn grid8(&self, k: usize) -> (u64, u8) {
+        let (idx, signs) = self.entry(k);
+        (IQ2XS_GRID[idx], signs)
+    }
+
+    fn scales16(&self) -> [u8; QK_K / 16] {
+        scales16(&self.scales)
     }
 }
 
@@ -127,15 +129,17 @@ impl BlockIq2S {
         let hi = ((self.qh[ib] as usize) << (8 - 2 * l)) & 0x300;
         (self.qs[k] as usize | hi, self.qs[QK_K / 8 + k])
     }
+}
 
-    pub fn expand(&self) -> IqWeights {
-        let mut w = IqWeights::ZERO;
-        for k in 0..QK_K / 8 {
-            let (idx, signs) = self.entry(k);
-            w.put8(8 * k, IQ2S_GRID[idx], signs);
-        }
-        w.scale = scales16(&self.scales);
-        w
+impl Grid8 for BlockIq2S {
+    #[inline]
+    fn grid8(&self, k: usize) -> (u64, u8) {
+        let (idx, signs) = self.entry(k);
+        (IQ2S_GRID[idx], signs)
+    }
+
+    fn scales16(&self) -> [u8; QK_K / 16] {
+        scales16(&self.scales)
     }
 }
 

@@ -14,7 +14,7 @@
 //! Every index is within its grid by construction, so any bytes are a valid
 //! block.
 
-use super::iq_expand::{ksigns, IqWeights};
+use super::iq_expand::{ksigns, Grid8};
 use super::iq_grids::{IQ3S_GRID, IQ3XXS_GRID};
 use super::{f16_to_f32, Block, QK_K};
 use crate::ggml_type::GgmlType;
@@ -56,22 +56,18 @@ impl BlockIq3Xxs {
         let i = QK_K / 4 + 4 * ib;
         u32::from_le_bytes([self.qs[i], self.qs[i + 1], self.qs[i + 2], self.qs[i + 3]])
     }
+}
 
-    pub fn expand(&self) -> IqWeights {
-        let mut w = IqWeights::ZERO;
-        for ib in 0..QK_K / 32 {
-            let aux = self.aux(ib);
-            for l in 0..4 {
-                let signs = ksigns(aux >> (7 * l));
-                let j = 32 * ib + 8 * l;
-                w.put4(j, IQ3XXS_GRID[self.qs[8 * ib + 2 * l] as usize], signs);
-                w.put4(j + 4, IQ3XXS_GRID[self.qs[8 * ib + 2 * l + 1] as usize], signs >> 4);
-            }
-            let s = (2 * (aux >> 28) + 1) as u8;
-            w.scale[2 * ib] = s;
-            w.scale[2 * ib + 1] = s;
-        }
-        w
+impl Grid8 for BlockIq3Xxs {
+    #[inline]
+    fn grid8(&self, k: usize) -> (u64, u8) {
+        let (ib, l) = (k / 4, k % 4);
+        let g = |i: usize| IQ3XXS_GRID[self.qs[8 * ib + 2 * l + i] as usize] as u64;
+        (g(0) | g(1) << 32, ksigns(self.aux(ib) >> (7 * l)))
+    }
+
+    fn scales16(&self) -> [u8; QK_K / 16] {
+        std::array::from_fn(|h| (2 * (self.aux(h / 2) >> 28) + 1) as u8)
     }
 }
 
@@ -94,19 +90,17 @@ impl BlockIq3S {
             b >> 4
         }
     }
+}
 
-    pub fn expand(&self) -> IqWeights {
-        let mut w = IqWeights::ZERO;
-        for k in 0..QK_K / 4 {
-            let signs = self.signs[k / 2] >> (4 * (k % 2));
-            w.put4(4 * k, IQ3S_GRID[self.index(k)], signs);
-        }
-        for ib in 0..QK_K / 32 {
-            let s = 2 * self.scale(ib) + 1;
-            w.scale[2 * ib] = s;
-            w.scale[2 * ib + 1] = s;
-        }
-        w
+impl Grid8 for BlockIq3S {
+    #[inline]
+    fn grid8(&self, k: usize) -> (u64, u8) {
+        let g = |i: usize| IQ3S_GRID[self.index(2 * k + i)] as u64;
+        (g(0) | g(1) << 32, self.signs[k])
+    }
+
+    fn scales16(&self) -> [u8; QK_K / 16] {
+        std::array::from_fn(|h| 2 * self.scale(h / 2) + 1)
     }
 }
 

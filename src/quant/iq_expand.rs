@@ -59,6 +59,51 @@ impl IqWeights {
     }
 }
 
+/// The IQ2 and IQ3 types: each 8 weights one grid entry of 8 magnitude
+/// bytes (IQ3: two entries of 4) and a sign byte.
+pub trait Grid8 {
+    /// The grid bytes and the sign byte of weights `8k..8k+8` (k < 32).
+    fn grid8(&self, k: usize) -> (u64, u8);
+    /// The odd scales `2s + 1` of the 16 groups of 16.
+    fn scales16(&self) -> [u8; QK_K / 16];
+
+    fn expand(&self) -> IqWeights {
+        let mut w = IqWeights::ZERO;
+        for k in 0..QK_K / 8 {
+            let (g, s) = self.grid8(k);
+            w.put8(8 * k, g, s);
+        }
+        w.scale = self.scales16();
+        w
+    }
+}
+
+/// `SIGN_MASKS[s]`: 0xFF in byte `j` where bit `j` of `s` is set.
+static SIGN_MASKS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut s = 0;
+    while s < 256 {
+        let mut j = 0;
+        while j < 8 {
+            if (s >> j) & 1 == 1 {
+                t[s] |= 0xFF << (8 * j);
+            }
+            j += 1;
+        }
+        s += 1;
+    }
+    t
+};
+
+/// The 8 grid bytes `g` (each 1..=127) negated (two's complement, i8) where
+/// bit `j` of `signs` is set: `(g ^ m) + (m & 1)` per byte, which carries
+/// into no other byte because no grid byte is 0.
+#[inline]
+pub fn signed8(g: u64, signs: u8) -> u64 {
+    let m = SIGN_MASKS[signs as usize];
+    (g ^ m).wrapping_add(m & 0x0101_0101_0101_0101)
+}
+
 /// The sign bytes of `ksigns_iq2xs[i]`: 7 stored bits and their parity.
 #[inline]
 pub fn ksigns(i: u32) -> u8 {
@@ -83,3 +128,73 @@ impl IqWeights {
         k
     }
 }
+
+/// A block type of this family as the reference's tiled matmul reads it.
+pub trait IqTiled: super::Block {
+    /// The largest magnitude of a [`IqTiled::tiled_kblock`] value.
+    const Q_MAX: i32;
+    /// `tiled_unpack_src0`'s values, scales and `d` (see [`IqWeights::kblock`]).
+    fn tiled_kblock(&self) -> KBlock;
+}
+
+/// The IQ2 and IQ3 types: the signed grid bytes directly, the 16 scales.
+fn grid8_kblock<B: Grid8>(b: &B, d: f32) -> KBlock {
+    let mut k = KBlock::ZERO;
+    for (j, q) in k.q.chunks_exact_mut(8).enumerate() {
+        let (g, s) = b.grid8(j);
+        for (o, v) in q.iter_mut().zip(signed8(g, s).to_le_bytes()) {
+            *o = v as i8;
+        }
+    }
+    for (o, &x) in k.scales.iter_mut().zip(&b.scales16()) {
+        *o = x as i16;
+    }
+    k.d = d;
+    k
+}
+
+use super::f16_to_f32;
+use super::{iq1, iq2, iq3};
+// (the constants fold the grids' scale into d: (0.5 + s)/4 = (2s + 1)/8 for
+// the IQ2 types, (0.5 + s)/2 for IQ3_XXS, IQ1's delta scaled by 8)
+macro_rules! grid8_tiled {
+    ($t:ty, $qmax:expr, $c:expr) => {
+        impl IqTiled for $t {
+            const Q_MAX: i32 = $qmax;
+            fn tiled_kblock(&self) -> KBlock {
+                grid8_kblock(self, f16_to_f32(self.d) * $c)
+            }
+        }
+    };
+}
+grid8_tiled!(iq2::BlockIq2Xxs, 43, 0.125);
+grid8_tiled!(iq2::BlockIq2Xs, 43, 0.125);
+grid8_tiled!(iq2::BlockIq2S, 43, 0.125);
+grid8_tiled!(iq3::BlockIq3Xxs, 62, 0.25);
+grid8_tiled!(iq3::BlockIq3S, 15, 1.0);
+
+impl IqTiled for iq1::BlockIq1S {
+    const Q_MAX: i32 = 9;
+    fn tiled_kblock(&self) -> KBlock {
+        self.expand().kblock(f16_to_f32(self.d) * 0.125, true)
+    }
+}
+
+impl IqTiled for iq1::BlockIq1M {
+    const Q_MAX: i32 = 9;
+    fn tiled_kblock(&self) -> KBlock {
+        self.expand().kblock(self.d() * 0.125, true)
+    }
+}
+
+// (the IQ2/IQ3 blocks' `expand` as an inherent method too, as IQ1's)
+macro_rules! inherent_expand {
+    ($($t:ty),*) => {$(
+        impl $t {
+            pub fn expand(&self) -> IqWeights {
+                <Self as Grid8>::expand(self)
+            }
+        }
+    )*};
+}
+inherent_expand!(iq2::BlockIq2Xxs, iq2::BlockIq2Xs, iq2::BlockIq2S, iq3::BlockIq3Xxs, iq3::BlockIq3S);

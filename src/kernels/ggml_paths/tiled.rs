@@ -22,7 +22,8 @@
 use super::super::dispatch::TileFn;
 use super::super::scalar::{tile_x_q8_k, KFold};
 use crate::ggml_type::GgmlType;
-use crate::quant::{f16_to_f32, iq1, iq2, iq3, iq4, q2_k, q3_k, q4_k, q5_k, q6_k};
+use crate::quant::iq_expand::IqTiled;
+use crate::quant::{iq1, iq2, iq3, iq4, q2_k, q3_k, q4_k, q5_k, q6_k};
 
 /// The tiled microkernel's fold of one super-block into an output.
 pub(crate) struct TiledFold;
@@ -53,34 +54,8 @@ fn iq4_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, iq4::BlockIq4Xs::unpack);
 }
 
-fn iq2_xxs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq2::BlockIq2Xxs| {
-        b.expand().kblock(f16_to_f32(b.d) * 0.125, false)
-    });
-}
-fn iq2_xs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq2::BlockIq2Xs| {
-        b.expand().kblock(f16_to_f32(b.d) * 0.125, false)
-    });
-}
-fn iq2_s(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq2::BlockIq2S| {
-        b.expand().kblock(f16_to_f32(b.d) * 0.125, false)
-    });
-}
-fn iq3_xxs(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq3::BlockIq3Xxs| {
-        b.expand().kblock(f16_to_f32(b.d) * 0.25, false)
-    });
-}
-fn iq3_s(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq3::BlockIq3S| b.expand().kblock(f16_to_f32(b.d), false));
-}
-fn iq1_s(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq1::BlockIq1S| b.expand().kblock(f16_to_f32(b.d) * 0.125, true));
-}
-fn iq1_m(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, |b: &iq1::BlockIq1M| b.expand().kblock(b.d() * 0.125, true));
+fn iq<B: IqTiled>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    tile_x_q8_k::<_, TiledFold>(n, w, a, s, out, B::tiled_kblock);
 }
 
 /// The IQ1–IQ3 types' tiled products: the reference unpacks their grids to
@@ -89,13 +64,13 @@ fn iq1_m(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
 fn iq_tile(ty: GgmlType) -> Option<TileFn> {
     use GgmlType::*;
     Some(match ty {
-        IQ2_XXS => iq2_xxs,
-        IQ2_XS => iq2_xs,
-        IQ2_S => iq2_s,
-        IQ3_XXS => iq3_xxs,
-        IQ3_S => iq3_s,
-        IQ1_S => iq1_s,
-        IQ1_M => iq1_m,
+        IQ2_XXS => iq::<iq2::BlockIq2Xxs>,
+        IQ2_XS => iq::<iq2::BlockIq2Xs>,
+        IQ2_S => iq::<iq2::BlockIq2S>,
+        IQ3_XXS => iq::<iq3::BlockIq3Xxs>,
+        IQ3_S => iq::<iq3::BlockIq3S>,
+        IQ1_S => iq::<iq1::BlockIq1S>,
+        IQ1_M => iq::<iq1::BlockIq1M>,
         _ => return None,
     })
 }
@@ -111,10 +86,22 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
 /// the same bits) instead, except for IQ4_XS, which it has none for.
 #[cfg(target_arch = "x86_64")]
 pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
+    use super::super::x86_avx2::WIq;
     use super::super::x86_avx2::{WIq4Xs, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
     use avx2::tile;
-    if let Some(f) = iq_tile(ty) {
-        return Some(f);
+    use GgmlType::*;
+    let iq: Option<TileFn> = match ty {
+        IQ2_XXS => Some(tile::<WIq<iq2::BlockIq2Xxs>>),
+        IQ2_XS => Some(tile::<WIq<iq2::BlockIq2Xs>>),
+        IQ2_S => Some(tile::<WIq<iq2::BlockIq2S>>),
+        IQ3_XXS => Some(tile::<WIq<iq3::BlockIq3Xxs>>),
+        IQ3_S => Some(tile::<WIq<iq3::BlockIq3S>>),
+        IQ1_S => Some(tile::<WIq<iq1::BlockIq1S>>),
+        IQ1_M => Some(tile::<WIq<iq1::BlockIq1M>>),
+        _ => None,
+    };
+    if iq.is_some() {
+        return iq;
     }
     super::k_entry(ty, [tile::<WQ2K>, tile::<WQ3K>, tile::<WQ4K>, tile::<WQ5K>, tile::<WQ6K>, tile::<WIq4Xs>])
 }

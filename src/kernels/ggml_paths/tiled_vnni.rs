@@ -32,9 +32,10 @@
 use std::arch::x86_64::*;
 
 use super::super::dispatch::{assert_rows_out, RowsFn};
-use super::super::x86_avx2::{WIq4Xs, WK, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
+use super::super::x86_avx2::{WIq, WIq4Xs, WK, WQ2K, WQ3K, WQ4K, WQ5K, WQ6K};
 use crate::ggml_type::GgmlType;
 use crate::quant::QK_K;
+use crate::quant::{iq1, iq2, iq3};
 
 /// Weight rows per step.
 const RB: usize = 8;
@@ -42,8 +43,8 @@ const RB: usize = 8;
 const Q8K_BYTES: usize = 292;
 
 /// The row-block kernel on plain AVX2 (+FMA, F16C) for weight type `ty`
-/// (the Q8_K-paired types but IQ4_XS, see [`i16_sums`]): the same bits as
-/// [`vnni_rows`]'.
+/// (the Q8_K-paired types but IQ4_XS, see [`i16_sums`]; the IQ1–IQ3 types'
+/// values are at most 62): the same bits as [`vnni_rows`]'.
 pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
     use GgmlType::*;
     Some(match ty {
@@ -52,6 +53,13 @@ pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
         Q4_K => rows_avx2::<WQ4K>,
         Q5_K => rows_avx2::<WQ5K>,
         Q6_K => rows_avx2::<WQ6K>,
+        IQ2_XXS => rows_avx2::<WIq<iq2::BlockIq2Xxs>>,
+        IQ2_XS => rows_avx2::<WIq<iq2::BlockIq2Xs>>,
+        IQ2_S => rows_avx2::<WIq<iq2::BlockIq2S>>,
+        IQ3_XXS => rows_avx2::<WIq<iq3::BlockIq3Xxs>>,
+        IQ3_S => rows_avx2::<WIq<iq3::BlockIq3S>>,
+        IQ1_S => rows_avx2::<WIq<iq1::BlockIq1S>>,
+        IQ1_M => rows_avx2::<WIq<iq1::BlockIq1M>>,
         _ => return None,
     })
 }
@@ -69,6 +77,13 @@ pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
         Q5_K => rows_vnni::<WQ5K>,
         Q6_K => rows_vnni::<WQ6K>,
         IQ4_XS => rows_vnni::<WIq4Xs>,
+        IQ2_XXS => rows_vnni::<WIq<iq2::BlockIq2Xxs>>,
+        IQ2_XS => rows_vnni::<WIq<iq2::BlockIq2Xs>>,
+        IQ2_S => rows_vnni::<WIq<iq2::BlockIq2S>>,
+        IQ3_XXS => rows_vnni::<WIq<iq3::BlockIq3Xxs>>,
+        IQ3_S => rows_vnni::<WIq<iq3::BlockIq3S>>,
+        IQ1_S => rows_vnni::<WIq<iq1::BlockIq1S>>,
+        IQ1_M => rows_vnni::<WIq<iq1::BlockIq1M>>,
         _ => return None,
     })
 }
