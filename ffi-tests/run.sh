@@ -607,14 +607,20 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 for t in $IQ_TYPES; do
                     set -- ${t/:/ }
                     make_synth llama $1-dense-iq embd=256 ff=512 head_dim=64 blocks=$2
-                    logits_hash_ok "$OUT/synth-$1-dense-iq.gguf" "$PAR/tokens512.txt" "$PAR/iq-types.sha256" \
+                    logits_hash_ok "$OUT/synth-$1-dense-iq.gguf" "$PAR/tokens512.txt" "$PAR/block-types.sha256" \
                         "512 2 512 $1-dense-one-decode" "512 1 7 $1-dense-chunks-of-7" || iq_ok=0
                     make_synth qwen3moe $1-moe-iq embd=256 heads=4 kv_heads=2 head_dim=64 ff=512 blocks=$2
-                    logits_hash_ok "$OUT/synth-$1-moe-iq.gguf" "$PAR/tokens512.txt" "$PAR/iq-types.sha256" \
+                    logits_hash_ok "$OUT/synth-$1-moe-iq.gguf" "$PAR/tokens512.txt" "$PAR/block-types.sha256" \
                         "512 2 512 $1-moe-one-decode" "512 1 7 $1-moe-chunks-of-7" || iq_ok=0
                 done
+                # NVFP4 in every layer matrix of that llama (our quantizer:
+                # the reference's bytes, a tensor type override)
+                make_synth llama nvfp4-dense embd=256 ff=512 head_dim=64
+                "$OUT/quantize_tool" "$OUT/synth-nvfp4-dense.gguf" "$OUT/nvfp4-dense.gguf" 7 'tt=blk\.:40' > /dev/null 2>&1
+                logits_hash_ok "$OUT/nvfp4-dense.gguf" "$PAR/tokens512.txt" "$PAR/block-types.sha256" \
+                    "512 2 512 NVFP4-dense-one-decode" "512 1 7 NVFP4-dense-chunks-of-7" || iq_ok=0
                 if [ $iq_ok = 1 ]; then
-                    ok "a dense llama and an 8-expert qwen3moe in each of $(for t in $IQ_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//') (random blocks): logits bit-identical to the reference (one decode: tiled; chunks of 7: vec_dot)"
+                    ok "a dense llama and an 8-expert qwen3moe in each of $(for t in $IQ_TYPES; do printf '%s ' "${t%%:*}"; done| sed 's/ $//') (random blocks), a dense llama in NVFP4: logits bit-identical to the reference (one decode: tiled; chunks of 7: vec_dot)"
                 else
                     not_ok "IQ1-IQ3 types: logits differ from the reference's"
                 fi

@@ -293,12 +293,14 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" moe-types "* ]]; then
     done
     rm -f "$M.tmp"
 fi
-# The IQ1-IQ3 types (golden/parity/iq-types.sha256), which minfer reads but
-# does not quantize to yet: the 256-wide llama of the moe-types section with
-# every layer matrix random blocks of the type (synth_model blocks=T), and
-# the 8-expert qwen3moe with every layer matrix, experts included, in it
-if [ -z "$ONLY" ] || [[ "$ONLY" == *" iq-types "* ]]; then
-    M=ffi-tests/golden/parity/iq-types.sha256 && : > "$M"
+# The IQ1-IQ3 types and NVFP4 (golden/parity/block-types.sha256). The IQ
+# types, which minfer reads but does not quantize to yet: the 256-wide llama
+# of the moe-types section with every layer matrix random blocks of the type
+# (synth_model blocks=T), and the 8-expert qwen3moe with every layer
+# matrix, experts included, in it. NVFP4 (no llama_ftype: a tensor type
+# override): every layer matrix of that llama.
+if [ -z "$ONLY" ] || [[ "$ONLY" == *" block-types "* ]]; then
+    M=ffi-tests/golden/parity/block-types.sha256 && : > "$M"
     for t in $(sed -n 's/^IQ_TYPES="\(.*\)"/\1/p' ffi-tests/run.sh); do
         set -- ${t/:/ }
         target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/$1-dense-iq.gguf" 11 512 \
@@ -310,6 +312,12 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" iq-types "* ]]; then
         ref_hashes "$OUT/$1-moe-iq.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 $1-moe-one-decode" \
             "7 $1-moe-chunks-of-7" && cat "$M.tmp" >> "$M"
     done
+    target/release/examples/synth_model llama "$CACHE/vocab/ggml-vocab-llama-spm.gguf" "$OUT/nvfp4-dense.gguf" 11 512 \
+        embd=256 ff=512 head_dim=64
+    LD_LIBRARY_PATH=$REF_LIB "$OUT/quantize_tool" "$OUT/nvfp4-dense.gguf" "$OUT/nvfp4-dense-q.gguf" 7 'tt=blk\.:40' \
+        > /dev/null 2>&1
+    ref_hashes "$OUT/nvfp4-dense-q.gguf" ffi-tests/golden/parity/tokens512.txt "$M.tmp" "512 NVFP4-dense-one-decode" \
+        "7 NVFP4-dense-chunks-of-7" && cat "$M.tmp" >> "$M"
     rm -f "$M.tmp"
 fi
 # Encoders (golden/parity/embed.sha256): the cases of

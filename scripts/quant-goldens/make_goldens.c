@@ -11,9 +11,10 @@
 #define DECL(t) void quantize_row_##t##_ref(const float *x, void *y, int64_t k);
 DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0) DECL(q8_1)
 DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(q8_K)
-DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0) DECL(q1_0) DECL(q2_0)
+DECL(iq4_nl) DECL(iq4_xs) DECL(tq1_0) DECL(tq2_0) DECL(q1_0) DECL(q2_0) DECL(nvfp4)
 void dequantize_row_q1_0(const void *x, float *y, int64_t k);
 void dequantize_row_q2_0(const void *x, float *y, int64_t k);
+void dequantize_row_nvfp4(const void *x, float *y, int64_t k);
 typedef void (*dequant_fn)(const void *x, float *y, int64_t k);
 void dequantize_row_iq2_xxs(const void *x, float *y, int64_t k);
 void dequantize_row_iq2_xs(const void *x, float *y, int64_t k);
@@ -124,6 +125,7 @@ int main(int argc, char **argv) {
         {"iq4_nl", quantize_row_iq4_nl_ref, 18, 32}, {"iq4_xs", quantize_row_iq4_xs_ref, 136, 256},
         {"tq1_0", quantize_row_tq1_0_ref, 54, 256}, {"tq2_0", quantize_row_tq2_0_ref, 66, 256},
         {"q1_0", quantize_row_q1_0_ref, 18, 128},   {"q2_0", quantize_row_q2_0_ref, 18, 64},
+        {"nvfp4", quantize_row_nvfp4_ref, 36, 64},
     };
     char name[64];
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -143,6 +145,11 @@ int main(int argc, char **argv) {
     quantize_row_q2_0_ref(x, y, N);
     dequantize_row_q2_0(y, dq, N);
     put(argv[1], "q2_0_dequant.f32", dq, sizeof dq);
+    // and of NVFP4 (the pinned gguf package has none)
+    memset(y, 0, sizeof y);
+    quantize_row_nvfp4_ref(x, y, N);
+    dequantize_row_nvfp4(y, dq, N);
+    put(argv[1], "nvfp4_dequant.f32", dq, sizeof dq);
     // Through ggml_quantize_chunk: F16 (1), BF16 (30), and IQ4_NL (20),
     // whose chunk quantizer searches 7 scales either side (the _ref does not).
     memset(y, 0, sizeof y);

@@ -92,7 +92,7 @@ int main(int argc, char ** argv) {
                                     GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_0, GGML_TYPE_IQ4_NL, GGML_TYPE_F16,
                                     GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_Q1_0, GGML_TYPE_Q2_0,
                                     GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
-                                    GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M};
+                                    GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M, GGML_TYPE_NVFP4};
     // the importance weights the IQ1-IQ3 quantizers take (some require them)
     static float qw[COLS];
     for (int j = 0; j < COLS; j++) qw[j] = 0.25f + (float)((j * 37) % 11) * 0.5f;

@@ -55,7 +55,7 @@ impl ActType {
             F32 => ActType::F32,
             BF16 => ActType::Bf16Rounded,
             F16 => ActType::F16Rounded,
-            Q4_0 | Q5_0 | Q8_0 | IQ4_NL | MXFP4 | Q1_0 | Q2_0 => ActType::Q8_0,
+            Q4_0 | Q5_0 | Q8_0 | IQ4_NL | MXFP4 | NVFP4 | Q1_0 | Q2_0 => ActType::Q8_0,
             Q4_1 | Q5_1 => ActType::Q8_1,
             Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | TQ1_0 | TQ2_0 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S
             | IQ1_S | IQ1_M => ActType::Q8K,

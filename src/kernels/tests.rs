@@ -122,7 +122,7 @@ fn kernel_sets_are_detected_and_chosen_once() {
             assert!(s.supports(ty), "{} lacks {ty}", s.name);
         }
     }
-    assert!(!sets[0].supports(GgmlType::NVFP4));
+    assert!(!sets[0].supports(GgmlType::I32));
     // scripts/test-aarch64.sh runs the tests on emulated CPUs with and
     // without dotprod and says which set must be chosen.
     if let Ok(want) = std::env::var("MINFER_EXPECT_KERNELS") {
@@ -282,7 +282,7 @@ fn dot_rejects_bad_shapes() {
     assert!(ks.dot(GgmlType::Q4_0, 256, &w[..17], &a).is_err());
     assert!(ks.dot(GgmlType::Q4_0, 256, &w, &a[..100]).is_err());
     assert!(ks.dot(GgmlType::Q4_0, 250, &w, &a).is_err());
-    assert!(ks.dot(GgmlType::NVFP4, 256, &w, &a).is_err());
+    assert!(ks.dot(GgmlType::I32, 256, &w, &a).is_err());
     let mut out = vec![0f32; 2];
     assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 0, &mut out).is_err());
     assert!(ks.dot_tile(GgmlType::Q4_0, 256, &w, &a, 272, &mut []).is_err());
@@ -412,7 +412,7 @@ fn matmul_rejects_bad_shapes() {
     assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 256).is_ok());
     assert!(Weights::new(&wb, GgmlType::Q4_0, 5, 256).is_err());
     assert!(Weights::new(&wb, GgmlType::Q4_0, 4, 250).is_err());
-    assert!(Weights::new(&wb, GgmlType::NVFP4, 1, 256).is_err());
+    assert!(Weights::new(&wb, GgmlType::I32, 1, 256).is_err());
     assert!(Weights::new(&wb, GgmlType::Q4_K, 1, 288).is_err());
     let w = Weights::new(&wb, GgmlType::Q4_0, 4, 256).expect("weights");
     let x = vec![0f32; 2 * 256];

@@ -20,6 +20,7 @@
 //! | Q8_K | 256 | `q8_k.rs` | activation-only |
 //! | IQ4_NL, IQ4_XS | 32, 256 | `iq4.rs` | Q8_0, Q8_K |
 //! | MXFP4 | 32 | `mxfp4.rs` | Q8_0 |
+//! | NVFP4 | 64 | `nvfp4.rs` | Q8_0 |
 //! | TQ1_0, TQ2_0 | 256 | `tq.rs` | Q8_K |
 //! | Q1_0, Q2_0 | 128, 64 | `q1_0.rs`, `q2_0.rs` | Q8_0 |
 //! | IQ2_XXS, IQ2_XS, IQ2_S | 256 | `iq2.rs` | Q8_K |
@@ -38,6 +39,7 @@ pub mod iq_expand;
 pub mod iq_grids;
 pub mod k_helpers;
 pub mod mxfp4;
+pub mod nvfp4;
 pub mod q1_0;
 pub mod q2_0;
 pub mod q2_k;
@@ -212,6 +214,7 @@ pub fn can_quantize(ty: GgmlType) -> bool {
             | IQ4_NL
             | IQ4_XS
             | MXFP4
+            | NVFP4
             | TQ1_0
             | TQ2_0
             | Q1_0
@@ -242,6 +245,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()> {
         IQ4_NL => iq4::dequantize_row_nl(as_blocks(src), out),
         IQ4_XS => iq4::dequantize_row_xs(as_blocks(src), out),
         MXFP4 => mxfp4::dequantize_row(as_blocks(src), out),
+        NVFP4 => nvfp4::dequantize_row(as_blocks(src), out),
         TQ1_0 => tq::dequantize_row_tq1_0(as_blocks(src), out),
         TQ2_0 => tq::dequantize_row_tq2_0(as_blocks(src), out),
         Q1_0 => q1_0::dequantize_row(as_blocks(src), out),
@@ -282,6 +286,7 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
         IQ4_NL => iq4::quantize_row_nl(x, as_blocks_mut(out)),
         IQ4_XS => iq4::quantize_row_xs(x, as_blocks_mut(out)),
         MXFP4 => mxfp4::quantize_row(x, as_blocks_mut(out)),
+        NVFP4 => nvfp4::quantize_row(x, as_blocks_mut(out)),
         TQ1_0 => tq::quantize_row_tq1_0(x, as_blocks_mut(out)),
         TQ2_0 => tq::quantize_row_tq2_0(x, as_blocks_mut(out)),
         Q1_0 => q1_0::quantize_row(x, as_blocks_mut(out)),

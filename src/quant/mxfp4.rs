@@ -63,7 +63,7 @@ pub fn dequantize_row(blocks: &[BlockMxfp4], out: &mut [f32]) {
 /// `best_index_mxfp4`: the first code of least |table[i]·e − x| (the
 /// product and the difference rounded apart: ggml-quants.c is built
 /// without FMA contraction).
-fn best_index(x: f32, e: f32) -> u8 {
+pub(crate) fn best_index(x: f32, e: f32) -> u8 {
     let mut best = 0u8;
     let mut best_err = (KVALUES_MXFP4[0] as f32 * e - x).abs();
     for (i, &k) in KVALUES_MXFP4.iter().enumerate().skip(1) {

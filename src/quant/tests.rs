@@ -39,6 +39,7 @@ pub(crate) fn golden_types() -> Vec<(GgmlType, &'static [u8])> {
         (TQ2_0, golden!("tq2_0.bin")),
         (Q1_0, golden!("q1_0.bin")),
         (Q2_0, golden!("q2_0.bin")),
+        (NVFP4, golden!("nvfp4.bin")),
     ]
 }
 
@@ -190,7 +191,7 @@ fn fp16_and_bf16_conversions_match_ggml_on_edge_values() {
 /// variable the test says so and passes; with it, missing files fail.
 #[test]
 fn dequantize_equals_the_reference_q1_q2() {
-    for (ty, name) in [(GgmlType::Q1_0, "q1_0"), (GgmlType::Q2_0, "q2_0")] {
+    for (ty, name) in [(GgmlType::Q1_0, "q1_0"), (GgmlType::Q2_0, "q2_0"), (GgmlType::NVFP4, "nvfp4")] {
         let q = golden_types().into_iter().find(|(t, _)| *t == ty).expect("golden").1;
         let path = format!("{}/tests/goldens/quant/{name}_dequant.f32", env!("CARGO_MANIFEST_DIR"));
         let want: Vec<f32> = std::fs::read(&path)
@@ -244,7 +245,7 @@ fn dequantize_equals_gguf_numpy() {
         if matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K) {
             continue; // activation-only types: the gguf package has no dequantizer
         }
-        if matches!(ty, GgmlType::Q1_0 | GgmlType::Q2_0) {
+        if matches!(ty, GgmlType::Q1_0 | GgmlType::Q2_0 | GgmlType::NVFP4) {
             continue; // nor for these: the reference's own (dequantize_equals_the_reference_q1_q2)
         }
         let name = ty.name();

@@ -19,7 +19,7 @@
 //!   `ggml_vec_dot_*_q8_K` (`ggml-cpu/arch/x86/quants.c`, AVX2 code), one
 //!   output at a time; so does IQ4_NL (not repacked) for one row
 //!   (`ggml_vec_dot_iq4_nl_q8_0`). See `vec_dot_k.rs`. MXFP4 not repacked,
-//!   TQ1_0/TQ2_0 (`vec_dot_tq.rs`) and Q1_0/Q2_0 (`vec_dot_q1q2.rs`) take
+//!   NVFP4 (`vec_dot_nvfp4.rs`), TQ1_0/TQ2_0 (`vec_dot_tq.rs`) and Q1_0/Q2_0 (`vec_dot_q1q2.rs`) take
 //!   their vec_dot at every token count. The IQ1–IQ3 types take the tiled
 //!   path from 8 rows as the k-quants, their vec_dot (`vec_dot_iq.rs`) below.
 //!
@@ -68,6 +68,7 @@ pub mod tinyblas_f16;
 pub mod tinyblas_f32;
 pub mod vec_dot_iq;
 pub mod vec_dot_k;
+pub mod vec_dot_nvfp4;
 pub mod vec_dot_q1q2;
 pub mod vec_dot_tq;
 
@@ -137,7 +138,7 @@ pub fn path_of(m: Mat, nt: usize) -> Option<Path> {
         // (llamafile's tinyBLAS has no MXFP4: ggml_vec_dot_mxfp4_q8_0 for
         // every row count; nor do it or the tiled path take the ternary
         // types)
-        MXFP4 | TQ1_0 | TQ2_0 | Q1_0 | Q2_0 => Some(Path::VecDot),
+        MXFP4 | NVFP4 | TQ1_0 | TQ2_0 | Q1_0 | Q2_0 => Some(Path::VecDot),
         // one row: ggml_vec_dot_iq4_nl_q8_0 (two accumulators); from 2 rows
         // llamafile's tinyBLAS, whose order minfer's AVX2 kernel follows
         IQ4_NL if nt == 1 => Some(Path::VecDot),

@@ -220,6 +220,7 @@ pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
     if let Some(f) = super::vec_dot_tq::scalar_tile(ty)
         .or_else(|| super::vec_dot_q1q2::scalar_tile(ty))
         .or_else(|| super::vec_dot_iq::scalar_tile(ty))
+        .or_else(|| super::vec_dot_nvfp4::scalar_tile(ty))
     {
         return Some(f);
     }
@@ -240,6 +241,7 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     if let Some(f) = super::vec_dot_tq::avx2_tile(ty)
         .or_else(|| super::vec_dot_q1q2::avx2_tile(ty))
         .or_else(|| super::vec_dot_iq::avx2_tile(ty))
+        .or_else(|| super::vec_dot_nvfp4::avx2_tile(ty))
     {
         return Some(f);
     }

@@ -1,0 +1,109 @@
+//! Emulation of the reference's `ggml_vec_dot_nvfp4_q8_0` as its x86 build
+//! compiles it (`arch/x86/quants.c`, `__AVX2__`), which its matmul runs for
+//! NVFP4 weights at every token count (not repacked, not tiled, not in
+//! llamafile's tinyBLAS). A weight block (64) meets 2 Q8_0 activation
+//! blocks: per half `h`, 8 i32 lanes, lane `l` the exact `Σ v·a` of
+//! elements `4l..4l+3` (`v` the table value, −12..=12), folded as
+//! `acc_l = fma(s, lane_l, acc_l)` with `s = ue4m3(d[2h + l/4])·da_h` (the
+//! sub-block's scale times the activation block's); the result
+//! `hsum_float_8(acc)`.
+
+use super::super::dispatch::TileFn;
+use super::super::scalar::act_row;
+use super::vec_dot_k::hsum_float_8;
+use crate::ggml_type::GgmlType;
+use crate::quant::nvfp4::{ue4m3_to_f32, BlockNvfp4, QK_NVFP4};
+use crate::quant::q8_0::BlockQ8_0;
+use crate::quant::{as_blocks, f16_to_f32, QK};
+
+fn nvfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+    let nb = n / QK_NVFP4;
+    let wb = &as_blocks::<BlockNvfp4>(w)[..nb];
+    for (t, o) in out.iter_mut().enumerate() {
+        let ab = act_row::<BlockQ8_0>(a, s, t, n / QK);
+        let mut acc = [0f32; 8];
+        for (i, x) in wb.iter().enumerate() {
+            for h in 0..2 {
+                let y = &ab[2 * i + h];
+                let da = f16_to_f32(y.d);
+                let subs = [x.unpack_sub(2 * h), x.unpack_sub(2 * h + 1)];
+                for (l, c) in acc.iter_mut().enumerate() {
+                    let v = &subs[l / 4];
+                    let lane: i32 = (4 * l..4 * l + 4).map(|j| v[j % 16] as i32 * y.qs[j] as i8 as i32).sum();
+                    let sc = ue4m3_to_f32(x.d[2 * h + l / 4]) * da;
+                    *c = sc.mul_add(lane as f32, *c);
+                }
+            }
+        }
+        *o = hsum_float_8(&acc);
+    }
+}
+
+/// The scalar emulation for `ty`, if it is NVFP4.
+pub fn scalar_tile(ty: GgmlType) -> Option<TileFn> {
+    (ty == GgmlType::NVFP4).then_some(nvfp4 as TileFn)
+}
+
+/// The AVX2 emulation for `ty`, if it is NVFP4.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
+    (ty == GgmlType::NVFP4).then_some(avx2::nvfp4 as TileFn)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::super::x86_avx2::{f16_at, hsum_ps, loadu};
+    use super::{ue4m3_to_f32, QK, QK_NVFP4};
+    use crate::quant::mxfp4::KVALUES_MXFP4;
+
+    /// Bytes of a Q8_0 block (f16 scale, 32 quants) and of an NVFP4 one.
+    const Q8: usize = 34;
+    const NV: usize = 36;
+
+    /// NVFP4 against Q8_0, as the reference's AVX2 code computes it.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C; `w` holds `n / 64` NVFP4 blocks and
+    /// `a` the `out.len()` activation rows of `n / 32` Q8_0 blocks, `s`
+    /// bytes apart.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn nvfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK_NVFP4;
+        assert!(w.len() >= nb * NV && (out.is_empty() || a.len() >= (out.len() - 1) * s + n / QK * Q8));
+        // SAFETY: the assert above bounds every load; AVX2/FMA/F16C by this
+        // fn's contract.
+        unsafe {
+            let values = _mm_loadu_si128(KVALUES_MXFP4.as_ptr() as *const __m128i);
+            let m4 = _mm_set1_epi8(0x0f);
+            let ones = _mm256_set1_epi16(1);
+            for (t, o) in out.iter_mut().enumerate() {
+                let ar = a.as_ptr().add(t * s);
+                let mut acc = _mm256_setzero_ps();
+                for ib in 0..nb {
+                    let x = w.as_ptr().add(ib * NV);
+                    for h in 0..2 {
+                        // sub-blocks 2h, 2h+1: 16 code bytes, their low
+                        // nibbles then high ones per sub-block, in order
+                        let bits = _mm_loadu_si128(x.add(4 + 16 * h) as *const __m128i);
+                        let lo = _mm_shuffle_epi8(values, _mm_and_si128(bits, m4));
+                        let hi = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16::<4>(bits), m4));
+                        let v = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+                        let yp = ar.add((2 * ib + h) * Q8);
+                        let q8 = loadu(yp.add(2));
+                        // (|v| <= 12: the signed pair products are exact)
+                        let p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q8, v));
+                        let lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                        let da = f16_at(yp);
+                        let s0 = ue4m3_to_f32(*x.add(2 * h)) * da;
+                        let s1 = ue4m3_to_f32(*x.add(2 * h + 1)) * da;
+                        let sc = _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
+                        acc = _mm256_fmadd_ps(sc, lanes, acc);
+                    }
+                }
+                *o = hsum_ps(acc);
+            }
+        }
+    }
+}
