@@ -84,7 +84,7 @@ impl BlockIq3S {
     #[inline]
     fn scale(&self, ib: usize) -> u8 {
         let b = self.scales[ib / 2];
-        if ib % 2 == 0 {
+        if ib.is_multiple_of(2) {
             b & 15
         } else {
             b >> 4

@@ -41,7 +41,7 @@ pub fn ue4m3_to_f32(x: u8) -> f32 {
     let raw = if exp == 0 {
         man as f32 * (1.0 / 512.0)
     } else {
-        (1.0 + man as f32 / 8.0) * f32::from_bits(((exp as u32 + 127 - 7) as u32) << 23)
+        (1.0 + man as f32 / 8.0) * f32::from_bits((exp as u32 + 127 - 7) << 23)
     };
     raw * 0.5
 }

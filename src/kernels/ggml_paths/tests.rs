@@ -44,6 +44,7 @@ fn goldens() -> Vec<(GgmlType, &'static [u8])> {
         g!(IQ3_S, "matmul_iq3_s.bin"),
         g!(IQ1_S, "matmul_iq1_s.bin"),
         g!(IQ1_M, "matmul_iq1_m.bin"),
+        g!(NVFP4, "matmul_nvfp4.bin"),
         // scripts/quant-goldens/make_float_matmul_goldens.c
         g!(F32, "matmul_f32_r16_c128.bin"),
         g!(F32, "matmul_f32_r14_c128.bin"),
@@ -195,7 +196,7 @@ fn sets_equal_scalar(ty: GgmlType, rows: usize, cols: usize, nts: &[usize], rng:
 fn every_set_computes_the_scalar_emulations_bits() {
     use GgmlType::*;
     let mut rng = Rng::new(77);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, TQ1_0, TQ2_0, F32, F16, BF16] {
+    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, NVFP4, TQ1_0, TQ2_0, F32, F16, BF16] {
         sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
     }
     for ty in [IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M] {
@@ -475,6 +476,65 @@ fn tiled_e8m0_scales_are_the_scalar_conversion_for_every_exponent() {
             assert_eq!(b[i].to_bits(), want, "x16, e = {}", e[i]);
             if i < 8 {
                 assert_eq!(a[i].to_bits(), want, "x8, e = {}", e[i]);
+            }
+        }
+    }
+}
+
+#[test]
+fn iq_vec_dots_keep_negated_minus_128_as_the_reference() {
+    // The reference's `vpsignb` leaves −128 negated at −128; the activation
+    // quantizer seldom writes −128, so these Q8_K rows are built by hand with
+    // many (and ±127 beside them): every set's IQ1–IQ3 vec_dot gives the
+    // scalar emulation's bits, for 1 to 9 tokens at a stride with a gap.
+    use GgmlType::*;
+    const Q8K: usize = 292;
+    let mut rng = Rng::new(83);
+    let (rows, cols) = (4, 768);
+    let nb = cols / quant::QK_K;
+    let stride = nb * Q8K + 20;
+    for ty in [IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M] {
+        let w = weight_rows(ty, rows, cols, &mut rng);
+        let rb = w.len() / rows;
+        let scalar_f = (scalar::SET.ggml)(ty, Path::VecDot).expect("scalar vec_dot");
+        for nt in 1..=9 {
+            let mut a = vec![0u8; nt * stride];
+            let mut minus_128 = 0;
+            for row in a.chunks_exact_mut(stride) {
+                for blk in row[..nb * Q8K].chunks_exact_mut(Q8K) {
+                    blk[..4].copy_from_slice(&(0.01 + 0.02 * rng.uni()).to_le_bytes());
+                    for q in &mut blk[4..4 + quant::QK_K] {
+                        *q = match rng.next() % 4 {
+                            0 => 0x80,
+                            1 => 0x7f,
+                            _ => rng.next() as u8,
+                        };
+                        minus_128 += (*q == 0x80) as usize;
+                    }
+                    for g in 0..quant::QK_K / 16 {
+                        let s: i32 = blk[4 + 16 * g..20 + 16 * g].iter().map(|&q| q as i8 as i32).sum();
+                        let at = 4 + quant::QK_K + 2 * g;
+                        blk[at..at + 2].copy_from_slice(&(s as i16).to_le_bytes());
+                    }
+                }
+            }
+            assert!(minus_128 > 0);
+            for wr in w.chunks_exact(rb) {
+                let mut want = vec![0f32; nt];
+                // SAFETY: the scalar set runs on any CPU; `wr` is one row of
+                // `cols`, `a` holds `nt` rows of `cols / 256` Q8_K blocks
+                // `stride` bytes apart.
+                unsafe { scalar_f(cols, wr, &a, stride, &mut want) };
+                for set in available_sets().into_iter().skip(1) {
+                    let f = (set.ggml)(ty, Path::VecDot).expect("vec_dot");
+                    let mut got = vec![f32::NAN; nt];
+                    // SAFETY: `available_sets` lists only sets this CPU runs;
+                    // the buffers as above.
+                    unsafe { f(cols, wr, &a, stride, &mut got) };
+                    for (t, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(g.to_bits(), w.to_bits(), "{} {ty} nt={nt} t={t}: {g} vs {w}", set.name);
+                    }
+                }
             }
         }
     }
