@@ -1122,8 +1122,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         MXFP4 => lut_mxfp4,
         TQ1_0 => tile_tq1_0,
         TQ2_0 => tile_tq2_0,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S
-        | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
+        | IQ3_S | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -1143,8 +1143,8 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         MXFP4 => lut_mxfp4_dp,
         TQ1_0 => tile_tq1_0_dp,
         TQ2_0 => tile_tq2_0_dp,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S
-        | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
+        | IQ3_S | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

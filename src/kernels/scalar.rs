@@ -48,8 +48,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_iq4_nl,
         Q4_1 => tile_q4_1,
         Q5_1 => tile_q5_1,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 | NVFP4 | TQ1_0 | TQ2_0 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
-        | IQ3_S | IQ1_S | IQ1_M | Q1_0 | Q2_0 => return super::ggml_paths::vec_dot_k::scalar_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 | NVFP4 | TQ1_0 | TQ2_0 | IQ2_XXS | IQ2_XS | IQ2_S
+        | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M | Q1_0 | Q2_0 => return super::ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

@@ -145,8 +145,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         IQ4_NL => tile_q8_0_family::<WIq4Nl>,
         Q4_1 => tile_q8_1_family::<WQ4_1>,
         Q5_1 => tile_q8_1_family::<WQ5_1>,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 | NVFP4 | TQ1_0 | TQ2_0 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
-        | IQ3_S | IQ1_S | IQ1_M | Q1_0 | Q2_0 => return super::ggml_paths::vec_dot_k::avx2_tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | MXFP4 | NVFP4 | TQ1_0 | TQ2_0 | IQ2_XXS | IQ2_XS | IQ2_S
+        | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M | Q1_0 | Q2_0 => return super::ggml_paths::vec_dot_k::avx2_tile(ty),
         _ => return None,
     })
 }
