@@ -46,8 +46,8 @@ fn parse_args() -> Result<Args, String> {
     use GgmlType::*;
     let mut a = Args {
         types: vec![
-            F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0,
-            TQ2_0, Q1_0, Q2_0,
+            F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4,
+            TQ1_0, TQ2_0, Q1_0, Q2_0, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M,
         ],
         shapes: DEFAULT_SHAPES.to_vec(),
         threads: vec![1, 2],
@@ -101,13 +101,23 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// `rows` rows of `ty`: 16 quantized random rows, repeated.
+/// `rows` rows of `ty`: 16 quantized random rows, repeated (random bytes
+/// for the types minfer reads but does not quantize: the IQ1–IQ3 types,
+/// whose every byte pattern is a valid block).
 fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
     let row_bytes = ty.row_size(cols as u64).unwrap_or(0) as usize;
     let mut base = vec![0u8; 16 * row_bytes];
     let x = values(16 * cols, 1);
-    for r in 0..16 {
-        let _ = quantize_row(ty, &x[r * cols..(r + 1) * cols], &mut base[r * row_bytes..(r + 1) * row_bytes]);
+    if llama::quant::can_quantize(ty) {
+        for r in 0..16 {
+            let _ = quantize_row(ty, &x[r * cols..(r + 1) * cols], &mut base[r * row_bytes..(r + 1) * row_bytes]);
+        }
+    } else {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for b in base.iter_mut() {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *b = (state >> 33) as u8;
+        }
     }
     let mut out = Vec::with_capacity(rows * row_bytes);
     while out.len() < rows * row_bytes {

@@ -59,7 +59,7 @@ impl BlockIq1S {
 
     /// The grid index of the 8 weights `8k..8k+8`.
     #[inline]
-    fn index(&self, k: usize) -> usize {
+    pub(crate) fn index(&self, k: usize) -> usize {
         let (ib, l) = (k / 4, k % 4);
         self.qs[k] as usize | ((((self.qh(ib) >> (3 * l)) & 7) as usize) << 8)
     }
@@ -109,14 +109,14 @@ impl BlockIq1M {
     /// The grid index of the 8 weights `8k..8k+8` and whether they take
     /// `−IQ1S_DELTA`.
     #[inline]
-    fn entry(&self, k: usize) -> (usize, bool) {
+    pub(crate) fn entry(&self, k: usize) -> (usize, bool) {
         let nib = (self.qh[k / 2] >> (4 * (k % 2))) & 15;
         (self.qs[k] as usize | (((nib & 7) as usize) << 8), nib & 8 != 0)
     }
 
     /// The odd scale `2s + 1` of 16-group `h`.
     #[inline]
-    fn scale(&self, h: usize) -> i32 {
+    pub(crate) fn scale(&self, h: usize) -> i32 {
         let (ib, half) = (h / 2, h % 2);
         2 * ((self.sc(ib / 2) >> (6 * (ib % 2) + 3 * half)) & 7) as i32 + 1
     }

@@ -110,30 +110,13 @@ pub fn ksigns(i: u32) -> u8 {
     super::iq_grids::KSIGNS_IQ2XS[(i & 127) as usize]
 }
 
-impl IqWeights {
-    /// The block as the reference's tiled matmul unpacks it
-    /// (`tiled_unpack_src0`): signed values `±mag` (IQ1: `8·grid ± 1`, the
-    /// delta scaled by 8 into the integers), the 16 scales, `d` the block's
-    /// scale times the type's constant.
-    pub fn kblock(&self, d: f32, iq1: bool) -> KBlock {
-        let mut k = KBlock::ZERO;
-        for (j, q) in k.q.iter_mut().enumerate() {
-            let v = if self.is_neg(j) { -(self.mag[j] as i8) } else { self.mag[j] as i8 };
-            *q = if iq1 { 8 * v + if (self.delta_neg >> (j / 8)) & 1 == 1 { -1 } else { 1 } } else { v };
-        }
-        for (s, &x) in k.scales.iter_mut().zip(&self.scale) {
-            *s = x as i16;
-        }
-        k.d = d;
-        k
-    }
-}
-
 /// A block type of this family as the reference's tiled matmul reads it.
 pub trait IqTiled: super::Block {
     /// The largest magnitude of a [`IqTiled::tiled_kblock`] value.
     const Q_MAX: i32;
-    /// `tiled_unpack_src0`'s values, scales and `d` (see [`IqWeights::kblock`]).
+    /// `tiled_unpack_src0`'s values (signed; IQ1: `8·grid ± 1`, the delta
+    /// scaled by 8 into the integers), the 16 scales, and `d` (the block's
+    /// scale times the type's constant).
     fn tiled_kblock(&self) -> KBlock;
 }
 
@@ -173,17 +156,35 @@ grid8_tiled!(iq2::BlockIq2S, 43, 0.125);
 grid8_tiled!(iq3::BlockIq3Xxs, 62, 0.25);
 grid8_tiled!(iq3::BlockIq3S, 15, 1.0);
 
+/// IQ1: `8·grid ± 1` for the 8 weights of each grid entry (`(index,
+/// delta negative)` of entry `k`), the 16 scales.
+fn iq1_kblock(entry: impl Fn(usize) -> (usize, bool), scale16: impl Fn(usize) -> i32, d: f32) -> KBlock {
+    let mut k = KBlock::ZERO;
+    for (e, q) in k.q.chunks_exact_mut(8).enumerate() {
+        let (idx, neg) = entry(e);
+        let delta = if neg { -1 } else { 1 };
+        for (o, g) in q.iter_mut().zip(super::iq_grids::IQ1S_GRID[idx].to_le_bytes()) {
+            *o = 8 * g as i8 + delta;
+        }
+    }
+    for (h, s) in k.scales.iter_mut().enumerate() {
+        *s = scale16(h) as i16;
+    }
+    k.d = d;
+    k
+}
+
 impl IqTiled for iq1::BlockIq1S {
     const Q_MAX: i32 = 9;
     fn tiled_kblock(&self) -> KBlock {
-        self.expand().kblock(f16_to_f32(self.d) * 0.125, true)
+        iq1_kblock(|e| (self.index(e), self.delta_neg(e / 4)), |h| self.scale(h / 2), f16_to_f32(self.d) * 0.125)
     }
 }
 
 impl IqTiled for iq1::BlockIq1M {
     const Q_MAX: i32 = 9;
     fn tiled_kblock(&self) -> KBlock {
-        self.expand().kblock(self.d() * 0.125, true)
+        iq1_kblock(|e| self.entry(e), |h| self.scale(h), self.d() * 0.125)
     }
 }
 
