@@ -1063,7 +1063,8 @@ fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
     use GgmlType::*;
     let fns = [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs];
     match (path, ty) {
-        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns),
+        // (the IQ1–IQ3 types: the scalar emulation of the tiled path)
+        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns).or_else(|| ggml_paths::scalar_tile(ty, path)),
         (Path::Repack, Q4_0) => Some(repack_q4_0),
         (Path::Repack, IQ4_NL) => Some(repack_iq4_nl),
         (Path::Repack, MXFP4) => Some(repack_mxfp4),
@@ -1079,7 +1080,8 @@ fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
     use GgmlType::*;
     let fns = [tiled_q2_k_dp, tiled_q3_k_dp, tiled_q4_k_dp, tiled_q5_k_dp, tiled_q6_k_dp, tiled_iq4_xs_dp];
     match (path, ty) {
-        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns),
+        // (the IQ1–IQ3 types: the scalar emulation of the tiled path)
+        (Path::Tiled, _) => ggml_paths::k_entry(ty, fns).or_else(|| ggml_paths::scalar_tile(ty, path)),
         (Path::Repack, Q4_0) => Some(repack_q4_0_dp),
         (Path::Repack, IQ4_NL) => Some(repack_iq4_nl_dp),
         (Path::Repack, MXFP4) => Some(repack_mxfp4_dp),

@@ -40,11 +40,14 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
         "qwen2" => qwen2(&hp),
         "qwen3" => qwen3(&hp),
         "gemma3" => gemma3(&hp),
+        "smollm3" => smollm3(&hp),
+        "olmo2" => olmo2(&hp),
+        "gemma2" => gemma2(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
             return Err(Error::model(format!(
-                "not implemented yet: {what} (llama without experts, qwen2, qwen3 and gemma3 are)"
+                "not implemented yet: {what} (llama without experts, qwen2, qwen3, gemma3, smollm3, olmo2 and gemma2 are)"
             )));
         }
     };
@@ -180,6 +183,71 @@ fn llama(hp: &HParams) -> Vec<UserTensor> {
         push(&mut out, b("ffn_gate.bias"), &[n_ff]);
         push(&mut out, b("ffn_down.bias"), &[n_embd]);
         push(&mut out, b("ffn_up.bias"), &[n_ff]);
+    }
+    out
+}
+
+/// `llama_model_smollm3::load_arch_tensors` without a file (its optional
+/// output head created, so not duplicated from the embeddings).
+fn smollm3(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = top(hp);
+    let n_embd = hp.n_embd;
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    out
+}
+
+/// `llama_model_olmo2::load_arch_tensors` without a file (its q/k/v sized
+/// by `n_embd` and `n_embd_gqa`, the k norm over every KV head).
+fn olmo2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = top(hp);
+    let n_embd = hp.n_embd;
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        let n_kv = hp.n_embd_head_k * hp.n_head_kv[il];
+        qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("attn_q_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_k_norm.weight"), &[n_kv]);
+        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_gemma2::load_arch_tensors` without a file: no output head of
+/// its own (the embeddings again, `TENSOR_DUPLICATED`: a second call).
+fn gemma2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
     }
     out
 }
