@@ -96,20 +96,27 @@ fn qkv(out: &mut Vec<UserTensor>, hp: &HParams, il: usize) -> u32 {
 /// `llama_model_qwen2::load_arch_tensors` without a file.
 fn qwen2(hp: &HParams) -> Vec<UserTensor> {
     let mut out = top(hp);
-    let (n_embd, n_vocab) = (hp.n_embd, hp.n_vocab);
-    push(&mut out, "output.bias".into(), &[n_vocab]);
+    push(&mut out, "output.bias".into(), &[hp.n_vocab]);
+    plain_layers(&mut out, hp, true);
+    out
+}
+
+/// The layers of qwen2's and smollm3's loaders: norm, q/k/v, output (qwen2
+/// sizes its input `n_embd`, `wo_embd`; smollm3 the heads' width), FFN
+/// norm, then gate, down, up.
+fn plain_layers(out: &mut Vec<UserTensor>, hp: &HParams, wo_embd: bool) {
+    let n_embd = hp.n_embd;
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let n_ff = hp.n_ff[il];
-        push(&mut out, b("attn_norm.weight"), &[n_embd]);
-        qkv(&mut out, hp, il);
-        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
-        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
-        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
-        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
-        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(out, hp, il);
+        push(out, b("attn_output.weight"), &[if wo_embd { n_embd } else { n_q }, n_embd]);
+        push(out, b("ffn_norm.weight"), &[n_embd]);
+        push(out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(out, b("ffn_up.weight"), &[n_embd, n_ff]);
     }
-    out
 }
 
 /// `llama_model_qwen3::load_arch_tensors` without a file (its rerankers'
@@ -191,18 +198,7 @@ fn llama(hp: &HParams) -> Vec<UserTensor> {
 /// output head created, so not duplicated from the embeddings).
 fn smollm3(hp: &HParams) -> Vec<UserTensor> {
     let mut out = top(hp);
-    let n_embd = hp.n_embd;
-    for il in 0..hp.n_layer as usize {
-        let b = |s: &str| format!("blk.{il}.{s}");
-        let n_ff = hp.n_ff[il];
-        push(&mut out, b("attn_norm.weight"), &[n_embd]);
-        let n_q = qkv(&mut out, hp, il);
-        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
-        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
-        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
-        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
-        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
-    }
+    plain_layers(&mut out, hp, false);
     out
 }
 
