@@ -36,18 +36,20 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
     (family.read_hparams)(&mut hp, &keys)?;
     hp.check_runnable(arch)?;
     let mut list = match arch {
-        "llama" if hp.n_expert == 0 => llama(&hp),
+        // (granite's and mistral3's dense loaders list llama's tensors)
+        "llama" | "granite" | "mistral3" if hp.n_expert == 0 => llama(&hp),
         "qwen2" => qwen2(&hp),
         "qwen3" => qwen3(&hp),
         "gemma3" => gemma3(&hp),
         "smollm3" => smollm3(&hp),
         "olmo2" => olmo2(&hp),
         "gemma2" => gemma2(&hp),
+        "gemma" => gemma(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
             return Err(Error::model(format!(
-                "not implemented yet: {what} (llama without experts, qwen2, qwen3, gemma3, smollm3, olmo2 and gemma2 are)"
+                "not implemented yet: {what} (llama, granite and mistral3 without experts, qwen2, qwen3, gemma, gemma2, gemma3, smollm3 and olmo2 are)"
             )));
         }
     };
@@ -244,6 +246,28 @@ fn gemma2(hp: &HParams) -> Vec<UserTensor> {
         push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
         push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_gemma::load_arch_tensors` without a file: gemma2's list
+/// without the post norms.
+fn gemma(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
     }
     out
 }

@@ -6,6 +6,7 @@
 
 use super::{Block, Family, Moe, Need, Rope, SharedExpert};
 use crate::error::{Error, Result};
+use crate::gguf::Value;
 use crate::model::hparams::{HParams, Keys};
 
 pub static FAMILY: Family = Family {
@@ -43,11 +44,17 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
     // (granite reads rope_finetuned as a switch for rope, true by default)
     hp.rope_finetuned = keys.bool("%s.rope.scaling.finetuned")?.unwrap_or(true);
     hp.use_rope = hp.rope_finetuned;
-    if keys.file.get(&keys.full("%s.deepstack_mapping")).is_some() {
-        return Err(Error::model(format!(
-            "not implemented yet: deepstack inputs ({})",
-            keys.full("%s.deepstack_mapping")
-        )));
+    // (Granite Vision's deepstack inputs: an entry >= 0 names one; the
+    // reference's saver writes the array of -1s of a model without them)
+    let key = keys.full("%s.deepstack_mapping");
+    if let Some(v) = keys.file.get(&key) {
+        let none = match &v {
+            Value::Array(a) => keys.file.array_i32(a).is_some_and(|m| m.iter().all(|&x| x < 0)),
+            _ => false,
+        };
+        if !none {
+            return Err(Error::model(format!("not implemented yet: deepstack inputs ({key})")));
+        }
     }
     Ok(())
 }
