@@ -546,7 +546,7 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 -o "$OUT/from_user" "${LDFLAGS[@]}" 2> "$OUT/from_user.build.log"; then
                 local fu_ok=1 arch
                 : > "$OUT/from_user.out"
-                for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3; do
+                for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3 cohere2 exaone4 starcoder2; do
                     make_synth $arch from-user-$arch
                     echo "== $arch" >> "$OUT/from_user.out"
                     "$OUT/from_user" "$OUT/synth-from-user-$arch.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
@@ -557,10 +557,10 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                         [ "$got" = "$want" ] || { fu_ok=0; echo "     $arch ${f%%:*}: sha256 $got, want $want"; }
                     done
                 done
-                [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 10 ] || fu_ok=0
+                [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 13 ] || fu_ok=0
                 grep -v "^NULL metadata" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
                 if [ $fu_ok = 1 ]; then
-                    ok "llama_model_init_from_user: llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite and mistral3 from metadata and a callback (F32 and an F16 override; .scale tensors; qwen3's cls.output; gemma's embeddings asked twice): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65), logits and saved files, bit for bit; reloaded from the saved file, the same logits; NULL metadata or callback refused"
+                    ok "llama_model_init_from_user: llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite, mistral3, cohere2, exaone4 and starcoder2 from metadata and a callback (F32 and an F16 override; .scale tensors of the projections each has; qwen3's cls.output; gemma's embeddings asked twice): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65, 53, 61, 60), logits and saved files, bit for bit; reloaded from the saved file, the same logits; NULL metadata or callback refused"
                 else
                     not_ok "llama_model_init_from_user differs from the reference"; tail -n 5 "$OUT/from_user.err"
                 fi

@@ -247,7 +247,7 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
         -L"$REF_LIB" -lllama -lggml-base -lm
     : > ffi-tests/golden/parity/from_user.txt
     : > ffi-tests/golden/parity/from_user.sha256
-    for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3; do
+    for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3 cohere2 exaone4 starcoder2; do
         vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
         target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$arch.gguf" 11 512
         echo "== $arch" >> ffi-tests/golden/parity/from_user.txt

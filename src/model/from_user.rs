@@ -45,20 +45,27 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
         "olmo2" => olmo2(&hp),
         "gemma2" => gemma2(&hp),
         "gemma" => gemma(&hp),
+        "cohere2" => cohere2(&hp),
+        "exaone4" => exaone4(&hp),
+        "starcoder2" => starcoder2(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
             return Err(Error::model(format!(
-                "not implemented yet: {what} (llama, granite and mistral3 without experts, qwen2, qwen3, gemma, gemma2, gemma3, smollm3 and olmo2 are)"
+                "not implemented yet: {what} (llama, granite and mistral3 without experts, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, olmo2, cohere2, exaone4 and starcoder2 are)"
             )));
         }
     };
     // the generic pass (llama_model::load_tensors): each projection's
-    // `.scale`, then its `.input_scale`, one value each
+    // `.scale`, then its `.input_scale`, one value each, for the
+    // projections the family has (starcoder2 has no gate)
     for il in 0..hp.n_layer as usize {
         for kind in ["scale", "input_scale"] {
             for m in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"] {
-                list.push(UserTensor { name: format!("blk.{il}.{m}.{kind}"), ne: vec![1] });
+                let weight = format!("blk.{il}.{m}.weight");
+                if list.iter().any(|t| t.name == weight) {
+                    list.push(UserTensor { name: format!("blk.{il}.{m}.{kind}"), ne: vec![1] });
+                }
             }
         }
     }
@@ -268,6 +275,76 @@ fn gemma(hp: &HParams) -> Vec<UserTensor> {
         push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+    }
+    out
+}
+
+/// `llama_model_cohere2::load_arch_tensors` without a file: the embeddings
+/// again as the head, no FFN norm (its FFN runs beside the attention).
+fn cohere2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    out
+}
+
+/// `llama_model_exaone4::load_arch_tensors` without a file (no next-token
+/// layers: minfer refuses them at load).
+fn exaone4(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = top(hp);
+    let (n_embd, n_rot) = (hp.n_embd, hp.n_rot);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, "rope_freqs.weight".into(), &[n_rot / 2]);
+        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_q_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("attn_k_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_starcoder2::load_arch_tensors` without a file: LayerNorms
+/// with biases, an ungated FFN with biases.
+fn starcoder2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output_norm.bias".into(), &[n_embd]);
+    push(&mut out, "output.weight".into(), &[n_embd, hp.n_vocab]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_norm.bias"), &[n_embd]);
+        qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("attn_output.bias"), &[n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_norm.bias"), &[n_embd]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.bias"), &[n_embd]);
+        push(&mut out, b("ffn_up.bias"), &[n_ff]);
     }
     out
 }

@@ -611,17 +611,26 @@ impl Weights {
                     let Some(s) = b.optional(&format!("{stem}.scale"), &[n])? else { continue };
                     // (the families minfer runs all scale their attention as
                     // the reference's build_qkv and build_attn do; the
-                    // dense FFN's scales are used by llama's, qwen3's and
-                    // mistral3's graphs, loaded unused by qwen2's, gemma3's,
-                    // smollm3's, olmo2's, gemma2's, gemma's and granite's; the
+                    // dense FFN's scales are used by llama's, qwen3's,
+                    // mistral3's and cohere2's graphs, loaded unused by
+                    // qwen2's, gemma3's, smollm3's, olmo2's, gemma2's,
+                    // gemma's, granite's, exaone4's and starcoder2's; the
                     // experts' used by llama's; the other families' graphs
                     // are not checked)
                     let map = match kind {
                         0 => &mut scales.attn,
-                        1 if matches!(family.name, "llama" | "qwen3" | "mistral3") => &mut scales.ffn,
+                        1 if matches!(family.name, "llama" | "qwen3" | "mistral3" | "cohere2") => &mut scales.ffn,
                         1 if matches!(
                             family.name,
-                            "qwen2" | "gemma3" | "smollm3" | "olmo2" | "gemma2" | "gemma" | "granite"
+                            "qwen2"
+                                | "gemma3"
+                                | "smollm3"
+                                | "olmo2"
+                                | "gemma2"
+                                | "gemma"
+                                | "granite"
+                                | "exaone4"
+                                | "starcoder2"
                         ) =>
                         {
                             continue
