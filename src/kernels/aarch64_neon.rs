@@ -1072,6 +1072,7 @@ fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::VecDot, MXFP4) => Some(lut_mxfp4),
         (Path::VecDot, TQ1_0) => Some(tile_tq1_0),
         (Path::VecDot, TQ2_0) => Some(tile_tq2_0),
+        (Path::VecDot, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M) => super::aarch64_iq::tile(ty),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -1089,6 +1090,7 @@ fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::VecDot, MXFP4) => Some(lut_mxfp4_dp),
         (Path::VecDot, TQ1_0) => Some(tile_tq1_0_dp),
         (Path::VecDot, TQ2_0) => Some(tile_tq2_0_dp),
+        (Path::VecDot, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M) => super::aarch64_iq::tile_dp(ty),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -1124,8 +1126,10 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         MXFP4 => lut_mxfp4,
         TQ1_0 => tile_tq1_0,
         TQ2_0 => tile_tq2_0,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
-        | IQ3_S | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => return super::aarch64_iq::tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 => {
+            return ggml_paths::vec_dot_k::scalar_tile(ty)
+        }
         _ => return None,
     })
 }
@@ -1145,8 +1149,10 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         MXFP4 => lut_mxfp4_dp,
         TQ1_0 => tile_tq1_0_dp,
         TQ2_0 => tile_tq2_0_dp,
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS
-        | IQ3_S | IQ1_S | IQ1_M => return ggml_paths::vec_dot_k::scalar_tile(ty),
+        IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => return super::aarch64_iq::tile_dp(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 => {
+            return ggml_paths::vec_dot_k::scalar_tile(ty)
+        }
         _ => return None,
     })
 }

@@ -41,6 +41,8 @@
 //! `aligned.rs` (the cache-line-aligned buffer of activations and panels).
 
 #[cfg(target_arch = "aarch64")]
+mod aarch64_iq;
+#[cfg(target_arch = "aarch64")]
 pub mod aarch64_neon;
 pub mod aligned;
 pub mod dispatch;
