@@ -43,8 +43,8 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
         "gemma3" => gemma3(&hp),
         "smollm3" => smollm3(&hp),
         "olmo2" => olmo2(&hp),
-        "gemma2" => gemma2(&hp),
-        "gemma" => gemma(&hp),
+        "gemma2" => gemma(&hp, true),
+        "gemma" => gemma(&hp, false),
         "cohere2" => cohere2(&hp),
         "exaone4" => exaone4(&hp),
         "starcoder2" => starcoder2(&hp),
@@ -233,60 +233,46 @@ fn olmo2(hp: &HParams) -> Vec<UserTensor> {
     out
 }
 
-/// `llama_model_gemma2::load_arch_tensors` without a file: no output head of
-/// its own (the embeddings again, `TENSOR_DUPLICATED`: a second call).
-fn gemma2(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
+/// `llama_model_gemma::load_arch_tensors` and gemma2's without a file:
+/// gemma2's has the post norms.
+fn gemma(hp: &HParams, post_norms: bool) -> Vec<UserTensor> {
+    let mut out = tied_top(hp);
     let n_embd = hp.n_embd;
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let n_ff = hp.n_ff[il];
         push(&mut out, b("attn_norm.weight"), &[n_embd]);
         let n_q = qkv(&mut out, hp, il);
         push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
-        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        if post_norms {
+            push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        }
         push(&mut out, b("ffn_norm.weight"), &[n_embd]);
         push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
         push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
-        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+        if post_norms {
+            push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
+        }
     }
     out
 }
 
-/// `llama_model_gemma::load_arch_tensors` without a file: gemma2's list
-/// without the post norms.
-fn gemma(hp: &HParams) -> Vec<UserTensor> {
+/// The top tensors of the families whose head is the embeddings again
+/// (`TENSOR_DUPLICATED`: the callback is asked for them twice).
+fn tied_top(hp: &HParams) -> Vec<UserTensor> {
     let mut out = Vec::new();
-    let n_embd = hp.n_embd;
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
-    for il in 0..hp.n_layer as usize {
-        let b = |s: &str| format!("blk.{il}.{s}");
-        let n_ff = hp.n_ff[il];
-        push(&mut out, b("attn_norm.weight"), &[n_embd]);
-        let n_q = qkv(&mut out, hp, il);
-        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
-        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
-        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
-        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
-        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
-    }
+    push(&mut out, "token_embd.weight".into(), &[hp.n_embd, hp.n_vocab]);
+    push(&mut out, "output_norm.weight".into(), &[hp.n_embd]);
+    push(&mut out, "token_embd.weight".into(), &[hp.n_embd, hp.n_vocab]);
     out
 }
 
 /// `llama_model_cohere2::load_arch_tensors` without a file: the embeddings
 /// again as the head, no FFN norm (its FFN runs beside the attention).
 fn cohere2(hp: &HParams) -> Vec<UserTensor> {
-    let mut out = Vec::new();
+    let mut out = tied_top(hp);
     let n_embd = hp.n_embd;
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
-    push(&mut out, "output_norm.weight".into(), &[n_embd]);
-    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
     for il in 0..hp.n_layer as usize {
         let b = |s: &str| format!("blk.{il}.{s}");
         let n_ff = hp.n_ff[il];
