@@ -26,6 +26,11 @@ use llama::kernels::ggml_paths::repack_tiles;
 use llama::kernels::{kernels, matmul, ThreadPool, Weights};
 use llama::quant::quantize_row;
 
+// (the generator of the synthetic writers; its uniform floats unused here)
+#[allow(dead_code)]
+#[path = "common/splitmix.rs"]
+mod splitmix;
+
 const DEFAULT_SHAPES: [(usize, usize); 8] =
     [(576, 576), (1536, 576), (576, 1536), (1024, 640), (2048, 640), (640, 2048), (49152, 576), (262144, 640)];
 
@@ -113,11 +118,8 @@ fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
             let _ = quantize_row(ty, &x[r * cols..(r + 1) * cols], &mut base[r * row_bytes..(r + 1) * row_bytes]);
         }
     } else {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for b in base.iter_mut() {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            *b = (state >> 33) as u8;
-        }
+        let mut rng = splitmix::Rng(1);
+        base.iter_mut().for_each(|b| *b = rng.next() as u8);
     }
     let mut out = Vec::with_capacity(rows * row_bytes);
     while out.len() < rows * row_bytes {

@@ -59,11 +59,11 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
     // the generic pass (llama_model::load_tensors): each projection's
     // `.scale`, then its `.input_scale`, one value each, for the
     // projections the family has (starcoder2 has no gate)
+    let names: std::collections::HashSet<String> = list.iter().map(|t| t.name.clone()).collect();
     for il in 0..hp.n_layer as usize {
         for kind in ["scale", "input_scale"] {
             for m in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"] {
-                let weight = format!("blk.{il}.{m}.weight");
-                if list.iter().any(|t| t.name == weight) {
+                if names.contains(&format!("blk.{il}.{m}.weight")) {
                     list.push(UserTensor { name: format!("blk.{il}.{m}.{kind}"), ne: vec![1] });
                 }
             }

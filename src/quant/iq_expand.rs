@@ -187,15 +187,3 @@ impl IqTiled for iq1::BlockIq1M {
         iq1_kblock(|e| self.entry(e), |h| self.scale(h), self.d() * 0.125)
     }
 }
-
-// (the IQ2/IQ3 blocks' `expand` as an inherent method too, as IQ1's)
-macro_rules! inherent_expand {
-    ($($t:ty),*) => {$(
-        impl $t {
-            pub fn expand(&self) -> IqWeights {
-                <Self as Grid8>::expand(self)
-            }
-        }
-    )*};
-}
-inherent_expand!(iq2::BlockIq2Xxs, iq2::BlockIq2Xs, iq2::BlockIq2S, iq3::BlockIq3Xxs, iq3::BlockIq3S);

@@ -72,7 +72,7 @@ macro_rules! iq_block {
         impl IqBlock for $t {
             const C: f32 = $c;
             fn expand(&self) -> IqWeights {
-                <$t>::expand(self)
+                crate::quant::iq_expand::Grid8::expand(self)
             }
             fn d(&self) -> f32 {
                 f16_to_f32(self.d)
@@ -85,7 +85,16 @@ iq_block!(BlockIq2Xs, 0.125);
 iq_block!(BlockIq2S, 0.125);
 iq_block!(BlockIq3Xxs, 0.25);
 iq_block!(BlockIq3S, 1.0);
-iq_block!(BlockIq1S, 1.0);
+
+impl IqBlock for BlockIq1S {
+    const C: f32 = 1.0;
+    fn expand(&self) -> IqWeights {
+        BlockIq1S::expand(self)
+    }
+    fn d(&self) -> f32 {
+        f16_to_f32(self.d)
+    }
+}
 
 impl IqBlock for BlockIq1M {
     const C: f32 = 1.0;
@@ -318,8 +327,13 @@ pub(crate) mod avx2 {
         const C: f32;
         /// `PLAIN`, `IQ1S` or `IQ1M`
         const KIND: u8;
-        /// The super-block's scale `dw`.
-        unsafe fn d(p: *const u8) -> f32;
+        /// The super-block's scale `dw`: the f16 at its start (IQ1_M's is
+        /// gathered from its scale words).
+        #[inline(always)]
+        unsafe fn d(p: *const u8) -> f32 {
+            // SAFETY: `p` covers a block; F16C in the inlining kernel.
+            unsafe { f16_at(p) }
+        }
         /// The super-block at `p`, decoded for all chunks.
         unsafe fn pre(p: *const u8) -> Pre;
         /// Chunk `c` (weights `32c..32c+32`) of the super-block at `p`.
@@ -463,11 +477,6 @@ pub(crate) mod avx2 {
         const C: f32 = 0.125;
         const KIND: u8 = PLAIN;
         #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
-        #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
             unsafe {
@@ -498,11 +507,6 @@ pub(crate) mod avx2 {
         const BYTES: usize = 74;
         const C: f32 = 0.125;
         const KIND: u8 = PLAIN;
-        #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
         #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
@@ -535,11 +539,6 @@ pub(crate) mod avx2 {
         const C: f32 = 0.125;
         const KIND: u8 = PLAIN;
         #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
-        #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
             unsafe {
@@ -569,11 +568,6 @@ pub(crate) mod avx2 {
         const C: f32 = 0.25;
         const KIND: u8 = PLAIN;
         #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
-        #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
             unsafe {
@@ -602,11 +596,6 @@ pub(crate) mod avx2 {
         const BYTES: usize = 110;
         const C: f32 = 1.0;
         const KIND: u8 = PLAIN;
-        #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
         #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
@@ -641,11 +630,6 @@ pub(crate) mod avx2 {
         const BYTES: usize = 50;
         const C: f32 = 1.0;
         const KIND: u8 = IQ1S;
-        #[inline(always)]
-        unsafe fn d(p: *const u8) -> f32 {
-            // SAFETY: `p` covers a block; F16C in the inlining kernel.
-            unsafe { f16_at(p) }
-        }
         #[inline(always)]
         unsafe fn pre(p: *const u8) -> Pre {
             // SAFETY: `p` covers a block; AVX2 in the inlining kernel.
