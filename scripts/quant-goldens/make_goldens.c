@@ -183,5 +183,34 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%s_dequant.f32", iq[i].name);
         put(argv[1], name, dq, sizeof dq);
     }
+    // The same types in rows of 512 (weights of 512 columns), and without
+    // weights where the reference allows it (IQ2_S, IQ3_XXS, IQ3_S, IQ1_M)
+    static float qw512[512];
+    iq_weights(qw512, 512);
+    for (size_t i = 0; i < sizeof iq / sizeof iq[0]; i++) {
+        memset(y, 0, sizeof y);
+        size_t n = ggml_quantize_chunk(iq[i].type, xi, y, 0, N / 512, 512, qw512);
+        snprintf(name, sizeof name, "%s_r512.bin", iq[i].name);
+        put(argv[1], name, y, n);
+        int t = iq[i].type;
+        if (t == 18 || t == 21 || t == 22 || t == 29) {
+            memset(y, 0, sizeof y);
+            n = ggml_quantize_chunk(t, xi, y, 0, N / 256, 256, NULL);
+            snprintf(name, sizeof name, "%s_nw.bin", iq[i].name);
+            put(argv[1], name, y, n);
+        }
+    }
+    // The other types' weighted quantizers (quantize_row_*_impl, what an
+    // imatrix selects): the golden input in rows of 256 with the weights above
+    struct { const char *name; int type; } wq[] = {
+        {"q4_0", 2}, {"q4_1", 3}, {"q5_0", 6}, {"q5_1", 7}, {"q2_K", 10}, {"q3_K", 11},
+        {"q4_K", 12}, {"q5_K", 13}, {"q6_K", 14}, {"iq4_nl", 20}, {"iq4_xs", 23},
+    };
+    for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++) {
+        memset(y, 0, sizeof y);
+        size_t n = ggml_quantize_chunk(wq[i].type, x, y, 0, N / 256, 256, qw);
+        snprintf(name, sizeof name, "%s_imatrix.bin", wq[i].name);
+        put(argv[1], name, y, n);
+    }
     return 0;
 }
