@@ -158,6 +158,7 @@ fn quantize_iq4_impl(
     scales_h: &mut u16,
     scales_l: &mut [u8],
     l: &mut [u8; QK_K],
+    qw: Option<&[f32]>,
     ntry: i32,
 ) -> [u8; 2] {
     const BS: usize = 32;
@@ -171,10 +172,20 @@ fn quantize_iq4_impl(
     let mut scales = [0.0f32; QK_K / BS];
     let mut max_scale = 0.0f32;
     let mut amax_scale = 0.0f32;
+    let mut sigma2 = 0.0f32;
+    for &v in x {
+        sigma2 += v * v;
+    }
+    sigma2 *= 2.0 / sbs as f32;
     for ib in 0..nsub {
         let xb = &x[ib * BS..ib * BS + BS];
-        for (w, &v) in weight.iter_mut().zip(xb) {
-            *w = v * v;
+        match qw {
+            Some(qw) => super::k_helpers::imatrix_weights(&qw[ib * BS..ib * BS + BS], xb, sigma2, &mut weight),
+            None => {
+                for (w, &v) in weight.iter_mut().zip(xb) {
+                    *w = v * v;
+                }
+            }
         }
         let mut amax = 0.0f32;
         let mut max = 0.0f32;
@@ -277,16 +288,34 @@ pub fn quantize_row_nl_ntry(x: &[f32], blocks: &mut [BlockIq4Nl], ntry: i32) {
     let mut l = [0u8; QK_K];
     for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK)) {
         let mut h = 0u16;
-        b.d = quantize_iq4_impl(x, &mut b.qs, &mut h, &mut [], &mut l, ntry);
+        b.d = quantize_iq4_impl(x, &mut b.qs, &mut h, &mut [], &mut l, None, ntry);
     }
 }
 
 /// ggml's `quantize_row_iq4_xs_ref`.
 pub fn quantize_row_xs(x: &[f32], blocks: &mut [BlockIq4Xs]) {
+    quantize_row_xs_impl(x, None, blocks)
+}
+
+/// ggml's `quantize_iq4_xs` of one row: with an importance matrix's weights
+/// `qw` (one per element of `x`), the scale search weighs each element by
+/// `qw·sqrt(σ² + x²)` (σ² of its super-block) instead of x².
+pub fn quantize_row_xs_impl(x: &[f32], qw: Option<&[f32]>, blocks: &mut [BlockIq4Xs]) {
     let mut l = [0u8; QK_K];
-    for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK_K)) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
         let mut h = 0u16;
-        b.d = quantize_iq4_impl(x, &mut b.qs, &mut h, &mut b.scales_l, &mut l, 7);
+        let w = qw.map(|q| &q[QK_K * i..QK_K * i + QK_K]);
+        b.d = quantize_iq4_impl(x, &mut b.qs, &mut h, &mut b.scales_l, &mut l, w, 7);
         b.scales_h = h.to_le_bytes();
+    }
+}
+
+/// ggml's `quantize_iq4_nl` of one row with an importance matrix's weights
+/// `qw` (7 scale candidates either side, as the chunk quantizer).
+pub fn quantize_row_nl_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockIq4Nl]) {
+    let mut l = [0u8; QK_K];
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK)).enumerate() {
+        let mut h = 0u16;
+        b.d = quantize_iq4_impl(x, &mut b.qs, &mut h, &mut [], &mut l, Some(&qw[QK * i..QK * i + QK]), 7);
     }
 }

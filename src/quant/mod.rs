@@ -302,19 +302,67 @@ pub fn is_chunk_type(ty: GgmlType) -> bool {
     can_quantize(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)
 }
 
-/// Quantizes whole rows as ggml's `ggml_quantize_chunk` does without an
-/// importance matrix (what `llama_model_quantize` writes). That is the
-/// `_ref` quantizer of every type except IQ4_NL, which `quantize_iq4_nl`
-/// runs with a search of 7 scale candidates either side. Rows are
-/// independent, so any split of a tensor into chunks gives the same bytes.
-pub fn quantize_chunk(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
+/// Quantizes whole rows of `n_per_row` elements as ggml's
+/// `ggml_quantize_chunk` does (what `llama_model_quantize` writes).
+///
+/// Without an importance matrix that is the `_ref` quantizer of every type
+/// except IQ4_NL, which `quantize_iq4_nl` runs with a search of 7 scale
+/// candidates either side. With one (`imatrix`: a weight per column), the
+/// types that have a weighted quantizer (`quantize_row_*_impl`: Q4_0 … Q5_1,
+/// Q2_K … Q6_K, IQ4_NL, IQ4_XS) run it row by row; the others (F16, BF16,
+/// Q8_0, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0) ignore it, as the reference
+/// does. Rows are independent, so any split of a tensor into whole rows
+/// gives the same bytes.
+pub fn quantize_chunk(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
+    out: &mut [u8],
+) -> Result<()> {
+    use GgmlType::*;
     if !is_chunk_type(ty) {
         return Err(Error::invalid(format!("quantize_chunk: type {ty} is not supported")));
     }
-    if ty == GgmlType::IQ4_NL {
-        check_row(ty, x.len(), out.len(), "quantize_chunk")?;
-        iq4::quantize_row_nl_ntry(x, as_blocks_mut(out), 7);
-        return Ok(());
+    check_row(ty, x.len(), out.len(), "quantize_chunk")?;
+    let row_bytes = ty.row_size(n_per_row as u64).unwrap_or(0) as usize;
+    if n_per_row == 0 || !x.len().is_multiple_of(n_per_row) || row_bytes == 0 {
+        return Err(Error::invalid(format!("quantize_chunk: {} elements are not whole rows of {n_per_row}", x.len())));
     }
-    quantize_row(ty, x, out)
+    let weighted = matches!(ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_NL | IQ4_XS);
+    let qw = match imatrix {
+        Some(w) if weighted => {
+            if w.len() != n_per_row {
+                return Err(Error::invalid(format!(
+                    "quantize_chunk: {} importance weights for rows of {n_per_row}",
+                    w.len()
+                )));
+            }
+            w
+        }
+        _ => {
+            if ty == IQ4_NL {
+                iq4::quantize_row_nl_ntry(x, as_blocks_mut(out), 7);
+                return Ok(());
+            }
+            return quantize_row(ty, x, out);
+        }
+    };
+    for (x, out) in x.chunks_exact(n_per_row).zip(out.chunks_exact_mut(row_bytes)) {
+        match ty {
+            Q4_0 => q4_0::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q4_1 => q4_1::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q5_0 => q5_0::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q5_1 => q5_1::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q2_K => q2_k::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q3_K => q3_k::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q4_K => q4_k::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q5_K => q5_k::quantize_row_impl(x, qw, as_blocks_mut(out)),
+            Q6_K => q6_k::quantize_row_impl(x, Some(qw), as_blocks_mut(out)),
+            IQ4_NL => iq4::quantize_row_nl_impl(x, qw, as_blocks_mut(out)),
+            IQ4_XS => iq4::quantize_row_xs_impl(x, Some(qw), as_blocks_mut(out)),
+            _ => return Err(Error::invalid(format!("quantize_chunk: type {ty} has no weighted quantizer"))),
+        }
+    }
+    Ok(())
 }

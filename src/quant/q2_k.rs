@@ -2,7 +2,7 @@
 //! and 4-bit min per group, f16 super-scales `d` and `dmin`;
 //! value = d·sc·q − dmin·m.
 
-use super::k_helpers::{make_qkx2_quants, KBlock};
+use super::k_helpers::{imatrix_weights, make_qkx2_quants, make_qkx3_quants, make_qp_quants, sum_sq, KBlock};
 use super::{f16_to_f32, f32_to_f16, nearest_int, Block, QK_K};
 use crate::ggml_type::GgmlType;
 
@@ -126,11 +126,74 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ2K]) {
                 l[16 * j + ii] = q.clamp(0, 3) as u8;
             }
         }
-        for h in 0..2 {
-            for i in 0..32 {
-                let j = 128 * h + i;
-                b.qs[32 * h + i] = l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6);
+        pack_quants(b, &l);
+    }
+}
+
+/// ggml's `quantize_row_q2_K_impl` with an importance matrix's weights `qw`
+/// (one per element of the row `x`): each group of 16 gets its scale and
+/// minimum from `make_qkx3_quants` with weights `qw·sqrt(σ² + x²)`, and the
+/// 4-bit group scales and minimums come from `make_qp_quants`.
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ2K]) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
+        let qw = &qw[QK_K * i..QK_K * i + QK_K];
+        let mut l = [0u8; QK_K];
+        let mut l_aux = [0u8; 16];
+        let mut weight = [0.0f32; 16];
+        let (mut mins, mut scales, mut sw) = ([0.0f32; 16], [0.0f32; 16], [0.0f32; 16]);
+        let (mut ls, mut lm) = ([0u8; 16], [0u8; 16]);
+        let sigma2 = sum_sq(x) / QK_K as f32;
+        for j in 0..16 {
+            let xs = &x[16 * j..16 * j + 16];
+            imatrix_weights(&qw[16 * j..16 * j + 16], xs, sigma2, &mut weight);
+            for &w in &weight {
+                sw[j] += w;
             }
+            let (s, m) = make_qkx3_quants(
+                16,
+                3,
+                xs,
+                Some(&weight),
+                &mut l[16 * j..16 * j + 16],
+                &mut l_aux,
+                -0.9,
+                0.05,
+                36,
+                false,
+            );
+            scales[j] = s;
+            mins[j] = m;
+        }
+        let dm = make_qp_quants(16, 15, &scales, &mut ls, &sw);
+        let mm = make_qp_quants(16, 15, &mins, &mut lm, &sw);
+        b.d = f32_to_f16(dm);
+        b.dmin = f32_to_f16(mm);
+        let (dm, mm) = (f16_to_f32(b.d), f16_to_f32(b.dmin));
+        for j in 0..16 {
+            b.scales[j] = ls[j] | (lm[j] << 4);
+        }
+        for j in 0..16 {
+            let d = dm * (b.scales[j] & 0xF) as f32;
+            if d == 0.0 {
+                continue;
+            }
+            let m = mm * (b.scales[j] >> 4) as f32;
+            for ii in 0..16 {
+                let q = nearest_int((x[16 * j + ii] + m) / d);
+                l[16 * j + ii] = q.clamp(0, 3) as u8;
+            }
+        }
+        pack_quants(b, &l);
+    }
+}
+
+/// Packs the 256 2-bit quants: byte `32h + i` holds elements `128h + i +
+/// 32k` in its bits `2k`.
+fn pack_quants(b: &mut BlockQ2K, l: &[u8; QK_K]) {
+    for h in 0..2 {
+        for i in 0..32 {
+            let j = 128 * h + i;
+            b.qs[32 * h + i] = l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6);
         }
     }
 }

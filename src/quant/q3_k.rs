@@ -2,7 +2,7 @@
 //! `qs`, the high bit in `hmask`), signed 6-bit group scales, f16 `d`;
 //! value = d·(sc − 32)·(q − 4).
 
-use super::k_helpers::{make_q3_quants, KBlock};
+use super::k_helpers::{imatrix_weights, make_q3_quants, make_qx_quants, sum_sq, KBlock};
 use super::{f16_to_f32, f32_to_f16, nearest_int, Block, QK_K};
 use crate::ggml_type::GgmlType;
 
@@ -115,36 +115,81 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ3K]) {
         } else {
             b.d = f32_to_f16(0.0);
         }
-        let sc = b.group_scales();
+        requantize_and_pack(b, x, &mut l);
+    }
+}
+
+/// ggml's `quantize_row_q3_K_impl` with an importance matrix's weights `qw`
+/// (one per element of the row `x`): each group of 16 gets its scale from
+/// `make_qx_quants` with weights `qw·sqrt(σ² + x²)`, and the 6-bit group
+/// scales come from `make_qx_quants` weighted by the groups' weight sums.
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ3K]) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
+        let qw = &qw[QK_K * i..QK_K * i + QK_K];
+        let mut l = [0i8; QK_K];
+        let mut weight = [0.0f32; 16];
+        let (mut scales, mut sw) = ([0.0f32; 16], [0.0f32; 16]);
+        let mut ls = [0i8; 16];
+        let sigma2 = 2.0 * sum_sq(x) / QK_K as f32;
         for j in 0..16 {
-            let d = f16_to_f32(b.d) * sc[j] as f32;
-            if d == 0.0 {
-                continue;
+            let xs = &x[16 * j..16 * j + 16];
+            imatrix_weights(&qw[16 * j..16 * j + 16], xs, sigma2, &mut weight);
+            let mut sumw = 0.0f32;
+            for &w in &weight {
+                sumw += w;
             }
-            for ii in 0..16 {
-                let q = nearest_int(x[16 * j + ii] / d).clamp(-4, 3);
-                l[16 * j + ii] = (q + 4) as i8;
-            }
+            sw[j] = sumw;
+            scales[j] = make_qx_quants(16, 4, xs, &mut l[16 * j..16 * j + 16], 1, Some(&weight));
         }
-        b.hmask = [0; QK_K / 8];
-        let mut m = 0usize;
-        let mut hm = 1u8;
-        for lj in l.iter_mut() {
-            if *lj > 3 {
-                b.hmask[m] |= hm;
-                *lj -= 4;
+        b.scales = [0; 12];
+        let d_block = make_qx_quants(16, 32, &scales, &mut ls, 1, Some(&sw));
+        for (j, &lj) in ls.iter().enumerate() {
+            let lv = lj as u8;
+            if j < 8 {
+                b.scales[j] = lv & 0xF;
+            } else {
+                b.scales[j - 8] |= (lv & 0xF) << 4;
             }
-            m += 1;
-            if m == QK_K / 8 {
-                m = 0;
-                hm = hm.wrapping_shl(1);
-            }
+            b.scales[j % 4 + 8] |= (lv >> 4) << (2 * (j / 4));
         }
-        for h in 0..2 {
-            for i in 0..32 {
-                let j = 128 * h + i;
-                b.qs[32 * h + i] = (l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6)) as u8;
-            }
+        b.d = f32_to_f16(d_block);
+        requantize_and_pack(b, x, &mut l);
+    }
+}
+
+/// The quantizers' common end: every group's quants again from the packed
+/// scales (-4..=3, stored +4), then the high bits into `hmask` and the low
+/// two bits into `qs`.
+fn requantize_and_pack(b: &mut BlockQ3K, x: &[f32], l: &mut [i8; QK_K]) {
+    let sc = b.group_scales();
+    for j in 0..16 {
+        let d = f16_to_f32(b.d) * sc[j] as f32;
+        if d == 0.0 {
+            continue;
+        }
+        for ii in 0..16 {
+            let q = nearest_int(x[16 * j + ii] / d).clamp(-4, 3);
+            l[16 * j + ii] = (q + 4) as i8;
+        }
+    }
+    b.hmask = [0; QK_K / 8];
+    let mut m = 0usize;
+    let mut hm = 1u8;
+    for lj in l.iter_mut() {
+        if *lj > 3 {
+            b.hmask[m] |= hm;
+            *lj -= 4;
+        }
+        m += 1;
+        if m == QK_K / 8 {
+            m = 0;
+            hm = hm.wrapping_shl(1);
+        }
+    }
+    for h in 0..2 {
+        for i in 0..32 {
+            let j = 128 * h + i;
+            b.qs[32 * h + i] = (l[j] | (l[j + 32] << 2) | (l[j + 64] << 4) | (l[j + 96] << 6)) as u8;
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Q4_0: 32 weights per block, 4 bits each, one f16 scale; value = (q - 8)·d.
 
+use super::k_helpers::{imatrix_weights, make_qx_quants, sum_sq};
 use super::{c_f32_to_i32, f16_to_f32, f32_to_f16, Block, QK};
 use crate::ggml_type::GgmlType;
 
@@ -61,6 +62,23 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ4_0]) {
             let xi0 = (c_f32_to_i32(x0 + 8.5) as i8).min(15) as u8;
             let xi1 = (c_f32_to_i32(x1 + 8.5) as i8).min(15) as u8;
             b.qs[j] = xi0 | (xi1 << 4);
+        }
+    }
+}
+
+/// ggml's `quantize_row_q4_0_impl`: one row `x` with an importance
+/// matrix's weights `qw` (one per element); the scale of each block of 32 is
+/// searched with weights `qw·sqrt(σ² + x²)`, σ² the row's mean square.
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ4_0]) {
+    let sigma2 = sum_sq(x) / x.len() as f32;
+    let mut weight = [0.0f32; QK];
+    let mut l = [0i8; QK];
+    for (ib, (b, xb)) in blocks.iter_mut().zip(x.chunks_exact(QK)).enumerate() {
+        imatrix_weights(&qw[QK * ib..QK * ib + QK], xb, sigma2, &mut weight);
+        let d = make_qx_quants(QK, 8, xb, &mut l, 1, Some(&weight));
+        b.d = f32_to_f16(d);
+        for j in 0..QK / 2 {
+            b.qs[j] = (l[j] as u8) | ((l[j + QK / 2] as u8) << 4);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Q4_K: super-blocks of 256 in 8 sub-blocks of 32; 4-bit quants, 6-bit
 //! scale and min per sub-block, f16 `d` and `dmin`; value = d·sc·q − dmin·m.
 
-use super::k_helpers::{get_scale_min_k4, quantize_kx_superblock, KBlock};
+use super::k_helpers::{get_scale_min_k4, quantize_kx_superblock, quantize_kx_superblock_impl, KBlock};
 use super::{f16_to_f32, Block, QK_K};
 use crate::ggml_type::GgmlType;
 
@@ -73,14 +73,26 @@ pub fn dequantize_row(blocks: &[BlockQ4K], out: &mut [f32]) {
 /// ggml's `quantize_row_q4_K_ref`.
 pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ4K]) {
     for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK_K)) {
-        let (d, dmin, scales, l) = quantize_kx_superblock(x, 15, -1.0, 20);
-        b.d = d;
-        b.dmin = dmin;
-        b.scales = scales;
-        for c in 0..4 {
-            for i in 0..32 {
-                b.qs[32 * c + i] = l[64 * c + i] | (l[64 * c + 32 + i] << 4);
-            }
+        pack(b, quantize_kx_superblock(x, 15, -1.0, 20));
+    }
+}
+
+/// ggml's `quantize_row_q4_K_impl` with an importance matrix's weights `qw`
+/// (one per element of the row `x`).
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ4K]) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
+        pack(b, quantize_kx_superblock_impl(x, &qw[QK_K * i..QK_K * i + QK_K], 15, false));
+    }
+}
+
+/// Writes a quantized super-block: (d, dmin, packed scales, quants 0..=15).
+fn pack(b: &mut BlockQ4K, (d, dmin, scales, l): ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K])) {
+    b.d = d;
+    b.dmin = dmin;
+    b.scales = scales;
+    for c in 0..4 {
+        for i in 0..32 {
+            b.qs[32 * c + i] = l[64 * c + i] | (l[64 * c + 32 + i] << 4);
         }
     }
 }

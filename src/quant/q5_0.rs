@@ -1,6 +1,7 @@
 //! Q5_0: 32 weights per block, 5 bits each (4 low bits in `qs`, the fifth in
 //! `qh`), one f16 scale; value = (q - 16)·d.
 
+use super::k_helpers::{imatrix_weights, make_qx_quants, sum_sq};
 use super::{c_f32_to_i32, f16_to_f32, f32_to_f16, Block, QK};
 use crate::ggml_type::GgmlType;
 
@@ -67,6 +68,26 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ5_0]) {
             let x1 = x[j + QK / 2] * id;
             let xi0 = (c_f32_to_i32(x0 + 16.5) as i8).min(31) as u8;
             let xi1 = (c_f32_to_i32(x1 + 16.5) as i8).min(31) as u8;
+            b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
+            qh |= (((xi0 & 0x10) >> 4) as u32) << j;
+            qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
+        }
+        b.qh = qh.to_le_bytes();
+    }
+}
+
+/// ggml's `quantize_row_q5_0_impl`: as Q4_0's (see there) with 5 bits.
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ5_0]) {
+    let sigma2 = sum_sq(x) / x.len() as f32;
+    let mut weight = [0.0f32; QK];
+    let mut l = [0i8; QK];
+    for (ib, (b, xb)) in blocks.iter_mut().zip(x.chunks_exact(QK)).enumerate() {
+        imatrix_weights(&qw[QK * ib..QK * ib + QK], xb, sigma2, &mut weight);
+        let d = make_qx_quants(QK, 16, xb, &mut l, 1, Some(&weight));
+        b.d = f32_to_f16(d);
+        let mut qh = 0u32;
+        for j in 0..QK / 2 {
+            let (xi0, xi1) = (l[j] as u8, l[j + QK / 2] as u8);
             b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
             qh |= (((xi0 & 0x10) >> 4) as u32) << j;
             qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);

@@ -1,6 +1,7 @@
 //! Q5_1: 32 weights per block, 5 bits each, f16 scale and f16 minimum;
 //! value = q·d + m.
 
+use super::k_helpers::{imatrix_weights, make_qkx3_quants, sum_sq};
 use super::{c_f32_to_i32, f16_to_f32, f32_to_f16, Block, QK};
 use crate::ggml_type::GgmlType;
 
@@ -73,6 +74,27 @@ pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ5_1]) {
             let x1 = (x[j + QK / 2] - min) * id;
             let xi0 = c_f32_to_i32(x0 + 0.5) as u8;
             let xi1 = c_f32_to_i32(x1 + 0.5) as u8;
+            b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
+            qh |= (((xi0 & 0x10) >> 4) as u32) << j;
+            qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
+        }
+        b.qh = qh.to_le_bytes();
+    }
+}
+
+/// ggml's `quantize_row_q5_1_impl`: as Q4_1's (see there) with 5 bits.
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ5_1]) {
+    let sigma2 = sum_sq(x) / x.len() as f32;
+    let mut weight = [0.0f32; QK];
+    let (mut l, mut l_aux) = ([0u8; QK], [0u8; QK]);
+    for (ib, (b, xb)) in blocks.iter_mut().zip(x.chunks_exact(QK)).enumerate() {
+        imatrix_weights(&qw[QK * ib..QK * ib + QK], xb, sigma2, &mut weight);
+        let (d, the_min) = make_qkx3_quants(QK, 31, xb, Some(&weight), &mut l, &mut l_aux, -0.9, 0.05, 36, false);
+        b.d = f32_to_f16(d);
+        b.m = f32_to_f16(-the_min);
+        let mut qh = 0u32;
+        for j in 0..QK / 2 {
+            let (xi0, xi1) = (l[j], l[j + QK / 2]);
             b.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
             qh |= (((xi0 & 0x10) >> 4) as u32) << j;
             qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);

@@ -1,7 +1,7 @@
 //! Q5_K: as Q4_K with a fifth bit per quant in `qh`; value = d·sc·q − dmin·m,
 //! q in 0..=31.
 
-use super::k_helpers::{get_scale_min_k4, quantize_kx_superblock, KBlock};
+use super::k_helpers::{get_scale_min_k4, quantize_kx_superblock, quantize_kx_superblock_impl, KBlock};
 use super::{f16_to_f32, Block, QK_K};
 use crate::ggml_type::GgmlType;
 
@@ -76,28 +76,40 @@ pub fn dequantize_row(blocks: &[BlockQ5K], out: &mut [f32]) {
 /// ggml's `quantize_row_q5_K_ref`.
 pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ5K]) {
     for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK_K)) {
-        let (d, dmin, scales, l) = quantize_kx_superblock(x, 31, -0.5, 15);
-        b.d = d;
-        b.dmin = dmin;
-        b.scales = scales;
-        b.qh = [0; QK_K / 8];
-        let (mut m1, mut m2) = (1u8, 2u8);
-        for c in 0..4 {
-            for j in 0..32 {
-                let mut l1 = l[64 * c + j];
-                if l1 > 15 {
-                    l1 -= 16;
-                    b.qh[j] |= m1;
-                }
-                let mut l2 = l[64 * c + 32 + j];
-                if l2 > 15 {
-                    l2 -= 16;
-                    b.qh[j] |= m2;
-                }
-                b.qs[32 * c + j] = l1 | (l2 << 4);
+        pack(b, quantize_kx_superblock(x, 31, -0.5, 15));
+    }
+}
+
+/// ggml's `quantize_row_q5_K_impl` with an importance matrix's weights `qw`
+/// (one per element of the row `x`).
+pub fn quantize_row_impl(x: &[f32], qw: &[f32], blocks: &mut [BlockQ5K]) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
+        pack(b, quantize_kx_superblock_impl(x, &qw[QK_K * i..QK_K * i + QK_K], 31, true));
+    }
+}
+
+/// Writes a quantized super-block: (d, dmin, packed scales, quants 0..=31).
+fn pack(b: &mut BlockQ5K, (d, dmin, scales, l): ([u8; 2], [u8; 2], [u8; 12], [u8; QK_K])) {
+    b.d = d;
+    b.dmin = dmin;
+    b.scales = scales;
+    b.qh = [0; QK_K / 8];
+    let (mut m1, mut m2) = (1u8, 2u8);
+    for c in 0..4 {
+        for j in 0..32 {
+            let mut l1 = l[64 * c + j];
+            if l1 > 15 {
+                l1 -= 16;
+                b.qh[j] |= m1;
             }
-            m1 = m1.wrapping_shl(2);
-            m2 = m2.wrapping_shl(2);
+            let mut l2 = l[64 * c + 32 + j];
+            if l2 > 15 {
+                l2 -= 16;
+                b.qh[j] |= m2;
+            }
+            b.qs[32 * c + j] = l1 | (l2 << 4);
         }
+        m1 = m1.wrapping_shl(2);
+        m2 = m2.wrapping_shl(2);
     }
 }

@@ -71,13 +71,20 @@ pub fn dequantize_row(blocks: &[BlockQ6K], out: &mut [f32]) {
 
 /// ggml's `quantize_row_q6_K_ref`.
 pub fn quantize_row(x: &[f32], blocks: &mut [BlockQ6K]) {
-    for (b, x) in blocks.iter_mut().zip(x.chunks_exact(QK_K)) {
+    quantize_row_impl(x, None, blocks)
+}
+
+/// ggml's `quantize_row_q6_K_impl`: with an importance matrix's weights for
+/// the row (`qw`, one per element), the groups' scale search weighs by them.
+pub fn quantize_row_impl(x: &[f32], qw: Option<&[f32]>, blocks: &mut [BlockQ6K]) {
+    for (i, (b, x)) in blocks.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
         let mut l = [0i8; QK_K];
         let mut scales = [0.0f32; 16];
         let mut max_scale = 0.0f32;
         let mut max_abs_scale = 0.0f32;
         for ib in 0..16 {
-            let scale = make_qx_quants(16, 32, &x[16 * ib..], &mut l[16 * ib..16 * ib + 16], 1);
+            let w = qw.map(|q| &q[QK_K * i + 16 * ib..QK_K * i + 16 * ib + 16]);
+            let scale = make_qx_quants(16, 32, &x[16 * ib..], &mut l[16 * ib..16 * ib + 16], 1, w);
             scales[ib] = scale;
             if scale.abs() > max_abs_scale {
                 max_abs_scale = scale.abs();

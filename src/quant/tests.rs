@@ -90,6 +90,62 @@ fn quantize_row_bytes_equal_ggml_reference() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The importance weights of the weighted goldens (make_goldens.c's
+/// `iq_weights`): positive, varying by column.
+pub(crate) fn golden_imatrix(n: usize) -> Vec<f32> {
+    (0..n).map(|j| 0.25 + ((j * 37) % 11) as f32 * 0.5).collect()
+}
+
+#[test]
+fn weighted_quantizers_equal_ggml_quantize_chunk_with_imatrix() {
+    use GgmlType::*;
+    // ggml_quantize_chunk with importance weights runs quantize_row_*_impl:
+    // the golden input (extreme blocks included) in rows of 256
+    let x = golden_input();
+    let w = golden_imatrix(256);
+    let cases: [(GgmlType, &[u8]); 11] = [
+        (Q4_0, golden!("q4_0_imatrix.bin")),
+        (Q4_1, golden!("q4_1_imatrix.bin")),
+        (Q5_0, golden!("q5_0_imatrix.bin")),
+        (Q5_1, golden!("q5_1_imatrix.bin")),
+        (Q2_K, golden!("q2_K_imatrix.bin")),
+        (Q3_K, golden!("q3_K_imatrix.bin")),
+        (Q4_K, golden!("q4_K_imatrix.bin")),
+        (Q5_K, golden!("q5_K_imatrix.bin")),
+        (Q6_K, golden!("q6_K_imatrix.bin")),
+        (IQ4_NL, golden!("iq4_nl_imatrix.bin")),
+        (IQ4_XS, golden!("iq4_xs_imatrix.bin")),
+    ];
+    let mut failures = Vec::new();
+    for (ty, want) in cases {
+        let mut got = vec![0u8; want.len()];
+        quantize_chunk(ty, &x, 256, Some(&w), &mut got).expect("valid rows");
+        if let Some(m) = first_mismatch(ty, &got, want) {
+            failures.push(m);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn types_without_a_weighted_quantizer_ignore_the_imatrix() {
+    use GgmlType::*;
+    let x = golden_input();
+    let w = golden_imatrix(256);
+    for ty in [F16, BF16, Q8_0, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0] {
+        let n = ty.row_size(x.len() as u64).unwrap() as usize;
+        let (mut a, mut b) = (vec![0u8; n], vec![0u8; n]);
+        quantize_chunk(ty, &x, 256, None, &mut a).unwrap();
+        quantize_chunk(ty, &x, 256, Some(&w), &mut b).unwrap();
+        assert_eq!(a, b, "{ty}");
+    }
+    // weights of the wrong length and partial rows are errors, not panics
+    let mut out = vec![0u8; Q4_K.row_size(x.len() as u64).unwrap() as usize];
+    assert!(quantize_chunk(Q4_K, &x, 256, Some(&w[..255]), &mut out).is_err());
+    assert!(quantize_chunk(Q4_K, &x, 768 * 7, Some(&w), &mut out).is_err());
+    assert!(quantize_chunk(Q4_K, &x, 0, None, &mut out).is_err());
+}
+
 #[test]
 fn iq4_nl_chunk_quantizer_equals_ggml_quantize_chunk() {
     // ggml_quantize_chunk(IQ4_NL) quantizes with 7 extra scale candidates

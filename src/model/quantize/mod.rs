@@ -116,6 +116,9 @@ struct Item {
     file: usize,
     info: TensorInfo,
     new_type: GgmlType,
+    /// The importance weights it is quantized with: `ne[0]` per expert
+    /// (`ne[0]·ne[2]` in all), the reference's `imatrix` for the tensor.
+    imatrix: Option<Vec<f32>>,
 }
 
 impl Item {
@@ -363,7 +366,7 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
     let mut items = Vec::with_capacity(all.len());
     for (fi, t) in all {
         if let Some(name) = remap_layer(&t.name, &p.prune_layers, &mut mapped, &mut next_id)? {
-            items.push(Item { name, file: fi, new_type: t.ggml_type, info: t });
+            items.push(Item { name, file: fi, new_type: t.ggml_type, info: t, imatrix: None });
         }
     }
     let pruned_blocks = (!p.prune_layers.is_empty()).then(|| (format!("{}.block_count", facts.arch), next_id));
@@ -408,22 +411,20 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
             let expected = (it.info.ne[0] as u64).saturating_mul(it.info.ne[2] as u64);
             match m.get(key.as_str()) {
                 None => crate::log_info!("llama_model_quantize: did not find weights for {name}"),
-                Some(d) if d.len() as u64 == expected => {
-                    return Err(Error::invalid(format!(
-                        "importance matrices are not supported by minfer yet (the imatrix has weights for {name}); \
-                         quantize without one"
-                    )))
-                }
+                Some(d) if d.len() as u64 == expected => it.imatrix = Some(d.to_vec()),
                 Some(d) if !choose::is_token_embd(&name) => {
                     return Err(Error::invalid(format!(
                         "imatrix size {} is different from tensor size {expected} for {name}",
                         d.len()
                     )))
                 }
-                Some(_) => {}
+                Some(d) => crate::log_info!(
+                    "llama_model_quantize: imatrix size {} is different from tensor size {expected} for {name}",
+                    d.len()
+                ),
             }
         }
-        if requires {
+        if requires && it.imatrix.is_none() {
             return Err(Error::invalid(format!(
                 "Missing importance matrix for tensor {name} in a very low-bit quantization"
             )));
@@ -592,6 +593,9 @@ impl Converter {
             .ok_or_else(|| Error::model(format!("tensor {}: {n_per_row} columns do not fit type {to}", it.name)))?
             as usize;
         let per_row = row_src + row_dst + if from == GgmlType::F32 { 0 } else { n_per_row * 4 };
+        // rows of expert e (ne[1] rows each) use imatrix[e·n_per_row..][..n_per_row]
+        let rows_per_expert = (it.info.ne[1] as usize).max(1);
+        let imatrix = it.imatrix.as_deref();
         let slab_rows = (self.max_buf / per_row.max(1)).clamp(1, nrows.max(1));
         let mut f32_buf: Vec<f32> = Vec::new();
         let mut dst: Vec<u8> = Vec::new();
@@ -611,10 +615,12 @@ impl Converter {
                     .chunks(per_thread * row_src)
                     .zip(f32_buf.chunks_mut(per_thread * n_per_row))
                     .zip(dst.chunks_mut(per_thread * row_dst))
-                    .map(|((s, f), d)| {
+                    .enumerate()
+                    .map(|(t, ((s, f), d))| {
+                        let first_row = r0 + t * per_thread;
                         scope.spawn(move || -> Result<()> {
                             quant::dequantize_row(from, s, f)?;
-                            quant::quantize_chunk(to, f, d)?;
+                            quantize_rows(to, f, d, n_per_row, row_dst, first_row, rows_per_expert, imatrix)?;
                             quant::validate_row_data(to, d)
                                 .map_err(|e| Error::model(format!("quantized data validation failed: {e}")))
                         })
@@ -632,6 +638,43 @@ impl Converter {
         }
         Ok(written)
     }
+}
+
+/// Quantizes the rows `f` (the tensor's rows from `first_row` on) into `d`,
+/// each run of rows of one expert with that expert's importance weights.
+#[allow(clippy::too_many_arguments)]
+fn quantize_rows(
+    to: GgmlType,
+    f: &[f32],
+    d: &mut [u8],
+    n_per_row: usize,
+    row_dst: usize,
+    first_row: usize,
+    rows_per_expert: usize,
+    imatrix: Option<&[f32]>,
+) -> Result<()> {
+    let Some(imatrix) = imatrix else {
+        return quant::quantize_chunk(to, f, n_per_row, None, d);
+    };
+    let nrows = f.len() / n_per_row.max(1);
+    let mut r = 0;
+    while r < nrows {
+        let g = first_row + r;
+        let e = g / rows_per_expert;
+        let run = (rows_per_expert - g % rows_per_expert).min(nrows - r);
+        let w = imatrix
+            .get(e * n_per_row..(e + 1) * n_per_row)
+            .ok_or_else(|| Error::model(format!("imatrix has no weights for expert {e}")))?;
+        quant::quantize_chunk(
+            to,
+            &f[r * n_per_row..(r + run) * n_per_row],
+            n_per_row,
+            Some(w),
+            &mut d[r * row_dst..(r + run) * row_dst],
+        )?;
+        r += run;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -174,8 +174,49 @@ fn q4_k_m_mixture_on_a_tiny_model() {
     let x: Vec<f32> =
         src.tensor_data(&t).chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let mut want = vec![0u8; GgmlType::Q4_K.nbytes(&[256, 256]).unwrap() as usize];
-    quant::quantize_chunk(GgmlType::Q4_K, &x, &mut want).unwrap();
+    quant::quantize_chunk(GgmlType::Q4_K, &x, 256, None, &mut want).unwrap();
     assert_eq!(f.tensor_data(&f.find_tensor("blk.0.attn_q.weight").unwrap()), &want[..]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_imatrix_selects_the_weighted_quantizer() {
+    // the tensor with an imatrix entry is the weighted chunk quantizer's
+    // output with those weights; the others the plain one's
+    let dir = temp_dir();
+    let inp = tiny_model(&dir, false);
+    let w: Vec<f32> = (0..256).map(|j| 0.25 + ((j * 37) % 11) as f32 * 0.5).collect();
+    let src = GgufFile::open(&inp).unwrap();
+    let data = |f: &GgufFile, n: &str| f.tensor_data(&f.find_tensor(n).unwrap()).to_vec();
+    let x: Vec<f32> = data(&src, "blk.0.attn_q.weight")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    for ftype in [ft::Q4_0, ft::Q6_K, ft::IQ4_XS] {
+        let out = dir.join(format!("imatrix-{ftype}.gguf"));
+        let p = QuantizeParams {
+            imatrix: Some(vec![("blk.0.attn_q.weight".into(), w.clone()), ("no.such.tensor".into(), vec![1.0; 3])]),
+            pure: true,
+            ..params(ftype)
+        };
+        quantize(&inp, &out, &p).unwrap();
+        let f = GgufFile::open(&out).unwrap();
+        let ty = f.find_tensor("blk.0.attn_q.weight").unwrap().ggml_type;
+        let (mut with, mut without) = (vec![0u8; ty.nbytes(&[256, 256]).unwrap() as usize], vec![]);
+        without.resize(with.len(), 0);
+        quant::quantize_chunk(ty, &x, 256, Some(&w), &mut with).unwrap();
+        quant::quantize_chunk(ty, &x, 256, None, &mut without).unwrap();
+        assert_ne!(with, without, "{ty}: the weights change the quantization");
+        assert_eq!(data(&f, "blk.0.attn_q.weight"), with, "{ty}");
+    }
+    // a type that requires an imatrix, with one that lacks the tensor
+    let partial = QuantizeParams {
+        imatrix: Some(vec![("blk.0.attn_q.weight".into(), w)]),
+        tt_overrides: vec![("attn_k".into(), GgmlType::IQ2_XXS as u32)],
+        ..params(ft::Q4_0)
+    };
+    let e = quantize(&inp, &dir.join("partial.gguf"), &partial).unwrap_err().to_string();
+    assert!(e.contains("Missing importance matrix for tensor blk.0.attn_k.weight"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -202,9 +243,9 @@ fn refusals_leave_no_output() {
     assert!(err(&params(ft::Q2_K_S), &inp, &out).contains("requires an importance matrix"));
     assert!(err(&params(ft::Q4_0), &inp, &inp).contains("is an input file"));
     assert!(err(&params(ft::Q4_0), &dir.join("missing.gguf"), &out).contains("missing.gguf"));
-    let imat =
-        QuantizeParams { imatrix: Some(vec![("blk.0.attn_q.weight".into(), vec![1.0; 256])]), ..params(ft::Q4_0) };
-    assert!(err(&imat, &inp, &out).contains("importance matrices are not supported"));
+    let short =
+        QuantizeParams { imatrix: Some(vec![("blk.0.attn_q.weight".into(), vec![1.0; 255])]), ..params(ft::Q4_0) };
+    assert!(err(&short, &inp, &out).contains("imatrix size 255 is different from tensor size 256"));
     let nan = QuantizeParams { imatrix: Some(vec![("x".into(), vec![f32::NAN])]), ..params(ft::Q4_0) };
     assert!(err(&nan, &inp, &out).contains("non-finite"));
     let bad_re = QuantizeParams { tt_overrides: vec![("(".into(), 8)], ..params(ft::Q4_0) };
