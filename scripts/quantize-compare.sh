@@ -23,7 +23,9 @@
 # 2-layer models of the parity tests, one of them split in 3 parts by
 # examples/split_model.rs. Cases: every file type minfer quantizes on SmolLM2
 # F16 and on both 256-wide models, parameter variants, split input with and
-# without keep_split, and saving models of the families.
+# without keep_split, importance matrices (examples/synth_imatrix.rs: GGUF
+# and legacy .dat, read by quantize_tool as llama-quantize reads them) on the
+# weighted quantizers, and saving models of the families.
 # Output in target/quantize-compare/. Exit status 1 if any case differs.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +52,7 @@ fi
 
 # --- tools and inputs
 [ -f "$OURS/libllama.so" ] || cargo build --release --quiet --features test-hooks || exit 1
-cargo build --release --quiet --features test-hooks --example synth_model --example split_model || exit 1
+cargo build --release --quiet --features test-hooks --example synth_model --example split_model --example synth_imatrix || exit 1
 for t in quantize_tool save_tool; do
     gcc -O2 -std=c11 -Wall -Wextra -Werror -Iinclude "ffi-tests/$t.c" -o "$OUT/$t" -L"$OURS" -lllama || exit 1
 done
@@ -94,6 +96,15 @@ synth synth-llama-moe llama llama-spm 11 512 experts=8
 synth synth-gpt-oss gpt-oss llama-spm 11 512 optional=1 scaling=yarn factor=4 orig_ctx=64
 synth synth-dots1 dots1 llama-spm 11 512 experts=8 layers=3 kv_heads=4
 synth synth-dots1-256 dots1 llama-spm 7 512 embd=256 layers=4 heads=4 kv_heads=4 head_dim=64 ff=512
+# importance matrices (examples/synth_imatrix.rs) in the imatrix GGUF and the
+# legacy .dat format; quantize_tool reads them as llama-quantize --imatrix does
+imatrix() { # MODEL FORMAT [KEY=V...]
+    local m=$1 fmt=$2; shift 2
+    [ -f "$OUT/in/$m.imatrix.$fmt" ] || target/release/examples/synth_imatrix "$OUT/in/$m.gguf" "$OUT/in/$m.imatrix.$fmt" format="$fmt" "$@" 2> /dev/null || exit 1
+}
+imatrix synth-llama256 gguf
+imatrix synth-llama256 dat
+imatrix synth-qwen3moe256 gguf zero_count=1
 [ -f "$OUT/in/split-00001-of-00003.gguf" ] || target/release/examples/split_model "$OUT/in/synth-llama.gguf" "$OUT/in/split" 8 > /dev/null || exit 1
 
 n_ok=0 n_bad=0
@@ -191,6 +202,16 @@ run_case synth-llama256.Q4_0+prune q "$L" 2 prune=1,3
 run_case synth-llama256.IQ4_NL+imatrix_empty q "$L" 25 imatrix_empty
 run_case synth-llama256.Q4_K_M+tt q "$L" 15 'tt=blk\.[0-3]\.ffn:14'
 run_case synth-llama256.Q8_0+mxfp4 q "$L" 7 'tt=blk\.:39'
+# importance matrices: the weighted quantizers, and the type choices that
+# depend on having one (the path, written into the metadata by the tool as by
+# llama-quantize, is relative to the repository so the bytes do not depend on
+# where it is)
+IM=${OUT#"$ROOT"/}/in
+for t in Q4_0:2 Q4_1:3 Q5_0:8 Q5_1:9 Q2_K:10 Q3_K_M:12 Q4_K_M:15 Q5_K_S:16 Q6_K:18 IQ4_NL:25 IQ4_XS:30; do
+    run_case "synth-llama256.${t%%:*}+imatrix" q "$L" "${t##*:}" "imatrix=$IM/synth-llama256.imatrix.gguf"
+done
+run_case synth-llama256.Q4_K_M+imatrix_dat q "$L" 15 "imatrix=$IM/synth-llama256.imatrix.dat"
+run_case synth-qwen3moe256.Q4_K_M+imatrix q "$OUT/in/synth-qwen3moe256.gguf" 15 "imatrix=$IM/synth-qwen3moe256.imatrix.gguf"
 # dots1: a dense first layer, then experts with a shared expert (Q4_K_M's
 # per-layer choices see both kinds of layer)
 run_case synth-dots1-256.Q4_K_M q "$OUT/in/synth-dots1-256.gguf" 15
