@@ -315,8 +315,13 @@ impl KernelSet {
         let ty = m.ty;
         match path_of(m, 1) {
             None if matches!(ty, GgmlType::Q8_0 | GgmlType::Q5_0 | GgmlType::Q4_1 | GgmlType::Q5_1) => (self.rows)(ty),
-            // (the ternary types' vec_dot: 4 rows per activation load)
-            Some(Path::VecDot) if matches!(ty, GgmlType::TQ1_0 | GgmlType::TQ2_0) => (self.rows)(ty),
+            // (the ternary types', Q1_0's and NVFP4's vec_dot: 4 rows per
+            // activation load)
+            Some(Path::VecDot)
+                if matches!(ty, GgmlType::TQ1_0 | GgmlType::TQ2_0 | GgmlType::Q1_0 | GgmlType::NVFP4) =>
+            {
+                (self.rows)(ty)
+            }
             Some(Path::VecDotF16 | Path::VecDotBf16) => self.matmul_rows_fn(m, 1),
             _ => None,
         }

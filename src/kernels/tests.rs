@@ -662,10 +662,15 @@ fn row_block_kernels_equal_the_tile_kernels_bit_for_bit() {
     // 1, 9 and 19 blocks of 32; 1 and 3 super-blocks of the ternary types
     // (their rows kernel is the decode's)
     use GgmlType::*;
-    let types = [Q4_1, Q5_1, Q4_0, Q5_0, Q8_0, IQ4_NL, TQ1_0, TQ2_0, Q1_0, Q2_0];
+    let types = [Q4_1, Q5_1, Q4_0, Q5_0, Q8_0, IQ4_NL, TQ1_0, TQ2_0, Q1_0, Q2_0, NVFP4];
     let cases = sets.iter().flat_map(|set| {
         types.into_iter().flat_map(move |ty| {
-            let ns: &'static [usize] = if ty.block_size() == 256 { &[256, 768] } else { &[32, 288, 608] };
+            let ns: &'static [usize] = match ty.block_size() {
+                256 => &[256, 768],
+                128 => &[128, 384, 1152],
+                64 => &[64, 320, 576],
+                _ => &[32, 288, 608],
+            };
             ns.iter().map(move |&n| (set, ty, n))
         })
     });

@@ -64,9 +64,13 @@ pub(crate) static SET: KernelSet = KernelSet {
 
 /// The AVX2 set's row-block kernels (`RowsFn`: several weight rows × several
 /// tokens per step, the bits of `tile`'s kernel for each output).
-/// (The ternary types' `ggml_vec_dot` rows: `vec_dot_tq`, for decodes.)
+/// (The ternary types', Q1_0's and NVFP4's `ggml_vec_dot` rows:
+/// `vec_dot_tq`, `vec_dot_q1q2`, `vec_dot_nvfp4`, for decodes.)
 fn rows_avx2(ty: GgmlType) -> Option<RowsFn> {
-    if let Some(f) = super::ggml_paths::vec_dot_tq::avx2_rows(ty) {
+    use super::ggml_paths::{vec_dot_nvfp4, vec_dot_q1q2, vec_dot_tq};
+    if let Some(f) =
+        vec_dot_tq::avx2_rows(ty).or_else(|| vec_dot_q1q2::avx2_rows(ty)).or_else(|| vec_dot_nvfp4::avx2_rows(ty))
+    {
         return Some(f);
     }
     rows_32_blocks!(ty, rows_q8_0_family_avx2, rows_q8_1_family_avx2)
@@ -127,7 +131,10 @@ fn tile_vnni(ty: GgmlType) -> Option<TileFn> {
 }
 
 fn rows_vnni(ty: GgmlType) -> Option<RowsFn> {
-    if let Some(f) = super::ggml_paths::vec_dot_tq::vnni_rows(ty) {
+    use super::ggml_paths::{vec_dot_nvfp4, vec_dot_q1q2, vec_dot_tq};
+    if let Some(f) =
+        vec_dot_tq::vnni_rows(ty).or_else(|| vec_dot_q1q2::vnni_rows(ty)).or_else(|| vec_dot_nvfp4::avx2_rows(ty))
+    {
         return Some(f);
     }
     rows_32_blocks!(ty, rows_q8_0_family_vnni, rows_q8_1_family_vnni)

@@ -193,11 +193,13 @@ pub fn avx2_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
 }
 
 /// The AVX-512 VNNI emulation of `path` for `ty`, if there is one: the
-/// ternary types' `vpdpbusd` dot, else [`avx2_tile`]'s.
+/// ternary types' and Q1_0's `vpdpbusd` dots, else [`avx2_tile`]'s.
 #[cfg(target_arch = "x86_64")]
 pub fn vnni_tile(ty: GgmlType, path: Path) -> Option<TileFn> {
     match path {
-        Path::VecDot => vec_dot_tq::vnni_tile(ty).or_else(|| avx2_tile(ty, path)),
+        Path::VecDot => {
+            vec_dot_tq::vnni_tile(ty).or_else(|| vec_dot_q1q2::vnni_tile(ty)).or_else(|| avx2_tile(ty, path))
+        }
         _ => avx2_tile(ty, path),
     }
 }

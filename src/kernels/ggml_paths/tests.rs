@@ -196,7 +196,9 @@ fn sets_equal_scalar(ty: GgmlType, rows: usize, cols: usize, nts: &[usize], rng:
 fn every_set_computes_the_scalar_emulations_bits() {
     use GgmlType::*;
     let mut rng = Rng::new(77);
-    for ty in [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, NVFP4, TQ1_0, TQ2_0, F32, F16, BF16] {
+    for ty in
+        [Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q4_0, IQ4_NL, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0, F32, F16, BF16]
+    {
         sets_equal_scalar(ty, 24, 768, &[1, 3, 4, 5, 7, 8, 9, 13], &mut rng);
     }
     for ty in [IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M] {

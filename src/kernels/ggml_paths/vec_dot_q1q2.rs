@@ -15,6 +15,8 @@
 //!   `sum += d_w · sumi`, each a product then a sum (not fused: with fused
 //!   ones the reference's mul_mat goldens differ in the last bit).
 
+#[cfg(target_arch = "x86_64")]
+use super::super::dispatch::RowsFn;
 use super::super::dispatch::TileFn;
 use super::super::scalar::act_row;
 use super::vec_dot_k::hsum_float_8;
@@ -106,6 +108,29 @@ pub fn avx2_tile(ty: GgmlType) -> Option<TileFn> {
     }
 }
 
+/// The AVX-512 VNNI kernel for `ty`, if it is Q1_0 (the same bits as the
+/// AVX2 emulation; Q2_0 keeps the AVX2 one).
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_tile(ty: GgmlType) -> Option<TileFn> {
+    match ty {
+        GgmlType::Q1_0 => Some(avx2::q1_0_vnni),
+        _ => None,
+    }
+}
+
+/// The row-block kernel (the decode's: 4 weight rows per activation load)
+/// for `ty` on plain AVX2, if it is Q1_0.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
+    (ty == GgmlType::Q1_0).then_some(avx2::q1_0_rows as RowsFn)
+}
+
+/// [`avx2_rows`] with AVX-512 VNNI lane sums.
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_rows(ty: GgmlType) -> Option<RowsFn> {
+    (ty == GgmlType::Q1_0).then_some(avx2::q1_0_rows_vnni as RowsFn)
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2 {
     use std::arch::x86_64::*;
@@ -117,18 +142,34 @@ pub(crate) mod avx2 {
     /// Bytes of a Q8_0 block (f16 scale, 32 quants).
     const Q8: usize = 34;
 
-    /// Q1_0 against Q8_0, as the reference's AVX2 code computes it.
+    /// `R` weight rows (`ws` bytes apart) against `T` tokens (`s` bytes
+    /// apart), output `(r, t)` at `out + r·os_r + t·os_t`: each weight
+    /// block's signs expanded once for the `T` tokens, each activation block
+    /// loaded once for the `R` rows. The lane sums `Σ ±a` are exact either
+    /// way: on AVX2 as the reference (broadcast, shuffle, compare, xor, sub,
+    /// `vpmaddubsw`, `vpmaddwd`), with `VNNI` a masked byte negation (the 32
+    /// sign bits are the mask as they come) and one `vpdpbusd` against ones.
+    /// Every output's float chain is `ggml_vec_dot_q1_0_q8_0`'s for its row
+    /// and token (the same bits).
     ///
     /// # Safety
-    /// The CPU has AVX2, FMA and F16C; `w` holds `n / 128` Q1_0 blocks and
-    /// `a` the `out.len()` activation rows of `n / 32` Q8_0 blocks, `s`
-    /// bytes apart.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) unsafe fn q1_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
-        let nb = n / QK1_0;
-        assert!(w.len() >= nb * 18 && (out.is_empty() || a.len() >= (out.len() - 1) * s + n / QK * Q8));
-        // SAFETY: the asserts above bound every load; AVX2/FMA/F16C by this
-        // fn's contract.
+    /// AVX2, FMA, F16C (and with `VNNI`, AVX-512 F, VL, BW and VNNI: the
+    /// callers' `#[target_feature]`); `w` covers `R` rows of `nb` blocks, `a`
+    /// `T` activation rows of `4·nb` Q8_0 blocks, `out` the `R × T` outputs.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn group<const VNNI: bool, const R: usize, const T: usize>(
+        nb: usize,
+        w: *const u8,
+        ws: usize,
+        a: *const u8,
+        s: usize,
+        out: *mut f32,
+        os_r: usize,
+        os_t: usize,
+    ) {
+        // SAFETY: register work and loads within the extents of this fn's
+        // contract; the AVX-512 intrinsics only with `VNNI`.
         unsafe {
             let ones_8 = _mm256_set1_epi8(1);
             let ones_16 = _mm256_set1_epi16(1);
@@ -140,34 +181,188 @@ pub(crate) mod avx2 {
                 16, 32, 64, -128,
             );
             let zero = _mm256_setzero_si256();
-            for (t, o) in out.iter_mut().enumerate() {
-                let ar = a.as_ptr().add(t * s);
-                let mut acc = _mm256_setzero_ps();
-                for ib in 0..nb {
-                    let wp = w.as_ptr().add(ib * 18);
-                    let mut blk = _mm256_setzero_ps();
-                    for k in 0..4 {
-                        let yp = ar.add((4 * ib + k) * Q8);
-                        let bits = std::ptr::read_unaligned(wp.add(2 + 4 * k) as *const i32);
-                        let qy = loadu(yp.add(2));
-                        let sm = _mm256_cmpeq_epi8(
-                            _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(bits), byte_shuf), bit_masks),
-                            zero,
-                        );
-                        let sy = _mm256_sub_epi8(_mm256_xor_si256(qy, sm), sm);
-                        let s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones_8, sy), ones_16);
-                        let d = _mm256_set1_ps(f16_at(yp));
-                        blk = if k == 0 {
-                            _mm256_mul_ps(d, _mm256_cvtepi32_ps(s32))
-                        } else {
-                            _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s32), blk)
-                        };
+            let mut acc = [[_mm256_setzero_ps(); T]; R];
+            for ib in 0..nb {
+                let mut blk = [[_mm256_setzero_ps(); T]; R];
+                for k in 0..4 {
+                    let mut qy = [zero; T];
+                    let mut da = [_mm256_setzero_ps(); T];
+                    for t in 0..T {
+                        let yp = a.add(t * s + (4 * ib + k) * Q8);
+                        qy[t] = loadu(yp.add(2));
+                        da[t] = _mm256_set1_ps(f16_at(yp));
                     }
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(wp)), blk, acc);
+                    for (r, blk) in blk.iter_mut().enumerate() {
+                        let bits = std::ptr::read_unaligned(w.add(r * ws + ib * 18 + 2 + 4 * k) as *const u32);
+                        // (AVX2: 0xFF where the bit is clear, the sign to apply)
+                        let sm = if VNNI {
+                            zero
+                        } else {
+                            _mm256_cmpeq_epi8(
+                                _mm256_and_si256(
+                                    _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), byte_shuf),
+                                    bit_masks,
+                                ),
+                                zero,
+                            )
+                        };
+                        for t in 0..T {
+                            let s32 = if VNNI {
+                                // element j negated where its bit is clear
+                                // (wrapping: -(-128) = -128, as the reference)
+                                let sy = _mm256_mask_sub_epi8(qy[t], !bits, zero, qy[t]);
+                                _mm256_dpbusd_epi32(zero, ones_8, sy)
+                            } else {
+                                let sy = _mm256_sub_epi8(_mm256_xor_si256(qy[t], sm), sm);
+                                _mm256_madd_epi16(_mm256_maddubs_epi16(ones_8, sy), ones_16)
+                            };
+                            let f = _mm256_cvtepi32_ps(s32);
+                            blk[t] = if k == 0 { _mm256_mul_ps(da[t], f) } else { _mm256_fmadd_ps(da[t], f, blk[t]) };
+                        }
+                    }
                 }
-                *o = hsum_ps(acc);
+                for (r, (acc, blk)) in acc.iter_mut().zip(&blk).enumerate() {
+                    let dw = _mm256_set1_ps(f16_at(w.add(r * ws + ib * 18)));
+                    for (acc, blk) in acc.iter_mut().zip(blk) {
+                        *acc = _mm256_fmadd_ps(dw, *blk, *acc);
+                    }
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                for (t, acc) in acc.iter().enumerate() {
+                    *out.add(r * os_r + t * os_t) = hsum_ps(*acc);
+                }
             }
         }
+    }
+
+    /// One weight row against `out.len()` tokens, 4 at a time.
+    ///
+    /// # Safety
+    /// As [`group`]'s for `VNNI`; `w` holds `n / 128` Q1_0 blocks and `a`
+    /// the `out.len()` activation rows of `n / 32` Q8_0 blocks, `s` bytes
+    /// apart.
+    #[inline(always)]
+    unsafe fn q1_0_body<const VNNI: bool>(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        let nb = n / QK1_0;
+        assert!(w.len() >= nb * 18 && (out.is_empty() || a.len() >= (out.len() - 1) * s + n / QK * Q8));
+        // SAFETY: the assert above bounds every load; the features by the
+        // caller's contract.
+        unsafe {
+            let (wp, o) = (w.as_ptr(), out.as_mut_ptr());
+            let mut t = 0;
+            while t + 4 <= out.len() {
+                group::<VNNI, 1, 4>(nb, wp, 0, a.as_ptr().add(t * s), s, o.add(t), 0, 1);
+                t += 4;
+            }
+            while t < out.len() {
+                group::<VNNI, 1, 1>(nb, wp, 0, a.as_ptr().add(t * s), s, o.add(t), 0, 1);
+                t += 1;
+            }
+        }
+    }
+
+    /// `n_rows` weight rows against `nt` tokens, 4 rows per activation load
+    /// (the decode's kernel).
+    ///
+    /// # Safety
+    /// The `RowsFn` contract, and the features of [`group`] for `VNNI`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn q1_0_rows_body<const VNNI: bool>(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        crate::kernels::dispatch::assert_rows_out(n_rows, nt, out.len(), os);
+        // SAFETY: the `RowsFn` contract (shapes checked by the caller; the
+        // output's extent asserted above).
+        unsafe {
+            let nb = n / QK1_0;
+            for t in 0..nt {
+                let (at, o) = (a.as_ptr().add(t * s), out.as_mut_ptr().add(t));
+                let mut r = 0;
+                while r + 4 <= n_rows {
+                    group::<VNNI, 4, 1>(nb, w.as_ptr().add(r * ws), ws, at, s, o.add(r * os), os, 1);
+                    r += 4;
+                }
+                while r < n_rows {
+                    group::<VNNI, 1, 1>(nb, w.as_ptr().add(r * ws), ws, at, s, o.add(r * os), os, 1);
+                    r += 1;
+                }
+            }
+        }
+    }
+
+    /// Q1_0 against Q8_0, as the reference's AVX2 code computes it.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C; `w` holds `n / 128` Q1_0 blocks and
+    /// `a` the `out.len()` activation rows of `n / 32` Q8_0 blocks, `s`
+    /// bytes apart.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) unsafe fn q1_0(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        // SAFETY: this fn's contract.
+        unsafe { q1_0_body::<false>(n, w, a, s, out) }
+    }
+
+    /// [`q1_0`] with AVX-512 VNNI lane sums (the same bits).
+    ///
+    /// # Safety
+    /// As [`q1_0`], and the CPU has AVX-512 F, VL, BW and VNNI.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+    pub(crate) unsafe fn q1_0_vnni(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
+        // SAFETY: this fn's contract.
+        unsafe { q1_0_body::<true>(n, w, a, s, out) }
+    }
+
+    /// The `RowsFn` of [`q1_0`].
+    ///
+    /// # Safety
+    /// The `RowsFn` contract, and the CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn q1_0_rows(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: this fn's contract.
+        unsafe { q1_0_rows_body::<false>(n, w, ws, n_rows, a, s, nt, out, os) }
+    }
+
+    /// The `RowsFn` of [`q1_0_vnni`].
+    ///
+    /// # Safety
+    /// The `RowsFn` contract, and the CPU has AVX2, FMA, F16C and AVX-512
+    /// F, VL, BW and VNNI.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn q1_0_rows_vnni(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        // SAFETY: this fn's contract.
+        unsafe { q1_0_rows_body::<true>(n, w, ws, n_rows, a, s, nt, out, os) }
     }
 
     /// Q2_0 against Q8_0: the integer sums by `vpmaddubsw`, the float chain
