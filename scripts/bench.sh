@@ -22,6 +22,7 @@
 #        per process after its own warm-up run)  MINFER_LIB_DIR (target/release)
 #        OUT (target/bench: raw results, one line per run)
 #        FAMILIES ("qwen3moe olmoe ...": only those lines of families.txt)
+#        BENCH_LOWBIT (1: also TQ1_0, Q1_0, Q2_0 and NVFP4 models)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
@@ -63,23 +64,28 @@ family_model() {
     echo "$q"
 }
 
-# ternary_model: a llama of SmolLM2-like size with rows of 256 (30 layers,
-# n_embd 768, 12 heads of 64, 4 KV heads, n_ff 2048; the ternary types
-# need whole super-blocks), quantized to TQ2_0 by minfer (the reference's
-# bytes), written once into $CACHE/families/
-ternary_model() {
-    local dir=$CACHE/families f32 q
-    f32=$dir/ternary.F32.gguf q=$dir/ternary.TQ2_0.gguf
+# shaped_model NAME FTYPE [OPTION...]: a llama of SmolLM2-like size with rows
+# of 256 (30 layers, n_embd 768, 12 heads of 64, 4 KV heads, n_ff 2048; the
+# ternary and 1-2 bit types need whole super-blocks), quantized by minfer
+# (the reference's bytes) to llama_ftype FTYPE with quantize_tool's OPTIONs
+# (e.g. a tensor type override), written once into $CACHE/families/ (the F32
+# model too, shared by the quantizations)
+shaped_model() {
+    local name=$1 ftype=$2 dir=$CACHE/families f32 q
+    shift 2
+    f32=$dir/ternary.F32.gguf q=$dir/ternary.$name.gguf
     if [ ! -f "$q" ]; then
         mkdir -p "$dir"
         (cd "$ROOT" && cargo build --release --quiet --example synth_model) >&2
         gcc -O2 -std=c11 -I"$ROOT/include" "$ROOT/ffi-tests/quantize_tool.c" -o "$OUT/quantize_tool" -L"$OURS" -lllama
-        "$ROOT/target/release/examples/synth_model" llama "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$f32" 11 \
-            49152 embd=768 layers=30 heads=12 kv_heads=4 head_dim=64 ff=2048 ctx=1024
-        LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" 37 > /dev/null && mv "$q.tmp" "$q" && rm -f "$f32"
+        [ -f "$f32" ] || "$ROOT/target/release/examples/synth_model" llama "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
+            "$f32" 11 49152 embd=768 layers=30 heads=12 kv_heads=4 head_dim=64 ff=2048 ctx=1024 > /dev/null
+        LD_LIBRARY_PATH=$OURS "$OUT/quantize_tool" "$f32" "$q.tmp" "$ftype" "$@" > /dev/null && mv "$q.tmp" "$q"
     fi
     echo "$q"
 }
+# ternary_model: that model in TQ2_0
+ternary_model() { shaped_model TQ2_0 37; }
 
 # iq_model NAME TYPE: the ternary model's llama shape with every layer
 # matrix and the output head random blocks of ggml type TYPE (synth_model
@@ -107,6 +113,13 @@ else
             MODELS+=("$CACHE/requant/SmolLM2-135M-Instruct.$q.gguf")
         done
         MODELS+=("$(ternary_model)" "$(iq_model IQ2_XXS 16)" "$(iq_model IQ3_S 21)")
+        # the other low-bit types on request (BENCH_LOWBIT=1): TQ1_0, Q1_0,
+        # Q2_0, and NVFP4 (every layer matrix, by a tensor type override:
+        # the reference has no llama_ftype for it; the head and embeddings Q8_0)
+        if [ "${BENCH_LOWBIT:-0}" = 1 ]; then
+            MODELS+=("$(shaped_model TQ1_0 36)" "$(shaped_model Q1_0 40)" "$(shaped_model Q2_0 41)")
+            MODELS+=("$(shaped_model NVFP4 7 'tt=blk\.:40')")
+        fi
     fi
     # one row per family of ffi-tests/golden/parity/families.txt (FAMILIES:
     # only those lines, and no other model)
