@@ -33,7 +33,7 @@ unsafe impl Block for BlockNvfp4 {
 /// `ggml_ue4m3_to_fp32`: the scale's value halved (exact); 0 and 0x7F (its
 /// NaN) give 0, the top bit is ignored.
 #[inline]
-pub fn ue4m3_to_f32(x: u8) -> f32 {
+pub const fn ue4m3_to_f32(x: u8) -> f32 {
     if x == 0 || x == 0x7F {
         return 0.0;
     }
@@ -45,6 +45,19 @@ pub fn ue4m3_to_f32(x: u8) -> f32 {
     };
     raw * 0.5
 }
+
+/// [`ue4m3_to_f32`] of every byte (the kernels' lookup: one load instead of
+/// the branches and conversions; built by the same function at compile
+/// time, so the same values).
+pub static UE4M3_TO_F32: [f32; 256] = {
+    let mut t = [0f32; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = ue4m3_to_f32(i as u8);
+        i += 1;
+    }
+    t
+};
 
 /// `ggml_fp32_to_ue4m3`: round to nearest on the mantissa's top bit
 /// (ties up), 448 and above saturate to 0x7E, non-positive and NaN give 0.
@@ -123,6 +136,13 @@ pub fn quantize_row(x: &[f32], out: &mut [BlockNvfp4]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scale_table_is_the_conversion() {
+        for x in 0..=255u8 {
+            assert_eq!(UE4M3_TO_F32[x as usize].to_bits(), ue4m3_to_f32(x).to_bits(), "{x:#x}");
+        }
+    }
 
     #[test]
     fn ue4m3_round_trips_and_saturates() {

@@ -62,8 +62,9 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::super::x86_avx2::{f16_at, hsum_ps, loadu};
-    use super::{ue4m3_to_f32, QK, QK_NVFP4};
+    use super::{QK, QK_NVFP4};
     use crate::quant::mxfp4::KVALUES_MXFP4;
+    use crate::quant::nvfp4::UE4M3_TO_F32;
 
     /// Bytes of a Q8_0 block (f16 scale, 32 quants) and of an NVFP4 one.
     const Q8: usize = 34;
@@ -117,7 +118,7 @@ mod avx2 {
                         let hi = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16::<4>(bits), m4));
                         let v = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
                         let av = _mm256_sign_epi8(v, v);
-                        let (w0, w1) = (ue4m3_to_f32(*x.add(2 * h)), ue4m3_to_f32(*x.add(2 * h + 1)));
+                        let (w0, w1) = (UE4M3_TO_F32[*x.add(2 * h) as usize], UE4M3_TO_F32[*x.add(2 * h + 1) as usize]);
                         for t in 0..T {
                             // (|v| <= 12: the signed pair products are exact)
                             let p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(q8[t], v));
