@@ -1,7 +1,8 @@
 // llama_model_init_from_user: a model from a gguf_context of metadata and a
 // callback that fills each tensor (name-seeded values, written with
 // ggml_backend_tensor_set, or a memcpy to tensor->data for the norms), one
-// tensor's type overridden to F16 in the metadata. Decodes TOKENS and
+// tensor's type overridden to F16 in the metadata (OVERRIDE, by default
+// blk.1.ffn_down.weight; a mixture of experts' blk.1.ffn_down_exps.weight). Decodes TOKENS and
 // writes every position's logits (logits.c's format); then saves the model
 // with llama_model_save_to_file, loads that file and checks that it decodes
 // the same logits.
@@ -16,7 +17,7 @@
 //     the tensor's buffer interface as ggml's does), exported with
 //     -rdynamic for minfer to find (ffi-tests/run.sh, no ggml needed).
 //
-// usage: from_user META.gguf TOKENS.txt OUT.bin SAVED.gguf
+// usage: from_user META.gguf TOKENS.txt OUT.bin SAVED.gguf [OVERRIDE]
 //   prints whether NULL metadata and callback are refused, "calls N"
 //   (callback calls) and "reloaded: same logits" or "... differ"
 #include "llama.h"
@@ -29,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OVERRIDE_NAME "blk.1.ffn_down.weight"
+// the tensor whose type the metadata overrides to F16 (argv[5])
+static const char * g_override = "blk.1.ffn_down.weight";
 enum { TYPE_F32 = 0, TYPE_F16 = 1 };
 
 // ggml.h's struct ggml_tensor (the fields this test reads)
@@ -74,7 +76,7 @@ size_t gguf_get_meta_size(const struct gguf_context * ctx) { return ctx->n; }
 void gguf_get_meta_data(const struct gguf_context * ctx, void * data) { memcpy(data, ctx->bytes, ctx->n); }
 int64_t gguf_find_tensor(const struct gguf_context * ctx, const char * name) {
     (void) ctx;
-    return strcmp(name, OVERRIDE_NAME) == 0 ? 0 : -1;
+    return strcmp(name, g_override) == 0 ? 0 : -1;
 }
 int gguf_get_tensor_type(const struct gguf_context * ctx, int64_t id) {
     (void) ctx;
@@ -168,16 +170,17 @@ static int decode_to(struct llama_model * m, llama_token * toks, int n, const ch
 
 int main(int argc, char ** argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s META.gguf TOKENS.txt OUT.bin SAVED.gguf\n", argv[0]);
+        fprintf(stderr, "usage: %s META.gguf TOKENS.txt OUT.bin SAVED.gguf [OVERRIDE]\n", argv[0]);
         return 2;
     }
+    if (argc > 5) g_override = argv[5];
     llama_log_set(teacher_quiet, NULL);
     llama_backend_init();
 #ifdef WITH_GGML
     struct gguf_init_params gp = {true, NULL};
     struct gguf_context * meta = gguf_init_from_file(argv[1], gp);
     if (!meta) { fprintf(stderr, "cannot read %s\n", argv[1]); return 1; }
-    gguf_set_tensor_type(meta, OVERRIDE_NAME, TYPE_F16);
+    gguf_set_tensor_type(meta, g_override, TYPE_F16);
 #else
     struct gguf_context ctx_bytes = {NULL, 0};
     FILE * f = fopen(argv[1], "rb");
