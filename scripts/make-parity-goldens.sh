@@ -248,17 +248,19 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
         -L"$REF_LIB" -lllama -lggml-base -lm
     : > ffi-tests/golden/parity/from_user.txt
     : > ffi-tests/golden/parity/from_user.sha256
-    grep -v '^#' ffi-tests/golden/parity/from_user.families.txt | while read -r name override opts; do
+    grep -v '^#' ffi-tests/golden/parity/from_user.families.txt | while read -r name output override opts; do
         [ -n "$name" ] || continue
         arch=${name%%+*} vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
         # shellcheck disable=SC2086 # (the options: one word each)
         target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$name.gguf" \
             11 512 $opts
         echo "== $name" >> ffi-tests/golden/parity/from_user.txt
+        rm -f "$OUT/from-user-saved.gguf"
         LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-$name.gguf" ffi-tests/golden/parity/tokens512.txt \
-            "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" "$override" >> ffi-tests/golden/parity/from_user.txt
-        { echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  $name-logits"
-          echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  $name-saved"; } >> ffi-tests/golden/parity/from_user.sha256
+            "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" "$override" "$output" >> ffi-tests/golden/parity/from_user.txt
+        echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  $name-${output%-nosave}" >> ffi-tests/golden/parity/from_user.sha256
+        [ "$output" = embd-nosave ] \
+            || echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  $name-saved" >> ffi-tests/golden/parity/from_user.sha256
     done
 fi
 # A mixture of experts in other block types (golden/parity/moe-types.sha256):

@@ -16,7 +16,8 @@ use crate::vocab::Vocab;
 /// The architectures `tensor_list` covers, for the refusal of the others.
 const IMPLEMENTED: &str = "llama, granite and granitemoe (with or without experts), mistral3 without experts, \
 qwen2, qwen3, gemma, gemma2, gemma3, smollm3, olmo2, cohere2, exaone4, starcoder2, phi3, phi2, stablelm, gpt2, \
-falcon, qwen2moe, qwen3moe, olmoe, gpt-oss and dots1";
+falcon, qwen2moe, qwen3moe, olmoe, gpt-oss, dots1, bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert and \
+gemma-embedding";
 
 /// The projections of the generic pass's `.scale` tensors, in its order
 /// (whether the tensor has one value per expert).
@@ -102,6 +103,12 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
         "olmoe" => olmoe(&hp),
         "gpt-oss" => gpt_oss(&hp),
         "dots1" => dots1(&hp),
+        "bert" => bert(&hp),
+        "nomic-bert" => nomic_bert(&hp),
+        "jina-bert-v2" => jina_bert_v2(&hp),
+        "neo-bert" => neo_bert(&hp),
+        "modern-bert" => modern_bert(&hp),
+        "gemma-embedding" => gemma_embedding(&hp),
         _ => {
             let what = format!("llama_model_init_from_user for architecture '{arch}'");
             crate::log_warn!("not implemented yet: {what}");
@@ -682,6 +689,202 @@ fn dots1(hp: &HParams) -> Vec<UserTensor> {
             push(&mut out, b("ffn_down_shexp.weight"), &[n_shexp, n_embd]);
             push(&mut out, b("ffn_up_shexp.weight"), &[n_embd, n_shexp]);
         }
+    }
+    out
+}
+
+/// An encoder's classifier head as bert's and neo-bert's loaders create
+/// it (optional, so created): `cls` [n_embd, n_embd] and its bias, then
+/// `cls.output` [n_embd, n_cls_out] and its bias.
+fn cls_head(out: &mut Vec<UserTensor>, hp: &HParams) {
+    let n_embd = hp.n_embd;
+    push(out, "cls.weight".into(), &[n_embd, n_embd]);
+    push(out, "cls.bias".into(), &[n_embd]);
+    push(out, "cls.output.weight".into(), &[n_embd, hp.n_cls_out]);
+    push(out, "cls.output.bias".into(), &[hp.n_cls_out]);
+}
+
+/// The token embeddings and their token types (bert's, nomic-bert's,
+/// jina-bert-v2's loaders).
+fn embd_and_types(out: &mut Vec<UserTensor>, hp: &HParams) {
+    push(out, "token_embd.weight".into(), &[hp.n_embd, hp.n_vocab]);
+    push(out, "token_types.weight".into(), &[hp.n_embd, hp.n_token_types]);
+}
+
+/// The input rows' LayerNorm and its bias.
+fn tok_norm(out: &mut Vec<UserTensor>, hp: &HParams) {
+    push(out, "token_embd_norm.weight".into(), &[hp.n_embd]);
+    push(out, "token_embd_norm.bias".into(), &[hp.n_embd]);
+}
+
+/// `llama_model_bert::load_arch_tensors` without a file: learned positions,
+/// the classifier head and every optional bias created.
+fn bert(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    embd_and_types(&mut out, hp);
+    push(&mut out, "position_embd.weight".into(), &[n_embd, hp.n_ctx_train]);
+    cls_head(&mut out, hp);
+    tok_norm(&mut out, hp);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        let n_gqa = n_embd_gqa(hp, il);
+        qkv_sized(&mut out, n_embd, il, [n_embd, n_gqa, n_gqa]);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("attn_output.bias"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.bias"), &[n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.bias"), &[n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_down.bias"), &[n_embd]);
+        push(&mut out, b("layer_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("layer_output_norm.bias"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_nomic_bert::load_arch_tensors` without a file: bert's
+/// blocks with a gate after the FFN's biases, no positions, no head.
+fn nomic_bert(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    embd_and_types(&mut out, hp);
+    tok_norm(&mut out, hp);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        let n_gqa = n_embd_gqa(hp, il);
+        qkv_sized(&mut out, n_embd, il, [n_embd, n_gqa, n_gqa]);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("attn_output.bias"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.bias"), &[n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.bias"), &[n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_down.bias"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("layer_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("layer_output_norm.bias"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_jina_bert_v2::load_arch_tensors` without a file: the
+/// one-score head, the q/k LayerNorms, `attn_norm_2` and `ffn_gate`
+/// (optional, so created: a GEGLU of gate and up), `ffn_up` of `n_ff` rows
+/// (no file to size it by).
+fn jina_bert_v2(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    embd_and_types(&mut out, hp);
+    tok_norm(&mut out, hp);
+    push(&mut out, "cls.weight".into(), &[n_embd, 1]);
+    push(&mut out, "cls.bias".into(), &[1]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        let n_gqa = n_embd_gqa(hp, il);
+        qkv_sized(&mut out, n_embd, il, [n_embd, n_gqa, n_gqa]);
+        push(&mut out, b("attn_q_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_q_norm.bias"), &[n_embd]);
+        push(&mut out, b("attn_k_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_k_norm.bias"), &[n_embd]);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("attn_output.bias"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_output_norm.bias"), &[n_embd]);
+        push(&mut out, b("attn_norm_2.weight"), &[n_embd]);
+        push(&mut out, b("attn_norm_2.bias"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.bias"), &[n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_down.bias"), &[n_embd]);
+        push(&mut out, b("layer_output_norm.weight"), &[n_embd]);
+        push(&mut out, b("layer_output_norm.bias"), &[n_embd]);
+    }
+    out
+}
+
+/// `llama_model_neo_bert::load_arch_tensors` without a file: the head, the
+/// final norm (`enc.output_norm`), pre-norm blocks with q, k, v in one
+/// `attn_qkv` and the FFN's gate and up in one `ffn_up`.
+fn neo_bert(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    cls_head(&mut out, hp);
+    push(&mut out, "enc.output_norm.weight".into(), &[n_embd]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_qkv.weight"), &[n_embd, n_embd + 2 * n_embd_gqa(hp, il)]);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, 2 * n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+    }
+    out
+}
+
+/// `llama_model_modern_bert::load_arch_tensors` without a file: layer 0's
+/// `attn_norm` (optional, so created), q, k, v in one `attn_qkv`, the FFN's
+/// gate and up in one `ffn_up`, then the head (`cls.output` first, then
+/// `cls` and its norm).
+fn modern_bert(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = Vec::new();
+    let n_embd = hp.n_embd;
+    push(&mut out, "token_embd.weight".into(), &[n_embd, hp.n_vocab]);
+    push(&mut out, "token_embd_norm.weight".into(), &[n_embd]);
+    push(&mut out, "output_norm.weight".into(), &[n_embd]);
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_qkv.weight"), &[n_embd, 3 * n_embd]);
+        push(&mut out, b("attn_output.weight"), &[n_embd, n_embd]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, 2 * n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+    }
+    push(&mut out, "cls.output.weight".into(), &[n_embd, hp.n_cls_out]);
+    push(&mut out, "cls.output.bias".into(), &[hp.n_cls_out]);
+    push(&mut out, "cls.weight".into(), &[n_embd, n_embd]);
+    push(&mut out, "cls.norm.weight".into(), &[n_embd]);
+    out
+}
+
+/// `llama_model_gemma_embedding::load_arch_tensors` without a file: the
+/// output head (optional, so created; not used), the dense modules only
+/// where the metadata sizes them (a 0 dimension: not created), gemma3's
+/// blocks.
+fn gemma_embedding(hp: &HParams) -> Vec<UserTensor> {
+    let mut out = top(hp);
+    let n_embd = hp.n_embd;
+    if hp.dense_2_feat_out > 0 {
+        push(&mut out, "dense_2.weight".into(), &[n_embd, hp.dense_2_feat_out]);
+    }
+    if hp.dense_3_feat_in > 0 {
+        push(&mut out, "dense_3.weight".into(), &[hp.dense_3_feat_in, n_embd]);
+    }
+    for il in 0..hp.n_layer as usize {
+        let b = |s: &str| format!("blk.{il}.{s}");
+        let n_ff = hp.n_ff[il];
+        push(&mut out, b("attn_norm.weight"), &[n_embd]);
+        let n_q = qkv(&mut out, hp, il);
+        push(&mut out, b("attn_output.weight"), &[n_q, n_embd]);
+        push(&mut out, b("post_attention_norm.weight"), &[n_embd]);
+        push(&mut out, b("attn_k_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("attn_q_norm.weight"), &[hp.n_embd_head_k]);
+        push(&mut out, b("ffn_norm.weight"), &[n_embd]);
+        push(&mut out, b("ffn_gate.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_up.weight"), &[n_embd, n_ff]);
+        push(&mut out, b("ffn_down.weight"), &[n_ff, n_embd]);
+        push(&mut out, b("post_ffw_norm.weight"), &[n_embd]);
     }
     out
 }

@@ -271,6 +271,12 @@ const SCALES_CHECKED: &[&str] = &[
     "granitemoe",
     "gpt-oss",
     "dots1",
+    "bert",
+    "nomic-bert",
+    "jina-bert-v2",
+    "neo-bert",
+    "modern-bert",
+    "gemma-embedding",
 ];
 
 /// Finds tensors by name across the files, checks their shapes, and
