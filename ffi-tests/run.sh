@@ -541,26 +541,33 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
             fi
             # a model from the caller's metadata and tensors
             # (llama_model_init_from_user; parity/from_user.c standing in for
-            # the ggml functions it needs): the reference's logits and save
+            # the ggml functions it needs), for each line of
+            # golden/parity/from_user.families.txt: the reference's logits and save
             if gcc "${CFLAGS[@]}" -I"$ROOT/ffi-tests/parity" -rdynamic "$ROOT/ffi-tests/parity/from_user.c" \
                 -o "$OUT/from_user" "${LDFLAGS[@]}" 2> "$OUT/from_user.build.log"; then
-                local fu_ok=1 arch
+                local fu_ok=1 name output override opts checks
                 : > "$OUT/from_user.out"
-                for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3 cohere2 exaone4 starcoder2; do
-                    make_synth $arch from-user-$arch
-                    echo "== $arch" >> "$OUT/from_user.out"
-                    "$OUT/from_user" "$OUT/synth-from-user-$arch.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
-                        "$OUT/from-user-saved.gguf" >> "$OUT/from_user.out" 2> "$OUT/from_user.err" || fu_ok=0
-                    for f in logits:from-user.bin saved:from-user-saved.gguf; do
-                        want=$(awk -v l="$arch-${f%%:*}" '$2 == l {print $1}' "$PAR/from_user.sha256")
+                while read -r name output override opts; do
+                    case $name in ''|'#'*) continue ;; esac
+                    # shellcheck disable=SC2086 # (the options: one word each)
+                    make_synth "${name%%+*}" "from-user-$name" $opts
+                    echo "== $name" >> "$OUT/from_user.out"
+                    rm -f "$OUT/from-user-saved.gguf"
+                    "$OUT/from_user" "$OUT/synth-from-user-$name.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
+                        "$OUT/from-user-saved.gguf" "$override" "$output" >> "$OUT/from_user.out" \
+                        2> "$OUT/from_user.err" < /dev/null || fu_ok=0
+                    checks=("${output%-nosave}:from-user.bin")
+                    [ "$output" = embd-nosave ] || checks+=(saved:from-user-saved.gguf)
+                    for f in "${checks[@]}"; do
+                        want=$(awk -v l="$name-${f%%:*}" '$2 == l {print $1}' "$PAR/from_user.sha256")
                         got=$(sha256sum "$OUT/${f#*:}" | cut -d' ' -f1)
-                        [ "$got" = "$want" ] || { fu_ok=0; echo "     $arch ${f%%:*}: sha256 $got, want $want"; }
+                        [ "$got" = "$want" ] || { fu_ok=0; echo "     $name ${f%%:*}: sha256 $got, want $want"; }
                     done
-                done
-                [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 13 ] || fu_ok=0
+                done < "$PAR/from_user.families.txt"
+                [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 34 ] || fu_ok=0
                 grep -v "^NULL metadata" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
                 if [ $fu_ok = 1 ]; then
-                    ok "llama_model_init_from_user: llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite, mistral3, cohere2, exaone4 and starcoder2 from metadata and a callback (F32 and an F16 override; .scale tensors of the projections each has; qwen3's cls.output; gemma's embeddings asked twice): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65, 53, 61, 60), logits and saved files, bit for bit; reloaded from the saved file, the same logits; NULL metadata or callback refused"
+                    ok "llama_model_init_from_user on the 34 models of golden/parity/from_user.families.txt (llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite, mistral3, cohere2, exaone4, starcoder2, phi3 with and without LongRoPE, phi2, stablelm, gpt2, falcon; mixtures of experts: llama, granite, qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss, dots1; encoders: gemma-embedding with and without its dense modules, bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert) from metadata and a callback (F32 and an F16 override, the 3-D ffn_down_exps in the mixtures; the .scale and .input_scale tensors of the projections each has, one per expert for the experts; optional biases, norms and heads; qwen3's cls.output; gemma's embeddings asked twice, the rope factors once per layer): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65, 53, 61, 60, 53, 53, 57, 64, 45, 36, 61, 79, 61, 77, 61, 79, 69, 109, 183, 185, 65, 66, 80, 34, 35), logits (the encoders: every token's embedding) and saved files (not the encoders without an output head, nor gemma-embedding's dense modules, which the reference's save leaves out), bit for bit; reloaded from the saved file, the same output; NULL metadata or callback refused"
                 else
                     not_ok "llama_model_init_from_user differs from the reference"; tail -n 5 "$OUT/from_user.err"
                 fi

@@ -239,22 +239,28 @@ if [ -z "$ONLY" ] || [[ "$ONLY" == *" lora "* ]]; then
         > ffi-tests/golden/parity/lora-meta.txt
 fi
 # A model from the caller's metadata and tensors (llama_model_init_from_user,
-# ffi-tests/parity/from_user.c built against ggml): the reference's logits,
-# its save of that model, and what the program printed
-# (golden/parity/from_user.sha256, from_user.txt)
+# ffi-tests/parity/from_user.c built against ggml) for each line of
+# golden/parity/from_user.families.txt: the reference's logits, its save of
+# that model, and what the program printed (golden/parity/from_user.sha256,
+# from_user.txt)
 if [ -z "$ONLY" ] || [[ "$ONLY" == *" from-user "* ]]; then
     gcc -O2 -std=c11 -DWITH_GGML -Iinclude -Iffi-tests/parity ffi-tests/parity/from_user.c -o "$OUT/from_user_ref" \
         -L"$REF_LIB" -lllama -lggml-base -lm
     : > ffi-tests/golden/parity/from_user.txt
     : > ffi-tests/golden/parity/from_user.sha256
-    for arch in llama qwen2 qwen3 gemma3 smollm3 olmo2 gemma2 gemma granite mistral3 cohere2 exaone4 starcoder2; do
-        vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
-        target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$arch.gguf" 11 512
-        echo "== $arch" >> ffi-tests/golden/parity/from_user.txt
-        LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-$arch.gguf" ffi-tests/golden/parity/tokens512.txt \
-            "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" >> ffi-tests/golden/parity/from_user.txt
-        { echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  $arch-logits"
-          echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  $arch-saved"; } >> ffi-tests/golden/parity/from_user.sha256
+    grep -v '^#' ffi-tests/golden/parity/from_user.families.txt | while read -r name output override opts; do
+        [ -n "$name" ] || continue
+        arch=${name%%+*} vocab=llama-spm; case $arch in qwen*) vocab=qwen2 ;; esac
+        # shellcheck disable=SC2086 # (the options: one word each)
+        target/release/examples/synth_model $arch "$CACHE/vocab/ggml-vocab-$vocab.gguf" "$OUT/from-user-$name.gguf" \
+            11 512 $opts
+        echo "== $name" >> ffi-tests/golden/parity/from_user.txt
+        rm -f "$OUT/from-user-saved.gguf"
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/from_user_ref" "$OUT/from-user-$name.gguf" ffi-tests/golden/parity/tokens512.txt \
+            "$OUT/from-user.bin" "$OUT/from-user-saved.gguf" "$override" "$output" >> ffi-tests/golden/parity/from_user.txt
+        echo "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)  $name-${output%-nosave}" >> ffi-tests/golden/parity/from_user.sha256
+        [ "$output" = embd-nosave ] \
+            || echo "$(sha256sum "$OUT/from-user-saved.gguf" | cut -d' ' -f1)  $name-saved" >> ffi-tests/golden/parity/from_user.sha256
     done
 fi
 # A mixture of experts in other block types (golden/parity/moe-types.sha256):

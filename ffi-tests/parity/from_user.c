@@ -1,10 +1,16 @@
 // llama_model_init_from_user: a model from a gguf_context of metadata and a
 // callback that fills each tensor (name-seeded values, written with
 // ggml_backend_tensor_set, or a memcpy to tensor->data for the norms), one
-// tensor's type overridden to F16 in the metadata. Decodes TOKENS and
-// writes every position's logits (logits.c's format); then saves the model
-// with llama_model_save_to_file, loads that file and checks that it decodes
-// the same logits.
+// tensor's type overridden to F16 in the metadata (OVERRIDE, by default
+// blk.1.ffn_down.weight; a mixture of experts' blk.1.ffn_down_exps.weight).
+// Decodes TOKENS and writes every position's logits (logits.c's format);
+// then saves the model with llama_model_save_to_file, loads that file and
+// checks that it decodes the same logits. OUTPUT embd (the encoders): every
+// position's embedding instead (an embeddings context, pooling NONE; the
+// same format, n_embd_out floats a row); embd-nosave: without the save and
+// the reload (the reference's saver writes token_embd only beside an output
+// head of its own: its save of such an encoder is a file that does not
+// load).
 //
 // Built two ways from this file:
 //   -DWITH_GGML, linked to ggml (the reference's libggml-base): the metadata
@@ -16,9 +22,11 @@
 //     the tensor's buffer interface as ggml's does), exported with
 //     -rdynamic for minfer to find (ffi-tests/run.sh, no ggml needed).
 //
-// usage: from_user META.gguf TOKENS.txt OUT.bin SAVED.gguf
+// usage: from_user META.gguf TOKENS.txt OUT.bin SAVED.gguf [OVERRIDE [OUTPUT]]
+//   OUTPUT: logits (the default), embd or embd-nosave
 //   prints whether NULL metadata and callback are refused, "calls N"
-//   (callback calls) and "reloaded: same logits" or "... differ"
+//   (callback calls) and "reloaded: same logits" or "... differ" (embd:
+//   "embeddings"; embd-nosave: "not saved")
 #include "llama.h"
 #include "teacher.h"
 
@@ -29,7 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OVERRIDE_NAME "blk.1.ffn_down.weight"
+// the tensor whose type the metadata overrides to F16 (argv[5])
+static const char * g_override = "blk.1.ffn_down.weight";
 enum { TYPE_F32 = 0, TYPE_F16 = 1 };
 
 // ggml.h's struct ggml_tensor (the fields this test reads)
@@ -74,7 +83,7 @@ size_t gguf_get_meta_size(const struct gguf_context * ctx) { return ctx->n; }
 void gguf_get_meta_data(const struct gguf_context * ctx, void * data) { memcpy(data, ctx->bytes, ctx->n); }
 int64_t gguf_find_tensor(const struct gguf_context * ctx, const char * name) {
     (void) ctx;
-    return strcmp(name, OVERRIDE_NAME) == 0 ? 0 : -1;
+    return strcmp(name, g_override) == 0 ? 0 : -1;
 }
 int gguf_get_tensor_type(const struct gguf_context * ctx, int64_t id) {
     (void) ctx;
@@ -150,25 +159,96 @@ static int fill_token(struct llama_batch * batch, int i, int pos, void * ud) {
     return 0;
 }
 
-// Decodes the tokens, logits to path; 0 on success.
-static int decode_to(struct llama_model * m, llama_token * toks, int n, const char * path) {
+// Every token's embedding, in one decode, to path (teacher_decode's
+// format: n, n_embd_out, then the rows); 0 on success.
+static int embed_to(struct llama_context * ctx, struct llama_batch batch, int n, int n_embd, llama_token * toks,
+                    const char * path) {
+    for (int i = 0; i < n; i++) {
+        batch.token[i] = toks[i];
+        batch.pos[i] = i;
+        batch.n_seq_id[i] = 1;
+        batch.seq_id[i][0] = 0;
+        batch.logits[i] = 1;
+    }
+    batch.n_tokens = n;
+    int rc = llama_decode(ctx, batch);
+    if (rc != 0) { fprintf(stderr, "llama_decode returned %d\n", rc); return 1; }
+    FILE * out = fopen(path, "wb");
+    if (!out) { fprintf(stderr, "cannot write %s\n", path); return 1; }
+    fwrite(&n, sizeof(int), 1, out);
+    fwrite(&n_embd, sizeof(int), 1, out);
+    for (int i = 0; i < n; i++) {
+        const float * e = llama_get_embeddings_ith(ctx, i);
+        if (!e) { fprintf(stderr, "no embeddings for %d\n", i); fclose(out); return 1; }
+        fwrite(e, sizeof(float), (size_t) n_embd, out);
+    }
+    fclose(out);
+    return 0;
+}
+
+// Decodes the tokens, logits (or with embd, embeddings) to path; 0 on success.
+static int decode_to(struct llama_model * m, llama_token * toks, int n, const char * path, int embd) {
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t) n;
     cp.n_batch = (uint32_t) n;
     cp.n_threads = 2;
     cp.n_threads_batch = 2;
+    if (embd) {
+        cp.embeddings = true;
+        cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
+    }
     struct llama_context * ctx = llama_init_from_model(m, cp);
     if (!ctx) return 1;
     struct llama_batch batch = llama_batch_init(n, 0, 1);
-    int rc = teacher_decode(ctx, batch, n, n, llama_vocab_n_tokens(llama_model_get_vocab(m)), path, fill_token, toks);
+    int rc = embd ? embed_to(ctx, batch, n, llama_model_n_embd_out(m), toks, path)
+                  : teacher_decode(ctx, batch, n, n, llama_vocab_n_tokens(llama_model_get_vocab(m)), path,
+                                   fill_token, toks);
     llama_batch_free(batch);
     llama_free(ctx);
     return rc;
 }
 
+// Saves m to saved_path, frees it, loads that file, decodes the tokens again
+// and prints whether the output equals out_path's; 0 unless something failed.
+static int reload_check(struct llama_model * m, llama_token * toks, int n, const char * out_path,
+                        const char * saved_path, int embd) {
+    llama_model_save_to_file(m, saved_path);
+    llama_model_free(m);
+    struct llama_model * m2 = llama_model_load_from_file(saved_path, llama_model_default_params());
+    if (!m2) { fprintf(stderr, "cannot load the saved model\n"); return 1; }
+    char again[4096];
+    snprintf(again, sizeof again, "%s.again", out_path);
+    if (decode_to(m2, toks, n, again, embd) != 0) return 1;
+    llama_model_free(m2);
+    size_t la = 0, lb = 0;
+    FILE * fa = fopen(out_path, "rb");
+    FILE * fb = fopen(again, "rb");
+    int same = fa && fb;
+    while (same) {
+        int a = fgetc(fa), b = fgetc(fb);
+        la += a != EOF;
+        lb += b != EOF;
+        if (a != b) same = 0;
+        if (a == EOF || b == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    printf("reloaded: %s %s (%zu bytes)\n", same && la == lb && la > 0 ? "same" : "differ",
+           embd ? "embeddings" : "logits", la);
+    remove(again);
+    return 0;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s META.gguf TOKENS.txt OUT.bin SAVED.gguf\n", argv[0]);
+        fprintf(stderr, "usage: %s META.gguf TOKENS.txt OUT.bin SAVED.gguf [OVERRIDE [OUTPUT]]\n", argv[0]);
+        return 2;
+    }
+    if (argc > 5) g_override = argv[5];
+    const char * output = argc > 6 ? argv[6] : "logits";
+    const int embd = strncmp(output, "embd", 4) == 0, save = strcmp(output, "embd-nosave") != 0;
+    if (!embd && strcmp(output, "logits") != 0) {
+        fprintf(stderr, "unknown OUTPUT %s\n", output);
         return 2;
     }
     llama_log_set(teacher_quiet, NULL);
@@ -177,7 +257,7 @@ int main(int argc, char ** argv) {
     struct gguf_init_params gp = {true, NULL};
     struct gguf_context * meta = gguf_init_from_file(argv[1], gp);
     if (!meta) { fprintf(stderr, "cannot read %s\n", argv[1]); return 1; }
-    gguf_set_tensor_type(meta, OVERRIDE_NAME, TYPE_F16);
+    gguf_set_tensor_type(meta, g_override, TYPE_F16);
 #else
     struct gguf_context ctx_bytes = {NULL, 0};
     FILE * f = fopen(argv[1], "rb");
@@ -204,32 +284,13 @@ int main(int argc, char ** argv) {
     struct llama_model * m = llama_model_init_from_user(meta, set_data, NULL, llama_model_default_params());
     if (!m) { fprintf(stderr, "llama_model_init_from_user failed\n"); return 1; }
     printf("calls %d\n", g_calls);
-    if (decode_to(m, toks, n, argv[3]) != 0) return 1;
-
-    // the same model from a file
-    llama_model_save_to_file(m, argv[4]);
-    llama_model_free(m);
-    struct llama_model * m2 = llama_model_load_from_file(argv[4], llama_model_default_params());
-    if (!m2) { fprintf(stderr, "cannot load the saved model\n"); return 1; }
-    char again[4096];
-    snprintf(again, sizeof again, "%s.again", argv[3]);
-    if (decode_to(m2, toks, n, again) != 0) return 1;
-    llama_model_free(m2);
-    size_t la = 0, lb = 0;
-    FILE * fa = fopen(argv[3], "rb");
-    FILE * fb = fopen(again, "rb");
-    int same = fa && fb;
-    while (same) {
-        int a = fgetc(fa), b = fgetc(fb);
-        la += a != EOF;
-        lb += b != EOF;
-        if (a != b) same = 0;
-        if (a == EOF || b == EOF) break;
+    if (decode_to(m, toks, n, argv[3], embd) != 0) return 1;
+    if (save) {
+        if (reload_check(m, toks, n, argv[3], argv[4], embd) != 0) return 1;
+    } else {
+        printf("not saved\n");
+        llama_model_free(m);
     }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    printf("reloaded: %s logits (%zu bytes)\n", same && la == lb && la > 0 ? "same" : "differ", la);
-    remove(again);
 #ifdef WITH_GGML
     gguf_free(meta);
 #else

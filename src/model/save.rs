@@ -218,7 +218,9 @@ fn layer_field_rank(suffix: &str) -> Option<u32> {
         "attn_norm_2.weight" => 3,
         "attn_norm_2.bias" => 4,
         "attn_q_norm.weight" => 5,
+        "attn_q_norm.bias" => 6,
         "attn_k_norm.weight" => 7,
+        "attn_k_norm.bias" => 8,
         "attn_output_norm.weight" => 9,
         "attn_output_norm.bias" => 10,
         "post_attention_norm.weight" => 14,
@@ -311,7 +313,8 @@ fn tensor_order(m: &Model) -> Result<Vec<String>> {
     top.extend(["token_types.weight", "position_embd.weight", "token_embd_norm.weight", "token_embd_norm.bias"]);
     top.extend(["output_norm.weight", "output_norm.bias"]);
     top.push(if tied { "token_embd.weight" } else { "output.weight" });
-    top.extend(["output.bias", "cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias", "cls.norm.weight"]);
+    top.extend(["output.bias", "enc.output_norm.weight"]);
+    top.extend(["cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias", "cls.norm.weight"]);
     let mut order: Vec<String> = Vec::new();
     for n in top.into_iter().filter(|n| has(n)) {
         if !order.iter().any(|o| o == n) {

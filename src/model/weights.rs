@@ -243,6 +243,42 @@ pub struct Scales {
     pub experts: std::collections::HashMap<String, Weight>, // [n_expert]
 }
 
+/// The families whose graphs were checked for where the reference applies
+/// the projections' `.scale` tensors (llama_model_init_from_user creates
+/// them all: ffi-tests/parity/from_user.c).
+const SCALES_CHECKED: &[&str] = &[
+    "llama",
+    "qwen2",
+    "qwen3",
+    "gemma3",
+    "smollm3",
+    "olmo2",
+    "gemma2",
+    "gemma",
+    "granite",
+    "mistral3",
+    "cohere2",
+    "exaone4",
+    "starcoder2",
+    "phi3",
+    "phi2",
+    "stablelm",
+    "gpt2",
+    "falcon",
+    "qwen2moe",
+    "qwen3moe",
+    "olmoe",
+    "granitemoe",
+    "gpt-oss",
+    "dots1",
+    "bert",
+    "nomic-bert",
+    "jina-bert-v2",
+    "neo-bert",
+    "modern-bert",
+    "gemma-embedding",
+];
+
 /// Finds tensors by name across the files, checks their shapes, and
 /// records which it bound.
 struct Binder<'a> {
@@ -612,30 +648,15 @@ impl Weights {
                     // (the families minfer runs all scale their attention as
                     // the reference's build_qkv and build_attn do; the
                     // dense FFN's scales are used by llama's, qwen3's,
-                    // mistral3's and cohere2's graphs, loaded unused by
-                    // qwen2's, gemma3's, smollm3's, olmo2's, gemma2's,
-                    // gemma's, granite's, exaone4's and starcoder2's; the
-                    // experts' used by llama's; the other families' graphs
-                    // are not checked)
+                    // mistral3's and cohere2's graphs, the experts' by
+                    // llama's and qwen3moe's, the shared experts' by none;
+                    // the others are loaded unused, as there, by the
+                    // families whose graphs were checked)
                     let map = match kind {
                         0 => &mut scales.attn,
                         1 if matches!(family.name, "llama" | "qwen3" | "mistral3" | "cohere2") => &mut scales.ffn,
-                        1 if matches!(
-                            family.name,
-                            "qwen2"
-                                | "gemma3"
-                                | "smollm3"
-                                | "olmo2"
-                                | "gemma2"
-                                | "gemma"
-                                | "granite"
-                                | "exaone4"
-                                | "starcoder2"
-                        ) =>
-                        {
-                            continue
-                        }
-                        2 if family.name == "llama" => &mut scales.experts,
+                        2 if matches!(family.name, "llama" | "qwen3moe") => &mut scales.experts,
+                        _ if SCALES_CHECKED.contains(&family.name) => continue,
                         _ => {
                             let what = format!("the per-tensor scale '{stem}.scale' in the {} family", family.name);
                             crate::log_warn!("not implemented yet: {what}");
