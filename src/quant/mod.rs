@@ -34,6 +34,7 @@ pub mod float;
 pub mod iq1;
 pub mod iq2;
 pub mod iq3;
+pub mod iq3_quantize;
 pub mod iq4;
 pub mod iq_expand;
 pub mod iq_grids;
