@@ -1,0 +1,1 @@
+//! IQ1 quantizers (in progress).
