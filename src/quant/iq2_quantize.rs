@@ -16,13 +16,14 @@
 
 use std::sync::OnceLock;
 
-use super::iq2::BlockIq2Xxs;
+use super::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
 use super::iq_grids::{IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID};
 use super::{f32_to_f16, nearest_int, QK_K};
 use crate::error::{Error, Result};
 
-/// ggml's GROUP_MAX_EPS.
+/// ggml's GROUP_MAX_EPS (IQ2_XXS, IQ2_XS) and GROUP_MAX_EPS_IQ2_S.
 const GROUP_MAX_EPS: f32 = 1e-15;
+const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
 
 /// ggml's `kmap_size`: every code of 8 two-bit levels up to 2222_2222 (base 4)
 /// and one more.
@@ -538,6 +539,221 @@ pub fn quantize_row_iq2_xxs(x: &[f32], weights: Option<&[f32]>, out: &mut [Block
     Ok(())
 }
 
+/// The scale search of IQ2_XS and IQ2_S over 16 magnitudes `xval` (largest
+/// `max`): 19 trial scales around `max/5`, each rounded to the grid and
+/// scored by weighted least squares; then the best one's groups that were
+/// off the grid are rounded again at its own scale. Returns the scale (the
+/// reference checks its sign afterwards) and the 16 levels.
+fn search_16(
+    t: &GridTables,
+    xval: &[f32; 16],
+    weight: &[f32; 16],
+    waux: &[f32; 16],
+    max: f32,
+    ty: &str,
+) -> Result<(f32, [i8; 16])> {
+    const KMAXQ: i32 = 3;
+    let mut l = [0i8; 16];
+    let mut best = 0.0f32;
+    let mut scale = max / (2 * KMAXQ - 1) as f32;
+    let mut is_on_grid = [true; 2];
+    for is in -9i32..=9 {
+        let id = ((2 * KMAXQ - 1) as f32 + is as f32 * 0.1f32) / max;
+        let this_scale = 1.0 / id;
+        let mut laux = [0i8; 16];
+        let mut is_on_grid_aux = [true; 2];
+        for k in 0..2 {
+            let r = 8 * k..8 * k + 8;
+            is_on_grid_aux[k] =
+                t.round_to_grid(&mut laux[r.clone()], &xval[r.clone()], &waux[r], id, this_scale, ty)?.1;
+        }
+        let (sumqx, sumq2) = sums(weight, xval, &laux);
+        if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            l = laux;
+            is_on_grid = is_on_grid_aux;
+        }
+    }
+    if is_on_grid.contains(&false) && scale > 0.0 {
+        let id = 1.0 / scale;
+        for k in 0..2 {
+            if is_on_grid[k] {
+                continue;
+            }
+            let r = 8 * k..8 * k + 8;
+            t.round_to_grid(&mut l[r.clone()], &xval[r.clone()], &waux[r], id, scale, ty)?;
+        }
+        let (sumqx, sumq2) = sums(weight, xval, &l);
+        if sumq2 > 0.0 {
+            scale = sumqx / sumq2;
+        }
+    }
+    Ok((scale, l))
+}
+
+/// IQ2_XS (ggml's `quantize_row_iq2_xs_impl`): one row of `x.len()`
+/// elements (a multiple of 256) with the importance `weights` (required).
+pub fn quantize_row_iq2_xs(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq2Xs]) -> Result<()> {
+    const TY: &str = "quantize_row_iq2_xs";
+    check_lengths(TY, x, weights, out.len(), true)?;
+    let Some(qw_row) = weights else { return Err(Error::invalid(format!("{TY}: missing quantization weights"))) };
+    let t = tables_xs();
+    for (y, (xbl, qwbl)) in out.iter_mut().zip(x.chunks_exact(QK_K).zip(qw_row.chunks_exact(QK_K))) {
+        y.d = f32_to_f16(0.0);
+        y.scales = [0; QK_K / 32];
+        let mut q2 = [0u16; 2 * QK_K / 16];
+        let mut scales = [0.0f32; QK_K / 16];
+        let mut max_scale = 0.0f32;
+        let mut sumx2 = 0.0f32;
+        for &v in xbl {
+            sumx2 += v * v;
+        }
+        let sigma2 = sumx2 / QK_K as f32;
+
+        for (ib, (xb, qw)) in xbl.chunks_exact(16).zip(qwbl.chunks_exact(16)).enumerate() {
+            let mut weight = [0.0f32; 16];
+            let mut waux = [0.0f32; 16];
+            let mut xval = [0.0f32; 16];
+            let mut block_signs = [0u8; 2];
+            for i in 0..16 {
+                weight[i] = qw[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+            }
+            for i in 0..16 {
+                waux[i] = weight[i].sqrt();
+            }
+            for k in 0..2 {
+                let r = 8 * k..8 * k + 8;
+                block_signs[k] = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
+            }
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = c_max(max, v);
+            }
+            if max < GROUP_MAX_EPS {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let (mut scale, l) = search_16(t, &xval, &weight, &waux, max, TY)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s & 127;
+                }
+            }
+            for k in 0..2 {
+                let lk = &l[8 * k..8 * k + 8];
+                let g = t.on_grid(code_of(lk)).ok_or_else(|| off_grid(TY, lk))?;
+                q2[2 * ib + k] = g as u16 | ((block_signs[k] as u16) << 9);
+            }
+            if !(scale >= 0.0) {
+                return Err(Error::invalid(format!("{TY}: scale {scale} is not >= 0 (NaN input?)")));
+            }
+            scales[ib] = scale;
+            max_scale = c_max(max_scale, scale);
+        }
+
+        if max_scale == 0.0 {
+            y.qs = [0; QK_K / 4];
+            continue;
+        }
+        let d = max_scale / 31.0;
+        y.d = f32_to_f16(d);
+        let id = 1.0 / d;
+        for (ib, &s) in scales.iter().enumerate() {
+            y.scales[ib / 2] |= scale_nibble(id, s) << (4 * (ib % 2));
+        }
+        for (o, q) in y.qs.chunks_exact_mut(2).zip(q2) {
+            o.copy_from_slice(&q.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// IQ2_S (ggml's `quantize_row_iq2_s_impl`): one row of `x.len()` elements
+/// (a multiple of 256), with the importance `weights` or without.
+pub fn quantize_row_iq2_s(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq2S]) -> Result<()> {
+    const TY: &str = "quantize_row_iq2_s";
+    check_lengths(TY, x, weights, out.len(), false)?;
+    let t = tables_s();
+    for (ibl, (y, xbl)) in out.iter_mut().zip(x.chunks_exact(QK_K)).enumerate() {
+        *y = BlockIq2S { d: f32_to_f16(0.0), qs: [0; QK_K / 4], qh: [0; QK_K / 32], scales: [0; QK_K / 32] };
+        let mut scales = [0.0f32; QK_K / 16];
+        let mut max_scale = 0.0f32;
+        let mut sumx2 = 0.0f32;
+        for &v in xbl {
+            sumx2 += v * v;
+        }
+        let sigma2 = 2.0 * sumx2 / QK_K as f32;
+
+        for (ib, xb) in xbl.chunks_exact(16).enumerate() {
+            let mut weight = [0.0f32; 16];
+            let mut waux = [0.0f32; 16];
+            let mut xval = [0.0f32; 16];
+            let mut block_signs = [0u8; 2];
+            match weights {
+                Some(w) => {
+                    let qw = &w[QK_K * ibl + 16 * ib..QK_K * ibl + 16 * ib + 16];
+                    for i in 0..16 {
+                        weight[i] = qw[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+                    }
+                }
+                None => {
+                    for i in 0..16 {
+                        weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
+                    }
+                }
+            }
+            for i in 0..16 {
+                waux[i] = weight[i].sqrt();
+            }
+            for k in 0..2 {
+                let r = 8 * k..8 * k + 8;
+                block_signs[k] = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], false);
+            }
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = c_max(max, v);
+            }
+            if max < GROUP_MAX_EPS_IQ2_S {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let (mut scale, l) = search_16(t, &xval, &weight, &waux, max, TY)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s;
+                }
+            }
+            for k in 0..2 {
+                let lk = &l[8 * k..8 * k + 8];
+                let g = t.on_grid(code_of(lk)).ok_or_else(|| off_grid(TY, lk))?;
+                let i8 = 2 * ib + k;
+                y.qs[i8] = (g & 255) as u8;
+                y.qh[i8 / 4] |= ((g >> 8) << (2 * (i8 % 4))) as u8;
+                y.qs[QK_K / 8 + i8] = block_signs[k];
+            }
+            if !(scale >= 0.0) {
+                return Err(Error::invalid(format!("{TY}: scale {scale} is not >= 0 (NaN input?)")));
+            }
+            scales[ib] = scale;
+            max_scale = c_max(max_scale, scale);
+        }
+
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        y.d = f32_to_f16(d * 0.9875);
+        let id = 1.0 / d;
+        for (ib, &s) in scales.iter().enumerate() {
+            y.scales[ib / 2] |= scale_nibble(id, s) << (4 * (ib % 2));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -651,5 +867,47 @@ pub(crate) mod tests {
     #[test]
     fn iq2_xxs_hostile_inputs() {
         check_hostile(quantize_row_iq2_xxs);
+    }
+
+    #[test]
+    fn iq2_xs_golden() {
+        check_golden(quantize_row_iq2_xs, 256, true, golden!("iq2_xs.bin"));
+    }
+
+    #[test]
+    fn iq2_xs_golden_r512() {
+        check_golden(quantize_row_iq2_xs, 512, true, golden!("iq2_xs_r512.bin"));
+    }
+
+    #[test]
+    fn iq2_xs_needs_weights() {
+        let x = iq_input();
+        let mut out = [BlockIq2Xs { d: [0; 2], qs: [0; QK_K / 4], scales: [0; QK_K / 32] }];
+        assert!(quantize_row_iq2_xs(&x[..256], None, &mut out).is_err());
+    }
+
+    #[test]
+    fn iq2_xs_hostile_inputs() {
+        check_hostile(quantize_row_iq2_xs);
+    }
+
+    #[test]
+    fn iq2_s_golden() {
+        check_golden(quantize_row_iq2_s, 256, true, golden!("iq2_s.bin"));
+    }
+
+    #[test]
+    fn iq2_s_golden_r512() {
+        check_golden(quantize_row_iq2_s, 512, true, golden!("iq2_s_r512.bin"));
+    }
+
+    #[test]
+    fn iq2_s_golden_no_weights() {
+        check_golden(quantize_row_iq2_s, 256, false, golden!("iq2_s_nw.bin"));
+    }
+
+    #[test]
+    fn iq2_s_hostile_inputs() {
+        check_hostile(quantize_row_iq2_s);
     }
 }
