@@ -25,8 +25,8 @@ use crate::error::{Error, Result};
 const GROUP_MAX_EPS: f32 = 1e-15;
 const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
 
-/// ggml's `kmap_size`: every code of 8 two-bit levels up to 2222_2222 (base 4)
-/// and one more.
+/// ggml's `kmap_size`: the codes 0..43692 hold every code of 8 levels 0..=2
+/// (the largest is 2222_2222 in base 4, 43690).
 const KMAP_SIZE: usize = 43692;
 
 /// The largest squared distance between a code's values (1, 3, 5, 7) and a
@@ -63,6 +63,50 @@ pub(crate) enum Lookup<'a> {
     Near(&'a [u16]),
 }
 
+/// Appends the neighbour list of `code` (off the grid) to `out`: its length,
+/// then the grid points at the `nwant` smallest distances, by (distance,
+/// index), placed by a counting sort. `sq` is `build`'s distance table of
+/// `n` points, `d2` scratch of `n`.
+fn neighbour_list(code: usize, sq: &[u16], n: usize, nwant: usize, d2: &mut [u16], out: &mut Vec<u16>) {
+    d2.fill(0);
+    for k in 0..8 {
+        let l = (code >> (2 * k)) & 3;
+        let row = &sq[(4 * k + l) * n..(4 * k + l + 1) * n];
+        for (d, s) in d2.iter_mut().zip(row) {
+            *d += s;
+        }
+    }
+    let mut count = [0u16; MAX_D2 + 1];
+    for &d in d2.iter() {
+        count[d as usize] += 1;
+    }
+    // where each wanted distance's points start in the list (u16::MAX: a
+    // distance not wanted)
+    let mut start = [u16::MAX; MAX_D2 + 1];
+    let (mut len, mut have) = (0u16, 0);
+    for (d, &c) in count.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        if have == nwant {
+            break;
+        }
+        start[d] = len;
+        len += c;
+        have += 1;
+    }
+    let base = out.len() + 1;
+    out.push(len);
+    out.resize(base + len as usize, 0);
+    for (j, &d) in d2.iter().enumerate() {
+        let s = &mut start[d as usize];
+        if *s != u16::MAX {
+            out[base + *s as usize] = j as u16;
+            *s += 1;
+        }
+    }
+}
+
 /// The map code of 8 levels, as the reference computes it
 /// (`u |= L[i] << 2*i` into a u16): levels outside 0..=2 give some other code,
 /// which the lookups then refuse.
@@ -85,8 +129,16 @@ impl GridTables {
     /// ggml's `iq2xs_init_impl` for a grid of these points: a neighbour list
     /// for every code off the grid, holding the grid points at the `nwant`
     /// smallest squared distances from it, ordered by (distance, index) as
-    /// the reference's sort leaves them.
+    /// the reference's sort leaves them (its comparator is a total order on
+    /// those pairs, so the order is unique). The codes are split between up
+    /// to 8 threads; the lists are joined in code order, so the tables do not
+    /// depend on the split.
     pub(crate) fn build(grid: Vec<[u8; 8]>, nwant: usize) -> GridTables {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        Self::build_with(grid, nwant, threads)
+    }
+
+    fn build_with(grid: Vec<[u8; 8]>, nwant: usize, threads: usize) -> GridTables {
         let mut map = vec![-1i32; KMAP_SIZE];
         for (i, g) in grid.iter().enumerate() {
             let code: usize = g.iter().enumerate().map(|(k, &l)| (l as usize) << (2 * k)).sum();
@@ -107,33 +159,46 @@ impl GridTables {
                 }
             }
         }
-        let mut neighbours = Vec::new();
-        let mut d2 = vec![0u16; n];
-        for i in 0..KMAP_SIZE {
-            if map[i] >= 0 {
-                continue;
-            }
-            map[i] = -(neighbours.len() as i32 + 1);
-            d2.fill(0);
-            for k in 0..8 {
-                let l = (i >> (2 * k)) & 3;
-                let row = &sq[(4 * k + l) * n..(4 * k + l + 1) * n];
-                for (d, s) in d2.iter_mut().zip(row) {
-                    *d += s;
+        let lists = |codes: std::ops::Range<usize>| -> Vec<u16> {
+            let mut out = Vec::new();
+            let mut d2 = vec![0u16; n];
+            for code in codes {
+                if map[code] < 0 {
+                    neighbour_list(code, &sq, n, nwant, &mut d2, &mut out);
                 }
             }
-            // the nwant smallest distinct distances, ascending
-            let mut present = [false; MAX_D2 + 1];
-            for &d in &d2 {
-                present[d as usize] = true;
-            }
-            let wanted: Vec<u16> = (0..=MAX_D2 as u16).filter(|&d| present[d as usize]).take(nwant).collect();
-            let start = neighbours.len();
-            neighbours.push(0);
-            for &w in &wanted {
-                neighbours.extend((0..n as u16).filter(|&j| d2[j as usize] == w));
-            }
-            neighbours[start] = (neighbours.len() - start - 1) as u16;
+            out
+        };
+        let threads = threads.max(1);
+        let ranges: Vec<_> = (0..threads).map(|t| KMAP_SIZE * t / threads..KMAP_SIZE * (t + 1) / threads).collect();
+        let parts: Vec<Vec<u16>> = if threads == 1 {
+            ranges.into_iter().map(lists).collect()
+        } else {
+            std::thread::scope(|s| {
+                let lists = &lists;
+                let handles: Vec<_> = ranges
+                    .iter()
+                    .map(|r| {
+                        let r = r.clone();
+                        std::thread::Builder::new().spawn_scoped(s, move || lists(r))
+                    })
+                    .collect();
+                // a thread that could not start (or failed) is done here
+                handles
+                    .into_iter()
+                    .zip(ranges)
+                    .map(|(h, r)| match h {
+                        Ok(h) => h.join().unwrap_or_else(|_| lists(r)),
+                        Err(_) => lists(r),
+                    })
+                    .collect()
+            })
+        };
+        let neighbours = parts.concat();
+        let mut off = 0usize;
+        for m in map.iter_mut().filter(|m| **m < 0) {
+            *m = -(off as i32 + 1);
+            off += 1 + neighbours.get(off).map_or(0, |&c| c as usize);
         }
         GridTables { grid, map, neighbours }
     }
@@ -231,6 +296,15 @@ impl GridTables {
             Some(Lookup::Near(near)) => Ok((self.best_neighbour(near, xval, waux, scale, l, ty)?, false)),
             None => Err(off_grid(ty, l)),
         }
+    }
+}
+
+/// ggml's `GGML_ASSERT(scale >= 0)` (fails for NaN).
+pub(crate) fn check_scale(ty: &str, scale: f32) -> Result<()> {
+    if scale >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("{ty}: scale {scale} is not >= 0 (NaN input?)")))
     }
 }
 
@@ -448,9 +522,9 @@ pub fn quantize_row_iq2_xxs(x: &[f32], weights: Option<&[f32]>, out: &mut [Block
             for i in 0..32 {
                 waux[i] = weight[i].sqrt();
             }
-            for k in 0..4 {
+            for (k, s) in block_signs.iter_mut().enumerate() {
                 let r = 8 * k..8 * k + 8;
-                block_signs[k] = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
+                *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
             }
             let mut max = xval[0];
             for &v in &xval[1..] {
@@ -515,9 +589,7 @@ pub fn quantize_row_iq2_xxs(x: &[f32], weights: Option<&[f32]>, out: &mut [Block
                 q2[2 * ib] |= (g as u32) << (8 * k);
                 q2[2 * ib + 1] |= (block_signs[k] as u32) << (7 * k);
             }
-            if !(scale >= 0.0) {
-                return Err(Error::invalid(format!("{TY}: scale {scale} is not >= 0 (NaN input?)")));
-            }
+            check_scale(TY, scale)?;
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
@@ -562,10 +634,9 @@ fn search_16(
         let this_scale = 1.0 / id;
         let mut laux = [0i8; 16];
         let mut is_on_grid_aux = [true; 2];
-        for k in 0..2 {
+        for (k, on) in is_on_grid_aux.iter_mut().enumerate() {
             let r = 8 * k..8 * k + 8;
-            is_on_grid_aux[k] =
-                t.round_to_grid(&mut laux[r.clone()], &xval[r.clone()], &waux[r], id, this_scale, ty)?.1;
+            *on = t.round_to_grid(&mut laux[r.clone()], &xval[r.clone()], &waux[r], id, this_scale, ty)?.1;
         }
         let (sumqx, sumq2) = sums(weight, xval, &laux);
         if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
@@ -577,8 +648,8 @@ fn search_16(
     }
     if is_on_grid.contains(&false) && scale > 0.0 {
         let id = 1.0 / scale;
-        for k in 0..2 {
-            if is_on_grid[k] {
+        for (k, &on) in is_on_grid.iter().enumerate() {
+            if on {
                 continue;
             }
             let r = 8 * k..8 * k + 8;
@@ -622,9 +693,9 @@ pub fn quantize_row_iq2_xs(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockI
             for i in 0..16 {
                 waux[i] = weight[i].sqrt();
             }
-            for k in 0..2 {
+            for (k, s) in block_signs.iter_mut().enumerate() {
                 let r = 8 * k..8 * k + 8;
-                block_signs[k] = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
+                *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
             }
             let mut max = xval[0];
             for &v in &xval[1..] {
@@ -646,9 +717,7 @@ pub fn quantize_row_iq2_xs(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockI
                 let g = t.on_grid(code_of(lk)).ok_or_else(|| off_grid(TY, lk))?;
                 q2[2 * ib + k] = g as u16 | ((block_signs[k] as u16) << 9);
             }
-            if !(scale >= 0.0) {
-                return Err(Error::invalid(format!("{TY}: scale {scale} is not >= 0 (NaN input?)")));
-            }
+            check_scale(TY, scale)?;
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
@@ -707,9 +776,9 @@ pub fn quantize_row_iq2_s(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq
             for i in 0..16 {
                 waux[i] = weight[i].sqrt();
             }
-            for k in 0..2 {
+            for (k, s) in block_signs.iter_mut().enumerate() {
                 let r = 8 * k..8 * k + 8;
-                block_signs[k] = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], false);
+                *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], false);
             }
             let mut max = xval[0];
             for &v in &xval[1..] {
@@ -734,9 +803,7 @@ pub fn quantize_row_iq2_s(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq
                 y.qh[i8 / 4] |= ((g >> 8) << (2 * (i8 % 4))) as u8;
                 y.qs[QK_K / 8 + i8] = block_signs[k];
             }
-            if !(scale >= 0.0) {
-                return Err(Error::invalid(format!("{TY}: scale {scale} is not >= 0 (NaN input?)")));
-            }
+            check_scale(TY, scale)?;
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
@@ -764,6 +831,10 @@ pub(crate) mod tests {
             include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/goldens/quant/", $name))
         };
     }
+    pub(crate) use golden;
+
+    /// One of the row quantizers of this file and iq1_quantize.rs.
+    pub(crate) type Quantizer<B> = fn(&[f32], Option<&[f32]>, &mut [B]) -> Result<()>;
 
     /// The IQ goldens' input: 24 rows of 256 (make_goldens.c's `fill_iq`).
     pub(crate) fn iq_input() -> Vec<f32> {
@@ -778,12 +849,7 @@ pub(crate) mod tests {
     /// Quantizes the golden input in rows of `n_per_row` (with the golden
     /// weights, or none) and compares with `want`, naming the first
     /// differing block.
-    pub(crate) fn check_golden<B: Block>(
-        quantize: fn(&[f32], Option<&[f32]>, &mut [B]) -> Result<()>,
-        n_per_row: usize,
-        with_weights: bool,
-        want: &[u8],
-    ) {
+    pub(crate) fn check_golden<B: Block>(quantize: Quantizer<B>, n_per_row: usize, with_weights: bool, want: &[u8]) {
         let x = iq_input();
         let w = iq_weights(n_per_row);
         let bs = std::mem::size_of::<B>();
@@ -820,7 +886,7 @@ pub(crate) mod tests {
         rows
     }
 
-    pub(crate) fn check_hostile<B: Block>(quantize: fn(&[f32], Option<&[f32]>, &mut [B]) -> Result<()>) {
+    pub(crate) fn check_hostile<B: Block>(quantize: Quantizer<B>) {
         let zero = std::mem::size_of::<B>();
         for row in hostile_rows() {
             let mut out = vec![0u8; row.len() / QK_K * zero];
@@ -836,6 +902,64 @@ pub(crate) mod tests {
         assert!(quantize(&x[..512], Some(&w[..256]), as_blocks_mut(&mut out)).is_err());
         assert!(quantize(&x[..256], Some(&w[..256]), as_blocks_mut(&mut out)).is_err());
         assert!(quantize(&x[..512], Some(&w[..512]), as_blocks_mut(&mut out)).is_ok());
+    }
+
+    /// The reference's neighbour search literally: every code's distances
+    /// sorted by (distance, index), then the points of the first `nwant`
+    /// distances; compared with `build` (threaded and not) on every code.
+    fn reference_neighbours(grid: &[[u8; 8]], map: &[i32], nwant: usize, step: usize) -> Vec<(usize, Vec<u16>)> {
+        let mut all = Vec::new();
+        for i in (0..KMAP_SIZE).step_by(step) {
+            if map[i] >= 0 {
+                continue;
+            }
+            let pos: [i32; 8] = std::array::from_fn(|k| 2 * ((i >> (2 * k)) & 3) as i32 + 1);
+            let mut dist2: Vec<(i32, usize)> = grid
+                .iter()
+                .enumerate()
+                .map(|(j, g)| ((0..8).map(|k| (2 * g[k] as i32 + 1 - pos[k]).pow(2)).sum(), j))
+                .collect();
+            dist2.sort();
+            let (mut d2, mut nhave, mut list) = (dist2[0].0, 1, Vec::new());
+            for &(d, j) in &dist2 {
+                if d > d2 {
+                    if nhave == nwant {
+                        break;
+                    }
+                    d2 = d;
+                    nhave += 1;
+                }
+                list.push(j as u16);
+            }
+            all.push((i, list));
+        }
+        all
+    }
+
+    #[test]
+    fn tables_equal_the_reference_search() {
+        let iq1: Vec<[u8; 8]> = crate::quant::iq_grids::IQ1S_GRID
+            .iter()
+            .map(|&e| std::array::from_fn(|k| ((e >> (8 * k)) as u8).wrapping_add(1)))
+            .collect();
+        for (grid, nwant, step) in
+            [(iq2_grid(&IQ2XXS_GRID), 2, 1), (iq2_grid(&IQ2XS_GRID), 2, 1), (iq2_grid(&IQ2S_GRID), 1, 1), (iq1, 3, 5)]
+        {
+            let serial = GridTables::build_with(grid.clone(), nwant, 1);
+            let threaded = GridTables::build_with(grid.clone(), nwant, 3);
+            assert!(serial.map == threaded.map && serial.neighbours == threaded.neighbours);
+            for (i, want) in reference_neighbours(&grid, &serial.map, nwant, step) {
+                match serial.lookup(i) {
+                    Some(Lookup::Near(got)) => assert_eq!(got, &want[..], "code {i}"),
+                    _ => panic!("code {i} has no neighbour list"),
+                }
+            }
+            // every grid point is on the map at its own code
+            for (g, p) in grid.iter().enumerate() {
+                let l: Vec<i8> = p.iter().map(|&v| v as i8).collect();
+                assert_eq!(serial.on_grid(code_of(&l)), Some(g));
+            }
+        }
     }
 
     #[test]
