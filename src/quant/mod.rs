@@ -32,7 +32,9 @@
 
 pub mod float;
 pub mod iq1;
+pub mod iq1_quantize;
 pub mod iq2;
+pub mod iq2_quantize;
 pub mod iq3;
 pub mod iq3_quantize;
 pub mod iq4;
