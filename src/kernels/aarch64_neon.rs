@@ -1058,7 +1058,9 @@ tq_entries! {
 /// The reference paths (`ggml_paths`): the tiled k-quant matmul with this
 /// set's exact integer sums and the tiled fold; the repacked path of the
 /// 32-block types and the table types' `ggml_vec_dot` (`repack32`,
-/// `lut_pairs32`); the others by their scalar definitions.
+/// `lut_pairs32`); the ternary, IQ1–IQ3 (`aarch64_iq`), Q1_0, Q2_0 and
+/// NVFP4 (`aarch64_lowbit`) `ggml_vec_dot`s; the others by their scalar
+/// definitions.
 fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
     use GgmlType::*;
     let fns = [tiled_q2_k, tiled_q3_k, tiled_q4_k, tiled_q5_k, tiled_q6_k, tiled_iq4_xs];
@@ -1073,6 +1075,7 @@ fn ggml(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::VecDot, TQ1_0) => Some(tile_tq1_0),
         (Path::VecDot, TQ2_0) => Some(tile_tq2_0),
         (Path::VecDot, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M) => super::aarch64_iq::tile(ty),
+        (Path::VecDot, Q1_0 | Q2_0 | NVFP4) => super::aarch64_lowbit::tile(ty),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -1091,6 +1094,7 @@ fn ggml_dp(ty: GgmlType, path: Path) -> Option<TileFn> {
         (Path::VecDot, TQ1_0) => Some(tile_tq1_0_dp),
         (Path::VecDot, TQ2_0) => Some(tile_tq2_0_dp),
         (Path::VecDot, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M) => super::aarch64_iq::tile_dp(ty),
+        (Path::VecDot, Q1_0 | Q2_0 | NVFP4) => super::aarch64_lowbit::tile_dp(ty),
         _ => ggml_paths::scalar_tile(ty, path),
     }
 }
@@ -1127,9 +1131,8 @@ fn tile(ty: GgmlType) -> Option<TileFn> {
         TQ1_0 => tile_tq1_0,
         TQ2_0 => tile_tq2_0,
         IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => return super::aarch64_iq::tile(ty),
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 => {
-            return ggml_paths::vec_dot_k::scalar_tile(ty)
-        }
+        Q1_0 | Q2_0 | NVFP4 => return super::aarch64_lowbit::tile(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }
@@ -1150,9 +1153,8 @@ fn tile_dp(ty: GgmlType) -> Option<TileFn> {
         TQ1_0 => tile_tq1_0_dp,
         TQ2_0 => tile_tq2_0_dp,
         IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => return super::aarch64_iq::tile_dp(ty),
-        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS | Q1_0 | Q2_0 | NVFP4 => {
-            return ggml_paths::vec_dot_k::scalar_tile(ty)
-        }
+        Q1_0 | Q2_0 | NVFP4 => return super::aarch64_lowbit::tile_dp(ty),
+        Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => return ggml_paths::vec_dot_k::scalar_tile(ty),
         _ => return None,
     })
 }

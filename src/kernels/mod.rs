@@ -36,12 +36,15 @@
 //!   `scalar.rs` and is tested against it.
 //!
 //! Files: `dispatch.rs` (kernel sets, detection), `scalar.rs`,
-//! `x86_avx2.rs`, `aarch64_neon.rs`, `ggml_paths/` (the reference's
+//! `x86_avx2.rs`, `aarch64_neon.rs` (with `aarch64_iq.rs`,
+//! `aarch64_lowbit.rs`), `ggml_paths/` (the reference's
 //! repacked, tiled and k-quant vec_dot paths), `matmul.rs`, `pool.rs`,
 //! `aligned.rs` (the cache-line-aligned buffer of activations and panels).
 
 #[cfg(target_arch = "aarch64")]
 mod aarch64_iq;
+#[cfg(target_arch = "aarch64")]
+mod aarch64_lowbit;
 #[cfg(target_arch = "aarch64")]
 pub mod aarch64_neon;
 pub mod aligned;

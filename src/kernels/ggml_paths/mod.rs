@@ -45,7 +45,11 @@
 //! where the reference fuses); the integer parts are exact in both, so any
 //! way of computing them is allowed. Each has a scalar definition and, on
 //! x86-64, an AVX2 version that must give the same bits (tested); the NEON
-//! sets use the scalar definitions.
+//! sets have their own for the repacked 32-block types, the tiled
+//! k-quants and the vec_dots of the table, ternary, IQ1–IQ3, Q1_0, Q2_0
+//! and NVFP4 types (`aarch64_neon.rs`, `aarch64_iq.rs`,
+//! `aarch64_lowbit.rs`; the same bits, tested), else use the scalar
+//! definitions.
 //!
 //! Activations: the reference quantizes groups of 4 rows for the repacked
 //! kernels (`ggml_quantize_mat_q8_0_4x8`, `_q8_K_4x8`). The Q8_0 one writes

@@ -484,6 +484,62 @@ fn tiled_e8m0_scales_are_the_scalar_conversion_for_every_exponent() {
 }
 
 #[test]
+fn q8_0_vec_dots_keep_negated_minus_128_as_the_reference() {
+    // Q1_0's sign bits and NVFP4's negative codes negate activations as the
+    // reference's byte negation and `vpsignb` do, −(−128) staying −128 (Q2_0's
+    // generic C multiplies plainly); the activation quantizer writes −128 only
+    // for non-finite inputs, so these Q8_0 rows are built by hand with many
+    // (and ±127 beside them): every set's vec_dot gives the scalar
+    // emulation's bits, for 1 to 9 tokens at a stride with a gap.
+    use GgmlType::*;
+    const Q8: usize = 34;
+    let mut rng = Rng::new(84);
+    let (rows, cols) = (4, 768);
+    let nb = cols / quant::QK;
+    let stride = nb * Q8 + 6;
+    for ty in [Q1_0, Q2_0, NVFP4] {
+        let w = weight_rows(ty, rows, cols, &mut rng);
+        let rb = w.len() / rows;
+        let scalar_f = (scalar::SET.ggml)(ty, Path::VecDot).expect("scalar vec_dot");
+        for nt in 1..=9 {
+            let mut a = vec![0u8; nt * stride];
+            let mut minus_128 = 0;
+            for row in a.chunks_exact_mut(stride) {
+                for blk in row[..nb * Q8].chunks_exact_mut(Q8) {
+                    blk[..2].copy_from_slice(&quant::f32_to_f16(0.01 + 0.02 * rng.uni()));
+                    for q in &mut blk[2..] {
+                        *q = match rng.next() % 4 {
+                            0 => 0x80,
+                            1 => 0x7f,
+                            _ => rng.next() as u8,
+                        };
+                        minus_128 += (*q == 0x80) as usize;
+                    }
+                }
+            }
+            assert!(minus_128 > 0);
+            for wr in w.chunks_exact(rb) {
+                let mut want = vec![0f32; nt];
+                // SAFETY: the scalar set runs on any CPU; `wr` is one row of
+                // `cols`, `a` holds `nt` rows of `cols / 32` Q8_0 blocks
+                // `stride` bytes apart.
+                unsafe { scalar_f(cols, wr, &a, stride, &mut want) };
+                for set in available_sets().into_iter().skip(1) {
+                    let f = (set.ggml)(ty, Path::VecDot).expect("vec_dot");
+                    let mut got = vec![f32::NAN; nt];
+                    // SAFETY: `available_sets` lists only sets this CPU runs;
+                    // the buffers as above.
+                    unsafe { f(cols, wr, &a, stride, &mut got) };
+                    for (t, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(g.to_bits(), w.to_bits(), "{} {ty} nt={nt} t={t}: {g} vs {w}", set.name);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn iq_vec_dots_keep_negated_minus_128_as_the_reference() {
     // The reference's `vpsignb` leaves −128 negated at −128; the activation
     // quantizer seldom writes −128, so these Q8_K rows are built by hand with

@@ -3,7 +3,8 @@
 //! NVFP4 weights at every token count (not repacked, not tiled, not in
 //! llamafile's tinyBLAS). A weight block (64) meets 2 Q8_0 activation
 //! blocks: per half `h`, 8 i32 lanes, lane `l` the exact `Σ v·a` of
-//! elements `4l..4l+3` (`v` the table value, −12..=12), folded as
+//! elements `4l..4l+3` (`v` the table value, −12..=12; each product formed
+//! as its `mul_add_epi8` does, [`signed_product`]), folded as
 //! `acc_l = fma(s, lane_l, acc_l)` with `s = ue4m3(d[2h + l/4])·da_h` (the
 //! sub-block's scale times the activation block's); the result
 //! `hsum_float_8(acc)`.
@@ -15,6 +16,14 @@ use crate::ggml_type::GgmlType;
 use crate::quant::nvfp4::{ue4m3_to_f32, BlockNvfp4, QK_NVFP4};
 use crate::quant::q8_0::BlockQ8_0;
 use crate::quant::{as_blocks, f16_to_f32, QK};
+
+/// `v·a` as the reference's `mul_add_epi8` forms it: `|v|` times `a` with
+/// `v`'s sign applied by `vpsignb`, whose negation wraps (−(−128) stays
+/// −128): a negative code against an activation of −128 gives `−128·|v|`,
+/// not `128·|v|`. (The quantizer writes −128 only for non-finite inputs.)
+fn signed_product(v: i8, a: i8) -> i32 {
+    v.unsigned_abs() as i32 * (if v < 0 { a.wrapping_neg() } else { a }) as i32
+}
 
 fn nvfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
     let nb = n / QK_NVFP4;
@@ -29,7 +38,7 @@ fn nvfp4(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
                 let subs = [x.unpack_sub(2 * h), x.unpack_sub(2 * h + 1)];
                 for (l, c) in acc.iter_mut().enumerate() {
                     let v = &subs[l / 4];
-                    let lane: i32 = (4 * l..4 * l + 4).map(|j| v[j % 16] as i32 * y.qs[j] as i8 as i32).sum();
+                    let lane: i32 = (4 * l..4 * l + 4).map(|j| signed_product(v[j % 16], y.qs[j] as i8)).sum();
                     let sc = ue4m3_to_f32(x.d[2 * h + l / 4]) * da;
                     *c = sc.mul_add(lane as f32, *c);
                 }
