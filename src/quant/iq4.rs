@@ -2,7 +2,7 @@
 //! 6-bit sub-block scales): 4-bit indices into the non-linear table
 //! `KVALUES_IQ4NL`; value = d·table[q] (IQ4_XS: d·(ls − 32)·table[q]).
 
-use super::k_helpers::{KBlock, GROUP_MAX_EPS};
+use super::k_helpers::{x86_nan, KBlock, GROUP_MAX_EPS};
 use super::{f16_to_f32, f32_to_f16, nearest_int, Block, QK, QK_K};
 use crate::ggml_type::GgmlType;
 
@@ -103,19 +103,6 @@ pub fn dequantize_row_xs(blocks: &[BlockIq4Xs], out: &mut [f32]) {
                 *v = dl * q as f32;
             }
         }
-    }
-}
-
-/// Huge inputs overflow the weighted sums to inf and `inf / inf` is NaN,
-/// whose sign is the CPU's: x86 (where the reference bytes come from) sets
-/// it, aarch64 does not. The scale then lands in the block as an f16 NaN, so
-/// take x86's default NaN to write the same bytes everywhere.
-#[inline]
-fn x86_nan(v: f32) -> f32 {
-    if v.is_nan() {
-        f32::from_bits(0xFFC0_0000)
-    } else {
-        v
     }
 }
 

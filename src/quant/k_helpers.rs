@@ -28,6 +28,19 @@ impl KBlock {
     pub const ZERO: KBlock = KBlock { q: [0; QK_K], scales: [0; 16], mins: [0; 16], d: 0.0, dmin: 0.0 };
 }
 
+/// Huge inputs overflow the weighted sums to inf, and `inf / inf` or `inf −
+/// inf` is NaN, whose sign is the CPU's: x86 (where the reference bytes come
+/// from) sets it, aarch64 does not. A scale that lands in a block as an f16
+/// NaN takes x86's default NaN, so every CPU writes the same bytes.
+#[inline]
+pub fn x86_nan(v: f32) -> f32 {
+    if v.is_nan() {
+        f32::from_bits(0xFFC0_0000)
+    } else {
+        v
+    }
+}
+
 /// ggml's `make_qx_quants`: with quant weights `qw` (an importance matrix's
 /// weights), they replace the weights `rmse_type` picks.
 pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_type: i32, qw: Option<&[f32]>) -> f32 {
@@ -75,7 +88,7 @@ pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_typ
     }
     let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
     if return_early {
-        return if suml2 > 0.0 { 0.5 * (scale + 1.0 / iscale) } else { 1.0 / iscale };
+        return if suml2 > 0.0 { x86_nan(0.5 * (scale + 1.0 / iscale)) } else { 1.0 / iscale };
     }
     let mut best = scale * sumlx;
     for is in -9i32..=9 {
@@ -100,7 +113,7 @@ pub fn make_qx_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], rmse_typ
             best = scale * sumlx;
         }
     }
-    scale
+    x86_nan(scale)
 }
 
 /// ggml's `make_q3_quants` (used with `do_rmse = true`).
@@ -327,7 +340,7 @@ pub fn make_qkx3_quants(
         best_mad += w_at(i) * diff;
     }
     if nstep < 1 {
-        return (scale, -min);
+        return (x86_nan(scale), -x86_nan(min));
     }
     for is in 0..=nstep {
         iscale = (rmin + rdelta * is as f32 + nmaxf) / (max - min);
@@ -365,7 +378,7 @@ pub fn make_qkx3_quants(
             }
         }
     }
-    (scale, -min)
+    (x86_nan(scale), -x86_nan(min))
 }
 
 /// ggml's `make_qp_quants`: non-negative quants (0..=nmax) of the positive
@@ -444,7 +457,7 @@ pub fn make_qp_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f3
         }
     }
     if suml2 > 0.0 {
-        sumlx / suml2
+        x86_nan(sumlx / suml2)
     } else {
         0.0
     }

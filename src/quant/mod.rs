@@ -27,8 +27,9 @@
 //! | IQ3_XXS, IQ3_S | 256 | `iq3.rs` | Q8_K |
 //! | IQ1_S, IQ1_M | 256 | `iq1.rs` | Q8_K |
 //!
-//! The IQ1–IQ3 types are read (dequantized, multiplied) but not yet written:
-//! their quantizers search the grids with an importance matrix.
+//! The IQ1–IQ3 types are written only by [`quantize_chunk`]: their
+//! quantizers (`iq1_quantize.rs`, `iq2_quantize.rs`, `iq3_quantize.rs`) search
+//! the grids with an importance matrix, byte-identical to the reference's.
 
 pub mod float;
 pub mod iq1;
@@ -302,7 +303,15 @@ pub fn quantize_row(ty: GgmlType, x: &[f32], out: &mut [u8]) -> Result<()> {
 /// Whether [`quantize_chunk`] can produce `ty` (the storage types of model
 /// files minfer writes; Q8_1 and Q8_K are activation-only).
 pub fn is_chunk_type(ty: GgmlType) -> bool {
-    can_quantize(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)
+    (can_quantize(ty) && !matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)) || is_grid_type(ty)
+}
+
+/// The IQ1–IQ3 types: written only through [`quantize_chunk`] (their
+/// quantizers search the grids, with importance weights; IQ2_XXS, IQ2_XS
+/// and IQ1_S require them).
+pub fn is_grid_type(ty: GgmlType) -> bool {
+    use GgmlType::*;
+    matches!(ty, IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M)
 }
 
 /// Quantizes whole rows of `n_per_row` elements as ggml's
@@ -314,7 +323,8 @@ pub fn is_chunk_type(ty: GgmlType) -> bool {
 /// types that have a weighted quantizer (`quantize_row_*_impl`: Q4_0 … Q5_1,
 /// Q2_K … Q6_K, IQ4_NL, IQ4_XS) run it row by row; the others (F16, BF16,
 /// Q8_0, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0) ignore it, as the reference
-/// does. Rows are independent, so any split of a tensor into whole rows
+/// does. The IQ1–IQ3 types search their grids with it (or, for IQ2_S,
+/// IQ3_XXS, IQ3_S and IQ1_M, with weights from the values when there is none). Rows are independent, so any split of a tensor into whole rows
 /// gives the same bytes.
 pub fn quantize_chunk(
     ty: GgmlType,
@@ -332,17 +342,28 @@ pub fn quantize_chunk(
     if n_per_row == 0 || !x.len().is_multiple_of(n_per_row) || row_bytes == 0 {
         return Err(Error::invalid(format!("quantize_chunk: {} elements are not whole rows of {n_per_row}", x.len())));
     }
+    if let Some(w) = imatrix.filter(|w| w.len() != n_per_row) {
+        return Err(Error::invalid(format!("quantize_chunk: {} importance weights for rows of {n_per_row}", w.len())));
+    }
+    if is_grid_type(ty) {
+        // row by row, as quantize_iq*: the grid searches (an error where the
+        // reference asserts: a missing imatrix, no grid point for a value)
+        for (x, out) in x.chunks_exact(n_per_row).zip(out.chunks_exact_mut(row_bytes)) {
+            match ty {
+                IQ2_XXS => iq2_quantize::quantize_row_iq2_xxs(x, imatrix, as_blocks_mut(out))?,
+                IQ2_XS => iq2_quantize::quantize_row_iq2_xs(x, imatrix, as_blocks_mut(out))?,
+                IQ2_S => iq2_quantize::quantize_row_iq2_s(x, imatrix, as_blocks_mut(out))?,
+                IQ3_XXS => iq3_quantize::quantize_row_iq3_xxs(x, imatrix, as_blocks_mut(out))?,
+                IQ3_S => iq3_quantize::quantize_row_iq3_s(x, imatrix, as_blocks_mut(out))?,
+                IQ1_S => iq1_quantize::quantize_row_iq1_s(x, imatrix, as_blocks_mut(out))?,
+                _ => iq1_quantize::quantize_row_iq1_m(x, imatrix, as_blocks_mut(out))?,
+            }
+        }
+        return Ok(());
+    }
     let weighted = matches!(ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_NL | IQ4_XS);
     let qw = match imatrix {
-        Some(w) if weighted => {
-            if w.len() != n_per_row {
-                return Err(Error::invalid(format!(
-                    "quantize_chunk: {} importance weights for rows of {n_per_row}",
-                    w.len()
-                )));
-            }
-            w
-        }
+        Some(w) if weighted => w,
         _ => {
             if ty == IQ4_NL {
                 iq4::quantize_row_nl_ntry(x, as_blocks_mut(out), 7);

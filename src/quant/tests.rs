@@ -128,6 +128,25 @@ fn weighted_quantizers_equal_ggml_quantize_chunk_with_imatrix() {
 }
 
 #[test]
+fn grid_types_through_quantize_chunk_equal_the_reference() {
+    // the dispatch of the IQ1-IQ3 quantizers (their own goldens are in
+    // iq*_quantize.rs): ggml_quantize_chunk's bytes, rows of 256 with weights
+    let x: Vec<f32> =
+        golden!("iq_input.f32").chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let w = golden_imatrix(256);
+    for (ty, want) in golden_iq_types() {
+        let mut got = vec![0u8; want.len()];
+        quantize_chunk(ty, &x, 256, Some(&w), &mut got).expect("valid rows");
+        if let Some(m) = first_mismatch(ty, &got, want) {
+            panic!("{m}");
+        }
+        // without weights: refused by the types that require them
+        let required = matches!(ty, GgmlType::IQ2_XXS | GgmlType::IQ2_XS | GgmlType::IQ1_S);
+        assert_eq!(quantize_chunk(ty, &x, 256, None, &mut got).is_err(), required, "{ty}");
+    }
+}
+
+#[test]
 fn types_without_a_weighted_quantizer_ignore_the_imatrix() {
     use GgmlType::*;
     let x = golden_input();

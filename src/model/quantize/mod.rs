@@ -319,8 +319,7 @@ pub fn quantize(inp: &Path, out: &Path, p: &QuantizeParams) -> Result<()> {
         choose::default_type(p.ftype).ok_or_else(|| Error::invalid(format!("invalid output file type {}", p.ftype)))?;
     if !quant::is_chunk_type(default_type) {
         return Err(Error::invalid(format!(
-            "file type {} ({}) needs tensor type {default_type}, which minfer cannot quantize to (supported: F32, F16, BF16, \
-             Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, IQ4_NL, IQ4_XS)",
+            "file type {} ({}) needs tensor type {default_type}, which minfer cannot quantize to",
             p.ftype,
             ft::name_c(p.ftype).to_string_lossy()
         )));

@@ -239,7 +239,7 @@ fn refusals_leave_no_output() {
     let out = dir.join("out.gguf");
     let err = |p: &QuantizeParams, i: &Path, o: &Path| quantize(i, o, p).unwrap_err().to_string();
     assert!(err(&params(999), &inp, &out).contains("invalid output file type 999"));
-    assert!(err(&params(ft::IQ2_XXS), &inp, &out).contains("minfer cannot quantize"));
+    assert!(err(&params(ft::IQ2_XXS), &inp, &out).contains("requires an importance matrix"));
     assert!(err(&params(ft::Q2_K_S), &inp, &out).contains("requires an importance matrix"));
     assert!(err(&params(ft::Q4_0), &inp, &inp).contains("is an input file"));
     assert!(err(&params(ft::Q4_0), &dir.join("missing.gguf"), &out).contains("missing.gguf"));
