@@ -180,7 +180,10 @@ pub fn make_q3_quants(n: usize, nmax: i32, x: &[f32], l_out: &mut [i8], do_rmse:
     1.0 / iscale
 }
 
-/// ggml's `make_qkx2_quants`: returns (scale, the_min).
+/// ggml's `make_qkx2_quants`: returns (scale, the_min). It is
+/// [`make_qkx3_quants`] with explicit weights (the two differ only in an
+/// empty-range test, `max == min` against `max <= min`, the same since
+/// `max >= min` whenever both are numbers).
 #[allow(clippy::too_many_arguments)]
 pub fn make_qkx2_quants(
     n: usize,
@@ -194,80 +197,7 @@ pub fn make_qkx2_quants(
     nstep: i32,
     use_mad: bool,
 ) -> (f32, f32) {
-    let mut min = x[0];
-    let mut max = x[0];
-    let mut sum_w = weights[0];
-    let mut sum_x = sum_w * x[0];
-    for i in 1..n {
-        if x[i] < min {
-            min = x[i];
-        }
-        if x[i] > max {
-            max = x[i];
-        }
-        let w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if min > 0.0 {
-        min = 0.0;
-    }
-    if max == min {
-        l_out[..n].fill(0);
-        return (0.0, -min);
-    }
-    let clamp = |l: i32| l.min(nmax).max(0);
-    let nmaxf = nmax as f32;
-    let mut iscale = nmaxf / (max - min);
-    let mut scale = 1.0 / iscale;
-    let mut best_error = 0.0f32;
-    for i in 0..n {
-        let l = clamp(nearest_int(iscale * (x[i] - min)));
-        l_out[i] = l as u8;
-        let mut diff = scale * l as f32 + min - x[i];
-        diff = if use_mad { diff.abs() } else { diff * diff };
-        best_error += weights[i] * diff;
-    }
-    if nstep < 1 {
-        return (scale, -min);
-    }
-    for is in 0..=nstep {
-        iscale = (rmin + rdelta * is as f32 + nmaxf) / (max - min);
-        let mut sum_l = 0.0f32;
-        let mut sum_l2 = 0.0f32;
-        let mut sum_xl = 0.0f32;
-        for i in 0..n {
-            let l = clamp(nearest_int(iscale * (x[i] - min)));
-            l_aux[i] = l as u8;
-            let w = weights[i];
-            let lf = l as f32;
-            sum_l += w * lf;
-            sum_l2 += w * lf * lf;
-            sum_xl += w * lf * x[i];
-        }
-        let dd = sum_w * sum_l2 - sum_l * sum_l;
-        if dd > 0.0 {
-            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / dd;
-            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / dd;
-            if this_min > 0.0 {
-                this_min = 0.0;
-                this_scale = sum_xl / sum_l2;
-            }
-            let mut cur_error = 0.0f32;
-            for i in 0..n {
-                let mut diff = this_scale * l_aux[i] as f32 + this_min - x[i];
-                diff = if use_mad { diff.abs() } else { diff * diff };
-                cur_error += weights[i] * diff;
-            }
-            if cur_error < best_error {
-                l_out[..n].copy_from_slice(&l_aux[..n]);
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    (scale, -min)
+    make_qkx3_quants(n, nmax, x, Some(weights), l_out, l_aux, rmin, rdelta, nstep, use_mad)
 }
 
 /// The weighted quantizers' per-element weights: the importance matrix's
