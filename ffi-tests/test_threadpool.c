@@ -10,10 +10,12 @@
 // of the real ggml.)
 //
 // usage: test_threadpool MODEL.gguf
+#define _POSIX_C_SOURCE 200809L // nanosleep
 #include "test_util.h"
 
 #include <dirent.h>
 #include <pthread.h>
+#include <time.h>
 
 struct ggml_threadpool {
     int n_threads;
@@ -29,6 +31,20 @@ static int n_threads_now(void) {
     int n = 0;
     for (struct dirent * e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
     closedir(d);
+    return n;
+}
+
+// The count once it has come down to `want`, or after 1 s: a joined
+// thread's task leaves /proc/self/task a moment after pthread_join returns
+// (the kernel wakes the joiner before it finishes tearing the thread down),
+// so a count taken right after a pool ends can still see its workers.
+static int n_threads_settled(int want) {
+    int n = n_threads_now();
+    for (int i = 0; i < 100 && n != want; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        n = n_threads_now();
+    }
     return n;
 }
 
@@ -117,14 +133,14 @@ int main(int argc, char ** argv) {
     // with its last context
     llama_detach_threadpool(c1);
     llama_detach_threadpool(c2);
-    int t4 = n_threads_now();
+    int t4 = n_threads_settled(t0);
     CHECK(t4 == t0, "detached: the shared pools' workers are gone (%d threads, %d before)", t4, t0);
     decode(&s1);
     CHECK(s1.rc == 0 && same(got1, priv), "detached: the private pool again");
     // attaching NULL detaches
     llama_attach_threadpool(c1, &a, NULL);
     llama_attach_threadpool(c1, NULL, NULL);
-    CHECK(n_threads_now() == t0, "attaching NULL detaches");
+    CHECK(n_threads_settled(t0) == t0, "attaching NULL detaches");
 
     // --- misuse: no crash, a message
     log_clear();
@@ -148,7 +164,7 @@ int main(int argc, char ** argv) {
     CHECK(s3.rc == 0 && same(got2, priv), "the 3-thread pool: the same logits");
     llama_set_n_threads(c1, 3, 3);
     CHECK(llama_n_threads(c1) == 3, "n_threads 3");
-    int t8 = n_threads_now();
+    int t8 = n_threads_settled(t7);
     // (c1's own pool grows by 1; its attached pool is now c3's; the 2-thread one ends)
     CHECK(t8 == t7 + 1 - 1, "after llama_set_n_threads the context shares the 3-thread pool (%d -> %d)", t7, t8);
     decode(&s1);
@@ -164,7 +180,8 @@ int main(int argc, char ** argv) {
     decode(&s2);
     CHECK(s2.rc == 0 && same(got2, priv), "a context freed while attached: the other still decodes on the pool");
     llama_free(c2);
-    CHECK(n_threads_now() == t0 - 2, "every pool's workers gone with the contexts (%d threads)", n_threads_now());
+    int t9 = n_threads_settled(t0 - 2);
+    CHECK(t9 == t0 - 2, "every pool's workers gone with the contexts (%d threads)", t9);
     llama_model_free(g_model);
     free(priv);
     free(got1);
