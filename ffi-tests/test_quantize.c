@@ -83,8 +83,10 @@ int main(int argc, char ** argv) {
     log_clear();
     CHECK(quantize(model, path("a.gguf"), (enum llama_ftype) 999, 2) == 1 && log_has("invalid output file type 999"), "ftype 999: %s", g_log);
     log_clear();
-    CHECK(quantize(model, path("a.gguf"), LLAMA_FTYPE_MOSTLY_IQ2_XXS, 2) == 1 && log_has("minfer cannot quantize"), "IQ2_XXS: %s", g_log);
-    CHECK(!exists(path("a.gguf")), "no output after refused file types");
+    // rows of 64: every IQ2_XXS tensor falls back to a type that needs no
+    // imatrix, so the reference quantizes without one, and so does minfer
+    CHECK(quantize(model, path("a.gguf"), LLAMA_FTYPE_MOSTLY_IQ2_XXS, 2) == 0 && log_has("falling back"), "IQ2_XXS: %s", g_log);
+    remove(path("a.gguf"));
     CHECK(quantize(model, path("q40.gguf"), LLAMA_FTYPE_MOSTLY_Q4_0, 2) == 0, "Q4_0");
     log_clear();
     CHECK(quantize(path("q40.gguf"), path("a.gguf"), LLAMA_FTYPE_MOSTLY_Q8_0, 2) == 1 && log_has("requantizing from type"),
