@@ -17,7 +17,8 @@
 //! ctx=N sets the training context (512; gpt2's learned positions);
 //! scaling=yarn|longrope|linear|none, factor=F, attn_factor=F and
 //! orig_ctx=N write the rope scaling keys (longrope: random factors too);
-//! ffn_norm=0 leaves out ffn_norm where the recipe allows it.
+//! ffn_norm=0 leaves out ffn_norm where the recipe allows it; tied=1 leaves
+//! out output.weight (the head is token_embd, as in Llama 3.2 1B).
 //! Mixture of experts (families with one: `arch::Block::moe`): experts=N
 //! writes N experts (8 by default for the families that always have them,
 //! else none), used=K routes each token to K (2), ff_exp=N sizes each
@@ -47,6 +48,7 @@
 use llama::ggml_type::GgmlType;
 use llama::gguf::{GgufFile, GgufWriter, OwnedArray, OwnedValue, Value};
 use llama::model::arch::{self, ClsHead, Ffn, GateUp, Need, Norm, Parallel, QkNorm, SharedExpert};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -88,6 +90,8 @@ fn main() {
         (64usize, 2usize, 4usize, 2usize, 16usize, 128usize);
     let (mut optional, mut fused_qkv, mut n_rot, mut n_ctx, mut orig_ctx) = (false, false, 0usize, 512usize, 0usize);
     let mut ffn_norm = true;
+    // tied=1: no output.weight (the head reads token_embd, as Llama 3.2 1B's)
+    let mut tied = false;
     let encoder = recipe.encoder.is_some();
     // (bert-style: norms after the residual adds, no final norm)
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
@@ -138,6 +142,7 @@ fn main() {
             "ctx" => n_ctx = v,
             "orig_ctx" => orig_ctx = v,
             "ffn_norm" => ffn_norm = v != 0,
+            "tied" => tied = v != 0,
             "experts" => n_expert = v,
             "used" => n_used = v,
             "ff_exp" => ff_exp = v,
@@ -517,7 +522,7 @@ fn main() {
         mat(&mut rng, "cls.output.weight".into(), n_embd, labels.max(1));
     }
     // (gemma3's test models tie it too, as Gemma 3's files do)
-    if !recipe.tied_output && arch != "gemma3" && !encoder {
+    if !recipe.tied_output && arch != "gemma3" && !encoder && !tied {
         mat(&mut rng, "output.weight".into(), n_embd, n_vocab);
     }
     if wanted(recipe.output_bias) {
@@ -526,7 +531,9 @@ fn main() {
     let bytes: Vec<(String, Vec<u64>, Vec<u8>)> =
         tensors.into_inner().into_iter().chain(vecs).map(|(n, ne, d)| (n, ne, f32_bytes(&d))).collect();
     let mut block_rng = Rng(seed ^ 0xb10c);
-    let typed: Vec<(&String, GgmlType, &Vec<u64>, Vec<u8>)> = bytes
+    // (the F32 tensors borrowed, not copied: a 1.7B model is 8 GB of them)
+    type Typed<'a> = (&'a String, GgmlType, &'a Vec<u64>, Cow<'a, [u8]>);
+    let typed: Vec<Typed> = bytes
         .iter()
         .map(|(name, ne, data)| match blocks {
             Some(ty)
@@ -535,13 +542,13 @@ fn main() {
                     && ne[0] % ty.block_size() as u64 == 0 =>
             {
                 let f: Vec<f32> = data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                (name, ty, ne, random_blocks(ty, &f, ne[0] as usize, &mut block_rng))
+                (name, ty, ne, Cow::Owned(random_blocks(ty, &f, ne[0] as usize, &mut block_rng)))
             }
-            _ => (name, GgmlType::F32, ne, data.clone()),
+            _ => (name, GgmlType::F32, ne, Cow::Borrowed(data.as_slice())),
         })
         .collect();
     for (name, ty, ne, data) in &typed {
-        w.add_tensor(name, *ty, ne, data.as_slice());
+        w.add_tensor(name, *ty, ne, data.as_ref());
     }
     w.set("general.file_type", OwnedValue::U32(0));
     w.write_file(Path::new(out_path)).expect("write the model");
