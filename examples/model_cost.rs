@@ -34,7 +34,7 @@ fn main() {
     };
     // the share of a mixture's experts one token runs
     let (n_expert, n_used) = (key_u32("expert_count").unwrap_or(0), key_u32("expert_used_count").unwrap_or(0));
-    let expert_share = |bytes: u64| if n_expert > 0 { bytes * n_used / n_expert } else { bytes };
+    let expert_share = |bytes: u64| (bytes * n_used).checked_div(n_expert).unwrap_or(bytes);
     let tied = file.find_tensor("output.weight").is_none();
 
     let (mut decode_bytes, mut prefill_macs) = (0u64, 0u64);

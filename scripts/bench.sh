@@ -16,13 +16,25 @@
 # after the table it prints how much of each model file is in the page cache
 # in 2 MiB folios (scripts/pagecache.c), which both libraries' decodes feel.
 #
+# The last two columns set each cell against the machine's limits, for ours
+# and for the reference: a tg cell's weight bytes read per token
+# (examples/model_cost) x t/s / the read bandwidth of that many threads
+# (scripts/membw.c with huge pages, median of 3); a pp cell's weight-matrix
+# multiply-adds per token x t/s / (threads x one core's int8 multiply-add
+# peak: scripts/pipes.c peak; its AVX2 pair under MINFER_NO_VNNI=1).
+#
 # usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below, and
 #        one model per family of ffi-tests/golden/parity/families.txt)
 # env:   PAIRS (5)  THREADS ("1 2")  N_PP (512)  N_TG (128)  REPS (1, runs
 #        per process after its own warm-up run)  MINFER_LIB_DIR (target/release)
+#        N_DEPTH (0: the tg decodes follow N_DEPTH tokens in the cache, e.g.
+#        4096 for a long context; the prompt runs in micro-batches of 512)
 #        OUT (target/bench: raw results, one line per run)
 #        FAMILIES ("qwen3moe olmoe ...": only those lines of families.txt)
 #        BENCH_LOWBIT (1: also TQ1_0, Q1_0, Q2_0 and NVFP4 models)
+#        BENCH_REAL (1: only the real-shape models of
+#        scripts/real-shape-models.sh, Llama 3.2 1B and Qwen3 1.7B shapes at
+#        Q4_K_M, Q8_0, Q4_0; written once, ~7 min)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${MINFER_CACHE:-$HOME/.cache/minfer}
@@ -32,6 +44,7 @@ PAIRS=${PAIRS:-5}
 THREADS=${THREADS:-1 2}
 N_PP=${N_PP:-512}
 N_TG=${N_TG:-128}
+N_DEPTH=${N_DEPTH:-0}
 REPS=${REPS:-1}
 OUT=${OUT:-$ROOT/target/bench}
 mkdir -p "$OUT"
@@ -105,6 +118,8 @@ iq_model() {
 
 if [ $# -gt 0 ]; then
     MODELS=("$@")
+elif [ "${BENCH_REAL:-0}" = 1 ]; then
+    mapfile -t MODELS < <(bash "$ROOT/scripts/real-shape-models.sh")
 else
     MODELS=()
     if [ -z "${FAMILIES:-}" ]; then
@@ -135,6 +150,24 @@ fi
 
 gcc -O2 -std=c11 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples-c/bench.c" -o "$OUT/bench" -L"$OURS" -lllama
 gcc -O2 -std=c11 -Wall -Wextra "$ROOT/scripts/pagecache.c" -o "$OUT/pagecache"
+(cd "$ROOT" && cargo build --release --quiet --example model_cost) >&2
+
+# The machine's limits (x86-64 only: the probes are x86 assembly; elsewhere
+# the limit columns read "-"): read bandwidth per thread count, int8 peak.
+declare -A BW
+PEAK=
+median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+if [ "$(uname -m)" = x86_64 ]; then
+    gcc -O2 -mavx2 -pthread "$ROOT/scripts/membw.c" -o "$OUT/membw"
+    gcc -O2 -mavx512f -mavx512vl -mavx512vnni "$ROOT/scripts/pipes.c" -o "$OUT/pipes"
+    for t in $THREADS; do
+        BW[$t]=$(for _ in 1 2 3; do "$OUT/membw" "$t" huge; done | awk '{print $(NF - 1)}' | median)
+        echo "read bandwidth, $t threads (membw, huge pages, median of 3): ${BW[$t]} GB/s"
+    done
+    peak_line=$("$OUT/pipes" peak ${MINFER_NO_VNNI:+avx2})
+    PEAK=${peak_line%% *}
+    echo "int8 multiply-add peak: $peak_line"
+fi
 
 # Which kernels both libraries run depends on the CPU (AVX-512 or AVX2 only):
 # record it with the table.
@@ -151,20 +184,21 @@ echo
 # run LIB_DIR MODEL THREADS: one bench process; prints "pp tg load_ms rss_kB"
 run() {
     local line
-    line=$(LD_LIBRARY_PATH=$1 "$OUT/bench" "$2" "$3" "$N_PP" "$N_TG" "$REPS") || return 1
+    line=$(LD_LIBRARY_PATH=$1 "$OUT/bench" "$2" "$3" "$N_PP" "$N_TG" "$REPS" "$N_DEPTH") || return 1
     # pp512 X t/s  tg128 Y t/s  (threads N, median of R)  load L ms  maxrss M kB
     echo "$line" | awk '{print $2, $5, $(NF-4), $(NF-1)}'
 }
 
-# median of the numbers on stdin
-median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-
 RAW=$OUT/raw.txt
 : > "$RAW"
-printf '%-28s %-6s %3s %10s %10s %7s\n' model test thr "ours t/s" "ref t/s" ratio
+# limit LIMIT VALUE: VALUE / LIMIT as a percentage ("-" without a limit)
+limit() { awk -v l="$1" -v v="$2" 'BEGIN {if (l > 0) printf "%.0f%%", 100 * v / l; else print "-"}'; }
+printf '%-28s %-10s %3s %10s %10s %7s %9s %9s\n' model test thr "ours t/s" "ref t/s" ratio "ours lim" "ref lim"
 for model in "${MODELS[@]}"; do
     [ -f "$model" ] || { echo "skip $model (missing)" >&2; continue; }
     name=$(basename "$model" .gguf); name=${name#SmolLM2-135M-Instruct.}
+    # (weight bytes per decoded token, weight multiply-adds per prompt token)
+    read -r cost_bytes cost_macs <<< "$("$ROOT/target/release/examples/model_cost" "$model")"
     for t in $THREADS; do
         run "$OURS" "$model" "$t" > /dev/null && run "$REF" "$model" "$t" > /dev/null  # warm-up pair
         for ((i = 0; i < PAIRS; i++)); do
@@ -177,8 +211,16 @@ for model in "${MODELS[@]}"; do
             o=$(awk -v n="$name" -v t="$t" -v c=$c '$1 == n && $2 == t {print $c}' "$RAW" | median)
             r=$(awk -v n="$name" -v t="$t" -v c=$((c + 4)) '$1 == n && $2 == t {print $c}' "$RAW" | median)
             q=$(awk -v n="$name" -v t="$t" -v c=$c '$1 == n && $2 == t {print $c / $(c + 4)}' "$RAW" | median)
-            label=$col$N_PP; [ $col = tg ] && label=$col$N_TG
-            printf '%-28s %-6s %3s %10.1f %10.1f %7.2f\n' "$name" "$label" "$t" "$o" "$r" "$q"
+            label=$col$N_PP lim=
+            [ -z "$PEAK" ] || lim=$(awk -v p="$PEAK" -v t="$t" 'BEGIN {print p * t * 1e9}')
+            per=$cost_macs
+            if [ $col = tg ]; then
+                label=$col$N_TG lim=${BW[$t]:+$(awk -v b="${BW[$t]}" 'BEGIN {print b * 1e9}')} per=$cost_bytes
+                [ "$N_DEPTH" = 0 ] || label=$label@$N_DEPTH
+            fi
+            printf '%-28s %-10s %3s %10.1f %10.1f %7.2f %9s %9s\n' "$name" "$label" "$t" "$o" "$r" "$q" \
+                "$(limit "${lim:-0}" "$(awk -v a="$per" -v b="$o" 'BEGIN {print a * b}')")" \
+                "$(limit "${lim:-0}" "$(awk -v a="$per" -v b="$r" 'BEGIN {print a * b}')")"
         done
     done
 done

@@ -9,7 +9,14 @@
 // docs/PERFORMANCE.md ("What is left"). Run it on an otherwise idle machine.
 //
 //   gcc -O2 -mavx512f -mavx512vl -mavx512vnni scripts/pipes.c -o pipes && ./pipes
+//
+// `./pipes peak` prints one line, the int8 multiply-add peak of one core in
+// GMAC/s, for scripts/bench.sh's prefill column: zmm vpdpbusd (64 products
+// each) where the CPU has AVX-512 VNNI; `./pipes peak avx2` (or a CPU
+// without it) the AVX2 kernels' pair, vpmaddubsw + vpmaddwd on ymm (32
+// products per pair). Only the peak mode runs on an AVX2-only CPU.
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void) {
@@ -60,7 +67,36 @@ static double ghz;
         RATE(R " vcvtph2ps", 8, X8(CVTH, R, 0, 1, 2, 3, 4, 5, 6, 7));                                       \
     } while (0)
 
-int main(void) {
+// seconds per instruction of BODY (PER instructions per iteration), on the
+// operands of RATE
+#define SECONDS_PER(PER, BODY)                                                                         \
+    ({                                                                                                 \
+        double t0 = now();                                                                             \
+        for (long i = 0; i < N / 4 / (PER); i++) __asm__ volatile(BODY ::: CHAINS);                    \
+        (now() - t0) / (N / 4 / (PER) * (PER));                                                        \
+    })
+#define MADD(I) "vpmaddubsw %%ymm6,%%ymm7,%%ymm" #I "\n vpmaddwd %%ymm" #I ",%%ymm5,%%ymm" #I "\n"
+
+static int peak(int avx2) {
+    double s, macs;
+    const char * what;
+    if (!avx2 && __builtin_cpu_supports("avx512vnni")) {
+        __asm__ volatile("vpxord %%zmm22,%%zmm22,%%zmm22\n vpxord %%zmm23,%%zmm23,%%zmm23\n" ::: "xmm22", "xmm23");
+        s = SECONDS_PER(8, X8(DOT, "zmm", 0, 1, 2, 3, 4, 5, 6, 7));
+        macs = 64, what = "zmm vpdpbusd";
+    } else {
+        __asm__ volatile("vpxor %%ymm5,%%ymm5,%%ymm5\n vpxor %%ymm6,%%ymm6,%%ymm6\n vpxor %%ymm7,%%ymm7,%%ymm7\n" ::: "xmm5",
+                         "xmm6", "xmm7");
+        // (5 chains: ymm0-4; the pair is the unit)
+        s = SECONDS_PER(5, MADD(0) MADD(1) MADD(2) MADD(3) MADD(4));
+        macs = 32, what = "ymm vpmaddubsw + vpmaddwd";
+    }
+    printf("%.1f GMAC/s per core (%s)\n", macs / s / 1e9, what);
+    return 0;
+}
+
+int main(int argc, char ** argv) {
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) return peak(argc > 2 && strcmp(argv[2], "avx2") == 0);
     long s = 0;
     double t0 = now();
     for (long i = 0; i < N; i++) __asm__ volatile("add $1, %0" : "+r"(s));
