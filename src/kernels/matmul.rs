@@ -800,12 +800,20 @@ fn token_block(ty: GgmlType, act_row_bytes: usize, nt: usize, tiled: bool) -> us
     }
     let (block_bytes, unit) = if tiled { (TILED_BLOCK_BYTES, 16) } else { (rows_block_bytes(), 8) };
     let tb = (block_bytes / act_row_bytes.max(1)) / unit * unit;
-    tb.clamp(16, 256)
+    tb.clamp(if tiled { TILED_MIN_TOKENS } else { 16 }, 256)
 }
 
 /// Bytes of a token block's activations for the tiled path's kernel (at
 /// 64 KB its per-call unpacking took ~2.5 % of a Q6_K prefill, here ~0.9 %).
 const TILED_BLOCK_BYTES: usize = 256 * 1024;
+
+/// The tiled path's smallest token block. Wide matrices would get few
+/// tokens from `TILED_BLOCK_BYTES` (Llama 3.2 1B's Q6_K ffn_down, 8192
+/// columns: 16, one group), and each block unpacks every weight row again:
+/// there the unpacking took as long as the products (9.3 % and 10.8 % of a
+/// pp512). 128 tokens ran that pp512 10 % faster at 1 thread, 9 % at 2
+/// (256: no faster), though the block then outgrows L2.
+const TILED_MIN_TOKENS: usize = 128;
 
 /// Bytes of a token block's activations for the other kernels: a quarter of
 /// the L2 cache, within 64–256 KB (64 KB where the size is unknown). Every
