@@ -717,6 +717,18 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                 else
                     not_ok "SmolLM2 Q4_1 with an f32 K/V cache: logits bit-identical to the reference"
                 fi
+                # one-token decodes past cell 256: the reference's view holds
+                # 512 cells and its flash attention splits them into one chunk
+                # per thread, merged after (golden/parity/smollm2-q4_1-split-kv.sha256:
+                # 1, 2 and 3 threads, three different hashes; an f32 cache too)
+                if logits_hash_ok "$SMOL" "$PAR/tokens-smollm2-300.txt" "$PAR/smollm2-q4_1-split-kv.sha256" \
+                    "512 1 1 split-kv-t1" "512 2 1 split-kv-t2" "512 3 1 split-kv-t3" \
+                    && LOGITS_KV_F32=1 logits_hash_ok "$SMOL" "$PAR/tokens-smollm2-300.txt" \
+                        "$PAR/smollm2-q4_1-split-kv.sha256" "512 2 1 split-kv-t2"; then
+                    ok "SmolLM2 Q4_1 one-token decodes over a 512-cell view (split-KV flash attention): bit-identical to the reference at 1, 2 and 3 threads"
+                else
+                    not_ok "SmolLM2 Q4_1 one-token decodes over a 512-cell view: logits differ from the reference"
+                fi
                 # without flash attention (flash_attn_type 0, llama-cpp-python's
                 # default): KQ / softmax / KQV by tinyBLAS from 2 tokens, by
                 # ggml_vec_dot_f16 for decodes of one token

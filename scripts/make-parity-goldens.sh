@@ -23,15 +23,16 @@ cargo build --release --quiet --example synth_model
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/logits.c -o "$OUT/logits" -L"$REF_LIB" -lllama -lm
 gcc -O2 -std=c11 -Iinclude ffi-tests/parity/embd_logits.c -o "$OUT/embd_logits" -L"$REF_LIB" -lllama
 # ref_hashes MODEL TOKENS OUT.sha256 "CHUNK LABEL [FLASH_ATTN]"...: sha256 of
-# the reference's logits (n_ubatch $UBATCH or 512, 2 threads) decoding CHUNK tokens at a
-# time, with flash_attn_type FLASH_ATTN (default -1: AUTO, on for the CPU)
+# the reference's logits (n_ubatch $UBATCH or 512, $THREADS or 2 threads) decoding CHUNK
+# tokens at a time, with flash_attn_type FLASH_ATTN (default -1: AUTO, on for the CPU)
 ref_hashes() {
     local model=$1 tok=$2 out=$3 run
     shift 3
     : > "$out"
     for run in "$@"; do
         set -- $run
-        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" "${UBATCH:-512}" 2 "$1" "${3:--1}" 2> /dev/null
+        LD_LIBRARY_PATH=$REF_LIB "$OUT/logits" "$model" "$tok" "$OUT/ref-hash.bin" "${UBATCH:-512}" "${THREADS:-2}" "$1" \
+            "${3:--1}" 2> /dev/null
         echo "$(sha256sum "$OUT/ref-hash.bin" | cut -d' ' -f1)  $2" >> "$out"
     done
 }
@@ -48,6 +49,15 @@ if [ -z "$ONLY" ]; then
     ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
         ffi-tests/golden/parity/smollm2-q4_1.sha256 "128 one-decode" "32 chunks-of-32" \
         "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
+    # SmolLM2 Q4_1, 300 tokens decoded one at a time: from cell 256 on the
+    # reference's view holds 512 cells and its one-token flash attention
+    # splits them into one chunk per thread (1, 2, 3 threads: their bits
+    # differ)
+    for t in 1 2 3; do
+        THREADS=$t ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
+            ffi-tests/golden/parity/tokens-smollm2-300.txt "$OUT/split-kv-$t.sha256" "1 split-kv-t$t"
+    done
+    cat "$OUT"/split-kv-[123].sha256 > ffi-tests/golden/parity/smollm2-q4_1-split-kv.sha256
     # Gemma 3 270M Q4_K_M (Q4_K repacked gemm/gemv, Q6_K tiled/vec_dot, Q5_0,
     # Q8_0), 128 tokens: in one decode and in decodes of 7 (gemm on 4 rows + gemv
     # on 3, k-quant vec_dot below 8 rows)
@@ -88,6 +98,15 @@ PY
     ref_hashes "$CACHE/requant/SmolLM2-135M-Instruct.F16.gguf" ffi-tests/golden/parity/tokens-smollm2-128.txt \
         ffi-tests/golden/parity/smollm2-f16.sha256 "128 one-decode" "7 chunks-of-7" \
         "128 one-decode-nofa 0" "1 chunks-of-1-nofa 0"
+    # SmolLM2 Q4_1, 300 tokens decoded one at a time: from cell 256 on the
+    # reference's view holds 512 cells and its one-token flash attention
+    # splits them into one chunk per thread (1, 2, 3 threads: their bits
+    # differ)
+    for t in 1 2 3; do
+        THREADS=$t ref_hashes "$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
+            ffi-tests/golden/parity/tokens-smollm2-300.txt "$OUT/split-kv-$t.sha256" "1 split-kv-t$t"
+    done
+    cat "$OUT"/split-kv-[123].sha256 > ffi-tests/golden/parity/smollm2-q4_1-split-kv.sha256
     # Gemma 3 "27B" (62 layers: the reference scales q by 1/sqrt(n_embd / n_head),
     # not 1/sqrt(head size)), tiny, with n_embd / n_head = 16 and heads of 32:
     # 512 tokens in one decode and in decodes of 7

@@ -101,7 +101,7 @@ pub fn encode_pre_norm(
     };
     place_tokens(kv, tokens);
     let cells: Vec<usize> = (0..nt).collect();
-    let mode = super::forward::AttnMode { causal: false, flash };
+    let mode = super::forward::AttnMode { causal: false, flash, threads: pool.n_threads() };
     super::forward::forward(
         pool,
         model,
@@ -244,7 +244,7 @@ pub fn encode(
         let kq_scale = 1.0 / (hd_v as f32).sqrt();
         let shape = AttnShape { n_head, n_head_kv, hd_k, hd_v, kw: k_width, vw: v_width, kq_scale, softcap: 0.0 };
         // attn [nt][n_head * hd_v] (k is in the cache: its buffer takes it)
-        attention(pool, kv, 0, &visible, q, shape, None, alibi, flash, layer, up)?;
+        attention(pool, kv, 0, &visible, q, shape, None, alibi, (flash, pool.n_threads()), layer, up)?;
         // o [nt][n_embd] in `h`
         linear(&mm, acts, [&lw.wo], &up[..nt * n_head * hd_v], nt, [&mut *h])?;
         let o = &mut h[..nt * n_embd];

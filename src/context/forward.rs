@@ -413,6 +413,11 @@ pub(super) fn project_qkv(
 pub struct AttnMode {
     pub causal: bool,
     pub flash: bool,
+    /// The reference's thread count for this ubatch (n_threads for one
+    /// token, n_threads_batch for more; an attached pool's own): its
+    /// one-token flash attention over 512 cells and more splits the cache
+    /// into that many chunks (`attention::split_kv`), which the bits follow.
+    pub threads: usize,
 }
 
 /// Runs one ubatch. `cells[i]` is the KV cell assigned to `tokens[i]` (its
@@ -632,7 +637,7 @@ pub fn forward(
         };
         // (k is in the cache: its buffer takes the output)
         let sinks = lw.attn_sinks.as_ref().map(|w| vector(model, w)).transpose()?;
-        attention(pool, kv, il, visible, q, shape, sinks, None, mode.flash, layer, up)?;
+        attention(pool, kv, il, visible, q, shape, sinks, None, (mode.flash, mode.threads), layer, up)?;
         let attn = &up[..nt * n_head * hd_v];
         dump::tensor("kqv_out", Some(il), attn, n_head * hd_v);
         // o [nt][n_embd] in `h` (the normed input is consumed)

@@ -402,7 +402,15 @@ impl Context {
                 chunk,
                 inp_embd,
                 cells,
-                forward::AttnMode { causal: self.causal, flash: self.flash_attn },
+                forward::AttnMode {
+                    causal: self.causal,
+                    flash: self.flash_attn,
+                    threads: match (&self.attached, chunk.len()) {
+                        (Some(_), _) => pool.n_threads(),
+                        (None, 1) => self.cparams.n_threads as usize,
+                        (None, _) => self.cparams.n_threads_batch as usize,
+                    },
+                },
                 &self.rope,
                 self.cvec.as_ref(),
                 &self.loras,
