@@ -683,6 +683,49 @@ fn online_softmax(
     bias: Option<(&BiasFn, usize, usize)>,
     out: &mut [f32],
 ) -> (f32, f32) {
+    #[cfg(target_arch = "x86_64")]
+    if vecf::use_avx2() {
+        // SAFETY: the avx2 kernel set is in use, so the CPU has AVX2, FMA
+        // and F16C.
+        return unsafe { online_softmax_avx2(sh, q_in, visible, dot, mad, prefetch, bias, out) };
+    }
+    online_softmax_body(sh, q_in, visible, dot, mad, prefetch, bias, out)
+}
+
+/// [`online_softmax`] compiled for AVX2 + FMA + F16C, so that the per-cell
+/// dot, mad and sum inline into one loop (as calls they took ~10 % of a
+/// decode at 4096 cells, the sum's fma a libm call).
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn online_softmax_avx2(
+    sh: AttnShape,
+    q_in: &[f32],
+    visible: &[usize],
+    dot: impl Fn(usize, &[f32]) -> f32,
+    mad: impl Fn(&mut [f32], usize, f32),
+    prefetch: impl Fn(usize),
+    bias: Option<(&BiasFn, usize, usize)>,
+    out: &mut [f32],
+) -> (f32, f32) {
+    online_softmax_body(sh, q_in, visible, dot, mad, prefetch, bias, out)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn online_softmax_body(
+    sh: AttnShape,
+    q_in: &[f32],
+    visible: &[usize],
+    dot: impl Fn(usize, &[f32]) -> f32,
+    mad: impl Fn(&mut [f32], usize, f32),
+    prefetch: impl Fn(usize),
+    bias: Option<(&BiasFn, usize, usize)>,
+    out: &mut [f32],
+) -> (f32, f32) {
     // q is rounded to the K type (f16) for the dot.
     let mut qr = [0f32; 256];
     let mut qv = Vec::new();

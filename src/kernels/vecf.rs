@@ -323,6 +323,7 @@ impl F16Input for half::f16 {
 /// accumulators over steps of 64, reduced (0+2, 1+3, then 0+1, then 16
 /// lanes), in f64, plus a tail of f32 products summed in f64; returned as
 /// f32.
+#[inline]
 pub fn dot_f16<X: F16Input>(x: &[X], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let np = n & !63;
@@ -407,6 +408,7 @@ pub fn round_f16(x: f32) -> f32 {
 
 /// ggml_vec_mad_f16: `acc[i] = f16(v[i]·s + acc[i])` (fused, then rounded;
 /// `v` as f32 or f16).
+#[inline]
 pub fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
@@ -419,6 +421,7 @@ pub fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
 }
 
 /// ggml_vec_scale_f16: `acc[i] = f16(acc[i]·s)`.
+#[inline]
 pub fn scale_f16(acc: &mut [f32], s: f32) {
     #[cfg(target_arch = "x86_64")]
     if use_avx2() {
@@ -680,6 +683,7 @@ mod avx2 {
         }
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn dot64<X: F16Input>(x: &[X], y: &[f32]) -> f64 {
         // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `x`, `y` cover every offset used here.
@@ -706,6 +710,7 @@ mod avx2 {
 
     /// [`super::scale_f16`]: the product rounded to f16 by F16C (to nearest
     /// even, as `round_f16`).
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn scale_f16(acc: &mut [f32], s: f32) {
         // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `acc` covers every offset used here.
@@ -726,6 +731,7 @@ mod avx2 {
         }
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn mad_f16<X: F16Input>(acc: &mut [f32], v: &[X], s: f32) {
         // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `acc`, `v` cover every offset used here.
