@@ -492,6 +492,46 @@ fn scale_nibble(id: f32, s: f32) -> u8 {
     nearest_int(0.5 * (id * s - 1.0)).clamp(0, 15) as u8
 }
 
+/// Σ x² over a super-block, summed in order (the reference's `sumx2`).
+fn sum_squares(xbl: &[f32]) -> f32 {
+    let mut sumx2 = 0.0f32;
+    for &v in xbl {
+        sumx2 += v * v;
+    }
+    sumx2
+}
+
+/// The per-group setup IQ2_XXS (groups of 32) and IQ2_XS (16) share, as
+/// the reference's `quantize_row_iq2_{xxs,xs}_impl`: the weights
+/// `qw·sqrt(sigma2 + x²)`, their square roots `waux`, the values folded to
+/// |x| with one sign byte per 8 (an even number of negatives, the 7 stored
+/// bits), and the largest folded value, returned.
+fn prepare_group<const N: usize>(
+    xb: &[f32],
+    qw: &[f32],
+    sigma2: f32,
+    weight: &mut [f32; N],
+    waux: &mut [f32; N],
+    xval: &mut [f32; N],
+    signs: &mut [u8],
+) -> f32 {
+    for i in 0..N {
+        weight[i] = qw[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+    }
+    for i in 0..N {
+        waux[i] = weight[i].sqrt();
+    }
+    for (k, s) in signs.iter_mut().enumerate() {
+        let r = 8 * k..8 * k + 8;
+        *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
+    }
+    let mut max = xval[0];
+    for &v in &xval[1..] {
+        max = c_max(max, v);
+    }
+    max
+}
+
 /// IQ2_XXS (ggml's `quantize_row_iq2_xxs_impl`): one row of `x.len()`
 /// elements (a multiple of 256) with the importance `weights` (required).
 pub fn quantize_row_iq2_xxs(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq2Xxs]) -> Result<()> {
@@ -505,31 +545,12 @@ pub fn quantize_row_iq2_xxs(x: &[f32], weights: Option<&[f32]>, out: &mut [Block
         let mut q2 = [0u32; 2 * QK_K / 32];
         let mut scales = [0.0f32; QK_K / 32];
         let mut max_scale = 0.0f32;
-        let mut sumx2 = 0.0f32;
-        for &v in xbl {
-            sumx2 += v * v;
-        }
-        let sigma2 = sumx2 / QK_K as f32;
+        let sigma2 = sum_squares(xbl) / QK_K as f32;
 
         for (ib, (xb, qw)) in xbl.chunks_exact(32).zip(qwbl.chunks_exact(32)).enumerate() {
-            let mut weight = [0.0f32; 32];
-            let mut waux = [0.0f32; 32];
-            let mut xval = [0.0f32; 32];
+            let (mut weight, mut waux, mut xval) = ([0.0f32; 32], [0.0f32; 32], [0.0f32; 32]);
             let mut block_signs = [0u8; 4];
-            for i in 0..32 {
-                weight[i] = qw[i] * (sigma2 + xb[i] * xb[i]).sqrt();
-            }
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            for (k, s) in block_signs.iter_mut().enumerate() {
-                let r = 8 * k..8 * k + 8;
-                *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
-            }
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let max = prepare_group(xb, qw, sigma2, &mut weight, &mut waux, &mut xval, &mut block_signs);
             if max < GROUP_MAX_EPS {
                 scales[ib] = 0.0;
                 continue;
@@ -676,31 +697,12 @@ pub fn quantize_row_iq2_xs(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockI
         let mut q2 = [0u16; 2 * QK_K / 16];
         let mut scales = [0.0f32; QK_K / 16];
         let mut max_scale = 0.0f32;
-        let mut sumx2 = 0.0f32;
-        for &v in xbl {
-            sumx2 += v * v;
-        }
-        let sigma2 = sumx2 / QK_K as f32;
+        let sigma2 = sum_squares(xbl) / QK_K as f32;
 
         for (ib, (xb, qw)) in xbl.chunks_exact(16).zip(qwbl.chunks_exact(16)).enumerate() {
-            let mut weight = [0.0f32; 16];
-            let mut waux = [0.0f32; 16];
-            let mut xval = [0.0f32; 16];
+            let (mut weight, mut waux, mut xval) = ([0.0f32; 16], [0.0f32; 16], [0.0f32; 16]);
             let mut block_signs = [0u8; 2];
-            for i in 0..16 {
-                weight[i] = qw[i] * (sigma2 + xb[i] * xb[i]).sqrt();
-            }
-            for i in 0..16 {
-                waux[i] = weight[i].sqrt();
-            }
-            for (k, s) in block_signs.iter_mut().enumerate() {
-                let r = 8 * k..8 * k + 8;
-                *s = fold_signs(&xb[r.clone()], &weight[r.clone()], &mut xval[r], true) & 127;
-            }
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let max = prepare_group(xb, qw, sigma2, &mut weight, &mut waux, &mut xval, &mut block_signs);
             if max < GROUP_MAX_EPS {
                 scales[ib] = 0.0;
                 continue;
@@ -749,11 +751,7 @@ pub fn quantize_row_iq2_s(x: &[f32], weights: Option<&[f32]>, out: &mut [BlockIq
         *y = BlockIq2S { d: f32_to_f16(0.0), qs: [0; QK_K / 4], qh: [0; QK_K / 32], scales: [0; QK_K / 32] };
         let mut scales = [0.0f32; QK_K / 16];
         let mut max_scale = 0.0f32;
-        let mut sumx2 = 0.0f32;
-        for &v in xbl {
-            sumx2 += v * v;
-        }
-        let sigma2 = 2.0 * sumx2 / QK_K as f32;
+        let sigma2 = 2.0 * sum_squares(xbl) / QK_K as f32;
 
         for (ib, xb) in xbl.chunks_exact(16).enumerate() {
             let mut weight = [0.0f32; 16];
