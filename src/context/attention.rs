@@ -588,13 +588,9 @@ fn bias_mask_max(x: &mut [f32; TILE], sh: AttnShape, visible: u64, bias: impl Fn
     max
 }
 
-/// The one-chunk path for one (token, head) row: `dot(c, q)` is
-/// `ggml_vec_dot_f16` of cell c's K row (of this row's kv head) with `q` (`q_in`
-/// rounded to f16),
-/// `mad(acc, c, s)` is `ggml_vec_mad_f16` of cell c's V row into `acc`.
-/// [`row_one_chunk`] for kv head `g` over per-cell K rows `sh.kw` values
-/// apart in `k` and V rows `sh.vw` apart in `v`: the f16 cache itself, or
-/// the f32 rows gathered from it.
+/// The one-chunk path for one (token, head) row of kv head `g`: the loop
+/// of [`online_softmax`] over the `visible` cells, the sink, the division
+/// by the sum.
 #[allow(clippy::too_many_arguments)]
 fn row_one_chunk_of<X: vecf::F16Input>(
     sh: AttnShape,
@@ -607,15 +603,14 @@ fn row_one_chunk_of<X: vecf::F16Input>(
     bias: Option<(&BiasFn, usize, usize)>,
     row: &mut [f32],
 ) {
-    let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-    let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-    let (dot, mad) =
-        (|c, qf: &[f32]| vecf::dot_f16(k_of(c), qf), |acc: &mut [f32], c, s| vecf::mad_f16(acc, v_of(c), s));
-    let prefetch = |c: usize| {
-        prefetch_rows(k_of(c));
-        prefetch_rows(v_of(c));
+    let (m, s_sum) = online_softmax(sh, qh, visible, k, v, g, bias, row);
+    let s_sum = match sink {
+        // (on the f32 values of the f16 accumulator)
+        Some(s) => add_sink(s, m, s_sum, row),
+        None => s_sum,
     };
-    row_one_chunk(sh, qh, visible, dot, mad, prefetch, sink, bias, row);
+    let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
+    row.iter_mut().for_each(|o| *o *= inv);
 }
 
 /// Cells ahead of the current one whose K and V rows `row_one_chunk`
@@ -642,44 +637,23 @@ fn prefetch_rows<X>(row: &[X]) {
     let _ = row;
 }
 
-/// (`dot` and `mad` are generic, not `&dyn Fn`: they run once per visible
-/// cell of every head, and called through pointers they cost ~1 % of a
-/// decode.)
-#[allow(clippy::too_many_arguments)]
-fn row_one_chunk(
-    sh: AttnShape,
-    q_in: &[f32],
-    visible: &[usize],
-    dot: impl Fn(usize, &[f32]) -> f32,
-    mad: impl Fn(&mut [f32], usize, f32),
-    prefetch: impl Fn(usize),
-    sink: Option<f32>,
-    bias: Option<(&BiasFn, usize, usize)>,
-    out: &mut [f32],
-) {
-    let (m, s_sum) = online_softmax(sh, q_in, visible, dot, mad, prefetch, bias, out);
-    let s_sum = match sink {
-        // (on the f32 values of the f16 accumulator)
-        Some(s) => add_sink(s, m, s_sum, out),
-        None => s_sum,
-    };
-    let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
-    out.iter_mut().for_each(|o| *o *= inv);
-}
-
 /// The loop of the reference's `ggml_compute_forward_flash_attn_ext_f16_one_chunk`
-/// over the `visible` cells for one (token, head) row: `out` the values'
-/// sum weighted by exp(score − max) (f16-rounded, as its f16 accumulator),
-/// returned with the maximum score and the sum of the weights (−inf and 0
-/// over no cell).
+/// over the `visible` cells for one (token, head) row of kv head `g`: `out`
+/// the values' sum weighted by exp(score − max) (f16-rounded, as its f16
+/// accumulator), returned with the maximum score and the sum of the weights
+/// (−inf and 0 over no cell). Cell c's K row is `sh.kw` values on in `k`,
+/// its V row `sh.vw` on in `v` (the f16 cache itself, or f32 rows gathered
+/// from it): the score is `ggml_vec_dot_f16` of the K row with q rounded to
+/// f16, the values add by `ggml_vec_mad_f16`. (The per-cell work is inlined,
+/// not called through pointers: it runs once per visible cell of every head.)
 #[allow(clippy::too_many_arguments)]
-fn online_softmax(
+fn online_softmax<X: vecf::F16Input>(
     sh: AttnShape,
     q_in: &[f32],
     visible: &[usize],
-    dot: impl Fn(usize, &[f32]) -> f32,
-    mad: impl Fn(&mut [f32], usize, f32),
-    prefetch: impl Fn(usize),
+    k: &[X],
+    v: &[X],
+    g: usize,
     bias: Option<(&BiasFn, usize, usize)>,
     out: &mut [f32],
 ) -> (f32, f32) {
@@ -687,9 +661,9 @@ fn online_softmax(
     if vecf::use_avx2() {
         // SAFETY: the avx2 kernel set is in use, so the CPU has AVX2, FMA
         // and F16C.
-        return unsafe { online_softmax_avx2(sh, q_in, visible, dot, mad, prefetch, bias, out) };
+        return unsafe { online_softmax_avx2(sh, q_in, visible, k, v, g, bias, out) };
     }
-    online_softmax_body(sh, q_in, visible, dot, mad, prefetch, bias, out)
+    online_softmax_body(sh, q_in, visible, k, v, g, bias, out)
 }
 
 /// [`online_softmax`] compiled for AVX2 + FMA + F16C, so that the per-cell
@@ -701,31 +675,33 @@ fn online_softmax(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn online_softmax_avx2(
+unsafe fn online_softmax_avx2<X: vecf::F16Input>(
     sh: AttnShape,
     q_in: &[f32],
     visible: &[usize],
-    dot: impl Fn(usize, &[f32]) -> f32,
-    mad: impl Fn(&mut [f32], usize, f32),
-    prefetch: impl Fn(usize),
+    k: &[X],
+    v: &[X],
+    g: usize,
     bias: Option<(&BiasFn, usize, usize)>,
     out: &mut [f32],
 ) -> (f32, f32) {
-    online_softmax_body(sh, q_in, visible, dot, mad, prefetch, bias, out)
+    online_softmax_body(sh, q_in, visible, k, v, g, bias, out)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn online_softmax_body(
+fn online_softmax_body<X: vecf::F16Input>(
     sh: AttnShape,
     q_in: &[f32],
     visible: &[usize],
-    dot: impl Fn(usize, &[f32]) -> f32,
-    mad: impl Fn(&mut [f32], usize, f32),
-    prefetch: impl Fn(usize),
+    k: &[X],
+    v: &[X],
+    g: usize,
     bias: Option<(&BiasFn, usize, usize)>,
     out: &mut [f32],
 ) -> (f32, f32) {
+    let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
+    let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
     // q is rounded to the K type (f16) for the dot.
     let mut qr = [0f32; 256];
     let mut qv = Vec::new();
@@ -743,15 +719,16 @@ fn online_softmax_body(
     out.fill(0.0);
     for (j, &c) in visible.iter().enumerate() {
         if let Some(&ahead) = visible.get(j + PREFETCH_CELLS) {
-            prefetch(ahead);
+            prefetch_rows(k_of(ahead));
+            prefetch_rows(v_of(ahead));
         }
         // (the mask: 0, or ALiBi's bias)
         let mv = bias.map_or(0.0, |(f, h, t)| f(h, t, c));
         let s = if sh.softcap != 0.0 {
             // (the reference divides the scale by the cap, then s = cap * tanhf(s))
-            sh.softcap * (dot(c, q) * (sh.kq_scale / sh.softcap)).tanh() + mv
+            sh.softcap * (vecf::dot_f16(k_of(c), q) * (sh.kq_scale / sh.softcap)).tanh() + mv
         } else {
-            dot(c, q) * sh.kq_scale + mv
+            vecf::dot_f16(k_of(c), q) * sh.kq_scale + mv
         };
         let mut ms = 1.0f32;
         let mut vs = 1.0f32;
@@ -763,7 +740,7 @@ fn online_softmax_body(
         } else {
             vs = (s - m).exp();
         }
-        mad(out, c, vs);
+        vecf::mad_f16(out, v_of(c), vs);
         s_sum = s_sum.mul_add(ms, vs);
     }
     (m, s_sum)
@@ -815,20 +792,14 @@ fn split_kv<X: vecf::F16Input + Sync>(
         let cells = &visible[visible.partition_point(|&c| c < c0)..visible.partition_point(|&c| c < c1)];
         for (h, p) in heads.chunks_exact_mut(part).enumerate() {
             let (ms, vals) = p.split_at_mut(2);
-            let g = h / group;
-            let k_of = |c: usize| &k[c * sh.kw + g * sh.hd_k..][..sh.hd_k];
-            let v_of = |c: usize| &v[c * sh.vw + g * sh.hd_v..][..sh.hd_v];
-            let (m, mut s_sum) = if c0 < n_kv {
+            let (mut m, mut s_sum) = if c0 < n_kv {
                 online_softmax(
                     sh,
                     &q[h * sh.hd_k..(h + 1) * sh.hd_k],
                     cells,
-                    |c, qf: &[f32]| vecf::dot_f16(k_of(c), qf),
-                    |acc: &mut [f32], c, s| vecf::mad_f16(acc, v_of(c), s),
-                    |c| {
-                        prefetch_rows(k_of(c));
-                        prefetch_rows(v_of(c));
-                    },
+                    k,
+                    v,
+                    h / group,
                     bias.map(|f| (f, h, 0)),
                     vals,
                 )
@@ -836,11 +807,9 @@ fn split_kv<X: vecf::F16Input + Sync>(
                 vals.fill(0.0);
                 (f32::NEG_INFINITY, 0.0)
             };
-            let mut m = m;
-            if let (Some(s), true) = (sinks, c0 == 0) {
-                // (add_sink, keeping the new maximum)
-                let (old_m, old_sum) = (m, s_sum);
-                s_sum = add_sink(s[h], old_m, old_sum, vals);
+            // (the sinks join chunk 0's, which then keeps the larger maximum)
+            if let (Some(s), 0) = (sinks, c0) {
+                s_sum = add_sink(s[h], m, s_sum, vals);
                 m = m.max(s[h]);
             }
             ms[0] = m;
