@@ -18,7 +18,9 @@
 //! scaling=yarn|longrope|linear|none, factor=F, attn_factor=F and
 //! orig_ctx=N write the rope scaling keys (longrope: random factors too);
 //! ffn_norm=0 leaves out ffn_norm where the recipe allows it; tied=1 leaves
-//! out output.weight (the head is token_embd, as in Llama 3.2 1B).
+//! out output.weight (the head is token_embd, as in Llama 3.2 1B);
+//! own_keys=0 leaves out the family's own keys (`family_keys`: mistral3's
+//! attention temperature, granite's scales, the sliding windows).
 //! Mixture of experts (families with one: `arch::Block::moe`): experts=N
 //! writes N experts (8 by default for the families that always have them,
 //! else none), used=K routes each token to K (2), ff_exp=N sizes each
@@ -92,6 +94,7 @@ fn main() {
     let mut ffn_norm = true;
     // tied=1: no output.weight (the head reads token_embd, as Llama 3.2 1B's)
     let mut tied = false;
+    let mut own_keys = true;
     let encoder = recipe.encoder.is_some();
     // (bert-style: norms after the residual adds, no final norm)
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
@@ -143,6 +146,7 @@ fn main() {
             "orig_ctx" => orig_ctx = v,
             "ffn_norm" => ffn_norm = v != 0,
             "tied" => tied = v != 0,
+            "own_keys" => own_keys = v != 0,
             "experts" => n_expert = v,
             "used" => n_used = v,
             "ff_exp" => ff_exp = v,
@@ -226,7 +230,7 @@ fn main() {
     if recipe.norm == Norm::Layer {
         w.set(&k("attention.layer_norm_epsilon"), OwnedValue::F32(1e-5));
     }
-    for (key, v) in family_keys(arch) {
+    for (key, v) in family_keys(arch).into_iter().filter(|_| own_keys) {
         w.set(&k(key), v);
     }
     let mut n_token_types = 0;

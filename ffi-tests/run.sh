@@ -565,11 +565,31 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     done
                 done < "$PAR/from_user.families.txt"
                 [ "$(grep -c "NULL metadata or callback: refused" "$OUT/from_user.out")" = 34 ] || fu_ok=0
-                grep -v "^NULL metadata" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
+                # (the encoders the reference cannot save: minfer's save reloads to the same embeddings)
+                [ "$(grep -c "^minfer's save, reloaded: same embeddings" "$OUT/from_user.out")" \
+                    = "$(awk '$2 == "embd-nosave"' "$PAR/from_user.families.txt" | wc -l)" ] || fu_ok=0
+                grep -v "^NULL metadata\|^minfer's save" "$OUT/from_user.out" | diff -u "$PAR/from_user.txt" - || fu_ok=0
                 if [ $fu_ok = 1 ]; then
-                    ok "llama_model_init_from_user on the 34 models of golden/parity/from_user.families.txt (llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite, mistral3, cohere2, exaone4, starcoder2, phi3 with and without LongRoPE, phi2, stablelm, gpt2, falcon; mixtures of experts: llama, granite, qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss, dots1; encoders: gemma-embedding with and without its dense modules, bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert) from metadata and a callback (F32 and an F16 override, the 3-D ffn_down_exps in the mixtures; the .scale and .input_scale tensors of the projections each has, one per expert for the experts; optional biases, norms and heads; qwen3's cls.output; gemma's embeddings asked twice, the rope factors once per layer): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65, 53, 61, 60, 53, 53, 57, 64, 45, 36, 61, 79, 61, 77, 61, 79, 69, 109, 183, 185, 65, 66, 80, 34, 35), logits (the encoders: every token's embedding) and saved files (not the encoders without an output head, nor gemma-embedding's dense modules, which the reference's save leaves out), bit for bit; reloaded from the saved file, the same output; NULL metadata or callback refused"
+                    ok "llama_model_init_from_user on the 34 models of golden/parity/from_user.families.txt (llama, qwen2, qwen3, gemma3, smollm3, olmo2, gemma2, gemma, granite, mistral3, cohere2, exaone4, starcoder2, phi3 with and without LongRoPE, phi2, stablelm, gpt2, falcon; mixtures of experts: llama, granite, qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss, dots1; encoders: gemma-embedding with and without its dense modules, bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert) from metadata and a callback (F32 and an F16 override, the 3-D ffn_down_exps in the mixtures; the .scale and .input_scale tensors of the projections each has, one per expert for the experts; optional biases, norms and heads; qwen3's cls.output; gemma's embeddings asked twice, the rope factors once per layer): the reference's tensor calls (65, 56, 60, 63, 55, 59, 59, 55, 65, 65, 53, 61, 60, 53, 53, 57, 64, 45, 36, 61, 79, 61, 77, 61, 79, 69, 109, 183, 185, 65, 66, 80, 34, 35), logits (the encoders: every token's embedding) and saved files (not the encoders without an output head, nor gemma-embedding's dense modules, which the reference's save leaves out: its file of those does not load), bit for bit; reloaded from the saved file, the same output (those encoders too: minfer's save keeps token_embd and the dense modules); NULL metadata or callback refused"
                 else
                     not_ok "llama_model_init_from_user differs from the reference"; tail -n 5 "$OUT/from_user.err"
+                fi
+                # mistral3 with experts: its loader lists llama's tensors and
+                # its graph is llama's apart from the attention temperature
+                # (see the parity group), so without its own keys it asks
+                # for the tensors llama+experts does and decodes to that
+                # line's reference logits
+                make_synth mistral3 from-user-mistral3+experts experts=8 own_keys=0
+                rm -f "$OUT/from-user-saved.gguf"
+                if "$OUT/from_user" "$OUT/synth-from-user-mistral3+experts.gguf" "$PAR/tokens512.txt" "$OUT/from-user.bin" \
+                        "$OUT/from-user-saved.gguf" blk.1.ffn_down_exps.weight logits > "$OUT/from_user_m3.out" 2> /dev/null \
+                    && [ "$(sha256sum "$OUT/from-user.bin" | cut -d' ' -f1)" \
+                        = "$(awk '$2 == "llama+experts-logits" {print $1}' "$PAR/from_user.sha256")" ] \
+                    && diff <(sed -n '/^== llama+experts$/,/^==/p' "$PAR/from_user.txt" | grep -v '^==') \
+                        <(grep -v "^NULL metadata" "$OUT/from_user_m3.out") > /dev/null; then
+                    ok "llama_model_init_from_user, mistral3 with experts: the reference's tensor calls and logits of llama with experts (the same loader and graph), reloaded from its save to the same logits"
+                else
+                    not_ok "llama_model_init_from_user, mistral3 with experts"; cat "$OUT/from_user_m3.out"
                 fi
                 under_valgrind from_user "$OUT/synth-from-user-gemma3.gguf" "$PAR/tokens512.txt" "$OUT/from-user-vg.bin" \
                     "$OUT/from-user-vg.gguf"
@@ -647,6 +667,30 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     case $family in ''|'#'*) continue ;; esac
                     family_parity "$family" $sizes
                 done < "$PAR/families.txt"
+                # mistral3 with experts. The reference's mistral3 and llama
+                # graphs (src/models/mistral3.cpp, llama.cpp) differ only in
+                # mistral3's attention temperature, which the mistral3 line
+                # above checks, and make the same build_moe_ffn call: a
+                # mistral3 file without its own keys holding the tensors of
+                # the llama+experts line decodes to that line's reference
+                # logits, in F32 and quantized to Q4_K_M and F16
+                local m3=fam-mistral3+experts m3ok=1
+                make_synth mistral3 "$m3" experts=8 own_keys=0
+                make_synth mistral3 "$m3-256" experts=8 own_keys=0 embd=256 ff=512 head_dim=64
+                logits_hash_ok "$OUT/synth-$m3.gguf" "$PAR/tokens512.txt" "$PAR/synth-llama+experts.sha256" \
+                    "512 2 512 f32-one-decode" "512 1 512 f32-one-decode" "512 2 7 f32-chunks-of-7" \
+                    "64 2 512 f32-ubatch-64" || m3ok=0
+                for q in "15 q4_k_m" "1 f16"; do
+                    set -- $q
+                    "$OUT/quantize_tool" "$OUT/synth-$m3-256.gguf" "$OUT/$m3-$2.gguf" "$1" > /dev/null 2>&1 || m3ok=0
+                    logits_hash_ok "$OUT/$m3-$2.gguf" "$PAR/tokens512.txt" "$PAR/synth-llama+experts.sha256" \
+                        "512 2 512 $2-one-decode" "512 2 7 $2-chunks-of-7" "64 2 512 $2-ubatch-64" || m3ok=0
+                done
+                if [ $m3ok = 1 ]; then
+                    ok "mistral3 with experts (F32, Q4_K_M, F16): logits bit-identical to the reference's llama with experts, the same graph (1/2 threads, chunks of 7, ubatches of 64)"
+                else
+                    not_ok "mistral3 with experts: logits differ from the reference's llama with experts"
+                fi
                 # a mixture-of-experts decode multiplies by the chosen
                 # experts only: its weight bytes are the active parameters'
                 local m py

@@ -14,7 +14,7 @@ use crate::gguf::GgufFile;
 use crate::vocab::Vocab;
 
 /// The architectures `tensor_list` covers, for the refusal of the others.
-const IMPLEMENTED: &str = "llama, granite and granitemoe (with or without experts), mistral3 without experts, \
+const IMPLEMENTED: &str = "llama, granite, granitemoe and mistral3 (with or without experts), \
 qwen2, qwen3, gemma, gemma2, gemma3, smollm3, olmo2, cohere2, exaone4, starcoder2, phi3, phi2, stablelm, gpt2, \
 falcon, qwen2moe, qwen3moe, olmoe, gpt-oss, dots1, bert, nomic-bert, jina-bert-v2, neo-bert, modern-bert and \
 gemma-embedding";
@@ -80,9 +80,8 @@ pub fn tensor_list(meta: &GgufFile, overrides: &Overrides) -> Result<Vec<UserTen
     hp.check_runnable(arch)?;
     let mut list = match arch {
         // (granite's, granitemoe's and mistral3's loaders list llama's
-        // tensors; minfer runs mistral3 without experts only)
-        "llama" | "granite" | "granitemoe" => llama(&hp),
-        "mistral3" if hp.n_expert == 0 => llama(&hp),
+        // tensors)
+        "llama" | "granite" | "granitemoe" | "mistral3" => llama(&hp),
         "qwen2" => qwen2(&hp),
         "qwen3" => qwen3(&hp),
         "gemma3" => gemma3(&hp),

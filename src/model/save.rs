@@ -65,10 +65,15 @@ struct Saved {
     yarn_beta_fast: f32,
     yarn_beta_slow: f32,
     classifier_labels: Vec<Vec<u8>>,
+    /// gemma-embedding's dense modules' widths (2 in, 2 out, 3 in, 3 out;
+    /// 0 in other families, which do not read them)
+    dense_feat: [u32; 4],
     name: Vec<u8>,
 }
 
 /// The reference's `load_hparams` for the keys the saver writes.
+const DENSE_FEAT_KEYS: [&str; 4] = ["dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in", "dense_3_feat_out"];
+
 fn read_hparams(m: &Model) -> Result<Saved> {
     let f = &m.files[0];
     let keys = Keys { file: f, arch: &m.arch_name, overrides: &m.overrides };
@@ -102,6 +107,12 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         Some(crate::gguf::Value::Array(a)) => f.array_strings(&a).map_or_else(Vec::new, |it| it.map(c_trunc).collect()),
         _ => Vec::new(),
     };
+    let mut dense_feat = [0u32; 4];
+    if m.arch_name == "gemma-embedding" {
+        for (v, key) in dense_feat.iter_mut().zip(DENSE_FEAT_KEYS) {
+            *v = keys.u32(&format!("%s.{key}"))?.unwrap_or(0);
+        }
+    }
     // the family's own facts (swa, softcapping, attention scale) as the
     // loader read them, in `HParams` (`Family::read_hparams`)
     let hp = &m.hparams;
@@ -157,6 +168,7 @@ fn read_hparams(m: &Model) -> Result<Saved> {
         yarn_beta_fast: hp.yarn_beta_fast,
         yarn_beta_slow: hp.yarn_beta_slow,
         classifier_labels,
+        dense_feat,
         name: keys.string("general.name")?.map_or_else(|| b"n/a".to_vec(), |v| c_trunc(&v)),
     };
     Ok(s)
@@ -315,6 +327,10 @@ fn tensor_order(m: &Model) -> Result<Vec<String>> {
     top.push(if tied { "token_embd.weight" } else { "output.weight" });
     top.extend(["output.bias", "enc.output_norm.weight"]);
     top.extend(["cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias", "cls.norm.weight"]);
+    // Deviation: the reference's saver leaves out gemma-embedding's dense
+    // modules (its file does not embed as the model did); minfer writes them last
+    // of the model-wide tensors, so that its file embeds as the model did.
+    top.extend(["dense_2.weight", "dense_3.weight"]);
     let mut order: Vec<String> = Vec::new();
     for n in top.into_iter().filter(|n| has(n)) {
         if !order.iter().any(|o| o == n) {
@@ -596,8 +612,8 @@ fn build(m: &Model) -> Result<GgufWriter<'_>> {
     put(&k("attn_res.block_size"), U32(0));
     put(&k("activation.situ_beta"), F32(1.0));
     put(&k("activation.situ_linear_beta"), F32(0.0));
-    for s in ["dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in", "dense_3_feat_out"] {
-        put(&k(s), U32(0));
+    for (s, &v) in DENSE_FEAT_KEYS.iter().zip(&h.dense_feat) {
+        put(&k(s), U32(v));
     }
 
     // --- tensors, their data borrowed from the mapping

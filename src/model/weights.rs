@@ -649,13 +649,14 @@ impl Weights {
                     // the reference's build_qkv and build_attn do; the
                     // dense FFN's scales are used by llama's, qwen3's,
                     // mistral3's and cohere2's graphs, the experts' by
-                    // llama's and qwen3moe's, the shared experts' by none;
+                    // llama's, mistral3's and qwen3moe's, the shared
+                    // experts' by none;
                     // the others are loaded unused, as there, by the
                     // families whose graphs were checked)
                     let map = match kind {
                         0 => &mut scales.attn,
                         1 if matches!(family.name, "llama" | "qwen3" | "mistral3" | "cohere2") => &mut scales.ffn,
-                        2 if matches!(family.name, "llama" | "qwen3moe") => &mut scales.experts,
+                        2 if matches!(family.name, "llama" | "mistral3" | "qwen3moe") => &mut scales.experts,
                         _ if SCALES_CHECKED.contains(&family.name) => continue,
                         _ => {
                             let what = format!("the per-tensor scale '{stem}.scale' in the {} family", family.name);

@@ -1,5 +1,6 @@
 //! `mistral3`: Ministral 3 and Mistral Small 3.x (text). As llama (optional
-//! biases, NORM rope, YaRN as the file says) with Llama 4's attention
+//! biases, NORM rope, YaRN as the file says, and with experts llama's
+//! mixture: softmax router, renormalised weights) with Llama 4's attention
 //! temperature: q times log(floor(pos / n_ctx_orig) + 1) · scale + 1 when
 //! `attention.temperature_scale` is set.
 
@@ -10,7 +11,7 @@ use crate::model::hparams::{HParams, Keys};
 pub static FAMILY: Family = Family {
     name: "mistral3",
     rope: Rope::Norm,
-    block: Block { proj_bias: Need::Optional, ..Block::PLAIN },
+    block: Block { proj_bias: Need::Optional, moe: Some(Block::MOE), ..Block::PLAIN },
     read_hparams,
     size_name,
 };
@@ -32,7 +33,9 @@ fn read_hparams(hp: &mut HParams, keys: &Keys) -> Result<()> {
             return Err(Error::model("invalid n_ctx_orig_yarn for attention temperature scaling"));
         }
     }
-    super::refuse_experts(keys)?;
+    if hp.n_expert > 0 {
+        super::require_experts(hp, keys, false)?;
+    }
     super::require_full_rope(hp, keys)
 }
 
