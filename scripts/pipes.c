@@ -14,7 +14,9 @@
 // GMAC/s, for scripts/bench.sh's prefill column: zmm vpdpbusd (64 products
 // each) where the CPU has AVX-512 VNNI; `./pipes peak avx2` (or a CPU
 // without it) the AVX2 kernels' pair, vpmaddubsw + vpmaddwd on ymm (32
-// products per pair). Only the peak mode runs on an AVX2-only CPU.
+// products per pair). `./pipes avx2` (the default on a CPU without
+// AVX-512) times the AVX2 kernels' instructions alone and mixed: which of
+// them share pipes on this core.
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -95,13 +97,61 @@ static int peak(int avx2) {
     return 0;
 }
 
+// --- `./pipes avx2`: the AVX2 kernels' instructions (VEX only, so it runs
+// on AVX2-only CPUs), alone and mixed, on 8 independent chains each
+// (registers 0-11; 12 and 13 the operands). A mix costing the sum of its
+// instructions' times shares their pipes; the per-32-block work of the
+// Q8_0-family kernels is one vpmaddubsw, one vpmaddwd, one vcvtdq2ps, one
+// vfmadd231ps (and ours a vpsignb per token and row, the reference's 1.5).
+#define CHAINS2 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11"
+#define RATE2(NAME, PER, BODY)                                                                          \
+    do {                                                                                               \
+        __asm__ volatile("vpxor %%ymm12,%%ymm12,%%ymm12\n vpxor %%ymm13,%%ymm13,%%ymm13\n" ::: "xmm12", "xmm13"); \
+        double t0 = now();                                                                             \
+        for (long i = 0; i < N / (PER); i++) __asm__ volatile(BODY ::: CHAINS2);                       \
+        double ns = (now() - t0) / N * 1e9;                                                            \
+        printf("%-44s %.3f ns  %.2f cycles\n", NAME, ns, ns * ghz);                                    \
+    } while (0)
+#define V8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+#define UBS(i) "vpmaddubsw %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define WD(i) "vpmaddwd %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define FM(i) "vfmadd231ps %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define CV(i) "vcvtdq2ps %%ymm12,%%ymm" #i "\n"
+#define SG(i) "vpsignb %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define SHB(i) "vpshufb %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define AD(i) "vpaddd %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define CH(i) "vcvtph2ps %%xmm12,%%ymm" #i "\n"
+
+static void avx2_rates(void) {
+    RATE2("vpmaddubsw", 8, V8(UBS));
+    RATE2("vpmaddwd", 8, V8(WD));
+    RATE2("vfmadd231ps", 8, V8(FM));
+    RATE2("vcvtdq2ps", 8, V8(CV));
+    RATE2("vpsignb", 8, V8(SG));
+    RATE2("vpshufb", 8, V8(SHB));
+    RATE2("vpaddd", 8, V8(AD));
+    RATE2("vcvtph2ps", 8, V8(CH));
+    RATE2("vpmaddubsw + vpmaddwd (per instruction)", 16, V8(UBS) V8(WD));
+    RATE2("vpmaddubsw + vfmadd231ps (per instruction)", 16, V8(UBS) V8(FM));
+    RATE2("vpmaddwd + vfmadd231ps (per instruction)", 16, V8(WD) V8(FM));
+    RATE2("ubs + wd + fma + cvt (per 4: one 32-block)", 8, V8(UBS) V8(WD) V8(FM) V8(CV));
+    RATE2("+ vpsignb (per 5: one 32-block, ours)", 8, V8(UBS) V8(WD) V8(FM) V8(CV) V8(SG));
+    RATE2("vfmadd231ps + vcvtph2ps (per pair)", 8, V8(FM) V8(CH));
+}
+
 int main(int argc, char ** argv) {
     if (argc > 1 && strcmp(argv[1], "peak") == 0) return peak(argc > 2 && strcmp(argv[2], "avx2") == 0);
     long s = 0;
     double t0 = now();
-    for (long i = 0; i < N; i++) __asm__ volatile("add $1, %0" : "+r"(s));
+    // (4 dependent adds an iteration: a loop of one add may take more than
+    // one cycle an iteration, as on Zen 3)
+    for (long i = 0; i < N / 4; i++) __asm__ volatile("add $1, %0\n add $1, %0\n add $1, %0\n add $1, %0" : "+r"(s));
     ghz = N / (now() - t0) / 1e9;
     printf("clock (dependent integer adds): %.2f GHz\n", ghz);
+    if ((argc > 1 && strcmp(argv[1], "avx2") == 0) || !__builtin_cpu_supports("avx512f")) {
+        avx2_rates();
+        return 0;
+    }
 #define HALF "xmm" // (vcvtph2ps reads half the destination's width)
     SECTION("ymm");
 #undef HALF
