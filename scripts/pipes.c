@@ -121,6 +121,9 @@ static int peak(int avx2) {
 #define SHB(i) "vpshufb %%ymm12,%%ymm13,%%ymm" #i "\n"
 #define AD(i) "vpaddd %%ymm12,%%ymm13,%%ymm" #i "\n"
 #define CH(i) "vcvtph2ps %%xmm12,%%ymm" #i "\n"
+#define MUL(i) "vmulps %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define TL(o, r) "vmovups " #o "(%0),%%ymm" #r "\n"
+#define TF(a, b, c) "vfmadd231ps %%ymm" #a ",%%ymm" #b ",%%ymm" #c "\n"
 
 static void avx2_rates(void) {
     RATE2("vpmaddubsw", 8, V8(UBS));
@@ -136,7 +139,22 @@ static void avx2_rates(void) {
     RATE2("vpmaddwd + vfmadd231ps (per instruction)", 16, V8(WD) V8(FM));
     RATE2("ubs + wd + fma + cvt (per 4: one 32-block)", 8, V8(UBS) V8(WD) V8(FM) V8(CV));
     RATE2("+ vpsignb (per 5: one 32-block, ours)", 8, V8(UBS) V8(WD) V8(FM) V8(CV) V8(SG));
+    RATE2("reference's (1.5 vpsignb, 0.25 vmulps)", 8,
+          V8(UBS) V8(WD) V8(FM) V8(CV) V8(SG) SG(0) SG(1) SG(2) SG(3) MUL(4) MUL(5));
+    RATE2("i16 form: 2 vpmaddwd + vpaddd + cvt + fma", 8, V8(WD) V8(WD) V8(AD) V8(CV) V8(FM));
     RATE2("vfmadd231ps + vcvtph2ps (per pair)", 8, V8(FM) V8(CH));
+    // the F16 kernel's 3 x 2 tile step (avx2 `tile_any`: 3 weight rows x 2
+    // tokens, 2 ymm chains each: 10 loads, 12 FMAs) with its data in L1
+    static float l1[128] __attribute__((aligned(64)));
+    double t0 = now();
+    for (long i = 0; i < N / 8; i++)
+        __asm__ volatile(TL(0, 12) TL(64, 13) TL(128, 14) TL(192, 15) TF(12, 15, 0) TF(13, 15, 1) TF(14, 15, 2)
+                         TL(256, 15) TF(12, 15, 3) TF(13, 15, 4) TF(14, 15, 5) TL(32, 12) TL(96, 13) TL(160, 14)
+                         TL(224, 15) TF(12, 15, 6) TF(13, 15, 7) TF(14, 15, 8) TL(288, 15) TF(12, 15, 9)
+                         TF(13, 15, 10) TF(14, 15, 11)::"r"(l1)
+                         : CHAINS2, "xmm12", "xmm13", "xmm14", "xmm15");
+    double ns = (now() - t0) / (N / 8) * 1e9;
+    printf("%-44s %.3f ns  %.2f cycles (FMA bound: 6)\n", "F16 3 x 2 tile step, data in L1", ns, ns * ghz);
 }
 
 int main(int argc, char ** argv) {
