@@ -26,7 +26,8 @@
 //! else none), used=K routes each token to K (2), ff_exp=N sizes each
 //! expert's FFN (n_ff / 2, written as expert_feed_forward_length for the
 //! qwen families and dots1; others use n_ff), shexp=N the shared expert's
-//! (n_ff, where the recipe has one). dots1 (its router from the file's
+//! (n_ff, where the recipe has one; 0: none, where the family's is optional,
+//! as granitemoe's). dots1 (its router from the file's
 //! keys): lead=N dense first layers (1), gating=N its gating function (2:
 //! sigmoid), wnorm=0|1 renormalisation (1), wscale=F the weights' scale
 //! (2.5), shexp_count=N shared experts of ff_exp rows (2), probs_b=0|1 the
@@ -95,6 +96,8 @@ fn main() {
     // tied=1: no output.weight (the head reads token_embd, as Llama 3.2 1B's)
     let mut tied = false;
     let mut own_keys = true;
+    // shexp=0: no shared expert where the recipe's is optional
+    let mut no_shexp = false;
     let encoder = recipe.encoder.is_some();
     // (bert-style: norms after the residual adds, no final norm)
     let post_enc = recipe.encoder.is_some_and(|e| !e.pre_norm);
@@ -150,7 +153,10 @@ fn main() {
             "experts" => n_expert = v,
             "used" => n_used = v,
             "ff_exp" => ff_exp = v,
-            "shexp" => n_shexp = v,
+            "shexp" => {
+                n_shexp = v;
+                no_shexp = v == 0;
+            }
             "lead" => lead = v,
             "gating" => gating = v,
             "wnorm" => wnorm = v != 0,
@@ -275,6 +281,7 @@ fn main() {
         ff_exp = if qwen_moe { n_ff / 2 } else { n_ff };
     }
     let shared = moe.map_or(SharedExpert::None, |m| m.shared);
+    let shared = if no_shexp && shared == SharedExpert::Plain { SharedExpert::None } else { shared };
     if n_shexp == 0 && shared != SharedExpert::None {
         n_shexp = if dots1 { ff_exp * shexp_count } else { n_ff };
     }

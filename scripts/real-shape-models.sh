@@ -11,6 +11,11 @@
 #                  n_ff 14336, untied (~4.9 GB at Q4_K_M). Its F32 model is 32
 #                  GB, written in memory: only with that much memory and disk
 #                  free (the script checks and refuses otherwise)
+#   granite-moe-1b granitemoe (a mixture of experts, Granite 3.0 1B-A400M):
+#                  n_embd 1024, 24 layers, 16 heads of 64, 8 KV heads, 32
+#                  experts of 512 rows, 8 per token, no shared expert, tied;
+#                  StarCoder's 49152-token vocabulary (Granite's has 3
+#                  more tokens)
 #
 # written by examples/synth_model (the vocabularies of llama.cpp's
 # models/ggml-vocab-*.gguf, fetched by scripts/fetch-reference-src.sh) and
@@ -21,6 +26,7 @@
 #
 # usage: scripts/real-shape-models.sh [NAME[:TYPE,TYPE...] ...]
 #        (default: llama-3.2-1b and qwen3-1.7b at Q4_K_M, Q8_0 and Q4_0;
+#        granite-moe-1b and llama-3.1-8b only when named;
 #        TYPE one of Q4_K_M Q8_0 Q4_0 Q6_K IQ4_NL)
 # env:   MINFER_LIB_DIR (target/release: the library that quantizes)
 set -euo pipefail
@@ -36,7 +42,8 @@ shape() {
         llama-3.2-1b) echo "llama llama-bpe embd=2048 layers=16 heads=32 kv_heads=8 head_dim=64 ff=8192 ctx=8192 tied=1" ;;
         qwen3-1.7b) echo "qwen3 qwen2 embd=2048 layers=28 heads=16 kv_heads=8 head_dim=128 ff=6144 ctx=8192 tied=1" ;;
         llama-3.1-8b) echo "llama llama-bpe embd=4096 layers=32 heads=32 kv_heads=8 head_dim=128 ff=14336 ctx=8192" ;;
-        *) echo "real-shape-models.sh: unknown shape $1 (llama-3.2-1b qwen3-1.7b llama-3.1-8b)" >&2; return 1 ;;
+        granite-moe-1b) echo "granitemoe starcoder embd=1024 layers=24 heads=16 kv_heads=8 head_dim=64 ff=512 experts=32 used=8 shexp=0 ctx=4096 tied=1" ;;
+        *) echo "real-shape-models.sh: unknown shape $1 (llama-3.2-1b qwen3-1.7b llama-3.1-8b granite-moe-1b)" >&2; return 1 ;;
     esac
 }
 
@@ -50,14 +57,14 @@ ftype() {
 
 # f32_bytes NAME: the F32 model's size (parameters x 4), from its shape
 f32_bytes() {
-    local s kv e=0 l=0 h=0 k=0 d=0 f=0 v tied=0
+    local s kv e=0 l=0 h=0 k=0 d=0 f=0 v tied=0 x=1
     s=$(shape "$1")
     for kv in $s; do
         case $kv in embd=*) e=${kv#*=} ;; layers=*) l=${kv#*=} ;; heads=*) h=${kv#*=} ;; kv_heads=*) k=${kv#*=} ;;
-            head_dim=*) d=${kv#*=} ;; ff=*) f=${kv#*=} ;; tied=*) tied=${kv#*=} ;; esac
+            head_dim=*) d=${kv#*=} ;; ff=*) f=${kv#*=} ;; tied=*) tied=${kv#*=} ;; experts=*) x=${kv#*=} ;; esac
     done
-    case $1 in qwen3*) v=151936 ;; *) v=128256 ;; esac
-    echo $(( 4 * (v * e * (2 - tied) + l * (e * h * d * 2 + e * k * d * 2 + 3 * e * f)) ))
+    case $1 in qwen3*) v=151936 ;; granite*) v=49152 ;; *) v=128256 ;; esac
+    echo $(( 4 * (v * e * (2 - tied) + l * (e * h * d * 2 + e * k * d * 2 + 3 * e * f * x)) ))
 }
 
 REQ=("$@")
