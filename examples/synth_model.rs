@@ -95,6 +95,7 @@ fn main() {
     let mut ffn_norm = true;
     // tied=1: no output.weight (the head reads token_embd, as Llama 3.2 1B's)
     let mut tied = false;
+    // own_keys=0: none of the family's own keys (family_keys)
     let mut own_keys = true;
     // shexp=0: no shared expert where the recipe's is optional
     let mut no_shexp = false;

@@ -71,9 +71,10 @@ struct Saved {
     name: Vec<u8>,
 }
 
-/// The reference's `load_hparams` for the keys the saver writes.
+/// gemma-embedding's dense modules' width keys, in `Saved::dense_feat`'s order.
 const DENSE_FEAT_KEYS: [&str; 4] = ["dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in", "dense_3_feat_out"];
 
+/// The reference's `load_hparams` for the keys the saver writes.
 fn read_hparams(m: &Model) -> Result<Saved> {
     let f = &m.files[0];
     let keys = Keys { file: f, arch: &m.arch_name, overrides: &m.overrides };
