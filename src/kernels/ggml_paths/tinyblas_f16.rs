@@ -19,15 +19,17 @@
 //!
 //! Kernels: on AVX-512F/VL the matmul runs the row-block kernels of
 //! `avx512` ([`avx512_rows`], for every token count), on plain AVX2 those
-//! of `avx2` ([`avx2_rows`]), both from one definition (`f16_row_kernels!`,
-//! a 16-lane chain as one zmm or two ymm): tinyBLAS as tiles of weight rows
-//! × tokens (3 × 8 zmm accumulators; 3 × 2 pairs of ymm), ggml_vec_dot_f16
+//! of `avx2` ([`avx2_rows`]). Their ggml_vec_dot_f16 kernels come from one
+//! definition (`f16_row_kernels!`, a 16-lane chain as one zmm or two ymm):
 //! up to 4 rows per call on AVX-512, one on AVX2 (on the activations' f16
-//! copy, [`round_act_row`]). The vec_dot kernels convert the f16 weights in
-//! registers; tinyBLAS reads them widened to f32: on AVX-512 a panel of
-//! rows at a time (in L2, every 8-token tile running over it), on AVX2 each
-//! block of 3 rows once per token chunk. Elsewhere the tile kernel widens
-//! each weight row into a scratch row first.
+//! copy, [`round_act_row`]), converting the f16 weights in registers.
+//! tinyBLAS reads the weights widened to f32, in tiles of weight rows ×
+//! tokens: on AVX-512 3 × 8 (a zmm per output) over a panel of rows at a
+//! time (in L2, every 8-token tile running over it); on AVX2 6 × 2 (a ymm
+//! per output: each chain's lanes 0..8 over all columns, then lanes 8..16,
+//! on rows and tokens copied into that split layout) over each block of 6
+//! rows once per token chunk. Elsewhere the tile kernel widens each weight
+//! row into a scratch row first.
 //!
 //! This serves the F16 weight matrices (here as tile kernels) and the
 //! attention products of the path without flash attention (K·Q and V·P on
@@ -259,62 +261,19 @@ pub fn avx2_rows(ty: GgmlType, path: F16Path) -> Option<RowsFn> {
 ///
 /// The module has in scope: the vector type `H`, `LANES`, `P`, and for
 /// `$features` `zero() -> H`, `load_h(p) -> H` (`LANES` f16 at `p` as f32),
-/// `load_f(p) -> H` (`LANES` f32 at `p`), `fmadd(a, b, c) -> H` (a·b + c,
-/// fused), `add`, `reduce(&[H; P]) -> f32`; the tinyBLAS tile `RM` × `RN`.
-/// It passes the full tile (`$full`), the other token counts of a tile
-/// (`$tb`: 1..`RN`), the row counts of one ggml_vec_dot call (`$k`) and
-/// the doc of `rows_vec_dot`. The module's `rows_tinyblas` walks the tiles
-/// (`tile_any`) over weight rows widened into `WIDENED`.
+/// `fmadd(a, b, c) -> H` (a·b + c, fused), `add`, `reduce(&[H; P]) -> f32`.
+/// It passes the row counts of one ggml_vec_dot call (`$k`) and the doc of
+/// `rows_vec_dot`. Each module's own `rows_tinyblas` walks its tinyBLAS
+/// tiles over weight rows widened into `WIDENED`.
 #[cfg(target_arch = "x86_64")]
 macro_rules! f16_row_kernels {
-    ($features:literal, $full:expr, [$($tb:literal),*], [$($k:literal),+], $(#[$doc:meta])*) => {
+    ($features:literal, [$($k:literal),+], $(#[$doc:meta])*) => {
         /// The checks of every kernel here (f16 weights; activation rows of
         /// f32 then f16 values, `round_act_row`).
         #[allow(clippy::too_many_arguments)]
         fn check(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
             $crate::kernels::ggml_paths::tinyblas_f32::check_float_rows("f16", 2, 6, n, w, ws, n_rows, a, s, nt, out, os);
         }
-
-        /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
-        /// weight row `i` at `w + i·ws` (widened to f32), token `j` at
-        /// `a + j·s`, output at `o + i·os + j`.
-        /// Per 16-element step the `P` parts one after the other: each
-        /// part's `RB` weight vectors are live only for its
-        /// FMAs. (Running all of a part's steps before the next part's, for
-        /// tiles of twice the outputs, was slower on AVX2.)
-        #[target_feature(enable = $features)]
-        unsafe fn tile<const RB: usize, const TB: usize>(n: usize, w: *const u8, ws: usize, a: *const u8, s: usize, o: *mut f32, os: usize) {
-            let mut acc = [[[zero(); P]; TB]; RB];
-            let mut l = 0;
-            while l < n {
-                for p in 0..P {
-                    let e = l + LANES * p;
-                    let mut wv = [zero(); RB];
-                    for (i, wv) in wv.iter_mut().enumerate() {
-                        // SAFETY: e + LANES ≤ n: widened rows hold 4n bytes
-                        // (checked by the caller).
-                        *wv = unsafe { load_f(w.add(i * ws + 4 * e)) };
-                    }
-                    for j in 0..TB {
-                        // SAFETY: as above, tokens hold 4n bytes.
-                        let av = unsafe { load_f(a.add(j * s + 4 * e)) };
-                        for i in 0..RB {
-                            acc[i][j][p] = fmadd(wv[i], av, acc[i][j][p]);
-                        }
-                    }
-                }
-                l += KN;
-            }
-            for (i, acc) in acc.iter().enumerate() {
-                for (j, acc) in acc.iter().enumerate() {
-                    // SAFETY: output (i, j) is within the caller's block.
-                    unsafe { *o.add(i * os + j) = reduce(acc) };
-                }
-            }
-        }
-
-        // one tile of the walk
-        $crate::kernels::ggml_paths::tinyblas_f32::tile_any_fn!($features, $full, [$($tb),*]);
 
         thread_local! {
             /// Per-thread scratch of `rows_tinyblas`: weight rows widened to
@@ -463,8 +422,6 @@ pub(super) mod avx512 {
 
     f16_row_kernels!(
         "avx2,fma,f16c,avx512f,avx512vl",
-        tile::<RM, RN>,
-        [1, 2, 3, 4, 5, 6, 7],
         [1, 2, 3, 4],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
         /// (`tinyblas_f32::rows_vec_dot_fn`). Rows 4 at a time: their loads
@@ -473,6 +430,48 @@ pub(super) mod avx512 {
         /// # Safety
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX-512F/VL, AVX2, FMA, F16C.
     );
+
+    /// tinyBLAS outputs of rows `RB` × tokens `TB` (`n % 16 == 0`):
+    /// weight row `i` at `w + i·ws` (widened to f32), token `j` at
+    /// `a + j·s`, output at `o + i·os + j`; one zmm per output's chains.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl")]
+    unsafe fn tile<const RB: usize, const TB: usize>(
+        n: usize,
+        w: *const u8,
+        ws: usize,
+        a: *const u8,
+        s: usize,
+        o: *mut f32,
+        os: usize,
+    ) {
+        let mut acc = [[zero(); TB]; RB];
+        let mut l = 0;
+        while l < n {
+            let mut wv = [zero(); RB];
+            for (i, wv) in wv.iter_mut().enumerate() {
+                // SAFETY: l + 16 ≤ n: widened rows hold 4n bytes (checked
+                // by the caller).
+                *wv = unsafe { load_f(w.add(i * ws + 4 * l)) };
+            }
+            for j in 0..TB {
+                // SAFETY: as above, tokens hold 4n bytes.
+                let av = unsafe { load_f(a.add(j * s + 4 * l)) };
+                for (acc, wv) in acc.iter_mut().zip(&wv) {
+                    acc[j] = fmadd(*wv, av, acc[j]);
+                }
+            }
+            l += KN;
+        }
+        for (i, acc) in acc.iter().enumerate() {
+            for (j, acc) in acc.iter().enumerate() {
+                // SAFETY: output (i, j) is within the caller's block.
+                unsafe { *o.add(i * os + j) = reduce16(*acc) };
+            }
+        }
+    }
+
+    // one tile of the walk
+    super::super::tinyblas_f32::tile_any_fn!("avx2,fma,f16c,avx512f,avx512vl", tile::<RM, RN>, [1, 2, 3, 4, 5, 6, 7]);
 
     /// `reduce16` of 8 accumulators at once, the results in order: the same
     /// additions as eight `reduce16`s (each lane pair added in the same
@@ -1002,14 +1001,22 @@ mod avx2 {
     use crate::kernels::vecf::avx2_reduce_lo_hi;
     use std::arch::x86_64::*;
 
-    /// tinyBLAS register tile: RM weight rows × RN tokens, 2 ymm each = 12
-    /// accumulators, 3 weight vectors and an activation vector fill the 16
-    /// registers (the fastest shape: 2 × 3 and 1 × 6 ran slower).
-    const RM: usize = 3;
+    /// tinyBLAS register tile: RM weight rows × RN tokens, one ymm per
+    /// output (each 16-lane chain runs as two halves, one after the other:
+    /// [`tile`]): 12 accumulators, 2 activation vectors and a weight vector
+    /// in the 16 registers; per 8-lane step 8 loads serve 12 FMAs, 2 of
+    /// them from L2. (Both halves at once, 3 × 2 tiles of 2 ymm per output:
+    /// 10 loads for 12, 4 from L2, ran 5–10 % slower; 4 × 3 about as fast.)
+    const RM: usize = 6;
     const RN: usize = 2;
 
-    /// Activation bytes per token chunk (as `avx512`).
+    /// Activation bytes per token chunk (as `avx512`; 256 and 384 KB ran
+    /// within noise of it).
     const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// Columns per half and part of a tile: the 6 rows' part (18 KB of f32
+    /// at most) stays in L1 while the chunk's tokens stream past.
+    const PART_HALF: usize = 384;
 
     type H = __m256;
     const LANES: usize = 8;
@@ -1038,13 +1045,6 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    unsafe fn load_f(p: *const u8) -> H {
-        // SAFETY: this fn's contract: the CPU has avx2, fma, f16c, and `p` covers every offset used here.
-        unsafe { _mm256_loadu_ps(p as *const f32) }
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
     fn fmadd(a: H, b: H, c: H) -> H {
         _mm256_fmadd_ps(a, b, c)
     }
@@ -1057,8 +1057,6 @@ mod avx2 {
 
     f16_row_kernels!(
         "avx2,fma,f16c",
-        tile::<RM, RN>,
-        [1],
         [1],
         /// `RowsFn` of the ggml_vec_dot_f16 path, through [`vec_dot`]
         /// (`tinyblas_f32::rows_vec_dot_fn`), one row at a time: its 8
@@ -1070,12 +1068,219 @@ mod avx2 {
         /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
     );
 
-    /// `RowsFn` of the tinyBLAS path (ggml_vec_dot_f16's where
-    /// `n % 16 != 0`, as [`super::tile`]): per chunk of tokens, each block
-    /// of `RM` weight rows widened to f32 (in L1), then its tiles over the
-    /// chunk. In 3 × 2 tiles a conversion in registers serves only 2
-    /// tokens' FMAs, and some cores run one `vcvtph2ps` per cycle: widening
-    /// first ran ~1.4× as fast.
+    thread_local! {
+        /// Per-thread scratch of [`walk`]: a chunk's token rows in the
+        /// split layout ([`split_row`]), [chunk][n] f32.
+        static SPLIT_ACTS: std::cell::RefCell<crate::kernels::aligned::AlignedF32> =
+            const { std::cell::RefCell::new(crate::kernels::aligned::AlignedF32::new()) };
+        /// Per-thread scratch of [`walk`]: the accumulators of a row
+        /// block's tiles between column parts, [chunk / RN][half][RM][RN].
+        static SAVED: std::cell::RefCell<Vec<__m256>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// A row of `n` (`n % 16 == 0`) values in the split layout: `dst[..n/2]`
+    /// holds lanes 0..8 of every 16-element step in order, `dst[n/2..]`
+    /// lanes 8..16 (so each half of a tile reads whole cache lines); `src`
+    /// holds f16 (`F16`, widened exactly) or f32 values.
+    ///
+    /// # Safety
+    /// `src` holds n values, `dst` n f32; the CPU has AVX2, FMA, F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn split_row<const F16: bool>(src: *const u8, n: usize, dst: *mut f32) {
+        let h = n / 2;
+        let mut l = 0;
+        while l < n {
+            // SAFETY: l + 16 ≤ n: this step's 16 values in src, dst's
+            // l/2..l/2 + 8 and h + l/2..h + l/2 + 8.
+            unsafe {
+                let (lo, hi) = if F16 {
+                    (
+                        _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l) as *const __m128i)),
+                        _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l + 16) as *const __m128i)),
+                    )
+                } else {
+                    (_mm256_loadu_ps(src.add(4 * l) as *const f32), _mm256_loadu_ps(src.add(4 * l + 32) as *const f32))
+                };
+                _mm256_storeu_ps(dst.add(l / 2), lo);
+                _mm256_storeu_ps(dst.add(h + l / 2), hi);
+            }
+            l += KN;
+        }
+    }
+
+    /// Elements `l0..l1` (8-lane steps, in order) of the chains of a tile
+    /// of RB rows at `w` × TB tokens at `a`, `n` f32 apart, from `c`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn span<const RB: usize, const TB: usize>(
+        mut c: [[__m256; TB]; RB],
+        l0: usize,
+        l1: usize,
+        n: usize,
+        w: *const f32,
+        a: *const f32,
+    ) -> [[__m256; TB]; RB] {
+        let mut l = l0;
+        while l < l1 {
+            // SAFETY: l + 8 ≤ l1 ≤ n: rows and tokens hold n f32 each (the
+            // caller's contract).
+            unsafe {
+                let mut av = [_mm256_setzero_ps(); TB];
+                for (j, av) in av.iter_mut().enumerate() {
+                    *av = _mm256_loadu_ps(a.add(j * n + l));
+                }
+                for (i, c) in c.iter_mut().enumerate() {
+                    let wv = _mm256_loadu_ps(w.add(i * n + l));
+                    for (c, av) in c.iter_mut().zip(&av) {
+                        *c = _mm256_fmadd_ps(wv, *av, *c);
+                    }
+                }
+            }
+            l += 8;
+        }
+        c
+    }
+
+    /// Columns `l0..l1` (of each half, `l1 ≤ n/2`) of a tinyBLAS tile of RB
+    /// rows × TB tokens in the split layout, `n` f32 apart at `w` and `a`:
+    /// lanes 0..8 of every output's chain over the first half, then lanes
+    /// 8..16 over the second; each lane's chain in order, so the bits of
+    /// [`super::dot_scalar`]. Starts from zeros at `l0 == 0`, else from
+    /// `acc` ([half][RB][TB] vectors); at `l1 == n/2` writes output (i, j)
+    /// to `o + i·orow + j·otok`, else saves the accumulators to `acc`.
+    ///
+    /// # Safety
+    /// The rows and tokens hold n f32; `acc` holds 2·RB·TB vectors; the
+    /// outputs are valid for writes; the CPU has AVX2, FMA, F16C.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile<const RB: usize, const TB: usize>(
+        n: usize,
+        l0: usize,
+        l1: usize,
+        w: *const f32,
+        a: *const f32,
+        acc: *mut __m256,
+        o: *mut f32,
+        orow: usize,
+        otok: usize,
+    ) {
+        let h = n / 2;
+        let acc = acc as *mut [[[__m256; TB]; RB]; 2];
+        let [lo, hi] = if l0 == 0 {
+            [[[_mm256_setzero_ps(); TB]; RB]; 2]
+        } else {
+            // SAFETY: acc holds the saved accumulators (the contract).
+            unsafe { acc.read() }
+        };
+        // (to memory before the second half: LLVM otherwise keeps the first
+        // half's 12 accumulators in registers beside the second's, and
+        // spills inside its loop)
+        // SAFETY: the caller's contract.
+        let lo = std::hint::black_box(unsafe { span(lo, l0, l1, n, w, a) });
+        // SAFETY: as above.
+        let hi = unsafe { span(hi, h + l0, h + l1, n, w, a) };
+        if l1 < h {
+            // SAFETY: as above.
+            unsafe { acc.write([lo, hi]) };
+            return;
+        }
+        for i in 0..RB {
+            for j in 0..TB {
+                // SAFETY: output (i, j) is valid for writes (the contract).
+                unsafe { *o.add(i * orow + j * otok) = avx2_reduce_lo_hi(lo[i][j], hi[i][j]) };
+            }
+        }
+    }
+
+    /// The tinyBLAS walk on AVX2 (`n % 16 == 0`, shapes checked): per
+    /// chunk of tokens, their rows in the split layout (`SPLIT_ACTS`); per
+    /// block of `RM` weight rows, the rows widened into it (`WIDENED`, in
+    /// L1), then the block's columns in parts, each part over every tile of
+    /// the chunk. Output (r, t) to `o + r·orow + t·otok`.
+    ///
+    /// # Safety
+    /// As [`rows_tinyblas`]; every output valid for writes.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn walk(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        o: *mut f32,
+        orow: usize,
+        otok: usize,
+    ) {
+        let chunk = (CHUNK_BYTES / (4 * n) / RN * RN).max(RN);
+        let h = n / 2;
+        let part = (h / 8).div_ceil(h.div_ceil(PART_HALF)) * 8;
+        let (wp, ap) = (w.as_ptr(), a.as_ptr());
+        WIDENED.with(|wide| {
+            SPLIT_ACTS.with(|acts| {
+                SAVED.with(|saved| {
+                    // wide: [RM][n], acts: [chunk][n] f32 (split layout);
+                    // saved: [chunk / RN][half][RM][RN] vectors
+                    let (mut wide, mut acts, mut saved) = (wide.borrow_mut(), acts.borrow_mut(), saved.borrow_mut());
+                    let wide = wide.grown_to(RM * n).as_mut_ptr();
+                    let acts = acts.grown_to(chunk.min(nt) * n).as_mut_ptr();
+                    let slots = chunk.min(nt).div_ceil(RN) * 2 * RM * RN;
+                    if saved.len() < slots {
+                        saved.resize(slots, _mm256_setzero_ps());
+                    }
+                    let saved = saved.as_mut_ptr();
+                    let mut split_t0 = usize::MAX;
+                    super::super::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
+                        // SAFETY: rows r..r + rb ≤ n_rows and tokens
+                        // t0..end ≤ nt lie within the buffers checked by the
+                        // caller; the scratch holds RM rows and a chunk of
+                        // tokens of n f32, and a chunk's tiles' accumulators;
+                        // the outputs are the caller's.
+                        unsafe {
+                            if split_t0 != t0 {
+                                for t in t0..end {
+                                    split_row::<false>(ap.add(t * s), n, acts.add((t - t0) * n));
+                                }
+                                split_t0 = t0;
+                            }
+                            for i in 0..rb {
+                                split_row::<true>(wp.add((r + i) * ws), n, wide.add(i * n));
+                            }
+                            let mut l0 = 0;
+                            while l0 < h {
+                                let l1 = (l0 + part).min(h);
+                                let mut t = t0;
+                                while t < end {
+                                    let tb = RN.min(end - t);
+                                    let a = acts.add((t - t0) * n) as *const f32;
+                                    let acc = saved.add((t - t0) / RN * 2 * RM * RN);
+                                    let o = o.add(r * orow + t * otok);
+                                    match (rb, tb) {
+                                        (RM, RN) => tile::<RM, RN>(n, l0, l1, wide, a, acc, o, orow, otok),
+                                        (RM, _) => tile::<RM, 1>(n, l0, l1, wide, a, acc, o, orow, otok),
+                                        (_, RN) => tile::<1, RN>(n, l0, l1, wide, a, acc, o, orow, otok),
+                                        _ => tile::<1, 1>(n, l0, l1, wide, a, acc, o, orow, otok),
+                                    }
+                                    t += tb;
+                                }
+                                l0 = l1;
+                            }
+                        }
+                    });
+                });
+            });
+        });
+    }
+
+    /// `RowsFn` of the tinyBLAS path ([`walk`]; ggml_vec_dot_f16's where
+    /// `n % 16 != 0`, as [`super::tile`]). The weights are widened to f32
+    /// a row block at a time: in 6 × 2 tiles a conversion in registers
+    /// would serve only 2 tokens' FMAs, and some cores run one `vcvtph2ps`
+    /// per cycle (widening first ran ~1.4× as fast as converting in 3 × 2
+    /// tiles).
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX2, FMA, F16C.
@@ -1097,34 +1302,14 @@ mod avx2 {
             return unsafe { rows_vec_dot(n, w, ws, n_rows, a, s, nt, out, os) };
         }
         check(n, w, ws, n_rows, a, s, nt, out, os);
-        let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
-        let (ap, op) = (a.as_ptr(), out.as_mut_ptr());
-        WIDENED.with(|wide| {
-            // wide: [RM][n] f32, the row block's weights
-            let mut wide = wide.borrow_mut();
-            let wide = wide.grown_to(RM * n);
-            crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
-                for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
-                    super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
-                }
-                let wr = wide.as_ptr() as *const u8;
-                let mut t = t0;
-                while t < end {
-                    let tb = RN.min(end - t);
-                    // SAFETY: the widened rows (rb·n f32) and tokens
-                    // t..t+tb ≤ nt lie within the buffers checked above.
-                    unsafe { tile_any(rb, tb, n, wr, 4 * n, ap.add(t * s), s, op.add(r * os + t), os) };
-                    t += tb;
-                }
-            });
-        });
+        // SAFETY: checked above; output (r, t) at r·os + t of `out`.
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, out.as_mut_ptr(), os, 1) }
     }
 
     /// [`rows_tinyblas`] writing `out[t · os + r]` (a
-    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): each 3 × 2 tile's six
-    /// outputs go from a local block straight into the matmul's
-    /// `[token][row]` output, with no task tile to transpose (`scatter_tile`
-    /// took ~5 % of an F16 prefill).
+    /// [`crate::kernels::dispatch::TokenMajorRowsFn`]): each tile's outputs
+    /// go straight into the matmul's `[token][row]` output, with no task
+    /// tile to transpose (`scatter_tile` took ~5 % of an F16 prefill).
     ///
     /// # Safety
     /// As [`crate::kernels::dispatch::TokenMajorRowsFn`]; the CPU has AVX2,
@@ -1165,36 +1350,8 @@ mod avx2 {
             return;
         }
         assert!(w.len() >= (n_rows - 1) * ws + 2 * n && a.len() >= (nt - 1) * s + 6 * n, "f16 rows kernel: shapes");
-        let chunk = (CHUNK_BYTES / (4 * n).max(1) / RN * RN).max(RN);
-        let ap = a.as_ptr();
-        WIDENED.with(|wide| {
-            // wide: [RM][n] f32, the row block's weights
-            let mut wide = wide.borrow_mut();
-            let wide = wide.grown_to(RM * n);
-            crate::kernels::ggml_paths::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
-                for (i, dst) in wide.chunks_exact_mut(n).take(rb).enumerate() {
-                    super::widen_row(&w[(r + i) * ws..(r + i) * ws + 2 * n], dst);
-                }
-                let wr = wide.as_ptr() as *const u8;
-                let mut block = [0f32; RM * RN]; // [rb][tb] of one tile
-                let mut t = t0;
-                while t < end {
-                    let tb = RN.min(end - t);
-                    // SAFETY: the widened rows (rb·n f32) and tokens
-                    // t..t+tb ≤ nt lie within the buffers checked above;
-                    // the tile's rb × tb outputs fit `block` (RN apart).
-                    unsafe { tile_any(rb, tb, n, wr, 4 * n, ap.add(t * s), s, block.as_mut_ptr(), RN) };
-                    for j in 0..tb {
-                        for i in 0..rb {
-                            // SAFETY: output (r + i, t + j) lies in the
-                            // caller's [nt][os] block (r + i < n_rows ≤ os).
-                            unsafe { *out.add((t + j) * os + r + i) = block[i * RN + j] };
-                        }
-                    }
-                    t += tb;
-                }
-            });
-        });
+        // SAFETY: checked above; output (r, t) at t·os + r (the caller's).
+        unsafe { walk(n, w, ws, n_rows, a, s, nt, out, 1, os) }
     }
 
     /// [`super::dot_scalar`] with lanes 0..8 in `lo`, 8..16 in `hi`.
