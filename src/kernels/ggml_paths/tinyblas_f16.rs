@@ -1010,13 +1010,17 @@ mod avx2 {
     const RM: usize = 6;
     const RN: usize = 2;
 
-    /// Activation bytes per token chunk (as `avx512`; 256 and 384 KB ran
-    /// within noise of it).
-    const CHUNK_BYTES: usize = 128 * 1024;
+    /// Activation bytes per token chunk (in L2 while every row block runs
+    /// over it): each block's rows are widened once per chunk, so larger
+    /// chunks widen less (128 KB ran the 576 × 1536 product ~20 % slower;
+    /// the 576-column ones the same).
+    const CHUNK_BYTES: usize = 256 * 1024;
 
-    /// Columns per half and part of a tile: the 6 rows' part (18 KB of f32
-    /// at most) stays in L1 while the chunk's tokens stream past.
-    const PART_HALF: usize = 384;
+    /// Columns per part of a half: the 6 rows' part (18 KB of f32 at most)
+    /// stays in L1 while the chunk's tokens stream past. (Parts cost: each
+    /// saves and reloads every tile's accumulators; 576 columns in parts of
+    /// 144 ran ~14 % slower than in one.)
+    const PART_HALF: usize = 768;
 
     type H = __m256;
     const LANES: usize = 8;
@@ -1074,7 +1078,8 @@ mod avx2 {
         static SPLIT_ACTS: std::cell::RefCell<crate::kernels::aligned::AlignedF32> =
             const { std::cell::RefCell::new(crate::kernels::aligned::AlignedF32::new()) };
         /// Per-thread scratch of [`walk`]: the accumulators of a row
-        /// block's tiles between column parts, [chunk / RN][half][RM][RN].
+        /// block's tiles between column parts and halves,
+        /// [chunk / RN][half][RM][RN].
         static SAVED: std::cell::RefCell<Vec<__m256>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
@@ -1141,21 +1146,25 @@ mod avx2 {
         c
     }
 
-    /// Columns `l0..l1` (of each half, `l1 ≤ n/2`) of a tinyBLAS tile of RB
-    /// rows × TB tokens in the split layout, `n` f32 apart at `w` and `a`:
-    /// lanes 0..8 of every output's chain over the first half, then lanes
-    /// 8..16 over the second; each lane's chain in order, so the bits of
-    /// [`super::dot_scalar`]. Starts from zeros at `l0 == 0`, else from
-    /// `acc` ([half][RB][TB] vectors); at `l1 == n/2` writes output (i, j)
-    /// to `o + i·orow + j·otok`, else saves the accumulators to `acc`.
+    /// Columns `l0..l1` of half `half` (`l1 ≤ n/2`) of a tinyBLAS tile of
+    /// RB rows × TB tokens in the split layout, `n` f32 apart at `w` and
+    /// `a`: half 0 runs lanes 0..8 of every output's chain, half 1 lanes
+    /// 8..16, each lane's chain in order, so the bits of
+    /// [`super::dot_scalar`]. The accumulators of each half start at zero
+    /// (`l0 == 0`) or from `acc` ([half][RB][TB] vectors) and go back there;
+    /// at the end of half 1 (`l1 == n/2`) the two halves are reduced and
+    /// output (i, j) written to `o + i·orow + j·otok`.
     ///
     /// # Safety
-    /// The rows and tokens hold n f32; `acc` holds 2·RB·TB vectors; the
-    /// outputs are valid for writes; the CPU has AVX2, FMA, F16C.
+    /// The rows and tokens hold n f32; `acc` holds 2·RB·TB vectors (half 0's
+    /// complete before half 1 ends); the outputs are valid for writes; the
+    /// CPU has AVX2, FMA, F16C.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
     unsafe fn tile<const RB: usize, const TB: usize>(
         n: usize,
+        half: usize,
         l0: usize,
         l1: usize,
         w: *const f32,
@@ -1166,38 +1175,38 @@ mod avx2 {
         otok: usize,
     ) {
         let h = n / 2;
-        let acc = acc as *mut [[[__m256; TB]; RB]; 2];
-        let [lo, hi] = if l0 == 0 {
-            [[[_mm256_setzero_ps(); TB]; RB]; 2]
+        let acc = acc as *mut [[__m256; TB]; RB];
+        // SAFETY: acc holds both halves' accumulators (the contract).
+        let (mine, lo) = unsafe { (acc.add(half), acc) };
+        let c = if l0 == 0 {
+            [[_mm256_setzero_ps(); TB]; RB]
         } else {
-            // SAFETY: acc holds the saved accumulators (the contract).
-            unsafe { acc.read() }
-        };
-        // (to memory before the second half: LLVM otherwise keeps the first
-        // half's 12 accumulators in registers beside the second's, and
-        // spills inside its loop)
-        // SAFETY: the caller's contract.
-        let lo = std::hint::black_box(unsafe { span(lo, l0, l1, n, w, a) });
-        // SAFETY: as above.
-        let hi = unsafe { span(hi, h + l0, h + l1, n, w, a) };
-        if l1 < h {
             // SAFETY: as above.
-            unsafe { acc.write([lo, hi]) };
+            unsafe { mine.read() }
+        };
+        // SAFETY: the caller's contract.
+        let c = unsafe { span(c, half * h + l0, half * h + l1, n, w, a) };
+        if half == 0 || l1 < h {
+            // SAFETY: as above.
+            unsafe { mine.write(c) };
             return;
         }
+        // SAFETY: half 0's accumulators, complete (the contract).
+        let lo = unsafe { lo.read() };
         for i in 0..RB {
             for j in 0..TB {
                 // SAFETY: output (i, j) is valid for writes (the contract).
-                unsafe { *o.add(i * orow + j * otok) = avx2_reduce_lo_hi(lo[i][j], hi[i][j]) };
+                unsafe { *o.add(i * orow + j * otok) = avx2_reduce_lo_hi(lo[i][j], c[i][j]) };
             }
         }
     }
 
     /// The tinyBLAS walk on AVX2 (`n % 16 == 0`, shapes checked): per
     /// chunk of tokens, their rows in the split layout (`SPLIT_ACTS`); per
-    /// block of `RM` weight rows, the rows widened into it (`WIDENED`, in
-    /// L1), then the block's columns in parts, each part over every tile of
-    /// the chunk. Output (r, t) to `o + r·orow + t·otok`.
+    /// block of `RM` weight rows, the rows widened into it (`WIDENED`), then
+    /// the first half of the columns over every tile of the chunk, then the
+    /// second (each in parts of `PART_HALF`), so only a part of the rows
+    /// need stay in L1. Output (r, t) to `o + r·orow + t·otok`.
     ///
     /// # Safety
     /// As [`rows_tinyblas`]; every output valid for writes.
@@ -1249,24 +1258,31 @@ mod avx2 {
                             for i in 0..rb {
                                 split_row::<true>(wp.add((r + i) * ws), n, wide.add(i * n));
                             }
-                            let mut l0 = 0;
-                            while l0 < h {
-                                let l1 = (l0 + part).min(h);
-                                let mut t = t0;
-                                while t < end {
-                                    let tb = RN.min(end - t);
-                                    let a = acts.add((t - t0) * n) as *const f32;
-                                    let acc = saved.add((t - t0) / RN * 2 * RM * RN);
-                                    let o = o.add(r * orow + t * otok);
-                                    match (rb, tb) {
-                                        (RM, RN) => tile::<RM, RN>(n, l0, l1, wide, a, acc, o, orow, otok),
-                                        (RM, _) => tile::<RM, 1>(n, l0, l1, wide, a, acc, o, orow, otok),
-                                        (_, RN) => tile::<1, RN>(n, l0, l1, wide, a, acc, o, orow, otok),
-                                        _ => tile::<1, 1>(n, l0, l1, wide, a, acc, o, orow, otok),
+                            for half in 0..2 {
+                                let mut l0 = 0;
+                                while l0 < h {
+                                    let l1 = (l0 + part).min(h);
+                                    let mut t = t0;
+                                    while t < end {
+                                        let tb = RN.min(end - t);
+                                        let a = acts.add((t - t0) * n) as *const f32;
+                                        let acc = saved.add((t - t0) / RN * 2 * RM * RN);
+                                        let o = o.add(r * orow + t * otok);
+                                        macro_rules! tile {
+                                            ($rb:expr, $tb:expr) => {
+                                                tile::<$rb, $tb>(n, half, l0, l1, wide, a, acc, o, orow, otok)
+                                            };
+                                        }
+                                        match (rb, tb) {
+                                            (RM, RN) => tile!(RM, RN),
+                                            (RM, _) => tile!(RM, 1),
+                                            (_, RN) => tile!(1, RN),
+                                            _ => tile!(1, 1),
+                                        }
+                                        t += tb;
                                     }
-                                    t += tb;
+                                    l0 = l1;
                                 }
-                                l0 = l1;
                             }
                         }
                     });
