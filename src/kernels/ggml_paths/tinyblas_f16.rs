@@ -27,8 +27,8 @@
 //! tokens: on AVX-512 3 × 8 (a zmm per output) over a panel of rows at a
 //! time (in L2, every 8-token tile running over it); on AVX2 6 × 2 (a ymm
 //! per output: each chain's lanes 0..8 over all columns, then lanes 8..16,
-//! on rows and tokens copied into that split layout) over each block of 6
-//! rows once per token chunk. Elsewhere the tile kernel widens each weight
+//! on widened rows and f16 tokens copied into that split layout) over each
+//! block of 6 rows once per token chunk. Elsewhere the tile kernel widens each weight
 //! row into a scratch row first.
 //!
 //! This serves the F16 weight matrices (here as tile kernels) and the
@@ -1005,15 +1005,16 @@ mod avx2 {
     /// output (each 16-lane chain runs as two halves, one after the other:
     /// [`tile`]): 12 accumulators, 2 activation vectors and a weight vector
     /// in the 16 registers; per 8-lane step 8 loads serve 12 FMAs, 2 of
-    /// them from L2. (Both halves at once, 3 × 2 tiles of 2 ymm per output:
-    /// 10 loads for 12, 4 from L2, ran 5–10 % slower; 4 × 3 about as fast.)
+    /// them (f16, converted in registers) from L2. (Both halves at once, 3
+    /// × 2 tiles of 2 ymm per output: 10 loads for 12, 4 f32 from L2, ran
+    /// 5–10 % slower; 4 × 3 about as fast.)
     const RM: usize = 6;
     const RN: usize = 2;
 
-    /// Activation bytes per token chunk (in L2 while every row block runs
-    /// over it): each block's rows are widened once per chunk, so larger
-    /// chunks widen less (128 KB ran the 576 × 1536 product ~20 % slower;
-    /// the 576-column ones the same).
+    /// Token chunk, in bytes of f32 activations (the chunk's f16 copy, half
+    /// that, stays in L2 while every row block runs over it): each block's
+    /// rows are widened once per chunk, so larger chunks widen less (128 KB
+    /// ran the 576 × 1536 product ~20 % slower; 512 and 768 KB no faster).
     const CHUNK_BYTES: usize = 256 * 1024;
 
     /// Columns per part of a half: the 6 rows' part (18 KB of f32 at most)
@@ -1073,39 +1074,33 @@ mod avx2 {
     );
 
     thread_local! {
-        /// Per-thread scratch of [`walk`]: a chunk's token rows in the
-        /// split layout ([`split_row`]), [chunk][n] f32.
-        static SPLIT_ACTS: std::cell::RefCell<crate::kernels::aligned::AlignedF32> =
-            const { std::cell::RefCell::new(crate::kernels::aligned::AlignedF32::new()) };
+        /// Per-thread scratch of [`walk`]: a chunk's token rows, f16 in the
+        /// split layout ([`split_act_row`]), [chunk][n] f16.
+        static SPLIT_ACTS: std::cell::RefCell<crate::kernels::aligned::AlignedBytes> =
+            const { std::cell::RefCell::new(crate::kernels::aligned::AlignedBytes::new()) };
         /// Per-thread scratch of [`walk`]: the accumulators of a row
         /// block's tiles between column parts and halves,
         /// [chunk / RN][half][RM][RN].
         static SAVED: std::cell::RefCell<Vec<__m256>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
-    /// A row of `n` (`n % 16 == 0`) values in the split layout: `dst[..n/2]`
-    /// holds lanes 0..8 of every 16-element step in order, `dst[n/2..]`
-    /// lanes 8..16 (so each half of a tile reads whole cache lines); `src`
-    /// holds f16 (`F16`, widened exactly) or f32 values.
+    /// A row of `n` (`n % 16 == 0`) f16 weights widened (exactly) into the
+    /// split layout: `dst[..n/2]` holds lanes 0..8 of every 16-element step
+    /// in order, `dst[n/2..]` lanes 8..16 (so each half of a tile reads
+    /// whole cache lines).
     ///
     /// # Safety
-    /// `src` holds n values, `dst` n f32; the CPU has AVX2, FMA, F16C.
+    /// `src` holds 2n bytes, `dst` n f32; the CPU has AVX2, FMA, F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn split_row<const F16: bool>(src: *const u8, n: usize, dst: *mut f32) {
+    unsafe fn split_row(src: *const u8, n: usize, dst: *mut f32) {
         let h = n / 2;
         let mut l = 0;
         while l < n {
             // SAFETY: l + 16 ≤ n: this step's 16 values in src, dst's
             // l/2..l/2 + 8 and h + l/2..h + l/2 + 8.
             unsafe {
-                let (lo, hi) = if F16 {
-                    (
-                        _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l) as *const __m128i)),
-                        _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l + 16) as *const __m128i)),
-                    )
-                } else {
-                    (_mm256_loadu_ps(src.add(4 * l) as *const f32), _mm256_loadu_ps(src.add(4 * l + 32) as *const f32))
-                };
+                let lo = _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l) as *const __m128i));
+                let hi = _mm256_cvtph_ps(_mm_loadu_si128(src.add(2 * l + 16) as *const __m128i));
                 _mm256_storeu_ps(dst.add(l / 2), lo);
                 _mm256_storeu_ps(dst.add(h + l / 2), hi);
             }
@@ -1113,8 +1108,31 @@ mod avx2 {
         }
     }
 
+    /// A token's `n` (`n % 16 == 0`) f16 values (the activation row's f16
+    /// copy, [`super::round_act_row`]) into the split layout as f16: the
+    /// tiles convert them in registers, 2 conversions per 12 FMAs, and read
+    /// half the bytes from L2 (f32 tokens ran pp512 ~7–9 % slower).
+    ///
+    /// # Safety
+    /// `src` and `dst` hold 2n bytes; the CPU has AVX2, FMA, F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn split_act_row(src: *const u8, n: usize, dst: *mut u8) {
+        let mut l = 0;
+        while l < n {
+            // SAFETY: l + 16 ≤ n: this step's 32 bytes in src, dst's bytes
+            // l..l + 16 and n + l..n + l + 16.
+            unsafe {
+                let v = _mm256_loadu_si256(src.add(2 * l) as *const __m256i);
+                _mm_storeu_si128(dst.add(l) as *mut __m128i, _mm256_castsi256_si128(v));
+                _mm_storeu_si128(dst.add(n + l) as *mut __m128i, _mm256_extracti128_si256::<1>(v));
+            }
+            l += KN;
+        }
+    }
+
     /// Elements `l0..l1` (8-lane steps, in order) of the chains of a tile
-    /// of RB rows at `w` × TB tokens at `a`, `n` f32 apart, from `c`.
+    /// of RB rows at `w` (f32) × TB tokens at `a` (f16), `n` values apart,
+    /// from `c`.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn span<const RB: usize, const TB: usize>(
@@ -1123,7 +1141,7 @@ mod avx2 {
         l1: usize,
         n: usize,
         w: *const f32,
-        a: *const f32,
+        a: *const u16,
     ) -> [[__m256; TB]; RB] {
         let mut l = l0;
         while l < l1 {
@@ -1132,7 +1150,7 @@ mod avx2 {
             unsafe {
                 let mut av = [_mm256_setzero_ps(); TB];
                 for (j, av) in av.iter_mut().enumerate() {
-                    *av = _mm256_loadu_ps(a.add(j * n + l));
+                    *av = _mm256_cvtph_ps(_mm_loadu_si128(a.add(j * n + l) as *const __m128i));
                 }
                 for (i, c) in c.iter_mut().enumerate() {
                     let wv = _mm256_loadu_ps(w.add(i * n + l));
@@ -1147,8 +1165,8 @@ mod avx2 {
     }
 
     /// Columns `l0..l1` of half `half` (`l1 ≤ n/2`) of a tinyBLAS tile of
-    /// RB rows × TB tokens in the split layout, `n` f32 apart at `w` and
-    /// `a`: half 0 runs lanes 0..8 of every output's chain, half 1 lanes
+    /// RB rows × TB tokens in the split layout, `n` values apart at `w`
+    /// (f32) and `a` (f16): half 0 runs lanes 0..8 of every output's chain, half 1 lanes
     /// 8..16, each lane's chain in order, so the bits of
     /// [`super::dot_scalar`]. The accumulators of each half start at zero
     /// (`l0 == 0`) or from `acc` ([half][RB][TB] vectors) and go back there;
@@ -1168,7 +1186,7 @@ mod avx2 {
         l0: usize,
         l1: usize,
         w: *const f32,
-        a: *const f32,
+        a: *const u16,
         acc: *mut __m256,
         o: *mut f32,
         orow: usize,
@@ -1202,7 +1220,7 @@ mod avx2 {
     }
 
     /// The tinyBLAS walk on AVX2 (`n % 16 == 0`, shapes checked): per
-    /// chunk of tokens, their rows in the split layout (`SPLIT_ACTS`); per
+    /// chunk of tokens, their f16 rows in the split layout (`SPLIT_ACTS`); per
     /// block of `RM` weight rows, the rows widened into it (`WIDENED`), then
     /// the first half of the columns over every tile of the chunk, then the
     /// second (each in parts of `PART_HALF`), so only a part of the rows
@@ -1231,11 +1249,11 @@ mod avx2 {
         WIDENED.with(|wide| {
             SPLIT_ACTS.with(|acts| {
                 SAVED.with(|saved| {
-                    // wide: [RM][n], acts: [chunk][n] f32 (split layout);
+                    // wide: [RM][n] f32, acts: [chunk][n] f16 (split layout);
                     // saved: [chunk / RN][half][RM][RN] vectors
                     let (mut wide, mut acts, mut saved) = (wide.borrow_mut(), acts.borrow_mut(), saved.borrow_mut());
                     let wide = wide.grown_to(RM * n).as_mut_ptr();
-                    let acts = acts.grown_to(chunk.min(nt) * n).as_mut_ptr();
+                    let acts = acts.grown_to(chunk.min(nt) * 2 * n).as_mut_ptr();
                     let slots = chunk.min(nt).div_ceil(RN) * 2 * RM * RN;
                     if saved.len() < slots {
                         saved.resize(slots, _mm256_setzero_ps());
@@ -1251,12 +1269,12 @@ mod avx2 {
                         unsafe {
                             if split_t0 != t0 {
                                 for t in t0..end {
-                                    split_row::<false>(ap.add(t * s), n, acts.add((t - t0) * n));
+                                    split_act_row(ap.add(t * s + 4 * n), n, acts.add((t - t0) * 2 * n));
                                 }
                                 split_t0 = t0;
                             }
                             for i in 0..rb {
-                                split_row::<true>(wp.add((r + i) * ws), n, wide.add(i * n));
+                                split_row(wp.add((r + i) * ws), n, wide.add(i * n));
                             }
                             for half in 0..2 {
                                 let mut l0 = 0;
@@ -1265,7 +1283,7 @@ mod avx2 {
                                     let mut t = t0;
                                     while t < end {
                                         let tb = RN.min(end - t);
-                                        let a = acts.add((t - t0) * n) as *const f32;
+                                        let a = acts.add((t - t0) * 2 * n) as *const u16;
                                         let acc = saved.add((t - t0) / RN * 2 * RM * RN);
                                         let o = o.add(r * orow + t * otok);
                                         macro_rules! tile {
