@@ -1145,7 +1145,7 @@ mod avx2 {
     ) -> [[__m256; TB]; RB] {
         let mut l = l0;
         while l < l1 {
-            // SAFETY: l + 8 ≤ l1 ≤ n: rows and tokens hold n f32 each (the
+            // SAFETY: l + 8 ≤ l1 ≤ n: rows hold n f32, tokens n f16 (the
             // caller's contract).
             unsafe {
                 let mut av = [_mm256_setzero_ps(); TB];
@@ -1166,15 +1166,15 @@ mod avx2 {
 
     /// Columns `l0..l1` of half `half` (`l1 ≤ n/2`) of a tinyBLAS tile of
     /// RB rows × TB tokens in the split layout, `n` values apart at `w`
-    /// (f32) and `a` (f16): half 0 runs lanes 0..8 of every output's chain, half 1 lanes
-    /// 8..16, each lane's chain in order, so the bits of
+    /// (f32) and `a` (f16): half 0 runs lanes 0..8 of every output's chain,
+    /// half 1 lanes 8..16, each lane's chain in order, so the bits of
     /// [`super::dot_scalar`]. The accumulators of each half start at zero
     /// (`l0 == 0`) or from `acc` ([half][RB][TB] vectors) and go back there;
     /// at the end of half 1 (`l1 == n/2`) the two halves are reduced and
     /// output (i, j) written to `o + i·orow + j·otok`.
     ///
     /// # Safety
-    /// The rows and tokens hold n f32; `acc` holds 2·RB·TB vectors (half 0's
+    /// The rows hold n f32, the tokens n f16; `acc` holds 2·RB·TB vectors (half 0's
     /// complete before half 1 ends); the outputs are valid for writes; the
     /// CPU has AVX2, FMA, F16C.
     #[allow(clippy::too_many_arguments)]
@@ -1263,8 +1263,10 @@ mod avx2 {
                     super::super::tinyblas_f32::walk_row_blocks(n_rows, nt, chunk, RM, |rb, r, t0, end| {
                         // SAFETY: rows r..r + rb ≤ n_rows and tokens
                         // t0..end ≤ nt lie within the buffers checked by the
-                        // caller; the scratch holds RM rows and a chunk of
-                        // tokens of n f32, and a chunk's tiles' accumulators;
+                        // caller (a token's f16 copy at 4n of its 6n
+                        // bytes); the scratch holds RM rows of n f32, a
+                        // chunk of tokens of n f16 and their tiles'
+                        // accumulators;
                         // the outputs are the caller's.
                         unsafe {
                             if split_t0 != t0 {
