@@ -118,6 +118,7 @@ static int peak(int avx2) {
 #define FM(i) "vfmadd231ps %%ymm12,%%ymm13,%%ymm" #i "\n"
 #define CV(i) "vcvtdq2ps %%ymm12,%%ymm" #i "\n"
 #define SG(i) "vpsignb %%ymm12,%%ymm13,%%ymm" #i "\n"
+#define AB(i) "vpabsb %%ymm12,%%ymm" #i "\n"
 #define SHB(i) "vpshufb %%ymm12,%%ymm13,%%ymm" #i "\n"
 #define AD(i) "vpaddd %%ymm12,%%ymm13,%%ymm" #i "\n"
 #define CH(i) "vcvtph2ps %%xmm12,%%ymm" #i "\n"
@@ -142,6 +143,12 @@ static void avx2_rates(void) {
     RATE2("reference's (1.5 vpsignb, 0.25 vmulps)", 8,
           V8(UBS) V8(WD) V8(FM) V8(CV) V8(SG) SG(0) SG(1) SG(2) SG(3) MUL(4) MUL(5));
     RATE2("i16 form: 2 vpmaddwd + vpaddd + cvt + fma", 8, V8(WD) V8(WD) V8(AD) V8(CV) V8(FM));
+    // the table types' (IQ4_NL, MXFP4) integer dot per 32 products: the
+    // sign trick (vpsignb, vpmaddubsw, vpmaddwd, vpaddd; a vpabsb per 2
+    // and a table vpshufb per 4) against i16 operands (2 vpmaddwd, 2 vpaddd)
+    RATE2("table dot, sign trick (per 32 products)", 8,
+          V8(SG) V8(UBS) V8(WD) V8(AD) AB(0) AB(1) AB(2) AB(3) SHB(4) SHB(5));
+    RATE2("table dot, i16 operands (per 32 products)", 8, V8(WD) V8(WD) V8(AD) V8(AD));
     RATE2("vfmadd231ps + vcvtph2ps (per pair)", 8, V8(FM) V8(CH));
     // the F16 kernel's 3 x 2 tile step (avx2 `tile_any`: 3 weight rows x 2
     // tokens, 2 ymm chains each: 10 loads, 12 FMAs) with its data in L1

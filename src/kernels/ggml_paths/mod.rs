@@ -64,6 +64,7 @@ pub mod repack;
 pub mod repack_rows;
 pub mod repack_tiles;
 pub mod repack_tiles_k;
+pub mod repack_tiles_wide;
 pub mod tiled;
 #[cfg(target_arch = "x86_64")]
 pub mod tiled_vnni;

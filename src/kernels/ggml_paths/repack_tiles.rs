@@ -47,6 +47,9 @@
 //! `vpmaddwd`; the tables + 128 (up to 241) would saturate, so there the
 //! AVX2 dot takes the signed values (`vpmaddubsw(|a|, sign(w, a))`, a pair
 //! ≤ 2·128·127) with no offset, widening each product pair to i32.
+//! From 16 tokens the table types leave this kernel for
+//! `repack_tiles_wide` (the same bits through i16 products, unpacked once
+//! per call).
 //!
 //! Q4_K has its own layout and kernel (`repack_tiles_k`); the functions
 //! here dispatch to it.
@@ -63,7 +66,7 @@ pub(super) mod kind {
 
 /// Bytes of one file block of the tiled 32-block types (scale, then 16
 /// bytes of nibbles) and of its scale (Q4_0, IQ4_NL: f16; MXFP4: E8M0).
-const fn block_bytes(k: u8) -> (usize, usize) {
+pub(super) const fn block_bytes(k: u8) -> (usize, usize) {
     if k == kind::MXFP4 {
         (17, 1)
     } else {
@@ -88,13 +91,13 @@ pub const GROUP_ROWS: usize = 8;
 pub const STRIP_ROWS: usize = 16;
 
 /// Bytes of one block of one 8-row group in the tiles of kind `k`.
-const fn group_block(k: u8) -> usize {
+pub(super) const fn group_block(k: u8) -> usize {
     GROUP_ROWS * block_bytes(k).0
 }
 
 /// Byte offset in the tiles of row `r0` (a multiple of 16) of a matrix of
 /// `cols` columns of the 32-block kind `k`.
-fn rows_offset_b32(k: u8, cols: usize, r0: usize) -> usize {
+pub(super) fn rows_offset_b32(k: u8, cols: usize, r0: usize) -> usize {
     r0 / GROUP_ROWS * (cols / QK) * group_block(k)
 }
 
@@ -235,6 +238,9 @@ pub(super) mod x86 {
         /// Q4_K's in `repack_tiles_k`): the entry point then has
         /// AVX-512F/BW/VNNI.
         const STRIP_ZMM: bool;
+        /// Whether the table types' products from `MIN_TOKENS` tokens run
+        /// through i16 (`repack_tiles_wide`): plain AVX2's.
+        const WIDE: bool;
         /// The offset the table weights of [`iq_table`](Self::iq_table)
         /// carry: the kernel subtracts `IQ_OFF·Σa`.
         const IQ_OFF: i32;
@@ -263,6 +269,7 @@ pub(super) mod x86 {
         const Q4_0_TOKENS: usize = 4;
         const Q4_0_ROLLED: bool = false;
         const STRIP_ZMM: bool = true;
+        const WIDE: bool = false;
         // the table + 128 as u8 (`vpdpbusd` takes unsigned weights)
         const IQ_OFF: i32 = 128;
         #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512vl,avx512vnni")]
@@ -313,6 +320,7 @@ pub(super) mod x86 {
         /// IQ4_NL, 4 tokens a step, gained nothing from it.)
         const Q4_0_ROLLED: bool = true;
         const STRIP_ZMM: bool = false;
+        const WIDE: bool = true;
         // the signed table values (`iq` takes them as they are)
         const IQ_OFF: i32 = 0;
         #[target_feature(enable = "avx2,fma,f16c")]
@@ -434,7 +442,7 @@ pub(super) mod x86 {
     }
 
     /// Kind `K`'s table.
-    fn table_of(k: u8) -> &'static [i8; 16] {
+    pub(in super::super) fn table_of(k: u8) -> &'static [i8; 16] {
         if k == kind::MXFP4 {
             &KVALUES_MXFP4
         } else {
@@ -495,6 +503,12 @@ pub(super) mod x86 {
                 "tiled kernel: tiles too short"
             );
             assert!(a.len() >= (nt - 1) * s + nb * 34, "tiled kernel: activations too short");
+            if D::WIDE && is_table(K) && nt >= super::super::repack_tiles_wide::x86::MIN_TOKENS {
+                // (Q4_0's nibbles stay here: their products sum in i16,
+                // one `vpmaddwd` per 8 `vpmaddubsw`; through i16 they ran
+                // at 0.75 of this kernel's speed)
+                return super::super::repack_tiles_wide::x86::tiled::<K>(n, tiles, n_rows, a, s, nt, out, os);
+            }
             let (tp, ap, op) = (tiles.as_ptr(), a.as_ptr(), out);
             // [nb][nt] −off·Σa of each activation block (the weights' offset;
             // none for AVX2's tables), and [nb][nt] its scale as f32 (a step

@@ -373,7 +373,9 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
             let cols = if ty == Q4_K { cols.next_multiple_of(256) } else { cols };
             let rb = ty.row_size(cols as u64).expect("row size") as usize;
             let (arow, s) = (act.row_bytes(cols), act.row_bytes(cols) + 5);
-            let max_nt = 67;
+            // (from 16 tokens AVX2 takes `repack_tiles_wide`: 3 tokens a
+            // step, so 16–18 end on each remainder; 300 spans four chunks)
+            let max_nt = if cols == 1536 { 300 } else { 67 };
             let mut a = vec![0u8; 1 + max_nt * s];
             for t in 0..max_nt {
                 let x = rng.data(cols);
@@ -384,7 +386,7 @@ fn repack_tiled_kernels_compute_the_scalar_emulations_bits() {
                 let tb = tiles_bytes(ty, rows, cols).expect("tiled");
                 let mut tiles = vec![0u8; tb + 1];
                 build(ty, rows, cols, &w, &mut tiles[1..]);
-                for nt in (1..=13).chain([max_nt]) {
+                for nt in (1..=18).chain([max_nt]) {
                     // token-major, with a gap after each token's rows that
                     // the kernel must leave alone
                     let os = rows + 3;
