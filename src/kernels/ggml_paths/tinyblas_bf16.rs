@@ -145,6 +145,13 @@ pub fn round_act_row(x: &[f32], out: &mut [u8]) {
     }
 }
 
+/// The row-block kernel ([`RowsFn`]) of the tinyBLAS path on plain AVX2
+/// (`avx2::rows_tinyblas`), for BF16 weights.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
+    (ty == GgmlType::BF16).then_some(avx2::rows_tinyblas as RowsFn)
+}
+
 /// The row-block kernel ([`RowsFn`]) of `path` on AVX512_BF16, where this
 /// CPU has it (see `avx512`).
 #[cfg(target_arch = "x86_64")]
@@ -554,6 +561,175 @@ mod avx2 {
         }
     }
 
+    /// Activation bytes per token chunk of [`rows_tinyblas`]: the chunk's
+    /// packed activations stay in L2 while every row pair of the call runs
+    /// over them.
+    const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `[n / 32][4]`
+    /// vectors each, `n` floats apart) × `TB` tokens (packed at `ap`, the
+    /// same layout, `n` floats apart), into `out[i][j]`: per 32-element step
+    /// the odd then the even products of each half, as [`step`].
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
+    unsafe fn block<const RB: usize, const TB: usize>(n: usize, wp: *const f32, ap: *const f32) -> [[f32; TB]; RB] {
+        // SAFETY: the caller's buffers hold RB rows and TB tokens of n floats.
+        unsafe {
+            let z = _mm256_setzero_ps();
+            let mut acc = [[[z; 2]; TB]; RB];
+            let mut l = 0;
+            while l < n {
+                let wv: [[__m256; 4]; RB] =
+                    std::array::from_fn(|i| std::array::from_fn(|k| _mm256_loadu_ps(wp.add(i * n + l + 8 * k))));
+                for j in 0..TB {
+                    let x = ap.add(j * n + l);
+                    let (e0, o0, e1, o1) = (
+                        _mm256_loadu_ps(x),
+                        _mm256_loadu_ps(x.add(8)),
+                        _mm256_loadu_ps(x.add(16)),
+                        _mm256_loadu_ps(x.add(24)),
+                    );
+                    for i in 0..RB {
+                        let [lo, hi] = &mut acc[i][j];
+                        *lo = _mm256_fmadd_ps(wv[i][0], e0, _mm256_fmadd_ps(wv[i][1], o0, *lo));
+                        *hi = _mm256_fmadd_ps(wv[i][2], e1, _mm256_fmadd_ps(wv[i][3], o1, *hi));
+                    }
+                }
+                l += KN;
+            }
+            let mut out = [[0f32; TB]; RB];
+            for i in 0..RB {
+                for j in 0..TB {
+                    out[i][j] = avx2_reduce_lo_hi(swap_mid(acc[i][j][0]), swap_mid(acc[i][j][1]));
+                }
+            }
+            out
+        }
+    }
+
+    /// `RowsFn` of the tinyBLAS path on AVX2 (ggml_vec_dot_bf16's where
+    /// `n % 32 != 0`, as [`tile`]). Per chunk of tokens the activations are
+    /// rounded and laid out as [`step`] reads them once for all rows (with
+    /// their safety bound per token), each weight row widened once per
+    /// chunk, then 2 rows × 2 tokens at a time: the per-token tile
+    /// re-rounded the activations and re-widened the row for every 4
+    /// tokens (~50 instructions per 32 products). Outputs outside the bound
+    /// are the scalar definition's, as in [`group`].
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX2 and FMA.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn rows_tinyblas(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
+        if !n.is_multiple_of(KN) {
+            for r in 0..n_rows {
+                // SAFETY: row r and the nt tokens lie within the checked
+                // buffers; out[r·os ..][..nt] is row r's outputs.
+                unsafe { tile(FloatPath::TinyBlas, n, &w[r * ws..], a, s, &mut out[r * os..r * os + nt]) };
+            }
+            return;
+        }
+        let chunk = (CHUNK_BYTES / (4 * n)).max(2).min(nt);
+        let steps = n / KN;
+        // [chunk][n] packed activations, [2][n] two widened rows
+        let mut acts = vec![0f32; chunk * n];
+        let mut rows2 = vec![0f32; 2 * n];
+        let mut tok_ok = vec![false; chunk];
+        let mut t0 = 0;
+        while t0 < nt {
+            let len = chunk.min(nt - t0);
+            for (t, ok) in tok_ok[..len].iter_mut().enumerate() {
+                let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
+                for st in 0..steps {
+                    // SAFETY: token t0 + t < nt holds 4n bytes at a[(t0 + t)·s..]
+                    // (checked); the packed row holds n floats.
+                    unsafe {
+                        let x = a.as_ptr().add((t0 + t) * s + 4 * KN * st);
+                        let v = [
+                            act8(x, &mut mn, &mut mx),
+                            act8(x.add(32), &mut mn, &mut mx),
+                            act8(x.add(64), &mut mn, &mut mx),
+                            act8(x.add(96), &mut mn, &mut mx),
+                        ];
+                        let d = acts.as_mut_ptr().add(t * n + KN * st);
+                        _mm256_storeu_ps(d, _mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]));
+                        _mm256_storeu_ps(d.add(8), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
+                        _mm256_storeu_ps(d.add(16), _mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]));
+                        _mm256_storeu_ps(d.add(24), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
+                    }
+                }
+                *ok = safe32(mn, mx);
+            }
+            let mut r = 0;
+            while r < n_rows {
+                let rb = (n_rows - r).min(2);
+                let mut row_ok = [false; 2];
+                for (i, ok) in row_ok[..rb].iter_mut().enumerate() {
+                    let (mut mn, mut mx) = (_mm256_set1_epi16(-1), _mm256_setzero_si256());
+                    for st in 0..steps {
+                        // SAFETY: row r + i < n_rows holds 2n bytes at
+                        // w[(r + i)·ws..] (checked); `rows2` 2n floats.
+                        unsafe {
+                            let wv = weights(w.as_ptr().add((r + i) * ws + 2 * KN * st), &mut mn, &mut mx);
+                            let d = rows2.as_mut_ptr().add(i * n + KN * st);
+                            for (k, v) in wv.iter().enumerate() {
+                                _mm256_storeu_ps(d.add(8 * k), *v);
+                            }
+                        }
+                    }
+                    *ok = safe16(mn, mx);
+                }
+                let mut t = 0;
+                while t < len {
+                    let tb = (len - t).min(2);
+                    let (wp, ap) = (rows2.as_ptr(), acts[t * n..].as_ptr());
+                    // SAFETY: rows2 holds rb rows, acts the chunk's len ≥ t + tb tokens.
+                    let v: [[f32; 2]; 2] = unsafe {
+                        match (rb, tb) {
+                            (2, 2) => block::<2, 2>(n, wp, ap),
+                            (2, _) => {
+                                let b = block::<2, 1>(n, wp, ap);
+                                [[b[0][0], 0.0], [b[1][0], 0.0]]
+                            }
+                            (_, 2) => {
+                                let b = block::<1, 2>(n, wp, ap);
+                                [b[0], [0.0; 2]]
+                            }
+                            _ => [[block::<1, 1>(n, wp, ap)[0][0], 0.0], [0.0; 2]],
+                        }
+                    };
+                    for i in 0..rb {
+                        for j in 0..tb {
+                            let tt = t0 + t + j;
+                            out[(r + i) * os + tt] = if row_ok[i] && tok_ok[t + j] {
+                                v[i][j]
+                            } else {
+                                // a denormal or a NaN may be on the way: the exact definition
+                                let wr = &w[(r + i) * ws..(r + i) * ws + 2 * n];
+                                sgemm_dot(n, wr, &a[tt * s..tt * s + 4 * n])
+                            };
+                        }
+                    }
+                    t += tb;
+                }
+                r += rb;
+            }
+            t0 += len;
+        }
+    }
+
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
@@ -611,6 +787,16 @@ mod tests {
                 // runs on this CPU.
                 unsafe { f(64, &wb, &ab, 256, &mut out) };
                 assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
+            }
+            // the row-block kernel of the tinyBLAS path, where the set has
+            // one: the same row twice (a 2-row block), both tokens
+            if let Some(rows) = (set.ggml_rows)(GgmlType::BF16, super::super::Path::TinyBlasBf16) {
+                let w2 = [wb.clone(), wb.clone()].concat();
+                let mut out = [f32::NAN; 4];
+                // SAFETY: two rows of 64 values 128 bytes apart, two tokens
+                // 256 bytes apart, outputs [2][2]; the set runs on this CPU.
+                unsafe { rows(64, &w2, 128, 2, &ab, 256, 2, &mut out, 2) };
+                assert_eq!(out.map(f32::to_bits), [0; 4], "{} rows", set.name);
             }
         }
     }
