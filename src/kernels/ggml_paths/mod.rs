@@ -218,7 +218,8 @@ pub fn avx2_rows(ty: GgmlType, path: Path) -> Option<RowsFn> {
         Path::TinyBlasF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::TinyBlas),
         Path::VecDotF16 => tinyblas_f16::avx2_rows(ty, tinyblas_f16::F16Path::VecDot),
         Path::Tiled => tiled_vnni::avx2_rows(ty),
-        Path::TinyBlasBf16 => tinyblas_bf16::avx2_rows(ty),
+        Path::TinyBlasBf16 => tinyblas_bf16::avx2_rows(ty, tinyblas_f32::FloatPath::TinyBlas),
+        Path::VecDotBf16 => tinyblas_bf16::avx2_rows(ty, tinyblas_f32::FloatPath::VecDot),
         _ => None,
     }
 }

@@ -145,11 +145,14 @@ pub fn round_act_row(x: &[f32], out: &mut [u8]) {
     }
 }
 
-/// The row-block kernel ([`RowsFn`]) of the tinyBLAS path on plain AVX2
-/// (`avx2::rows_tinyblas`), for BF16 weights.
+/// The row-block kernel ([`RowsFn`]) of `path` on plain AVX2
+/// (`avx2::rows_tinyblas`, `avx2::rows_vec_dot`), for BF16 weights.
 #[cfg(target_arch = "x86_64")]
-pub fn avx2_rows(ty: GgmlType) -> Option<RowsFn> {
-    (ty == GgmlType::BF16).then_some(avx2::rows_tinyblas as RowsFn)
+pub fn avx2_rows(ty: GgmlType, path: FloatPath) -> Option<RowsFn> {
+    (ty == GgmlType::BF16).then_some(match path {
+        FloatPath::TinyBlas => avx2::rows_tinyblas as RowsFn,
+        FloatPath::VecDot => avx2::rows_vec_dot as RowsFn,
+    })
 }
 
 /// The row-block kernel ([`RowsFn`]) of `path` on AVX512_BF16, where this
@@ -730,6 +733,172 @@ mod avx2 {
         }
     }
 
+    /// Packs the first `np` (a multiple of 32) activations of one token at
+    /// `x` (rounded, each 32-element step as [`step`] reads it) into `d`;
+    /// whether they lie within the safe bound.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn pack_token(np: usize, x: *const u8, d: *mut f32) -> bool {
+        // SAFETY: the caller's `x` holds 4·np bytes, `d` np floats.
+        unsafe {
+            let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
+            for st in 0..np / KN {
+                let x = x.add(4 * KN * st);
+                let v = [
+                    act8(x, &mut mn, &mut mx),
+                    act8(x.add(32), &mut mn, &mut mx),
+                    act8(x.add(64), &mut mn, &mut mx),
+                    act8(x.add(96), &mut mn, &mut mx),
+                ];
+                let d = d.add(KN * st);
+                _mm256_storeu_ps(d, _mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]));
+                _mm256_storeu_ps(d.add(8), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
+                _mm256_storeu_ps(d.add(16), _mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]));
+                _mm256_storeu_ps(d.add(24), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
+            }
+            safe32(mn, mx)
+        }
+    }
+
+    /// ggml_vec_dot_bf16's two accumulators (c1 over the first 32 of each
+    /// 64 elements, c2 the second; lo/hi halves) of `R` weight rows (`ws`
+    /// bytes apart at `w`) against one packed token `x` (`np` floats), and
+    /// whether each row's weights lie within the safe bound.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn vec_dot_rows<const R: usize>(
+        np: usize,
+        w: *const u8,
+        ws: usize,
+        x: *const f32,
+    ) -> ([[__m256; 4]; R], [bool; R]) {
+        // SAFETY: the caller's rows hold 2·np bytes, `x` np floats.
+        unsafe {
+            let z = _mm256_setzero_ps();
+            let mut acc = [[z; 4]; R];
+            let mut wmn = [_mm256_set1_epi32(-1); R];
+            let mut wmx = [_mm256_setzero_si256(); R];
+            let mut l = 0;
+            while l < np {
+                let c = 2 * ((l / KN) % 2);
+                let xp = x.add(l);
+                let (e0, o0, e1, o1) = (
+                    _mm256_loadu_ps(xp),
+                    _mm256_loadu_ps(xp.add(8)),
+                    _mm256_loadu_ps(xp.add(16)),
+                    _mm256_loadu_ps(xp.add(24)),
+                );
+                for (i, acc) in acc.iter_mut().enumerate() {
+                    let wv = weights(w.add(i * ws + 2 * l), &mut wmn[i], &mut wmx[i]);
+                    acc[c] = _mm256_fmadd_ps(wv[0], e0, _mm256_fmadd_ps(wv[1], o0, acc[c]));
+                    acc[c + 1] = _mm256_fmadd_ps(wv[2], e1, _mm256_fmadd_ps(wv[3], o1, acc[c + 1]));
+                }
+                l += KN;
+            }
+            let mut ok = [false; R];
+            for (i, ok) in ok.iter_mut().enumerate() {
+                *ok = safe16(wmn[i], wmx[i]);
+            }
+            (acc, ok)
+        }
+    }
+
+    /// `RowsFn` of the ggml_vec_dot_bf16 path on AVX2 (decodes: the rows of
+    /// a call are the stream segments' rows): each token's activations
+    /// rounded and laid out once per call for all its rows, the rows 2 at a
+    /// time (the per-row tile re-rounded them for every row); outputs
+    /// outside the bound from the scalar definition, as in [`group`].
+    ///
+    /// # Safety
+    /// As [`crate::kernels::RowsFn`]; the CPU has AVX2 and FMA.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn rows_vec_dot(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+    ) {
+        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
+        thread_local! {
+            /// One packed token (a decode calls this kernel per stream
+            /// segment row: an allocation per call took ~15 % of a token).
+            static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let np = n & !63;
+        PACKED.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < np {
+                p.resize(np, 0.0);
+            }
+            // SAFETY: this fn's contract (checked shapes; AVX2 and FMA).
+            unsafe { rows_vec_dot_packed(n, w, ws, n_rows, a, s, nt, out, os, &mut p[..np]) }
+        })
+    }
+
+    /// [`rows_vec_dot`] with its scratch for one packed token.
+    ///
+    /// # Safety
+    /// As [`rows_vec_dot`], its shapes checked; `packed` holds `n & !63` floats.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn rows_vec_dot_packed(
+        n: usize,
+        w: &[u8],
+        ws: usize,
+        n_rows: usize,
+        a: &[u8],
+        s: usize,
+        nt: usize,
+        out: &mut [f32],
+        os: usize,
+        packed: &mut [f32],
+    ) {
+        let np = n & !63;
+        assert!(packed.len() >= np, "rows_vec_dot: scratch");
+        for t in 0..nt {
+            let x = &a[t * s..t * s + 4 * n];
+            // SAFETY: the token holds 4n bytes (checked), `packed` np floats.
+            let tok_ok = unsafe { pack_token(np, x.as_ptr(), packed.as_mut_ptr()) };
+            let mut r = 0;
+            while r < n_rows {
+                let rb = (n_rows - r).min(2);
+                let wp = w[r * ws..].as_ptr();
+                // SAFETY: rows r..r + rb hold 2n bytes each, `ws` apart (checked).
+                let (acc, ok): ([[__m256; 4]; 2], [bool; 2]) = unsafe {
+                    if rb == 2 {
+                        vec_dot_rows::<2>(np, wp, ws, packed.as_ptr())
+                    } else {
+                        let (a1, o1) = vec_dot_rows::<1>(np, wp, ws, packed.as_ptr());
+                        ([a1[0], a1[0]], [o1[0], false])
+                    }
+                };
+                for i in 0..rb {
+                    let wr = &w[(r + i) * ws..(r + i) * ws + 2 * n];
+                    out[(r + i) * os + t] = if ok[i] && tok_ok {
+                        let [c1lo, c1hi, c2lo, c2hi] = acc[i];
+                        // SAFETY: AVX2 (this fn's contract).
+                        let (r1, r2) = unsafe {
+                            (
+                                avx2_reduce_lo_hi(swap_mid(c1lo), swap_mid(c1hi)),
+                                avx2_reduce_lo_hi(swap_mid(c2lo), swap_mid(c2hi)),
+                            )
+                        };
+                        vec_dot_tail(n, np, wr, x, r1, r2)
+                    } else {
+                        // a denormal or a NaN may be on the way: the exact definition
+                        vec_dot(n, wr, x)
+                    };
+                }
+                r += rb;
+            }
+        }
+    }
+
     /// # Safety
     /// The `TileFn` contract (AVX2 and FMA present).
     pub(super) unsafe fn tile_tinyblas(n: usize, w: &[u8], a: &[u8], s: usize, out: &mut [f32]) {
@@ -788,15 +957,18 @@ mod tests {
                 unsafe { f(64, &wb, &ab, 256, &mut out) };
                 assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
             }
-            // the row-block kernel of the tinyBLAS path, where the set has
-            // one: the same row twice (a 2-row block), both tokens
-            if let Some(rows) = (set.ggml_rows)(GgmlType::BF16, super::super::Path::TinyBlasBf16) {
-                let w2 = [wb.clone(), wb.clone()].concat();
-                let mut out = [f32::NAN; 4];
-                // SAFETY: two rows of 64 values 128 bytes apart, two tokens
-                // 256 bytes apart, outputs [2][2]; the set runs on this CPU.
-                unsafe { rows(64, &w2, 128, 2, &ab, 256, 2, &mut out, 2) };
-                assert_eq!(out.map(f32::to_bits), [0; 4], "{} rows", set.name);
+            // the row-block kernels, where the set has them: the same row
+            // twice (a 2-row block), both tokens
+            for path in [super::super::Path::TinyBlasBf16, super::super::Path::VecDotBf16] {
+                if let Some(rows) = (set.ggml_rows)(GgmlType::BF16, path) {
+                    let w2 = [wb.clone(), wb.clone()].concat();
+                    let mut out = [f32::NAN; 4];
+                    // SAFETY: two rows of 64 values 128 bytes apart, two
+                    // tokens 256 bytes apart, outputs [2][2]; the set runs on
+                    // this CPU.
+                    unsafe { rows(64, &w2, 128, 2, &ab, 256, 2, &mut out, 2) };
+                    assert_eq!(out.map(f32::to_bits), [0; 4], "{} rows {path:?}", set.name);
+                }
             }
         }
     }
