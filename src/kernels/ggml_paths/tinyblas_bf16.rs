@@ -654,26 +654,9 @@ mod avx2 {
         while t0 < nt {
             let len = chunk.min(nt - t0);
             for (t, ok) in tok_ok[..len].iter_mut().enumerate() {
-                let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
-                for st in 0..steps {
-                    // SAFETY: token t0 + t < nt holds 4n bytes at a[(t0 + t)·s..]
-                    // (checked); the packed row holds n floats.
-                    unsafe {
-                        let x = a.as_ptr().add((t0 + t) * s + 4 * KN * st);
-                        let v = [
-                            act8(x, &mut mn, &mut mx),
-                            act8(x.add(32), &mut mn, &mut mx),
-                            act8(x.add(64), &mut mn, &mut mx),
-                            act8(x.add(96), &mut mn, &mut mx),
-                        ];
-                        let d = acts.as_mut_ptr().add(t * n + KN * st);
-                        _mm256_storeu_ps(d, _mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]));
-                        _mm256_storeu_ps(d.add(8), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
-                        _mm256_storeu_ps(d.add(16), _mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]));
-                        _mm256_storeu_ps(d.add(24), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
-                    }
-                }
-                *ok = safe32(mn, mx);
+                // SAFETY: token t0 + t < nt holds 4n bytes at a[(t0 + t)·s..]
+                // (checked); the packed row holds n floats.
+                *ok = unsafe { pack_token(n, a.as_ptr().add((t0 + t) * s), acts.as_mut_ptr().add(t * n)) };
             }
             let mut r = 0;
             while r < n_rows {
