@@ -644,7 +644,7 @@ mod avx2 {
             }
             return;
         }
-        let chunk = (CHUNK_BYTES / (4 * n)).max(2).min(nt);
+        let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(2).min(nt);
         let steps = n / KN;
         // [chunk][n] packed activations, [2][n] two widened rows
         let mut acts = vec![0f32; chunk * n];
