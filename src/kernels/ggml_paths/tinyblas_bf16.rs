@@ -571,12 +571,18 @@ mod avx2 {
 
     /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `[n / 32][4]`
     /// vectors each, `n` floats apart) × `TB` tokens (packed at `ap`, the
-    /// same layout, `n` floats apart), into `out[i][j]`: per 32-element step
-    /// the odd then the even products of each half, as [`step`].
+    /// same layout, `n` floats apart) into `out[i][j]` (`RB`, `TB` ≤ 2): per
+    /// 32-element step the odd then the even products of each half, as
+    /// [`step`].
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
-    unsafe fn block<const RB: usize, const TB: usize>(n: usize, wp: *const f32, ap: *const f32) -> [[f32; TB]; RB] {
+    unsafe fn block<const RB: usize, const TB: usize>(
+        n: usize,
+        wp: *const f32,
+        ap: *const f32,
+        out: &mut [[f32; 2]; 2],
+    ) {
         // SAFETY: the caller's buffers hold RB rows and TB tokens of n floats.
         unsafe {
             let z = _mm256_setzero_ps();
@@ -601,13 +607,11 @@ mod avx2 {
                 }
                 l += KN;
             }
-            let mut out = [[0f32; TB]; RB];
             for i in 0..RB {
                 for j in 0..TB {
                     out[i][j] = avx2_reduce_lo_hi(swap_mid(acc[i][j][0]), swap_mid(acc[i][j][1]));
                 }
             }
-            out
         }
     }
 
@@ -645,7 +649,6 @@ mod avx2 {
             return;
         }
         let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(2).min(nt);
-        let steps = n / KN;
         // [chunk][n] packed activations, [2][n] two widened rows
         let mut acts = vec![0f32; chunk * n];
         let mut rows2 = vec![0f32; 2 * n];
@@ -663,39 +666,24 @@ mod avx2 {
                 let rb = (n_rows - r).min(2);
                 let mut row_ok = [false; 2];
                 for (i, ok) in row_ok[..rb].iter_mut().enumerate() {
-                    let (mut mn, mut mx) = (_mm256_set1_epi16(-1), _mm256_setzero_si256());
-                    for st in 0..steps {
-                        // SAFETY: row r + i < n_rows holds 2n bytes at
-                        // w[(r + i)·ws..] (checked); `rows2` 2n floats.
-                        unsafe {
-                            let wv = weights(w.as_ptr().add((r + i) * ws + 2 * KN * st), &mut mn, &mut mx);
-                            let d = rows2.as_mut_ptr().add(i * n + KN * st);
-                            for (k, v) in wv.iter().enumerate() {
-                                _mm256_storeu_ps(d.add(8 * k), *v);
-                            }
-                        }
-                    }
-                    *ok = safe16(mn, mx);
+                    // SAFETY: row r + i < n_rows holds 2n bytes at
+                    // w[(r + i)·ws..] (checked); `rows2` 2n floats.
+                    *ok = unsafe { widen_row(n, w.as_ptr().add((r + i) * ws), rows2.as_mut_ptr().add(i * n)) };
                 }
                 let mut t = 0;
                 while t < len {
                     let tb = (len - t).min(2);
                     let (wp, ap) = (rows2.as_ptr(), acts[t * n..].as_ptr());
+                    let mut v = [[0f32; 2]; 2];
                     // SAFETY: rows2 holds rb rows, acts the chunk's len ≥ t + tb tokens.
-                    let v: [[f32; 2]; 2] = unsafe {
+                    unsafe {
                         match (rb, tb) {
-                            (2, 2) => block::<2, 2>(n, wp, ap),
-                            (2, _) => {
-                                let b = block::<2, 1>(n, wp, ap);
-                                [[b[0][0], 0.0], [b[1][0], 0.0]]
-                            }
-                            (_, 2) => {
-                                let b = block::<1, 2>(n, wp, ap);
-                                [b[0], [0.0; 2]]
-                            }
-                            _ => [[block::<1, 1>(n, wp, ap)[0][0], 0.0], [0.0; 2]],
+                            (2, 2) => block::<2, 2>(n, wp, ap, &mut v),
+                            (2, _) => block::<2, 1>(n, wp, ap, &mut v),
+                            (_, 2) => block::<1, 2>(n, wp, ap, &mut v),
+                            _ => block::<1, 1>(n, wp, ap, &mut v),
                         }
-                    };
+                    }
                     for i in 0..rb {
                         for j in 0..tb {
                             let tt = t0 + t + j;
@@ -713,6 +701,24 @@ mod avx2 {
                 r += rb;
             }
             t0 += len;
+        }
+    }
+
+    /// Widens the first `np` (a multiple of 32) bf16 weights of one row at
+    /// `w` into `d`, each 32-element step as [`weights`] gives it; whether
+    /// they lie within the safe bound.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn widen_row(np: usize, w: *const u8, d: *mut f32) -> bool {
+        // SAFETY: the caller's `w` holds 2·np bytes, `d` np floats.
+        unsafe {
+            let (mut mn, mut mx) = (_mm256_set1_epi16(-1), _mm256_setzero_si256());
+            for st in 0..np / KN {
+                let wv = weights(w.add(2 * KN * st), &mut mn, &mut mx);
+                for (k, v) in wv.iter().enumerate() {
+                    _mm256_storeu_ps(d.add(KN * st + 8 * k), *v);
+                }
+            }
+            safe16(mn, mx)
         }
     }
 
