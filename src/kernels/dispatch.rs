@@ -30,7 +30,8 @@ pub enum ActType {
     F32,
     /// little-endian f32 rounded to the nearest bf16 (BF16 weights: the
     /// reference converts the activations to bf16, `ggml_cpu_fp32_to_bf16`,
-    /// once per product; held as f32, which every BF16 kernel reads)
+    /// once per product; held as f32, which every BF16 kernel reads), then
+    /// the AVX2 kernels' packed copy and bound (`tinyblas_bf16::round_act_row`)
     Bf16Rounded,
     /// little-endian f32 rounded to the nearest f16 (F16 weights: the
     /// reference converts the activations to f16, `ggml_cpu_fp32_to_fp16`,
@@ -76,7 +77,8 @@ impl ActType {
     /// block size).
     pub fn row_bytes(self, n: usize) -> usize {
         match self {
-            ActType::F32 | ActType::Bf16Rounded => 4 * n,
+            ActType::F32 => 4 * n,
+            ActType::Bf16Rounded => super::ggml_paths::tinyblas_bf16::act_row_bytes(n),
             ActType::F16Rounded => 6 * n,
             ActType::Q8_0 => n / QK * 34,
             ActType::Q8_1 => n / QK * 36,

@@ -88,10 +88,10 @@ fn act_as_ggml(act: ActType) -> GgmlType {
     }
 }
 
-/// The values of an activation row (an F16Rounded row's f32 part: its f16
-/// copy holds the same values).
+/// The values of an activation row (an F16Rounded or Bf16Rounded row's f32
+/// part: its copy holds the same values).
 fn act_values(act: ActType, bytes: &[u8], n: usize) -> Vec<f32> {
-    let bytes = if act == ActType::F16Rounded { &bytes[..4 * n] } else { bytes };
+    let bytes = if matches!(act, ActType::F16Rounded | ActType::Bf16Rounded) { &bytes[..4 * n] } else { bytes };
     dequantize(act_as_ggml(act), bytes, n)
 }
 

@@ -33,10 +33,12 @@
 //! (`vcvtne2ps2bf16`, exact on bf16 values but for denormals, which it
 //! flushes to zeros of their sign: what `vdpbf16ps` reads them as anyway).
 //!
-//! The AVX2 versions lay each 32-element step out as its 16 even elements
-//! then its 16 odd ones (weights once per call, activations once per token,
-//! in a per-thread scratch), so that lane `i` of two 8-lane vectors is lane
-//! `i` of the reference's accumulator.
+//! The AVX2 row kernels read each 32-element step as the even then the odd
+//! elements of its pairs 0..8, then of its pairs 8..16, so that lane `i` of
+//! each 8-lane vector is a lane of the reference's accumulator: the
+//! activations in that layout once per matmul (the packed copy of
+//! [`round_act_row`]), each weight row widened in registers (decodes) or
+//! once per chunk of tokens (prefills).
 
 #[cfg(target_arch = "x86_64")]
 use super::super::dispatch::RowsFn;
@@ -130,19 +132,66 @@ fn vec_dot_tail(n: usize, np: usize, w: &[u8], x: &[u8], r1: f32, r2: f32) -> f3
 
 float_tiles!(BF16);
 
+/// Bytes of an activation row of `n` values for BF16 weights
+/// ([`round_act_row`]): the rounded values as f32, their packed copy, and
+/// one 32-byte word saying whether the row lies within the AVX2 kernels'
+/// bound.
+pub const fn act_row_bytes(n: usize) -> usize {
+    8 * n + 32
+}
+
+/// Smallest magnitude (f32 bits) a nonzero value may have for the AVX2
+/// kernels' fma chains to meet no denormal (see `avx2`): 2^-56.
+const SAFE_MIN: u32 = 71 << 23;
+
+/// Whether a rounded activation (f32 bits) is 0 or a magnitude in
+/// [2^-56, ∞] (not a NaN): the bound of the AVX2 kernels.
+fn in_bound(bits: u32) -> bool {
+    let m = bits & 0x7fff_ffff;
+    m == 0 || (SAFE_MIN..=0x7f80_0000).contains(&m)
+}
+
+/// Where element `j` (< 32) of a 32-element step lies in its packed copy:
+/// the step as the AVX2 kernels read it, the 8 even then the 8 odd elements
+/// of pairs 0..8, then of pairs 8..16 (lane `i` of each vector is pair `i`
+/// of its half, lane `i` of `vdpbf16ps`'s accumulator).
+const fn packed_index(j: usize) -> usize {
+    let (pair, odd) = (j / 2, j % 2);
+    16 * (pair / 8) + 8 * odd + pair % 8
+}
+
 /// Activations rounded to bf16 as `ggml_cpu_fp32_to_bf16` rounds them (to
 /// nearest even, NaN quieted), held as f32: the activation format of BF16
-/// weights (`x` f32 values, `out` 4 bytes each).
+/// weights (`x` n values, `out` [`act_row_bytes`]`(n)` bytes):
+///
+/// - `out[..4n]`: the rounded values, which every kernel reads;
+/// - `out[4n..8n]`: the same values, each whole 32-element step laid out as
+///   [`packed_index`] says (the rest as it is), which the AVX2 row kernels
+///   read: a decode's rows then share one layout per matmul instead of one
+///   per kernel call (which had cost ~30 % of the kernel);
+/// - `out[8n..8n + 4]`: 1 if every rounded value is within the AVX2
+///   kernels' bound ([`in_bound`]), else 0; the rest of the word 0.
 pub fn round_act_row(x: &[f32], out: &mut [u8]) {
-    assert!(out.len() >= 4 * x.len(), "round_act_row: output too short");
+    let n = x.len();
+    assert!(out.len() >= act_row_bytes(n), "round_act_row: output too short");
+    let (vals, rest) = out.split_at_mut(4 * n);
+    let (packed, word) = rest.split_at_mut(4 * n);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 checked; `out` holds 4 bytes per value (asserted).
-    let done = if crate::kernels::vecf::use_avx2() { unsafe { avx2::round_row(x, out) } } else { 0 };
+    // SAFETY: AVX2 checked; `vals` and `packed` hold 4 bytes per value.
+    let (done, mut ok) =
+        if crate::kernels::vecf::use_avx2() { unsafe { avx2::round_row(x, vals, packed) } } else { (0, true) };
     #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
-    for (v, b) in x[done..].iter().zip(out[4 * done..].chunks_exact_mut(4)) {
-        b.copy_from_slice(&bf16_to_f32(f32_to_bf16(*v)).to_le_bytes());
+    let (done, mut ok) = (0, true);
+    let n32 = n / KN * KN;
+    for (i, v) in x.iter().enumerate().skip(done) {
+        let r = bf16_to_f32(f32_to_bf16(*v));
+        ok &= in_bound(r.to_bits());
+        let at = if i < n32 { i / KN * KN + packed_index(i % KN) } else { i };
+        vals[4 * i..4 * i + 4].copy_from_slice(&r.to_le_bytes());
+        packed[4 * at..4 * at + 4].copy_from_slice(&r.to_le_bytes());
     }
+    word[..32].fill(0);
+    word[0] = u8::from(ok);
 }
 
 /// The row-block kernel ([`RowsFn`]) of `path` on plain AVX2
@@ -380,32 +429,59 @@ mod avx2 {
     use crate::kernels::vecf::avx2_reduce_lo_hi;
     use std::arch::x86_64::*;
 
-    /// [`super::round_act_row`] 8 values at a time; returns how many it did.
+    /// [`super::round_act_row`] 32 values at a time, into the values `vals`
+    /// and their packed copy `packed`; returns how many it did and whether
+    /// they lie within the bound.
     ///
     /// # Safety
-    /// AVX2 is available; `out` holds 4 bytes per value of `x`.
+    /// AVX2 is available; `vals` and `packed` hold 4 bytes per value of `x`.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn round_row(x: &[f32], out: &mut [u8]) -> usize {
-        let n8 = x.len() / 8 * 8;
-        for i in (0..n8).step_by(8) {
-            // SAFETY: i + 8 ≤ x.len(), and `out` holds 4 bytes per value.
-            let u = unsafe { _mm256_loadu_si256(x.as_ptr().add(i).cast()) };
-            let nan =
-                _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)), _mm256_set1_epi32(0x7f80_0000));
-            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
-            let rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
-            let quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
-            let r = _mm256_and_si256(_mm256_blendv_epi8(rounded, quiet, nan), _mm256_set1_epi32(0xffff_0000u32 as i32));
-            // SAFETY: `out` holds 4 bytes per value of `x` (the contract), so
-            // the 32 bytes at 4i lie within it (i + 8 ≤ x.len()).
-            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(4 * i).cast(), r) };
+    pub(super) unsafe fn round_row(x: &[f32], vals: &mut [u8], packed: &mut [u8]) -> (usize, bool) {
+        assert!(vals.len() >= 4 * x.len() && packed.len() >= 4 * x.len(), "round_row: outputs too short");
+        let n32 = x.len() / KN * KN;
+        let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
+        for i in (0..n32).step_by(KN) {
+            let mut v = [_mm256_setzero_ps(); 4];
+            for (k, v) in v.iter_mut().enumerate() {
+                // SAFETY: i + 32 ≤ x.len(), and `vals` holds 4 bytes per value.
+                unsafe {
+                    let u = _mm256_loadu_si256(x.as_ptr().add(i + 8 * k).cast());
+                    let nan = _mm256_cmpgt_epi32(
+                        _mm256_and_si256(u, _mm256_set1_epi32(0x7fff_ffff)),
+                        _mm256_set1_epi32(0x7f80_0000),
+                    );
+                    let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(u), _mm256_set1_epi32(1));
+                    let rounded = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+                    let quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x0040_0000));
+                    let r = _mm256_and_si256(
+                        _mm256_blendv_epi8(rounded, quiet, nan),
+                        _mm256_set1_epi32(0xffff_0000u32 as i32),
+                    );
+                    let abs = _mm256_and_si256(r, _mm256_set1_epi32(0x7fff_ffff));
+                    mn = _mm256_min_epu32(mn, _mm256_sub_epi32(abs, _mm256_set1_epi32(1)));
+                    mx = _mm256_max_epu32(mx, abs);
+                    _mm256_storeu_si256(vals.as_mut_ptr().add(4 * (i + 8 * k)).cast(), r);
+                    *v = _mm256_castsi256_ps(r);
+                }
+            }
+            // the even and odd elements of pairs 0..8 and 8..16, in pair order
+            let p = [
+                swap_mid(_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1])),
+                swap_mid(_mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1])),
+                swap_mid(_mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3])),
+                swap_mid(_mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3])),
+            ];
+            for (k, p) in p.iter().enumerate() {
+                // SAFETY: `packed` holds 4 bytes per value, i + 32 ≤ x.len().
+                unsafe { _mm256_storeu_ps(packed.as_mut_ptr().add(4 * (i + 8 * k)).cast(), *p) };
+            }
         }
-        n8
+        (n32, safe32(mn, mx))
     }
 
     /// Bits of 2^-56, the smallest safe nonzero magnitude.
-    const SAFE_MIN: i32 = 71 << 23;
-    const SAFE_MIN_BF16: i16 = 71 << 7;
+    const SAFE_MIN: i32 = super::SAFE_MIN as i32;
+    const SAFE_MIN_BF16: i16 = (super::SAFE_MIN >> 16) as i16;
 
     /// Swaps the middle 64-bit quarters: natural pair order ↔ the shuffle's
     /// (the permutation is its own inverse).
@@ -415,10 +491,12 @@ mod avx2 {
     }
 
     /// One 32-element step of weights at `p` (bf16): (even, odd) of pairs
-    /// 0..8 and of pairs 8..16, in the shuffle's lane order; `safe` keeps
-    /// the smallest nonzero magnitude − 1 and the largest (as u16).
+    /// 0..8 and of pairs 8..16, lane `i` pair `i` (natural order); `mn`
+    /// keeps the smallest nonzero magnitude − 1 and `mx` the largest (as
+    /// u16).
     #[target_feature(enable = "avx2")]
-    unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
+    #[inline]
+    unsafe fn weights_natural(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
         // SAFETY: this fn's contract: the CPU has avx2, and `p` covers every offset used here.
         unsafe {
             let mut r = [_mm256_setzero_ps(); 4];
@@ -428,12 +506,21 @@ mod avx2 {
                 let abs = _mm256_and_si256(words, _mm256_set1_epi16(0x7fff));
                 *mn = _mm256_min_epu16(*mn, _mm256_sub_epi16(abs, _mm256_set1_epi16(1)));
                 *mx = _mm256_max_epu16(*mx, abs);
-                let even = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
-                let odd = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
-                r[2 * h] = swap_mid(even);
-                r[2 * h + 1] = swap_mid(odd);
+                r[2 * h] = _mm256_castsi256_ps(_mm256_slli_epi32::<16>(words));
+                r[2 * h + 1] = _mm256_castsi256_ps(_mm256_and_si256(words, _mm256_set1_epi32(0xffff_0000u32 as i32)));
             }
             r
+        }
+    }
+
+    /// [`weights_natural`] in the shuffle's lane order (pairs 0,1,4,5,2,3,6,7
+    /// in each half), as [`step`] pairs them with its activations.
+    #[target_feature(enable = "avx2")]
+    unsafe fn weights(p: *const u8, mn: &mut __m256i, mx: &mut __m256i) -> [__m256; 4] {
+        // SAFETY: this fn's contract is weights_natural's.
+        unsafe {
+            let [a, b, c, d] = weights_natural(p, mn, mx);
+            [swap_mid(a), swap_mid(b), swap_mid(c), swap_mid(d)]
         }
     }
 
@@ -570,20 +657,22 @@ mod avx2 {
     const CHUNK_BYTES: usize = 128 * 1024;
 
     /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `[n / 32][4]`
-    /// vectors each, `n` floats apart) × `TB` tokens (packed at `ap`, the
-    /// same layout, `n` floats apart) into `out[i][j]` (`RB`, `TB` ≤ 2): per
-    /// 32-element step the odd then the even products of each half, as
-    /// [`step`].
+    /// vectors each, `n` floats apart) × `TB` tokens (packed copies at `ap`,
+    /// `s` bytes apart, the same layout) into `out[i][j]` (`RB`, `TB` ≤ 2):
+    /// per 32-element step the odd then the even products of each half, as
+    /// `vdpbf16ps`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
     unsafe fn block<const RB: usize, const TB: usize>(
         n: usize,
         wp: *const f32,
-        ap: *const f32,
+        ap: *const u8,
+        s: usize,
         out: &mut [[f32; 2]; 2],
     ) {
-        // SAFETY: the caller's buffers hold RB rows and TB tokens of n floats.
+        // SAFETY: the caller's buffers hold RB rows of n floats and TB
+        // tokens' packed copies of n floats, s bytes apart.
         unsafe {
             let z = _mm256_setzero_ps();
             let mut acc = [[[z; 2]; TB]; RB];
@@ -592,7 +681,7 @@ mod avx2 {
                 let wv: [[__m256; 4]; RB] =
                     std::array::from_fn(|i| std::array::from_fn(|k| _mm256_loadu_ps(wp.add(i * n + l + 8 * k))));
                 for j in 0..TB {
-                    let x = ap.add(j * n + l);
+                    let x = ap.add(j * s).cast::<f32>().add(l);
                     let (e0, o0, e1, o1) = (
                         _mm256_loadu_ps(x),
                         _mm256_loadu_ps(x.add(8)),
@@ -609,20 +698,26 @@ mod avx2 {
             }
             for i in 0..RB {
                 for j in 0..TB {
-                    out[i][j] = avx2_reduce_lo_hi(swap_mid(acc[i][j][0]), swap_mid(acc[i][j][1]));
+                    out[i][j] = avx2_reduce_lo_hi(acc[i][j][0], acc[i][j][1]);
                 }
             }
         }
     }
 
+    /// The shapes a row kernel reads: [`super::act_row_bytes`] per token.
+    #[allow(clippy::too_many_arguments)]
+    fn check_rows(n: usize, w: &[u8], ws: usize, n_rows: usize, a: &[u8], s: usize, nt: usize, out: &[f32], os: usize) {
+        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
+        assert!(a.len() >= (nt - 1) * s + super::act_row_bytes(n), "bf16 rows kernel: activations too short");
+    }
+
     /// `RowsFn` of the tinyBLAS path on AVX2 (ggml_vec_dot_bf16's where
-    /// `n % 32 != 0`, as [`tile`]). Per chunk of tokens the activations are
-    /// rounded and laid out as [`step`] reads them once for all rows (with
-    /// their safety bound per token), each weight row widened once per
-    /// chunk, then 2 rows × 2 tokens at a time: the per-token tile
-    /// re-rounded the activations and re-widened the row for every 4
-    /// tokens (~50 instructions per 32 products). Outputs outside the bound
-    /// are the scalar definition's, as in [`group`].
+    /// `n % 32 != 0`, as [`tile`]). It reads each token's packed copy
+    /// ([`super::round_act_row`]), widens each weight row once per chunk of
+    /// tokens, then computes 2 rows × 2 tokens at a time (the per-token tile
+    /// re-rounded the activations and re-widened the row for every 4 tokens:
+    /// ~50 instructions per 32 products). Outputs outside the bound are the
+    /// scalar definition's, as in [`group`].
     ///
     /// # Safety
     /// As [`crate::kernels::RowsFn`]; the CPU has AVX2 and FMA.
@@ -639,7 +734,7 @@ mod avx2 {
         out: &mut [f32],
         os: usize,
     ) {
-        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
+        check_rows(n, w, ws, n_rows, a, s, nt, out, os);
         if !n.is_multiple_of(KN) {
             for r in 0..n_rows {
                 // SAFETY: row r and the nt tokens lie within the checked
@@ -648,19 +743,15 @@ mod avx2 {
             }
             return;
         }
+        // tokens per chunk: their packed copies stay in L2 while every row
+        // pair of the call runs over them
         let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(2).min(nt);
-        // [chunk][n] packed activations, [2][n] two widened rows
-        let mut acts = vec![0f32; chunk * n];
+        // [2][n] two widened rows
         let mut rows2 = vec![0f32; 2 * n];
-        let mut tok_ok = vec![false; chunk];
+        let tok_ok = |t: usize| a[t * s + 8 * n] != 0;
         let mut t0 = 0;
         while t0 < nt {
             let len = chunk.min(nt - t0);
-            for (t, ok) in tok_ok[..len].iter_mut().enumerate() {
-                // SAFETY: token t0 + t < nt holds 4n bytes at a[(t0 + t)·s..]
-                // (checked); the packed row holds n floats.
-                *ok = unsafe { pack_token(n, a.as_ptr().add((t0 + t) * s), acts.as_mut_ptr().add(t * n)) };
-            }
             let mut r = 0;
             while r < n_rows {
                 let rb = (n_rows - r).min(2);
@@ -670,29 +761,30 @@ mod avx2 {
                     // w[(r + i)·ws..] (checked); `rows2` 2n floats.
                     *ok = unsafe { widen_row(n, w.as_ptr().add((r + i) * ws), rows2.as_mut_ptr().add(i * n)) };
                 }
-                let mut t = 0;
-                while t < len {
-                    let tb = (len - t).min(2);
-                    let (wp, ap) = (rows2.as_ptr(), acts[t * n..].as_ptr());
+                let mut t = t0;
+                while t < t0 + len {
+                    let tb = (t0 + len - t).min(2);
+                    // token t's packed copy
+                    let (wp, ap) = (rows2.as_ptr(), a[t * s + 4 * n..].as_ptr());
                     let mut v = [[0f32; 2]; 2];
-                    // SAFETY: rows2 holds rb rows, acts the chunk's len ≥ t + tb tokens.
+                    // SAFETY: rows2 holds rb rows; tokens t..t + tb ≤ nt hold
+                    // their packed copies, s bytes apart (checked).
                     unsafe {
                         match (rb, tb) {
-                            (2, 2) => block::<2, 2>(n, wp, ap, &mut v),
-                            (2, _) => block::<2, 1>(n, wp, ap, &mut v),
-                            (_, 2) => block::<1, 2>(n, wp, ap, &mut v),
-                            _ => block::<1, 1>(n, wp, ap, &mut v),
+                            (2, 2) => block::<2, 2>(n, wp, ap, s, &mut v),
+                            (2, _) => block::<2, 1>(n, wp, ap, s, &mut v),
+                            (_, 2) => block::<1, 2>(n, wp, ap, s, &mut v),
+                            _ => block::<1, 1>(n, wp, ap, s, &mut v),
                         }
                     }
                     for i in 0..rb {
                         for j in 0..tb {
-                            let tt = t0 + t + j;
-                            out[(r + i) * os + tt] = if row_ok[i] && tok_ok[t + j] {
+                            out[(r + i) * os + t + j] = if row_ok[i] && tok_ok(t + j) {
                                 v[i][j]
                             } else {
                                 // a denormal or a NaN may be on the way: the exact definition
                                 let wr = &w[(r + i) * ws..(r + i) * ws + 2 * n];
-                                sgemm_dot(n, wr, &a[tt * s..tt * s + 4 * n])
+                                sgemm_dot(n, wr, &a[(t + j) * s..(t + j) * s + 4 * n])
                             };
                         }
                     }
@@ -705,15 +797,15 @@ mod avx2 {
     }
 
     /// Widens the first `np` (a multiple of 32) bf16 weights of one row at
-    /// `w` into `d`, each 32-element step as [`weights`] gives it; whether
-    /// they lie within the safe bound.
+    /// `w` into `d`, each 32-element step as [`weights_natural`] gives it;
+    /// whether they lie within the safe bound.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn widen_row(np: usize, w: *const u8, d: *mut f32) -> bool {
         // SAFETY: the caller's `w` holds 2·np bytes, `d` np floats.
         unsafe {
             let (mut mn, mut mx) = (_mm256_set1_epi16(-1), _mm256_setzero_si256());
             for st in 0..np / KN {
-                let wv = weights(w.add(2 * KN * st), &mut mn, &mut mx);
+                let wv = weights_natural(w.add(2 * KN * st), &mut mn, &mut mx);
                 for (k, v) in wv.iter().enumerate() {
                     _mm256_storeu_ps(d.add(KN * st + 8 * k), *v);
                 }
@@ -722,36 +814,15 @@ mod avx2 {
         }
     }
 
-    /// Packs the first `np` (a multiple of 32) activations of one token at
-    /// `x` (rounded, each 32-element step as [`step`] reads it) into `d`;
-    /// whether they lie within the safe bound.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn pack_token(np: usize, x: *const u8, d: *mut f32) -> bool {
-        // SAFETY: the caller's `x` holds 4·np bytes, `d` np floats.
-        unsafe {
-            let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
-            for st in 0..np / KN {
-                let x = x.add(4 * KN * st);
-                let v = [
-                    act8(x, &mut mn, &mut mx),
-                    act8(x.add(32), &mut mn, &mut mx),
-                    act8(x.add(64), &mut mn, &mut mx),
-                    act8(x.add(96), &mut mn, &mut mx),
-                ];
-                let d = d.add(KN * st);
-                _mm256_storeu_ps(d, _mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1]));
-                _mm256_storeu_ps(d.add(8), _mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1]));
-                _mm256_storeu_ps(d.add(16), _mm256_shuffle_ps::<0b10_00_10_00>(v[2], v[3]));
-                _mm256_storeu_ps(d.add(24), _mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3]));
-            }
-            safe32(mn, mx)
-        }
-    }
-
     /// ggml_vec_dot_bf16's two accumulators (c1 over the first 32 of each
-    /// 64 elements, c2 the second; lo/hi halves) of `R` weight rows (`ws`
-    /// bytes apart at `w`) against one packed token `x` (`np` floats), and
-    /// whether each row's weights lie within the safe bound.
+    /// 64 elements, c2 the second; lo/hi halves, lane `i` pair `i`) of `R`
+    /// weight rows (`ws` bytes apart at `w`) against one packed token `x`
+    /// (`np` floats, a multiple of 64), and whether the rows' weights all
+    /// lie within the safe bound (one bound for the `R` rows: an output
+    /// outside it is rare, and its row's neighbours' scalar recomputation
+    /// gives the same bits). The step is 64 elements so that the four
+    /// accumulators of a row are named registers (an index `c` put them on
+    /// the stack: a store and a load in every fma chain).
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn vec_dot_rows<const R: usize>(
@@ -759,42 +830,38 @@ mod avx2 {
         w: *const u8,
         ws: usize,
         x: *const f32,
-    ) -> ([[__m256; 4]; R], [bool; R]) {
+    ) -> ([[__m256; 4]; R], bool) {
         // SAFETY: the caller's rows hold 2·np bytes, `x` np floats.
         unsafe {
             let z = _mm256_setzero_ps();
             let mut acc = [[z; 4]; R];
-            let mut wmn = [_mm256_set1_epi32(-1); R];
-            let mut wmx = [_mm256_setzero_si256(); R];
+            let (mut mn, mut mx) = (_mm256_set1_epi32(-1), _mm256_setzero_si256());
             let mut l = 0;
             while l < np {
-                let c = 2 * ((l / KN) % 2);
-                let xp = x.add(l);
-                let (e0, o0, e1, o1) = (
-                    _mm256_loadu_ps(xp),
-                    _mm256_loadu_ps(xp.add(8)),
-                    _mm256_loadu_ps(xp.add(16)),
-                    _mm256_loadu_ps(xp.add(24)),
-                );
-                for (i, acc) in acc.iter_mut().enumerate() {
-                    let wv = weights(w.add(i * ws + 2 * l), &mut wmn[i], &mut wmx[i]);
-                    acc[c] = _mm256_fmadd_ps(wv[0], e0, _mm256_fmadd_ps(wv[1], o0, acc[c]));
-                    acc[c + 1] = _mm256_fmadd_ps(wv[2], e1, _mm256_fmadd_ps(wv[3], o1, acc[c + 1]));
+                for c in 0..2 {
+                    let xp = x.add(l + KN * c);
+                    let (e0, o0, e1, o1) = (
+                        _mm256_loadu_ps(xp),
+                        _mm256_loadu_ps(xp.add(8)),
+                        _mm256_loadu_ps(xp.add(16)),
+                        _mm256_loadu_ps(xp.add(24)),
+                    );
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        let wv = weights_natural(w.add(i * ws + 2 * (l + KN * c)), &mut mn, &mut mx);
+                        // vdpbf16ps: the odd product first
+                        acc[2 * c] = _mm256_fmadd_ps(wv[0], e0, _mm256_fmadd_ps(wv[1], o0, acc[2 * c]));
+                        acc[2 * c + 1] = _mm256_fmadd_ps(wv[2], e1, _mm256_fmadd_ps(wv[3], o1, acc[2 * c + 1]));
+                    }
                 }
-                l += KN;
+                l += 2 * KN;
             }
-            let mut ok = [false; R];
-            for (i, ok) in ok.iter_mut().enumerate() {
-                *ok = safe16(wmn[i], wmx[i]);
-            }
-            (acc, ok)
+            (acc, safe16(mn, mx))
         }
     }
 
     /// `RowsFn` of the ggml_vec_dot_bf16 path on AVX2 (decodes: the rows of
-    /// a call are the stream segments' rows): each token's activations
-    /// rounded and laid out once per call for all its rows, the rows 2 at a
-    /// time (the per-row tile re-rounded them for every row); outputs
+    /// a call are the stream segments' rows): each token's packed copy
+    /// ([`super::round_act_row`]) against the rows 2 at a time; outputs
     /// outside the bound from the scalar definition, as in [`group`].
     ///
     /// # Safety
@@ -812,71 +879,31 @@ mod avx2 {
         out: &mut [f32],
         os: usize,
     ) {
-        super::super::tinyblas_f32::check_float_rows("bf16", 2, 4, n, w, ws, n_rows, a, s, nt, out, os);
-        thread_local! {
-            /// One packed token (a decode calls this kernel per stream
-            /// segment row: an allocation per call took ~15 % of a token).
-            static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
+        check_rows(n, w, ws, n_rows, a, s, nt, out, os);
         let np = n & !63;
-        PACKED.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < np {
-                p.resize(np, 0.0);
-            }
-            // SAFETY: this fn's contract (checked shapes; AVX2 and FMA).
-            unsafe { rows_vec_dot_packed(n, w, ws, n_rows, a, s, nt, out, os, &mut p[..np]) }
-        })
-    }
-
-    /// [`rows_vec_dot`] with its scratch for one packed token.
-    ///
-    /// # Safety
-    /// As [`rows_vec_dot`], its shapes checked; `packed` holds `n & !63` floats.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn rows_vec_dot_packed(
-        n: usize,
-        w: &[u8],
-        ws: usize,
-        n_rows: usize,
-        a: &[u8],
-        s: usize,
-        nt: usize,
-        out: &mut [f32],
-        os: usize,
-        packed: &mut [f32],
-    ) {
-        let np = n & !63;
-        assert!(packed.len() >= np, "rows_vec_dot: scratch");
         for t in 0..nt {
-            let x = &a[t * s..t * s + 4 * n];
-            // SAFETY: the token holds 4n bytes (checked), `packed` np floats.
-            let tok_ok = unsafe { pack_token(np, x.as_ptr(), packed.as_mut_ptr()) };
+            let x = &a[t * s..t * s + super::act_row_bytes(n)];
+            let (tok_ok, packed) = (x[8 * n] != 0, x[4 * n..].as_ptr().cast::<f32>());
             let mut r = 0;
             while r < n_rows {
                 let rb = (n_rows - r).min(2);
                 let wp = w[r * ws..].as_ptr();
-                // SAFETY: rows r..r + rb hold 2n bytes each, `ws` apart (checked).
-                let (acc, ok): ([[__m256; 4]; 2], [bool; 2]) = unsafe {
+                // SAFETY: rows r..r + rb hold 2n bytes each, `ws` apart
+                // (checked); the packed copy n ≥ np floats.
+                let (acc, ok): ([[__m256; 4]; 2], bool) = unsafe {
                     if rb == 2 {
-                        vec_dot_rows::<2>(np, wp, ws, packed.as_ptr())
+                        vec_dot_rows::<2>(np, wp, ws, packed)
                     } else {
-                        let (a1, o1) = vec_dot_rows::<1>(np, wp, ws, packed.as_ptr());
-                        ([a1[0], a1[0]], [o1[0], false])
+                        let (a1, o1) = vec_dot_rows::<1>(np, wp, ws, packed);
+                        ([a1[0], a1[0]], o1)
                     }
                 };
                 for i in 0..rb {
                     let wr = &w[(r + i) * ws..(r + i) * ws + 2 * n];
-                    out[(r + i) * os + t] = if ok[i] && tok_ok {
+                    out[(r + i) * os + t] = if ok && tok_ok {
                         let [c1lo, c1hi, c2lo, c2hi] = acc[i];
                         // SAFETY: AVX2 (this fn's contract).
-                        let (r1, r2) = unsafe {
-                            (
-                                avx2_reduce_lo_hi(swap_mid(c1lo), swap_mid(c1hi)),
-                                avx2_reduce_lo_hi(swap_mid(c2lo), swap_mid(c2hi)),
-                            )
-                        };
+                        let (r1, r2) = unsafe { (avx2_reduce_lo_hi(c1lo, c1hi), avx2_reduce_lo_hi(c2lo, c2hi)) };
                         vec_dot_tail(n, np, wr, x, r1, r2)
                     } else {
                         // a denormal or a NaN may be on the way: the exact definition
@@ -908,66 +935,81 @@ mod tests {
     use super::*;
     use crate::kernels::dispatch::available_sets;
 
-    fn f32_bytes(v: &[f32]) -> Vec<u8> {
-        v.iter().flat_map(|x| x.to_le_bytes()).collect()
-    }
     fn bf16_bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| f32_to_bf16(*x)).collect()
     }
 
-    #[test]
-    fn products_below_the_normal_range_are_flushed_in_every_set() {
-        // pair 0's odd product 1e-20·1e-20 = 1e-40 is denormal: vdpbf16ps
-        // flushes it to 0 (an unflushed chain would end at ~1e-40)
-        let mut w = vec![0f32; 64];
-        let mut x = vec![0f32; 64];
-        (w[1], x[1]) = (1e-20, 1e-20);
-        // a second token: a denormal activation times 2^100 (DAZ reads 0)
-        let mut x2 = x.clone();
-        (w[3], x2[3]) = (2f32.powi(100), 1e-39);
-        let (wb, mut ab) = (bf16_bytes(&w), f32_bytes(&x));
-        ab.extend(f32_bytes(&x2));
-        assert_eq!(sgemm_dot(64, &wb, &ab[..256]), 0.0);
-        assert_eq!(vec_dot(64, &wb, &ab[256..]), 0.0);
-        for set in available_sets() {
-            for path in [FloatPath::TinyBlas, FloatPath::VecDot] {
-                let f = (set.ggml)(
-                    GgmlType::BF16,
-                    if path == FloatPath::TinyBlas {
-                        super::super::Path::TinyBlasBf16
-                    } else {
-                        super::super::Path::VecDotBf16
-                    },
-                )
-                .expect("kernel");
-                let mut out = [f32::NAN; 2];
-                // SAFETY: 64 values per row, two rows 256 bytes apart; the set
-                // runs on this CPU.
-                unsafe { f(64, &wb, &ab, 256, &mut out) };
-                assert_eq!(out.map(f32::to_bits), [0, 0], "{} {path:?}", set.name);
+    /// Every kernel of every set gives +0 for each weight row of `rows`
+    /// against each token of `tokens`: the definitions, the tile kernels,
+    /// and the row-block kernels over all the rows and over each row alone.
+    fn assert_all_zero(rows: &[Vec<f32>], tokens: &[Vec<f32>]) {
+        let (n, rb) = (rows[0].len(), act_row_bytes(rows[0].len()));
+        let mut ab = vec![0u8; tokens.len() * rb];
+        for (x, a) in tokens.iter().zip(ab.chunks_exact_mut(rb)) {
+            round_act_row(x, a);
+        }
+        let wbs: Vec<Vec<u8>> = rows.iter().map(|w| bf16_bytes(w)).collect();
+        for (r, wr) in wbs.iter().enumerate() {
+            for (t, x) in ab.chunks_exact(rb).enumerate() {
+                assert_eq!(sgemm_dot(n, wr, x).to_bits(), 0, "sgemm_dot row {r} token {t}");
+                assert_eq!(vec_dot(n, wr, x).to_bits(), 0, "vec_dot row {r} token {t}");
             }
-            // the row-block kernels, where the set has them: the same row
-            // twice (a 2-row block), both tokens
+        }
+        let nt = tokens.len();
+        for set in available_sets() {
             for path in [super::super::Path::TinyBlasBf16, super::super::Path::VecDotBf16] {
-                if let Some(rows) = (set.ggml_rows)(GgmlType::BF16, path) {
-                    let w2 = [wb.clone(), wb.clone()].concat();
-                    let mut out = [f32::NAN; 4];
-                    // SAFETY: two rows of 64 values 128 bytes apart, two
-                    // tokens 256 bytes apart, outputs [2][2]; the set runs on
-                    // this CPU.
-                    unsafe { rows(64, &w2, 128, 2, &ab, 256, 2, &mut out, 2) };
-                    assert_eq!(out.map(f32::to_bits), [0; 4], "{} rows {path:?}", set.name);
+                let f = (set.ggml)(GgmlType::BF16, path).expect("kernel");
+                for wr in &wbs {
+                    let mut out = vec![f32::NAN; nt];
+                    // SAFETY: n values per row, nt rows `rb` bytes apart; the
+                    // set runs on this CPU.
+                    unsafe { f(n, wr, &ab, rb, &mut out) };
+                    assert!(out.iter().all(|v| v.to_bits() == 0), "{} {path:?}: {out:?}", set.name);
+                }
+                // the row-block kernels, where the set has them: every row
+                // (one block), then each row alone (the AVX2 decode kernel's
+                // weight bound is one for its 2-row block)
+                let Some(rows_f) = (set.ggml_rows)(GgmlType::BF16, path) else { continue };
+                let all = wbs.concat();
+                let mut blocks = vec![(all.as_slice(), wbs.len())];
+                blocks.extend(wbs.iter().map(|w| (w.as_slice(), 1)));
+                for (w, n_rows) in blocks {
+                    let mut out = vec![f32::NAN; n_rows * nt];
+                    // SAFETY: n_rows rows of n values 2n bytes apart, nt
+                    // tokens `rb` bytes apart, outputs [n_rows][nt]; the set
+                    // runs on this CPU.
+                    unsafe { rows_f(n, w, 2 * n, n_rows, &ab, rb, nt, &mut out, nt) };
+                    assert!(out.iter().all(|v| v.to_bits() == 0), "{} rows {path:?} ({n_rows}): {out:?}", set.name);
                 }
             }
         }
     }
 
     #[test]
+    fn products_below_the_normal_range_are_flushed_in_every_set() {
+        let one = |i: usize, v: f32| {
+            let mut r = vec![0f32; 64];
+            r[i] = v;
+            r
+        };
+        let big = 2f32.powi(100);
+        // 1e-20·1e-20 = 1e-40 is denormal: vdpbf16ps flushes it to 0 (an
+        // unflushed chain would end at ~1e-40)
+        assert_all_zero(&[one(1, 1e-20)], &[one(1, 1e-20)]);
+        // a denormal activation times 2^100 (DAZ reads 0; without, 1.3e-9),
+        // beside a row of tiny weights and alone: only the token's bound
+        // word sends the second row's outputs to the definition
+        assert_all_zero(&[one(3, 1e-20), one(3, big)], &[one(3, 1e-39), one(5, 1.0)]);
+        // the same with a denormal weight: only the row's bound does
+        assert_all_zero(&[one(3, 1e-39), one(4, 1.0)], &[one(3, big), one(5, 1.0)]);
+    }
+
+    #[test]
     fn round_act_row_rounds_like_the_reference_conversion() {
         // ties both ways, values near the top of the range, denormals that
-        // round up to the smallest normal, ±0, ±inf and NaNs; 37 values so
-        // that the 8-wide loop leaves a tail
-        let mut x: Vec<f32> = vec![
+        // round up to the smallest normal, ±0, ±inf and NaNs; 77 values so
+        // that the 32-wide loop leaves a tail, specials in the SIMD part
+        let specials = [
             1.0 + 2f32.powi(-8),
             1.0 + 3.0 * 2f32.powi(-8),
             -(1.0 + 2f32.powi(-8)),
@@ -982,29 +1024,69 @@ mod tests {
             f32::from_bits(0xff80_0001),
             f32::from_bits(0x7fff_ffff),
         ];
-        x.extend((0..24).map(|i| (i as f32 - 11.0) * 1.234_567e-2));
-        let mut out = vec![0u8; 4 * x.len()];
-        round_act_row(&x, &mut out);
-        for (o, v) in out.chunks_exact(4).zip(&x) {
-            let got = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
-            let want = u32::from(u16::from_le_bytes(f32_to_bf16(*v))) << 16;
-            assert_eq!(got, want, "{v:e} ({:#010x})", v.to_bits());
+        let plain = |i: usize| (i as f32 - 11.0) * 1.234_567e-2;
+        let check = |x: &[f32], want_ok: bool| {
+            let n = x.len();
+            let mut out = vec![0xa5u8; act_row_bytes(n)];
+            round_act_row(x, &mut out);
+            let at = |i: usize| u32::from_le_bytes([out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]]);
+            for (i, v) in x.iter().enumerate() {
+                let want = u32::from(u16::from_le_bytes(f32_to_bf16(*v))) << 16;
+                assert_eq!(at(i), want, "{v:e} ({:#010x})", v.to_bits());
+                // the packed copy: whole steps laid out, the tail as it is
+                let p = if i < n / KN * KN { i / KN * KN + packed_index(i % KN) } else { i };
+                assert_eq!(at(n + p), want, "packed {i} of {n}");
+            }
+            assert_eq!(&out[8 * n..], &[[u8::from(want_ok)].as_slice(), &[0; 31]].concat()[..], "bound word");
+        };
+        let mut x: Vec<f32> = (0..64).map(plain).collect();
+        x[3..3 + specials.len()].copy_from_slice(&specials);
+        x.extend((0..13).map(plain));
+        check(&x, false);
+        // within the bound: plain values, zeros, infinities, 2^-56
+        let mut x: Vec<f32> = (0..77).map(plain).collect();
+        (x[5], x[40], x[70], x[71]) = (f32::INFINITY, -0.0, 2f32.powi(-56), -f32::INFINITY);
+        check(&x, true);
+        // out of it: one value under 2^-56 (in the SIMD part, in the tail),
+        // a NaN in the tail
+        for (i, v) in [(33, 2f32.powi(-57)), (75, -1e-30), (76, f32::NAN)] {
+            let mut x: Vec<f32> = (0..77).map(plain).collect();
+            x[i] = v;
+            check(&x, false);
         }
+        // every length of the tail
+        for n in 0..70 {
+            check(&(0..n).map(plain).collect::<Vec<_>>(), true);
+        }
+        let bad = [0x0000_0001, SAFE_MIN - 0x1_0000, 0x7f80_0001, 0xffc0_0000];
+        assert!(bad.iter().all(|b| !in_bound(*b)));
+        assert!([0, 0x8000_0000, SAFE_MIN, 0x7f80_0000, 0xff80_0000].iter().all(|b| in_bound(*b)));
     }
 
-    /// The native kernels against the definitions (`sgemm_dot`, `vec_dot`),
-    /// on values where the flushing shows: denormal weights and
-    /// activations, products below the normal range, NaN and infinity.
+    /// The native row kernels (AVX512_BF16's and AVX2's, where the CPU has
+    /// them) against the definitions (`sgemm_dot`, `vec_dot`), on values
+    /// where the flushing shows: denormal weights and activations, products
+    /// below the normal range, NaN and infinity.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn avx512_row_kernels_give_the_definitions_bits() {
+    fn native_row_kernels_give_the_definitions_bits() {
         use crate::kernels::tests::Rng;
-        let (Some(tiny), Some(vd)) =
+        use std::arch::is_x86_feature_detected as has;
+        let mut sets = Vec::new();
+        if let (Some(tiny), Some(vd)) =
             (avx512_rows(GgmlType::BF16, FloatPath::TinyBlas), avx512_rows(GgmlType::BF16, FloatPath::VecDot))
-        else {
-            skip_test!("no AVX512_BF16 on this CPU");
+        {
+            sets.push(("avx512_bf16", tiny, vd));
+        }
+        if has!("avx2") && has!("fma") {
+            let (tiny, vd) =
+                (avx2_rows(GgmlType::BF16, FloatPath::TinyBlas), avx2_rows(GgmlType::BF16, FloatPath::VecDot));
+            sets.push(("avx2", tiny.expect("avx2 tinyblas"), vd.expect("avx2 vec_dot")));
+        }
+        if sets.is_empty() {
+            skip_test!("neither AVX512_BF16 nor AVX2 on this CPU");
             return;
-        };
+        }
         let mut rng = Rng::new(17);
         let mut value = |special: bool| -> f32 {
             let r = rng.next();
@@ -1023,36 +1105,40 @@ mod tests {
         // cols: 32-steps with and without 64-leftovers, 40 (tinyBLAS
         // declines); every row count to 9 (4-row blocks, vec_dot's 1-4
         // interleaved rows), tokens around the 6-token tile and, with 61
-        // tokens of 576 columns, past the token chunk
+        // tokens of 576 and more columns, past the token chunk; in the
+        // cases with special values, every third row and token has none, so
+        // that the AVX2 kernels' bound meets each operand alone
         let (max_rows, max_nt) = (9, 61);
-        for (case, n) in [32, 40, 64, 96, 576, 608].into_iter().enumerate() {
+        for (case, n) in [32, 40, 64, 96, 576, 608, 640].into_iter().enumerate() {
             let special = case % 2 == 1 || n == 576;
             let ws = 2 * n + 6; // weight rows not packed
-            let s = 4 * n + 12;
+            let s = act_row_bytes(n) + 12;
             let mut w = vec![0u8; 1 + (max_rows - 1) * ws + 2 * n];
             for r in 0..max_rows {
                 for i in 0..n {
                     let at = 1 + r * ws + 2 * i;
-                    w[at..at + 2].copy_from_slice(&f32_to_bf16(value(special)));
+                    w[at..at + 2].copy_from_slice(&f32_to_bf16(value(special && r % 3 != 0)));
                 }
             }
-            let mut a = vec![0u8; 1 + (max_nt - 1) * s + 4 * n];
+            let mut a = vec![0u8; 1 + (max_nt - 1) * s + act_row_bytes(n)];
             for t in 0..max_nt {
-                let mut x: Vec<f32> = (0..n).map(|_| value(special)).collect();
+                let mut x: Vec<f32> = (0..n).map(|_| value(special && t % 3 != 0)).collect();
                 if special && t == 5 {
                     x[3] = f32::NAN;
                 }
                 if special && t == 6 {
                     x[n - 1] = f32::INFINITY;
                 }
-                round_act_row(&x, &mut a[1 + t * s..1 + t * s + 4 * n]);
+                round_act_row(&x, &mut a[1 + t * s..1 + t * s + act_row_bytes(n)]);
             }
             for n_rows in 1..=max_rows {
                 for nt in [1, 2, 5, 6, 7, 13, 61] {
-                    if nt == 61 && n != 576 {
+                    if nt == 61 && n < 576 {
                         continue;
                     }
-                    for (f, tinyblas) in [(tiny, n % KN == 0), (vd, false)] {
+                    for (f, tinyblas, set) in
+                        sets.iter().flat_map(|&(set, tiny, vd)| [(tiny, n % KN == 0, set), (vd, false, set)])
+                    {
                         let os = nt + 3;
                         let mut out = vec![0f32; (n_rows - 1) * os + nt];
                         // SAFETY: the buffers hold n_rows weight rows `ws`
@@ -1066,7 +1152,7 @@ mod tests {
                                 let got = out[r * os + t];
                                 assert!(
                                     got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                                    "n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got:e} vs {want:e}"
+                                    "{set}: n={n} rows={n_rows} nt={nt} r={r} t={t} tinyblas={tinyblas}: {got:e} vs {want:e}"
                                 );
                             }
                         }
