@@ -151,13 +151,21 @@ fn in_bound(bits: u32) -> bool {
     m == 0 || (SAFE_MIN..=0x7f80_0000).contains(&m)
 }
 
-/// Where element `j` (< 32) of a 32-element step lies in its packed copy:
-/// the step as the AVX2 kernels read it, the 8 even then the 8 odd elements
-/// of pairs 0..8, then of pairs 8..16 (lane `i` of each vector is pair `i`
-/// of its half, lane `i` of `vdpbf16ps`'s accumulator).
-const fn packed_index(j: usize) -> usize {
-    let (pair, odd) = (j / 2, j % 2);
-    16 * (pair / 8) + 8 * odd + pair % 8
+/// Where element `i` of a row of `n` values lies in its packed copy (and in
+/// the AVX2 prefill's widened weight rows): of each whole 32-element step,
+/// the 8 even then the 8 odd elements of pairs 0..8 in the first half of
+/// the copy (16 values a step, in step order), those of pairs 8..16 in the
+/// second; lane `i` of each 8-value vector is lane `i` of its half of
+/// `vdpbf16ps`'s accumulator. The last `n % 32` values follow as they are.
+/// A kernel that runs one half of the lanes at a time so reads whole cache
+/// lines.
+const fn packed_index(n: usize, i: usize) -> usize {
+    let n32 = n / KN * KN;
+    if i >= n32 {
+        return i;
+    }
+    let (step, pair, odd) = (i / KN, i % KN / 2, i % 2);
+    (pair / 8) * (n32 / 2) + 16 * step + 8 * odd + pair % 8
 }
 
 /// Activations rounded to bf16 as `ggml_cpu_fp32_to_bf16` rounds them (to
@@ -165,10 +173,10 @@ const fn packed_index(j: usize) -> usize {
 /// weights (`x` n values, `out` [`act_row_bytes`]`(n)` bytes):
 ///
 /// - `out[..4n]`: the rounded values, which every kernel reads;
-/// - `out[4n..8n]`: the same values, each whole 32-element step laid out as
-///   [`packed_index`] says (the rest as it is), which the AVX2 row kernels
-///   read: a decode's rows then share one layout per matmul instead of one
-///   per kernel call (which had cost ~30 % of the kernel);
+/// - `out[4n..8n]`: the same values laid out as [`packed_index`] says,
+///   which the AVX2 row kernels read: a decode's rows then share one layout
+///   per matmul instead of one per kernel call (which had cost ~30 % of the
+///   kernel);
 /// - `out[8n..8n + 4]`: 1 if every rounded value is within the AVX2
 ///   kernels' bound ([`in_bound`]), else 0; the rest of the word 0.
 pub fn round_act_row(x: &[f32], out: &mut [u8]) {
@@ -177,16 +185,18 @@ pub fn round_act_row(x: &[f32], out: &mut [u8]) {
     let (vals, rest) = out.split_at_mut(4 * n);
     let (packed, word) = rest.split_at_mut(4 * n);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 checked; `vals` and `packed` hold 4 bytes per value.
-    let (done, mut ok) =
-        if crate::kernels::vecf::use_avx2() { unsafe { avx2::round_row(x, vals, packed) } } else { (0, true) };
+    let (done, mut ok) = if crate::kernels::vecf::use_avx2() {
+        // SAFETY: AVX2 checked; `vals` and `packed` hold 4 bytes per value.
+        unsafe { avx2::round_row(x, vals, packed) }
+    } else {
+        (0, true)
+    };
     #[cfg(not(target_arch = "x86_64"))]
     let (done, mut ok) = (0, true);
-    let n32 = n / KN * KN;
     for (i, v) in x.iter().enumerate().skip(done) {
         let r = bf16_to_f32(f32_to_bf16(*v));
         ok &= in_bound(r.to_bits());
-        let at = if i < n32 { i / KN * KN + packed_index(i % KN) } else { i };
+        let at = packed_index(n, i);
         vals[4 * i..4 * i + 4].copy_from_slice(&r.to_le_bytes());
         packed[4 * at..4 * at + 4].copy_from_slice(&r.to_le_bytes());
     }
@@ -464,7 +474,8 @@ mod avx2 {
                     *v = _mm256_castsi256_ps(r);
                 }
             }
-            // the even and odd elements of pairs 0..8 and 8..16, in pair order
+            // the even and odd elements of pairs 0..8 and 8..16, in pair
+            // order: the step's 16 values of each half of the copy
             let p = [
                 swap_mid(_mm256_shuffle_ps::<0b10_00_10_00>(v[0], v[1])),
                 swap_mid(_mm256_shuffle_ps::<0b11_01_11_01>(v[0], v[1])),
@@ -472,8 +483,9 @@ mod avx2 {
                 swap_mid(_mm256_shuffle_ps::<0b11_01_11_01>(v[2], v[3])),
             ];
             for (k, p) in p.iter().enumerate() {
-                // SAFETY: `packed` holds 4 bytes per value, i + 32 ≤ x.len().
-                unsafe { _mm256_storeu_ps(packed.as_mut_ptr().add(4 * (i + 8 * k)).cast(), *p) };
+                let at = (k / 2) * (n32 / 2) + i / 2 + 8 * (k % 2);
+                // SAFETY: `packed` holds 4 bytes per value, at < n32.
+                unsafe { _mm256_storeu_ps(packed.as_mut_ptr().add(4 * at).cast(), *p) };
             }
         }
         (n32, safe32(mn, mx))
@@ -656,9 +668,9 @@ mod avx2 {
     /// over them.
     const CHUNK_BYTES: usize = 128 * 1024;
 
-    /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `[n / 32][4]`
-    /// vectors each, `n` floats apart) × `TB` tokens (packed copies at `ap`,
-    /// `s` bytes apart, the same layout) into `out[i][j]` (`RB`, `TB` ≤ 2):
+    /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `n` floats
+    /// apart, laid out as [`super::packed_index`]) × `TB` tokens (packed
+    /// copies at `ap`, `s` bytes apart) into `out[i][j]` (`RB`, `TB` ≤ 2):
     /// per 32-element step the odd then the even products of each half, as
     /// `vdpbf16ps`.
     #[target_feature(enable = "avx2,fma")]
@@ -669,7 +681,7 @@ mod avx2 {
         wp: *const f32,
         ap: *const u8,
         s: usize,
-        out: &mut [[f32; 2]; 2],
+        out: &mut [[f32; 2]],
     ) {
         // SAFETY: the caller's buffers hold RB rows of n floats and TB
         // tokens' packed copies of n floats, s bytes apart.
@@ -678,15 +690,17 @@ mod avx2 {
             let mut acc = [[[z; 2]; TB]; RB];
             let mut l = 0;
             while l < n {
+                // the step's vectors: (k / 2) the half, (k % 2) odd
+                let at = |k: usize| (k / 2) * (n / 2) + l / 2 + 8 * (k % 2);
                 let wv: [[__m256; 4]; RB] =
-                    std::array::from_fn(|i| std::array::from_fn(|k| _mm256_loadu_ps(wp.add(i * n + l + 8 * k))));
+                    std::array::from_fn(|i| std::array::from_fn(|k| _mm256_loadu_ps(wp.add(i * n + at(k)))));
                 for j in 0..TB {
-                    let x = ap.add(j * s).cast::<f32>().add(l);
+                    let x = ap.add(j * s).cast::<f32>();
                     let (e0, o0, e1, o1) = (
-                        _mm256_loadu_ps(x),
-                        _mm256_loadu_ps(x.add(8)),
-                        _mm256_loadu_ps(x.add(16)),
-                        _mm256_loadu_ps(x.add(24)),
+                        _mm256_loadu_ps(x.add(at(0))),
+                        _mm256_loadu_ps(x.add(at(1))),
+                        _mm256_loadu_ps(x.add(at(2))),
+                        _mm256_loadu_ps(x.add(at(3))),
                     );
                     for i in 0..RB {
                         let [lo, hi] = &mut acc[i][j];
@@ -699,6 +713,61 @@ mod avx2 {
             for i in 0..RB {
                 for j in 0..TB {
                     out[i][j] = avx2_reduce_lo_hi(acc[i][j][0], acc[i][j][1]);
+                }
+            }
+        }
+    }
+
+    /// Rows per block of [`block_halves`].
+    const HALF_ROWS: usize = 6;
+
+    /// [`block`] for `RB` rows × `TB` tokens (`RB` ≤ 6, `TB` ≤ 2) with one
+    /// accumulator per output: the lanes of pairs 0..8 (the first half of
+    /// the packed layouts) over all the columns, then those of pairs 8..16,
+    /// each lane's chain in order, so the same bits. 12 accumulators of two
+    /// chained FMAs a step cover the FMA latency that [`block`]'s 8 just
+    /// meet, and a pass reads only its half of each widened row.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    #[allow(clippy::needless_range_loop, reason = "the index walks several arrays in step")]
+    unsafe fn block_halves<const RB: usize, const TB: usize>(
+        n: usize,
+        wp: *const f32,
+        ap: *const u8,
+        s: usize,
+        out: &mut [[f32; 2]],
+    ) {
+        // SAFETY: the caller's buffers hold RB rows of n floats and TB
+        // tokens' packed copies of n floats, s bytes apart.
+        unsafe {
+            let z = _mm256_setzero_ps();
+            let mut lo = [[z; TB]; RB];
+            for half in 0..2 {
+                let mut acc = [[z; TB]; RB];
+                // this half's 16 values a step: 8 even, then 8 odd
+                let mut l = half * (n / 2);
+                while l < (half + 1) * (n / 2) {
+                    // vdpbf16ps: the odd products first
+                    for off in [8, 0] {
+                        let x: [__m256; TB] =
+                            std::array::from_fn(|j| _mm256_loadu_ps(ap.add(j * s).cast::<f32>().add(l + off)));
+                        for i in 0..RB {
+                            let wv = _mm256_loadu_ps(wp.add(i * n + l + off));
+                            for j in 0..TB {
+                                acc[i][j] = _mm256_fmadd_ps(wv, x[j], acc[i][j]);
+                            }
+                        }
+                    }
+                    l += 16;
+                }
+                if half == 0 {
+                    lo = acc;
+                } else {
+                    for i in 0..RB {
+                        for j in 0..TB {
+                            out[i][j] = avx2_reduce_lo_hi(lo[i][j], acc[i][j]);
+                        }
+                    }
                 }
             }
         }
@@ -746,35 +815,47 @@ mod avx2 {
         // tokens per chunk: their packed copies stay in L2 while every row
         // pair of the call runs over them
         let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(2).min(nt);
-        // [2][n] two widened rows
-        let mut rows2 = vec![0f32; 2 * n];
+        // [HALF_ROWS][n] widened rows
+        let mut wide = vec![0f32; HALF_ROWS * n];
         let tok_ok = |t: usize| a[t * s + 8 * n] != 0;
         let mut t0 = 0;
         while t0 < nt {
             let len = chunk.min(nt - t0);
             let mut r = 0;
             while r < n_rows {
-                let rb = (n_rows - r).min(2);
-                let mut row_ok = [false; 2];
+                let rb = (n_rows - r).min(HALF_ROWS);
+                let mut row_ok = [false; HALF_ROWS];
                 for (i, ok) in row_ok[..rb].iter_mut().enumerate() {
                     // SAFETY: row r + i < n_rows holds 2n bytes at
-                    // w[(r + i)·ws..] (checked); `rows2` 2n floats.
-                    *ok = unsafe { widen_row(n, w.as_ptr().add((r + i) * ws), rows2.as_mut_ptr().add(i * n)) };
+                    // w[(r + i)·ws..] (checked); `wide` HALF_ROWS·n floats.
+                    *ok = unsafe { widen_row(n, w.as_ptr().add((r + i) * ws), wide.as_mut_ptr().add(i * n)) };
                 }
                 let mut t = t0;
                 while t < t0 + len {
                     let tb = (t0 + len - t).min(2);
                     // token t's packed copy
-                    let (wp, ap) = (rows2.as_ptr(), a[t * s + 4 * n..].as_ptr());
-                    let mut v = [[0f32; 2]; 2];
-                    // SAFETY: rows2 holds rb rows; tokens t..t + tb ≤ nt hold
-                    // their packed copies, s bytes apart (checked).
+                    let ap = a[t * s + 4 * n..].as_ptr();
+                    let mut v = [[0f32; 2]; HALF_ROWS];
+                    // SAFETY: `wide` holds rb rows; tokens t..t + tb ≤ nt
+                    // hold their packed copies, s bytes apart (checked).
                     unsafe {
-                        match (rb, tb) {
-                            (2, 2) => block::<2, 2>(n, wp, ap, s, &mut v),
-                            (2, _) => block::<2, 1>(n, wp, ap, s, &mut v),
-                            (_, 2) => block::<1, 2>(n, wp, ap, s, &mut v),
-                            _ => block::<1, 1>(n, wp, ap, s, &mut v),
+                        if rb == HALF_ROWS {
+                            let wp = wide.as_ptr();
+                            match tb {
+                                2 => block_halves::<HALF_ROWS, 2>(n, wp, ap, s, &mut v),
+                                _ => block_halves::<HALF_ROWS, 1>(n, wp, ap, s, &mut v),
+                            }
+                        } else {
+                            // the last rows of the call, 2 at a time
+                            for i in (0..rb).step_by(2) {
+                                let (wp, v) = (wide.as_ptr().add(i * n), &mut v[i..]);
+                                match ((rb - i).min(2), tb) {
+                                    (2, 2) => block::<2, 2>(n, wp, ap, s, v),
+                                    (2, _) => block::<2, 1>(n, wp, ap, s, v),
+                                    (_, 2) => block::<1, 2>(n, wp, ap, s, v),
+                                    _ => block::<1, 1>(n, wp, ap, s, v),
+                                }
+                            }
                         }
                     }
                     for i in 0..rb {
@@ -797,8 +878,8 @@ mod avx2 {
     }
 
     /// Widens the first `np` (a multiple of 32) bf16 weights of one row at
-    /// `w` into `d`, each 32-element step as [`weights_natural`] gives it;
-    /// whether they lie within the safe bound.
+    /// `w` into `d`, laid out as the packed copy of activations
+    /// ([`super::packed_index`]); whether they lie within the safe bound.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn widen_row(np: usize, w: *const u8, d: *mut f32) -> bool {
         // SAFETY: the caller's `w` holds 2·np bytes, `d` np floats.
@@ -807,7 +888,7 @@ mod avx2 {
             for st in 0..np / KN {
                 let wv = weights_natural(w.add(2 * KN * st), &mut mn, &mut mx);
                 for (k, v) in wv.iter().enumerate() {
-                    _mm256_storeu_ps(d.add(KN * st + 8 * k), *v);
+                    _mm256_storeu_ps(d.add((k / 2) * (np / 2) + 16 * st + 8 * (k % 2)), *v);
                 }
             }
             safe16(mn, mx)
@@ -817,7 +898,8 @@ mod avx2 {
     /// ggml_vec_dot_bf16's two accumulators (c1 over the first 32 of each
     /// 64 elements, c2 the second; lo/hi halves, lane `i` pair `i`) of `R`
     /// weight rows (`ws` bytes apart at `w`) against one packed token `x`
-    /// (`np` floats, a multiple of 64), and whether the rows' weights all
+    /// (of whose copy `np`, a multiple of 64, values are read: the second
+    /// half at `h` floats), and whether the rows' weights all
     /// lie within the safe bound (one bound for the `R` rows: an output
     /// outside it is rare, and its row's neighbours' scalar recomputation
     /// gives the same bits). The step is 64 elements so that the four
@@ -830,6 +912,7 @@ mod avx2 {
         w: *const u8,
         ws: usize,
         x: *const f32,
+        h: usize,
     ) -> ([[__m256; 4]; R], bool) {
         // SAFETY: the caller's rows hold 2·np bytes, `x` np floats.
         unsafe {
@@ -839,12 +922,13 @@ mod avx2 {
             let mut l = 0;
             while l < np {
                 for c in 0..2 {
-                    let xp = x.add(l + KN * c);
+                    // the step's halves, 16 values each
+                    let (lo, hi) = (x.add((l + KN * c) / 2), x.add(h + (l + KN * c) / 2));
                     let (e0, o0, e1, o1) = (
-                        _mm256_loadu_ps(xp),
-                        _mm256_loadu_ps(xp.add(8)),
-                        _mm256_loadu_ps(xp.add(16)),
-                        _mm256_loadu_ps(xp.add(24)),
+                        _mm256_loadu_ps(lo),
+                        _mm256_loadu_ps(lo.add(8)),
+                        _mm256_loadu_ps(hi),
+                        _mm256_loadu_ps(hi.add(8)),
                     );
                     for (i, acc) in acc.iter_mut().enumerate() {
                         let wv = weights_natural(w.add(i * ws + 2 * (l + KN * c)), &mut mn, &mut mx);
@@ -892,9 +976,9 @@ mod avx2 {
                 // (checked); the packed copy n ≥ np floats.
                 let (acc, ok): ([[__m256; 4]; 2], bool) = unsafe {
                     if rb == 2 {
-                        vec_dot_rows::<2>(np, wp, ws, packed)
+                        vec_dot_rows::<2>(np, wp, ws, packed, n / KN * KN / 2)
                     } else {
-                        let (a1, o1) = vec_dot_rows::<1>(np, wp, ws, packed);
+                        let (a1, o1) = vec_dot_rows::<1>(np, wp, ws, packed, n / KN * KN / 2);
                         ([a1[0], a1[0]], o1)
                     }
                 };
@@ -1034,7 +1118,7 @@ mod tests {
                 let want = u32::from(u16::from_le_bytes(f32_to_bf16(*v))) << 16;
                 assert_eq!(at(i), want, "{v:e} ({:#010x})", v.to_bits());
                 // the packed copy: whole steps laid out, the tail as it is
-                let p = if i < n / KN * KN { i / KN * KN + packed_index(i % KN) } else { i };
+                let p = packed_index(n, i);
                 assert_eq!(at(n + p), want, "packed {i} of {n}");
             }
             assert_eq!(&out[8 * n..], &[[u8::from(want_ok)].as_slice(), &[0; 31]].concat()[..], "bound word");
