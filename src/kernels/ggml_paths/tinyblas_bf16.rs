@@ -664,9 +664,16 @@ mod avx2 {
     }
 
     /// Activation bytes per token chunk of [`rows_tinyblas`]: the chunk's
-    /// packed activations stay in L2 while every row pair of the call runs
-    /// over them.
+    /// packed activations stay in L2 while every row block of the call runs
+    /// over them...
     const CHUNK_BYTES: usize = 128 * 1024;
+
+    /// ... but for at least this many tokens: each row is widened once per
+    /// chunk, which over 4 tokens (8192 columns) cost about what their
+    /// products do (`bench_kernels` 2048 × 8192, 1 thread: 14–15 GMAC/s,
+    /// 23–26 with 16–32 tokens; a block's 6 rows use each token line 6
+    /// times, so it may come from L3).
+    const CHUNK_MIN_TOKENS: usize = 32;
 
     /// tinyBLAS outputs of `RB` weight rows (widened at `wp`, `n` floats
     /// apart, laid out as [`super::packed_index`]) × `TB` tokens (packed
@@ -814,7 +821,7 @@ mod avx2 {
         }
         // tokens per chunk: their packed copies stay in L2 while every row
         // pair of the call runs over them
-        let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(2).min(nt);
+        let chunk = (CHUNK_BYTES / (4 * n).max(1)).max(CHUNK_MIN_TOKENS).min(nt);
         // [HALF_ROWS][n] widened rows
         let mut wide = vec![0f32; HALF_ROWS * n];
         let tok_ok = |t: usize| a[t * s + 8 * n] != 0;
@@ -1189,11 +1196,12 @@ mod tests {
         // cols: 32-steps with and without 64-leftovers, 40 (tinyBLAS
         // declines); every row count to 9 (4-row blocks, vec_dot's 1-4
         // interleaved rows), tokens around the 6-token tile and, with 61
-        // tokens of 576 and more columns, past the token chunk; in the
+        // tokens of 576 and more columns, past the token chunk (1056: its
+        // 32-token minimum); in the
         // cases with special values, every third row and token has none, so
         // that the AVX2 kernels' bound meets each operand alone
         let (max_rows, max_nt) = (9, 61);
-        for (case, n) in [32, 40, 64, 96, 576, 608, 640].into_iter().enumerate() {
+        for (case, n) in [32, 40, 64, 96, 576, 608, 640, 1056].into_iter().enumerate() {
             let special = case % 2 == 1 || n == 576;
             let ws = 2 * n + 6; // weight rows not packed
             let s = act_row_bytes(n) + 12;
