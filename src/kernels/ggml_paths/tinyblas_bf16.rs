@@ -1194,8 +1194,9 @@ mod tests {
             }
         };
         // cols: 32-steps with and without 64-leftovers, 40 (tinyBLAS
-        // declines); every row count to 9 (4-row blocks, vec_dot's 1-4
-        // interleaved rows), tokens around the 6-token tile and, with 61
+        // declines); every row count to 9 (AVX512_BF16's 4-row and AVX2's
+        // 6-row blocks, the segments' 1-4 rows of a decode call), tokens
+        // around the 6-token tile and, with 61
         // tokens of 576 and more columns, past the token chunk (1056: its
         // 32-token minimum); in the
         // cases with special values, every third row and token has none, so
