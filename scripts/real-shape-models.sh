@@ -27,7 +27,7 @@
 # usage: scripts/real-shape-models.sh [NAME[:TYPE,TYPE...] ...]
 #        (default: llama-3.2-1b and qwen3-1.7b at Q4_K_M, Q8_0 and Q4_0;
 #        granite-moe-1b and llama-3.1-8b only when named;
-#        TYPE one of Q4_K_M Q8_0 Q4_0 Q6_K IQ4_NL)
+#        TYPE one of Q4_K_M Q8_0 Q4_0 Q6_K IQ4_NL BF16)
 # env:   MINFER_LIB_DIR (target/release: the library that quantizes)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +50,7 @@ shape() {
 # ftype TYPE: its llama_ftype value
 ftype() {
     case $1 in
-        Q4_0) echo 2 ;; Q8_0) echo 7 ;; Q4_K_M) echo 15 ;; Q6_K) echo 18 ;; IQ4_NL) echo 25 ;;
+        Q4_0) echo 2 ;; Q8_0) echo 7 ;; Q4_K_M) echo 15 ;; Q6_K) echo 18 ;; IQ4_NL) echo 25 ;; BF16) echo 32 ;;
         *) echo "real-shape-models.sh: no ftype for $1" >&2; return 1 ;;
     esac
 }
