@@ -799,6 +799,18 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     else
                         not_ok "SmolLM2 BF16 logits bit-identical to the reference"
                     fi
+                    # the float matrices copied onto huge pages at load, and
+                    # read in place from the file mapping (what the load does
+                    # where the page cache holds them in 2 MiB folios): the
+                    # same bits either way
+                    if MINFER_FLOAT_COPIES=1 logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
+                        "512 2 128 one-decode" "512 1 7 chunks-of-7" \
+                        && MINFER_FLOAT_COPIES=0 logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
+                            "512 2 128 one-decode" "512 1 7 chunks-of-7"; then
+                        ok "SmolLM2 BF16 logits bit-identical to the reference with its float matrices copied at load and read from the file mapping (MINFER_FLOAT_COPIES=1/0)"
+                    else
+                        not_ok "SmolLM2 BF16 logits with the float matrices copied and read from the file mapping"
+                    fi
                     if [ -x "$OUT/embd_logits" ] && "$OUT/embd_logits" "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$OUT/embd-smollm2.bin" 7 2> /dev/null \
                         && [ "$(sha256sum "$OUT/embd-smollm2.bin" | cut -d' ' -f1)" = "$(awk '$2 == "smollm2-bf16-chunks-of-7" {print $1}' "$PAR/embd.sha256")" ]; then
                         ok "embedding inputs: SmolLM2 BF16 logits (decodes of 7) bit-identical to the reference"

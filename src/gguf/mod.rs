@@ -22,6 +22,7 @@
 //! to the start of the GGUF data, which is `base()` bytes into the file for
 //! `open_file_at`.
 
+mod huge_pages;
 mod index;
 mod reader;
 mod tensor;
@@ -43,6 +44,7 @@ use memmap2::Mmap;
 use crate::error::{Error, Result};
 use index::Index;
 
+use huge_pages::HUGE;
 pub use reader::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, GGUF_MAGIC, HEADER_SIZE};
 pub use tensor::{TensorInfo, MAX_DIMS, MAX_NAME_LEN};
 pub use value::{
@@ -440,6 +442,41 @@ impl GgufFile {
         } else {
             0
         }
+    }
+
+    /// How many bytes of `data` (a slice of this file's bytes) a read finds
+    /// mapped by 2 MiB pages: it faults in one page of every 2 MiB block
+    /// that `data` touches (`MADV_POPULATE_READ`; a block the page cache
+    /// holds as one 2 MiB folio, or reads in as one, is then mapped whole)
+    /// and asks the kernel (`huge_pages`). `None` for owned bytes, a slice
+    /// of other memory, or a kernel that cannot say (Linux before 6.7).
+    pub fn huge_mapped_bytes(&self, data: &[u8]) -> Option<usize> {
+        let Storage::Mapped { .. } = &self.storage else { return None };
+        let all = self.bytes().as_ptr_range();
+        let (lo, hi) = (data.as_ptr() as usize, data.as_ptr() as usize + data.len());
+        if data.is_empty() || lo < all.start as usize || hi > all.end as usize {
+            return None;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sysconf has no preconditions.
+            let page_size = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+            let mut block = lo / HUGE * HUGE;
+            while block < hi {
+                let page = block.max(lo / page_size * page_size);
+                // SAFETY: advice on one page of this file's read-only
+                // mapping (`page` lies within [lo, hi), inside the mapping,
+                // rounded down to a page boundary that the mapping, being
+                // page-aligned, also holds); it reads the file's pages in
+                // and maps them, and fails (EFAULT, EINVAL) rather than
+                // signal where it cannot.
+                if unsafe { libc::madvise(page as *mut libc::c_void, page_size, libc::MADV_POPULATE_READ) } != 0 {
+                    return None;
+                }
+                block += HUGE;
+            }
+        }
+        huge_pages::huge_mapped_bytes(lo, hi)
     }
 
     /// Offset of tensor `t`'s data in the underlying file (base included).

@@ -1172,3 +1172,76 @@ fn released_pages_are_kept_out_of_huge_mappings() {
     assert!(has(head, "hg"), "the header's page keeps the advice: {:?}", vm_flags_at(head));
     assert_eq!(f.tensor_data(&t), &data[..], "the bytes still read back");
 }
+
+/// `FilePmdMapped` of the mapping that holds `addr` (`/proc/self/smaps`), in
+/// bytes.
+#[cfg(target_os = "linux")]
+fn file_pmd_mapped_at(addr: usize) -> Option<usize> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((a, b)) = line.split_once(' ').and_then(|(range, _)| range.split_once('-')) {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = (a..b).contains(&addr);
+                continue;
+            }
+        }
+        if inside && line.starts_with("FilePmdMapped:") {
+            return Some(line.split_whitespace().nth(1)?.parse::<usize>().ok()? * 1024);
+        }
+    }
+    None
+}
+
+/// `huge_mapped_bytes` (whether the loader copies a float matrix) faults in
+/// a page of every 2 MiB block of the data and counts the bytes that lie in
+/// 2 MiB mappings: what smaps says of the mapping, less at most the blocks
+/// at the data's two ends that it shares with the header and the file's
+/// end. The file is first dropped from the page cache, so that it is read
+/// in for the mapping (as 2 MiB folios where the file system can: then the
+/// whole data counts). Owned bytes and slices of other memory: `None`.
+#[cfg(target_os = "linux")]
+#[test]
+fn huge_mapped_bytes_agrees_with_smaps() {
+    let data: Vec<u8> = (0..(7u32 << 20) + 12_345).map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8).collect();
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
+    let path = std::env::temp_dir().join(format!("minfer-huge-mapped-{}.gguf", std::process::id()));
+    std::fs::write(&path, w.to_bytes().expect("gguf")).expect("write");
+    {
+        let file = std::fs::File::open(&path).expect("open");
+        use std::os::fd::AsRawFd;
+        // SAFETY: advice on an open file descriptor; clean pages only are dropped.
+        unsafe {
+            libc::fdatasync(file.as_raw_fd());
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+    let f = GgufFile::open(&path).expect("open");
+    let _ = std::fs::remove_file(&path);
+    let t = f.find_tensor("t").expect("tensor");
+    let got = f.huge_mapped_bytes(f.tensor_data(&t));
+    let Some(huge) = got else {
+        eprintln!("this kernel cannot say which pages are huge (PAGEMAP_SCAN): nothing to compare");
+        return;
+    };
+    let data_at = f.tensor_data(&t);
+    assert!(huge <= data.len());
+    // one page of every 2 MiB block was faulted in
+    let lo = data_at.as_ptr() as usize;
+    let mut block = lo / HUGE * HUGE;
+    while block < lo + data.len() {
+        let at = block.max(lo) - lo;
+        assert_eq!(mapped_pages(&data_at[at..at + 1]), Some(1), "block at {block:#x}");
+        block += HUGE;
+    }
+    let pmd = file_pmd_mapped_at(lo).expect("the mapping in smaps");
+    assert!(huge <= pmd && pmd - huge <= 2 * HUGE, "huge {huge} against FilePmdMapped {pmd}");
+    // the bytes are the file's either way
+    assert_eq!(f.tensor_data(&t), &data[..]);
+    // nothing to say of owned bytes or of memory outside the mapping
+    assert_eq!(f.huge_mapped_bytes(&data), None);
+    assert_eq!(f.huge_mapped_bytes(&[]), None);
+    let owned = GgufFile::from_bytes(w.to_bytes().expect("gguf")).expect("parse");
+    assert_eq!(owned.huge_mapped_bytes(owned.tensor_data(&owned.find_tensor("t").expect("tensor"))), None);
+}

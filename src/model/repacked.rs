@@ -10,6 +10,14 @@
 //!   and through the file mapping most of their pages are 4 KiB ones (the
 //!   page cache decides), which the TLB bounds: the copy is on huge pages
 //!   (`MADV_HUGEPAGE`; `MINFER_NO_THP=1` skips the advice).
+//!   Not where the page cache already holds a matrix in 2 MiB folios (at
+//!   least 90 % of its bytes, `GgufFile::huge_mapped_bytes`): the mapping
+//!   then reads it through huge pages too, and the matrix is read in place.
+//!   That is the case once minfer itself has read the file in (its mapping
+//!   asks for huge pages) on a file system with large folios (ext4 from
+//!   Linux 6.16, xfs); it saves the load the kernel's zeroing of fresh huge
+//!   pages and the copy, and the system a second copy of the weights.
+//!   `MINFER_FLOAT_COPIES=1` copies them all, `=0` none.
 //!   Not where the copies would take more than half the free memory
 //!   (`_SC_AVPHYS_PAGES`, which leaves out the page cache): a model larger
 //!   than memory keeps running from the mapping, as with the reference.
@@ -106,13 +114,19 @@ impl Repacked {
         for w in mats.iter().filter(|w| is_float(w) && seen.insert((w.file, w.info.offset))) {
             float_bytes = float_bytes.saturating_add(files[w.file].tensor_data(&w.info).len());
         }
-        let copy_floats = copies_fit(float_bytes, free_memory());
+        // `MINFER_FLOAT_COPIES`: `1` copies every float matrix without asking
+        // how the page cache holds it, `0` copies none (all read from the
+        // file mapping); unset, as the module's comment says
+        let policy = std::env::var("MINFER_FLOAT_COPIES").ok();
+        let copy_floats = policy.as_deref() != Some("0") && copies_fit(float_bytes, free_memory());
+        let ask_pages = policy.as_deref() != Some("1");
         if float_bytes > 0 && !copy_floats {
-            crate::log_info!("load: {float_bytes} bytes of float matrices read from the file mapping (more than half the free memory)");
+            crate::log_info!("load: {float_bytes} bytes of float matrices read from the file mapping (more than half the free memory, or MINFER_FLOAT_COPIES=0)");
         }
         let mut plan: Vec<(&Weight, Range)> = Vec::new();
         let mut ranges = HashMap::new();
         let mut len = 0usize;
+        let (mut in_place, mut in_place_bytes) = (0usize, 0usize);
         for w in mats {
             let (ty, rows, cols) = (w.ty(), w.rows(), w.cols());
             if ranges.contains_key(&(w.file, w.info.offset)) {
@@ -122,7 +136,12 @@ impl Repacked {
                 let Some(bytes) = repack_tiles::tiles_bytes(ty, rows, cols) else { continue };
                 (bytes, Layout::Tiles)
             } else if copy_floats && is_float(w) {
-                (files[w.file].tensor_data(&w.info).len(), Layout::Copy)
+                let data = files[w.file].tensor_data(&w.info);
+                if ask_pages && on_huge_pages(&files[w.file], data) {
+                    (in_place, in_place_bytes) = (in_place + 1, in_place_bytes + data.len());
+                    continue;
+                }
+                (data.len(), Layout::Copy)
             } else {
                 continue;
             };
@@ -130,6 +149,12 @@ impl Repacked {
             ranges.insert((w.file, w.info.offset), range);
             plan.push((w, range));
             len = (len + bytes).next_multiple_of(64);
+        }
+        if in_place > 0 {
+            crate::log_info!(
+                "load: {in_place} float matrices ({:.2} MiB) read from the file mapping, which holds them in 2 MiB pages",
+                in_place_bytes as f64 / (1 << 20) as f64
+            );
         }
         if plan.is_empty() {
             return Ok(Repacked::none());
@@ -258,6 +283,18 @@ impl Repacked {
 /// drop and read again; anonymous copies it could not.
 fn copies_fit(bytes: usize, free: Option<usize>) -> bool {
     free.is_none_or(|f| bytes <= f / 2)
+}
+
+/// Whether the file mapping reads `data` (a float matrix) through 2 MiB
+/// pages already, at least 90 % of its bytes: the page cache holds those
+/// blocks of the file as 2 MiB folios, each mapped by one TLB entry, so a
+/// copy onto huge pages would cost the load its time (the kernel zeroing
+/// fresh huge pages, then the copy) and the system a second copy of the
+/// matrix, and gain a decode nothing. The check faults in one page of
+/// every 2 MiB block of the matrix: called only where the matrix would
+/// otherwise be copied, which reads it all.
+fn on_huge_pages(file: &GgufFile, data: &[u8]) -> bool {
+    file.huge_mapped_bytes(data).is_some_and(|huge| huge >= data.len() / 10 * 9)
 }
 
 /// Free physical memory in bytes, where the system says.
