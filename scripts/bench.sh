@@ -19,9 +19,10 @@
 # The last two columns set each cell against the machine's limits, for ours
 # and for the reference: a tg cell's weight bytes read per token
 # (examples/model_cost) x t/s / the read bandwidth of that many threads
-# (scripts/membw.c with huge pages, median of 3); a pp cell's weight-matrix
-# multiply-adds per token x t/s / (threads x one core's int8 multiply-add
-# peak: scripts/pipes.c peak; its AVX2 pair under MINFER_NO_VNNI=1).
+# (scripts/membw.c with huge pages: its best pass, median of 3 runs); a pp
+# cell's weight-matrix multiply-adds per token x t/s / (threads x one core's
+# int8 multiply-add peak: scripts/pipes.c peak; its AVX2 pair under
+# MINFER_NO_VNNI=1).
 #
 # usage: scripts/bench.sh [MODEL.gguf ...]    (default: the models below, and
 #        one model per family of ffi-tests/golden/parity/families.txt)
@@ -162,7 +163,7 @@ if [ "$(uname -m)" = x86_64 ]; then
     gcc -O2 -mavx512f -mavx512vl -mavx512vnni "$ROOT/scripts/pipes.c" -o "$OUT/pipes"
     for t in $THREADS; do
         BW[$t]=$(for _ in 1 2 3; do "$OUT/membw" "$t" huge; done | awk '{print $(NF - 1)}' | median)
-        echo "read bandwidth, $t threads (membw, huge pages, median of 3): ${BW[$t]} GB/s"
+        echo "read bandwidth, $t threads (membw, huge pages; the best of 40 passes, median of 3 runs): ${BW[$t]} GB/s"
     done
     peak_line=$("$OUT/pipes" peak ${MINFER_NO_VNNI:+avx2})
     PEAK=${peak_line%% *}
