@@ -799,15 +799,18 @@ group_parity() { # logits bit-identical to the reference (synthetic models, Smol
                     else
                         not_ok "SmolLM2 BF16 logits bit-identical to the reference"
                     fi
-                    # the float matrices copied onto huge pages at load, and
-                    # read in place from the file mapping (what the load does
-                    # where the page cache holds them in 2 MiB folios): the
-                    # same bits either way
+                    # the float matrices copied onto huge pages at load, read
+                    # from the file mapping as it is, and read in place with
+                    # every 2 MiB block copied over the mapping (what the load
+                    # does to blocks the page cache holds in small folios):
+                    # the same bits each way
                     if MINFER_FLOAT_COPIES=1 logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
                         "512 2 128 one-decode" "512 1 7 chunks-of-7" \
                         && MINFER_FLOAT_COPIES=0 logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
+                            "512 2 128 one-decode" "512 1 7 chunks-of-7" \
+                        && MINFER_TEST_COPY_EVERY_BLOCK=1 logits_hash_ok "$BF16_MODEL" "$PAR/tokens-smollm2-128.txt" "$PAR/smollm2-bf16.sha256" \
                             "512 2 128 one-decode" "512 1 7 chunks-of-7"; then
-                        ok "SmolLM2 BF16 logits bit-identical to the reference with its float matrices copied at load and read from the file mapping (MINFER_FLOAT_COPIES=1/0)"
+                        ok "SmolLM2 BF16 logits bit-identical to the reference with its float matrices copied at load, read from the file mapping, and read in place with every 2 MiB block copied over the mapping (MINFER_FLOAT_COPIES=1/0, MINFER_TEST_COPY_EVERY_BLOCK=1)"
                     else
                         not_ok "SmolLM2 BF16 logits with the float matrices copied and read from the file mapping"
                     fi

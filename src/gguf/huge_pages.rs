@@ -5,8 +5,9 @@
 //! The loader asks this of a model file's mapping: where the page cache
 //! holds the file in 2 MiB folios (ext4 from 6.16, xfs earlier) a read maps
 //! a whole folio with one TLB entry, and a copy of those bytes onto huge
-//! pages would gain a decode nothing. Elsewhere (older kernels, other file
-//! systems) the answer is `None` and the loader copies as before.
+//! pages would gain a decode nothing; the other blocks it replaces by such
+//! copies in place (`AnonymousCopy`). Where the kernel cannot say (older
+//! kernels) the answer is `None` and the loader copies whole matrices.
 
 /// One 2 MiB page: the size of a PMD mapping on x86-64 and on aarch64 with
 /// 4 KiB pages.
@@ -19,18 +20,127 @@ pub fn huge_mapped_bytes(lo: usize, hi: usize) -> Option<usize> {
     if hi <= lo {
         return Some(0);
     }
+    let regions = huge_regions(lo / HUGE * HUGE, hi.next_multiple_of(HUGE))?;
+    Some(overlap(&regions, lo, hi))
+}
+
+/// The 2 MiB-mapped ranges within `[lo, hi)` (2 MiB-aligned bounds), in
+/// order; `None` where the kernel cannot say.
+pub fn huge_regions(lo: usize, hi: usize) -> Option<Vec<(usize, usize)>> {
     #[cfg(target_os = "linux")]
     {
-        let regions = scan::huge_regions(lo / HUGE * HUGE, hi.next_multiple_of(HUGE))?;
-        Some(overlap(&regions, lo, hi))
+        scan::huge_regions(lo, hi)
     }
     #[cfg(not(target_os = "linux"))]
-    None
+    {
+        let _ = (lo, hi);
+        None
+    }
+}
+
+/// A private anonymous copy of `len` bytes (a multiple of 2 MiB) on a
+/// 2 MiB-aligned range, on huge pages where the system gives them, made
+/// aside to be moved over the bytes it copies (`move_over`); unmapped on
+/// drop where it was not.
+#[cfg(target_os = "linux")]
+pub struct AnonymousCopy {
+    /// the scratch mapping (`len` + 2 MiB, to align the copy in it)
+    scratch: usize,
+    scratch_len: usize,
+    /// the copy, 2 MiB-aligned inside the scratch mapping
+    copy: usize,
+    len: usize,
+    moved: bool,
+}
+
+#[cfg(target_os = "linux")]
+impl AnonymousCopy {
+    /// Copies `[at, at + len)` (readable memory; `len` a multiple of 2 MiB)
+    /// onto fresh anonymous memory (`thp`: asked for huge pages).
+    ///
+    /// # Safety
+    ///
+    /// `[at, at + len)` must be readable for the whole call.
+    pub unsafe fn new(at: usize, len: usize, thp: bool) -> Option<AnonymousCopy> {
+        debug_assert!(len.is_multiple_of(HUGE) && len > 0);
+        let scratch_len = len.checked_add(HUGE)?;
+        // SAFETY: a fresh anonymous private mapping, checked against
+        // MAP_FAILED, owned by the value returned (unmapped by its drop or
+        // around the moved range); the copy reads [at, at + len), readable
+        // by this fn's contract, and writes inside the new mapping.
+        unsafe {
+            let scratch = libc::mmap(
+                std::ptr::null_mut(),
+                scratch_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if scratch == libc::MAP_FAILED {
+                return None;
+            }
+            let copy = (scratch as usize).next_multiple_of(HUGE);
+            if thp {
+                libc::madvise(copy as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+            }
+            std::ptr::copy_nonoverlapping(at as *const u8, copy as *mut u8, len);
+            Some(AnonymousCopy { scratch: scratch as usize, scratch_len, copy, len, moved: false })
+        }
+    }
+
+    /// Moves the copy, read-only, over `[at, at + len)` by `mremap`, which
+    /// swaps the page tables at once: a concurrent reader sees the old
+    /// bytes or the copy, the same bytes. Returns false, the range
+    /// unchanged, where a step fails.
+    ///
+    /// # Safety
+    ///
+    /// `[at, at + len)` must be 2 MiB-aligned and wholly inside a mapping
+    /// of this process whose bytes there are the ones copied and that no
+    /// one writes or unmaps meanwhile; after the move, that range is this
+    /// anonymous copy (unmapped with the mapping it replaced a part of).
+    pub unsafe fn move_over(mut self, at: usize) -> bool {
+        // SAFETY: the copy is inside the scratch mapping this value owns;
+        // the destination is as this fn's contract says.
+        unsafe {
+            self.moved = libc::mprotect(self.copy as *mut libc::c_void, self.len, libc::PROT_READ) == 0
+                && libc::mremap(
+                    self.copy as *mut libc::c_void,
+                    self.len,
+                    self.len,
+                    libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                    at as *mut libc::c_void,
+                ) != libc::MAP_FAILED;
+        }
+        self.moved
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for AnonymousCopy {
+    fn drop(&mut self) {
+        let (s, end) = (self.scratch, self.scratch + self.scratch_len);
+        // SAFETY: the scratch mapping is this value's; once the copy was
+        // moved out, only its two ends around the copy's old place remain.
+        unsafe {
+            if !self.moved {
+                libc::munmap(s as *mut libc::c_void, self.scratch_len);
+                return;
+            }
+            if self.copy > s {
+                libc::munmap(s as *mut libc::c_void, self.copy - s);
+            }
+            if end > self.copy + self.len {
+                libc::munmap((self.copy + self.len) as *mut libc::c_void, end - self.copy - self.len);
+            }
+        }
+    }
 }
 
 /// The bytes of `[lo, hi)` covered by `regions` (disjoint `[start, end)`
 /// ranges).
-fn overlap(regions: &[(usize, usize)], lo: usize, hi: usize) -> usize {
+pub fn overlap(regions: &[(usize, usize)], lo: usize, hi: usize) -> usize {
     regions.iter().map(|&(s, e)| e.min(hi).saturating_sub(s.max(lo))).sum()
 }
 

@@ -55,6 +55,8 @@ pub use writer::{GgufWriter, OwnedArray, OwnedValue};
 /// The bytes a `GgufFile` reads from.
 enum Storage {
     /// A read-only mapping of a whole file; the GGUF data starts at `base`.
+    /// Some of its 2 MiB blocks may be anonymous copies of the file's bytes
+    /// at the same addresses ([`GgufFile::read_through_huge_pages`]).
     /// The file stays open for [`GgufFile::read_tensor`].
     Mapped { map: Mmap, base: usize, file: File },
     /// Bytes owned in memory (tests, fuzzing, synthetic models).
@@ -86,7 +88,28 @@ pub struct GgufFile {
     /// Where the pairs and tensor infos are; they are decoded on request.
     index: Index,
     total_bytes: u64,
+    /// The 2 MiB blocks of the mapping (their addresses, sorted) replaced
+    /// by anonymous copies of their bytes (`read_through_huge_pages`):
+    /// `release_slice` must leave them alone, as dropping an anonymous page
+    /// loses its bytes. Locked while a block is swapped in or pages are
+    /// released, so the two never cross.
+    replaced: parking_lot::Mutex<Replaced>,
 }
+
+/// The blocks of a mapping replaced by anonymous copies.
+#[derive(Default)]
+struct Replaced {
+    /// their addresses, sorted
+    blocks: Vec<usize>,
+    /// the runs of blocks moved in, one `mremap` each
+    runs: usize,
+}
+
+/// At most this many runs of blocks are replaced per file: each may add two
+/// mappings to the process, whose count the kernel caps (`vm.max_map_count`,
+/// 65 530 by default), and `mremap` at that cap would fail after unmapping
+/// its destination.
+const MAX_REPLACED_RUNS: usize = 4096;
 
 impl GgufFile {
     /// Maps and parses the GGUF file at `path`. Fails with `Error::Io` if the
@@ -127,6 +150,7 @@ impl GgufFile {
             data_offset: p.data_offset,
             index: p.index,
             total_bytes: p.total_bytes,
+            replaced: parking_lot::Mutex::new(Replaced::default()),
         })
     }
 
@@ -422,24 +446,122 @@ impl GgufFile {
         if end <= start {
             return 0;
         }
-        // Where the page cache holds the file in 2 MiB folios the kernel
-        // maps them whole (one PMD) on a fault anywhere in them, which would
-        // bring the released pages back with their neighbours' first read:
-        // no huge mappings over the released range, so only the pages read
-        // (and their fault-around) come back (without this, the peak RSS
-        // rose ~10 MB above the reference's on Gemma 3).
-        // SAFETY: as below; advice only, on a range of this mapping.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_NOHUGEPAGE)
-        };
-        // SAFETY: [start, end) lies inside this file's read-only private
-        // mapping (within `data`, checked above); MADV_DONTNEED on it only
-        // drops clean page cache pages, which refault unchanged (see above).
-        let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-        if rc == 0 {
-            end - start
+        // the file-backed pieces of [start, end): not the replaced blocks
+        let replaced = self.replaced.lock();
+        let mut released = 0;
+        let mut from = start;
+        for &b in replaced.blocks.iter().filter(|&&b| b + HUGE > start && b < end) {
+            if b > from {
+                released += release_file_pages(from, b);
+            }
+            from = from.max(b + HUGE);
+        }
+        if end > from {
+            released += release_file_pages(from, end);
+        }
+        released
+    }
+
+    /// Makes every 2 MiB block of the mapping that `data` (a slice of this
+    /// file's bytes) touches and that lies wholly inside the mapping read
+    /// through one 2 MiB page: a block the page cache holds as one 2 MiB
+    /// folio (or reads in as one) is mapped whole, as in
+    /// [`GgufFile::huge_mapped_bytes`]; the others (`every_block`: all of
+    /// them) are replaced in place by a copy of their bytes on an anonymous
+    /// huge page (`huge_pages::replace_with_anonymous_copy`). The bytes and
+    /// their addresses stay the same. Returns the bytes copied, or `None`,
+    /// with nothing changed, for owned bytes, other memory, or a kernel
+    /// that cannot say which pages are huge (Linux before 6.7).
+    pub fn read_through_huge_pages(&self, data: &[u8], thp: bool, every_block: bool) -> Option<usize> {
+        let Storage::Mapped { map, .. } = &self.storage else { return None };
+        let (m_lo, m_hi) = (map.as_ptr() as usize, map.as_ptr() as usize + map.len());
+        let (lo, hi) = (data.as_ptr() as usize, data.as_ptr() as usize + data.len());
+        if data.is_empty() || lo < m_lo || hi > m_hi {
+            return None;
+        }
+        // the whole blocks of the mapping that `data` touches
+        let first = (lo / HUGE * HUGE).max(m_lo.next_multiple_of(HUGE));
+        let last = hi.next_multiple_of(HUGE).min(m_hi / HUGE * HUGE);
+        if first >= last {
+            return huge_pages::huge_regions(lo, hi).map(|_| 0);
+        }
+        let huge = self.huge_mapped_bytes(&data[first.max(lo) - lo..last.min(hi) - lo])?;
+        let regions = if every_block || huge < last.min(hi) - first.max(lo) {
+            huge_pages::huge_regions(first, last)?
         } else {
+            return Some(0); // all of it already
+        };
+        let mut copied = 0;
+        let mut block = first;
+        while block < last {
+            // a run of blocks not mapped whole
+            let is_small = |b: usize| every_block || huge_pages::overlap(&regions, b, b + HUGE) < HUGE;
+            if !is_small(block) {
+                block += HUGE;
+                continue;
+            }
+            let mut end = block + HUGE;
+            while end < last && is_small(end) {
+                end += HUGE;
+            }
+            copied += self.replace_run(block, end, thp);
+            block = end;
+        }
+        Some(copied)
+    }
+
+    /// Replaces the blocks `[from, to)` of the mapping not replaced yet by
+    /// anonymous copies (each run of them moved in by one `mremap`; copied
+    /// without the lock, so the two build threads copy at once); returns
+    /// the bytes copied.
+    fn replace_run(&self, from: usize, to: usize, thp: bool) -> usize {
+        #[cfg(target_os = "linux")]
+        {
+            let mut copied = 0;
+            let mut at = from;
+            while at < to {
+                // the next run of blocks not replaced yet
+                let end = {
+                    let replaced = self.replaced.lock();
+                    if replaced.blocks.binary_search(&at).is_ok() {
+                        at += HUGE;
+                        continue;
+                    }
+                    if replaced.runs >= MAX_REPLACED_RUNS {
+                        break;
+                    }
+                    let mut end = at + HUGE;
+                    while end < to && replaced.blocks.binary_search(&end).is_err() {
+                        end += HUGE;
+                    }
+                    end
+                };
+                // SAFETY: [at, end) lies inside this file's mapping (the
+                // callers' whole blocks), readable while `self` lives.
+                let Some(copy) = (unsafe { huge_pages::AnonymousCopy::new(at, end - at, thp) }) else { break };
+                let mut replaced = self.replaced.lock();
+                // a block of the run replaced by the other thread meanwhile:
+                // drop this copy, take the run again
+                if replaced.blocks.iter().any(|&b| b >= at && b < end) {
+                    continue;
+                }
+                // SAFETY: [at, end) is 2 MiB-aligned, inside this file's
+                // read-only private mapping, whose bytes the copy holds;
+                // nothing writes it, and the lock keeps `release_slice` and
+                // the other build thread off it.
+                if unsafe { copy.move_over(at) } {
+                    copied += end - at;
+                    replaced.runs += 1;
+                    let i = replaced.blocks.partition_point(|&b| b < at);
+                    replaced.blocks.splice(i..i, (at..end).step_by(HUGE));
+                }
+                at = end;
+            }
+            copied
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (from, to, thp);
             0
         }
     }
@@ -531,6 +653,33 @@ impl fmt::Debug for GgufFile {
             .field("n_tensors", &self.n_tensors())
             .field("total_bytes", &self.total_bytes)
             .finish()
+    }
+}
+
+/// Drops this process's file pages in `[start, end)` (page-aligned, inside a
+/// read-only private file mapping, no replaced block among them): first
+/// keeps the range out of huge mappings, then `MADV_DONTNEED`. Returns the
+/// bytes released.
+fn release_file_pages(start: usize, end: usize) -> usize {
+    // Where the page cache holds the file in 2 MiB folios the kernel
+    // maps them whole (one PMD) on a fault anywhere in them, which would
+    // bring the released pages back with their neighbours' first read:
+    // no huge mappings over the released range, so only the pages read
+    // (and their fault-around) come back (without this, the peak RSS
+    // rose ~10 MB above the reference's on Gemma 3).
+    // SAFETY: as below; advice only, on a range of the mapping.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_NOHUGEPAGE)
+    };
+    // SAFETY: [start, end) lies inside a file's read-only private mapping
+    // (the caller's contract) and holds no anonymous copy; MADV_DONTNEED on
+    // it only drops clean page cache pages, which refault unchanged.
+    let rc = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+    if rc == 0 {
+        end - start
+    } else {
+        0
     }
 }
 

@@ -1245,3 +1245,61 @@ fn huge_mapped_bytes_agrees_with_smaps() {
     let owned = GgufFile::from_bytes(w.to_bytes().expect("gguf")).expect("parse");
     assert_eq!(owned.huge_mapped_bytes(owned.tensor_data(&owned.find_tensor("t").expect("tensor"))), None);
 }
+
+/// The `Anonymous:` bytes of the mapping that holds `addr` (`/proc/self/smaps`).
+#[cfg(target_os = "linux")]
+fn anonymous_at(addr: usize) -> Option<usize> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((a, b)) = line.split_once(' ').and_then(|(range, _)| range.split_once('-')) {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = (a..b).contains(&addr);
+                continue;
+            }
+        }
+        if inside && line.starts_with("Anonymous:") {
+            return Some(line.split_whitespace().nth(1)?.parse::<usize>().ok()? * 1024);
+        }
+    }
+    None
+}
+
+/// `read_through_huge_pages` with every block copied (what the load does to
+/// the blocks of a float matrix that the page cache holds in small folios):
+/// the whole 2 MiB blocks of the mapping that the data touches become
+/// anonymous copies at the same addresses, the bytes read the same, a
+/// second call copies nothing, and releasing the tensor's pages (as the
+/// load does for a neighbouring matrix) leaves the copies' bytes: dropping
+/// an anonymous page would read back zeros.
+#[cfg(target_os = "linux")]
+#[test]
+fn blocks_copied_in_place_keep_their_bytes() {
+    let data: Vec<u8> = (0..(7u32 << 20) + 12_345).map(|i| (i.wrapping_mul(2_246_822_519) >> 7) as u8 | 1).collect();
+    let (f, t) = mapped_one_tensor("in-place", &data);
+    let at = f.tensor_data(&t);
+    let Some(copied) = f.read_through_huge_pages(at, true, true) else {
+        eprintln!("this kernel cannot say which pages are huge (PAGEMAP_SCAN): nothing to test");
+        return;
+    };
+    // the mapping's whole blocks among the ~7 MiB of data: two at least
+    assert!(copied >= 2 * HUGE && copied % HUGE == 0 && copied <= data.len() + HUGE, "copied {copied}");
+    assert_eq!(f.tensor_data(&t), &data[..], "the same bytes at the same addresses");
+    let middle = at.as_ptr() as usize + data.len() / 2;
+    assert!(anonymous_at(middle).is_some_and(|b| b > 0), "the middle of the data is an anonymous copy");
+    assert_eq!(f.read_through_huge_pages(at, true, true), Some(0), "nothing left to copy");
+    let released = f.release_pages(&t);
+    assert!(released < data.len() - copied + HUGE, "released {released} bytes: only file pages");
+    assert_eq!(f.tensor_data(&t), &data[..], "released, the copied blocks keep their bytes");
+    // without `every_block`: the blocks already read through huge pages
+    // (the copies, where the system gave huge pages) are left as they are
+    let again = f.read_through_huge_pages(at, true, false).expect("the kernel said before");
+    assert!(again < data.len());
+    assert_eq!(f.tensor_data(&t), &data[..]);
+    // owned bytes: nothing to do
+    let mut w = GgufWriter::new();
+    w.add("general.architecture", "llama").add_tensor("t", GgmlType::I8, &[data.len() as u64], &data[..]);
+    let owned = GgufFile::from_bytes(w.to_bytes().expect("gguf")).expect("parse");
+    let t = owned.find_tensor("t").expect("tensor");
+    assert_eq!(owned.read_through_huge_pages(owned.tensor_data(&t), true, true), None);
+}

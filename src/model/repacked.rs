@@ -5,19 +5,20 @@
 //!   a multiple of 8 rows, for the x86-64 sets (`avx2`, `avx2-vnni`:
 //!   `KernelSet::tiled_fn`; elsewhere no tiles are built and the kernels
 //!   read the mapping);
-//! - copied unchanged: the float matrices (F16, BF16, F32), on every CPU.
-//!   A decode streams each of them whole every token at 2–4 bytes a weight,
-//!   and through the file mapping most of their pages are 4 KiB ones (the
-//!   page cache decides), which the TLB bounds: the copy is on huge pages
-//!   (`MADV_HUGEPAGE`; `MINFER_NO_THP=1` skips the advice).
-//!   Not where the page cache already holds a matrix in 2 MiB folios (at
-//!   least 90 % of its bytes, `GgufFile::huge_mapped_bytes`): the mapping
-//!   then reads it through huge pages too, and the matrix is read in place.
-//!   That is the case once minfer itself has read the file in (its mapping
-//!   asks for huge pages) on a file system with large folios (ext4 from
-//!   Linux 6.16, xfs); it saves the load the kernel's zeroing of fresh huge
-//!   pages and the copy, and the system a second copy of the weights.
-//!   `MINFER_FLOAT_COPIES=1` copies them all, `=0` none.
+//! - the float matrices (F16, BF16, F32), on every CPU, read through 2 MiB
+//!   pages. A decode streams each of them whole every token at 2–4 bytes a
+//!   weight, and through 4 KiB pages the TLB bounds the stream; how the
+//!   file mapping maps them is the page cache's choice. Where the kernel
+//!   says which pages are huge (`PAGEMAP_SCAN`, Linux 6.7+) a matrix is
+//!   read in place (`GgufFile::read_through_huge_pages`): the 2 MiB blocks
+//!   the page cache holds as 2 MiB folios (ext4 from Linux 6.16, xfs; all
+//!   of a file once minfer's mapping, which asks for huge pages, has read
+//!   it in) are mapped whole, and only the others are copied, onto
+//!   anonymous huge pages moved over the mapping at the same addresses.
+//!   Elsewhere the matrix is copied into the mapping below, on huge pages
+//!   (`MADV_HUGEPAGE`; `MINFER_NO_THP=1` skips the advice for both).
+//!   `MINFER_FLOAT_COPIES=1` copies them all there, `=0` reads them all
+//!   from the file mapping as it is.
 //!   Not where the copies would take more than half the free memory
 //!   (`_SC_AVPHYS_PAGES`, which leaves out the page cache): a model larger
 //!   than memory keeps running from the mapping, as with the reference.
@@ -28,7 +29,7 @@
 //! twice). The token embedding's `get_rows` reads the
 //! file's rows, or the copy when the head is tied and copied.
 //!
-//! Everything lives in one anonymous mapping owned by the model
+//! The tiles and copies live in one anonymous mapping owned by the model
 //! (page-aligned, each matrix at a 64-byte multiple). After a matrix is
 //! built, its file pages are released (`GgufFile::release_pages`), so the
 //! resident size stays about that of the file; whatever still reads the
@@ -70,6 +71,10 @@ enum Layout {
     /// a decode streams whole every token; read from the file mapping, most
     /// of their pages are 4 KiB ones and the TLB bounds the stream
     Copy,
+    /// a float matrix read from the file mapping, each of its 2 MiB blocks
+    /// through one huge page (`GgufFile::read_through_huge_pages`): no
+    /// room in the mapping
+    InPlace,
 }
 
 // SAFETY: the mapping is written only while `build` runs (before the value
@@ -123,13 +128,20 @@ impl Repacked {
         if float_bytes > 0 && !copy_floats {
             crate::log_info!("load: {float_bytes} bytes of float matrices read from the file mapping (more than half the free memory, or MINFER_FLOAT_COPIES=0)");
         }
+        let no_thp = std::env::var_os("MINFER_NO_THP").is_some_and(|v| !v.is_empty() && v != "0");
+        // (a test hook: every 2 MiB block of the float matrices copied in
+        // place, as if the page cache held none in 2 MiB folios)
+        #[cfg(feature = "test-hooks")]
+        let every_block = std::env::var_os("MINFER_TEST_COPY_EVERY_BLOCK").is_some();
+        #[cfg(not(feature = "test-hooks"))]
+        let every_block = false;
         let mut plan: Vec<(&Weight, Range)> = Vec::new();
+        let mut planned = std::collections::HashSet::new();
         let mut ranges = HashMap::new();
         let mut len = 0usize;
-        let (mut in_place, mut in_place_bytes) = (0usize, 0usize);
         for w in mats {
             let (ty, rows, cols) = (w.ty(), w.rows(), w.cols());
-            if ranges.contains_key(&(w.file, w.info.offset)) {
+            if !planned.insert((w.file, w.info.offset)) {
                 continue;
             }
             let (bytes, layout) = if ks.tiled_fn(ty, rows, cols).is_some() {
@@ -137,76 +149,88 @@ impl Repacked {
                 (bytes, Layout::Tiles)
             } else if copy_floats && is_float(w) {
                 let data = files[w.file].tensor_data(&w.info);
-                if ask_pages && on_huge_pages(&files[w.file], data) {
-                    (in_place, in_place_bytes) = (in_place + 1, in_place_bytes + data.len());
-                    continue;
+                // in place where the kernel says which pages are huge
+                if ask_pages && files[w.file].huge_mapped_bytes(data).is_some() {
+                    (data.len(), Layout::InPlace)
+                } else {
+                    (data.len(), Layout::Copy)
                 }
-                (data.len(), Layout::Copy)
             } else {
                 continue;
             };
             let range = Range { start: len, bytes, layout };
-            ranges.insert((w.file, w.info.offset), range);
             plan.push((w, range));
-            len = (len + bytes).next_multiple_of(64);
-        }
-        if in_place > 0 {
-            crate::log_info!(
-                "load: {in_place} float matrices ({:.2} MiB) read from the file mapping, which holds them in 2 MiB pages",
-                in_place_bytes as f64 / (1 << 20) as f64
-            );
+            if layout != Layout::InPlace {
+                ranges.insert((w.file, w.info.offset), range);
+                len = (len + bytes).next_multiple_of(64);
+            }
         }
         if plan.is_empty() {
             return Ok(Repacked::none());
         }
-        // SAFETY: an anonymous private mapping: no file, no aliasing; the
-        // result is checked against MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let ptr = if len == 0 {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: an anonymous private mapping: no file, no aliasing; the
+            // result is checked against MAP_FAILED.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return Err(Error::model(format!(
+                    "cannot allocate {len} bytes for the repacked weights: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            // Transparent huge pages where the system gives them on request: a
+            // decode streams every tile once per token, and with 4 KiB pages
+            // nearly every page costs a TLB miss (decodes took ~16 % more CPU
+            // time without). Their cost is at load, where the kernel may
+            // compact memory to find 2 MiB pages (`MINFER_NO_THP=1` skips
+            // them). Advice only: failure is fine.
+            if !no_thp {
+                // SAFETY: the range is the mapping just made.
+                unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+            }
+            ptr as *mut u8
         };
-        if ptr == libc::MAP_FAILED {
-            return Err(Error::model(format!(
-                "cannot allocate {len} bytes for the repacked weights: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        // Transparent huge pages where the system gives them on request: a
-        // decode streams every tile once per token, and with 4 KiB pages
-        // nearly every page costs a TLB miss (decodes took ~16 % more CPU
-        // time without). Their cost is at load, where the kernel may
-        // compact memory to find 2 MiB pages (`MINFER_NO_THP=1` skips
-        // them). Advice only: failure is fine.
-        let no_thp = std::env::var_os("MINFER_NO_THP").is_some_and(|v| !v.is_empty() && v != "0");
-        if !no_thp {
-            // SAFETY: the range is the mapping just made.
-            unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
-        }
-        let me = Repacked { ptr: ptr as *mut u8, len, ranges };
+        let me = Repacked { ptr, len, ranges };
         // The matrices are split between the calling thread and one helper
         // thread by bytes: page faults (and the kernel's zeroing of huge
         // pages) are most of the load's time.
-        let half = len / 2;
-        let split = plan.iter().position(|(_, r)| r.start >= half).unwrap_or(plan.len());
+        let total: usize = plan.iter().map(|(_, r)| r.bytes).sum();
+        let mut sum = 0;
+        let split = plan
+            .iter()
+            .position(|(_, r)| {
+                sum += r.bytes;
+                sum > total / 2
+            })
+            .map_or(plan.len(), |i| i + 1);
         let (first, second) = plan.split_at(split);
         let base = SendPtr(me.ptr);
+        let copied_in_place = std::sync::atomic::AtomicUsize::new(0);
         let build_part = |part: &[(&Weight, Range)]| {
             for &(w, r) in part {
                 let file = &files[w.file];
                 let src = file.tensor_data(&w.info);
-                // SAFETY: [start, start + bytes) lies within the mapping
-                // (planned above); the two parts' ranges are disjoint and no
-                // other reference to the mapping exists yet.
-                let dst = unsafe { std::slice::from_raw_parts_mut(base.get().add(r.start), r.bytes) };
+                let dst = || {
+                    // SAFETY: [start, start + bytes) lies within the mapping
+                    // (planned above for the tiles and the copies); the two
+                    // parts' ranges are disjoint and no other reference to the
+                    // mapping exists yet.
+                    unsafe { std::slice::from_raw_parts_mut(base.get().add(r.start), r.bytes) }
+                };
                 match r.layout {
                     Layout::Tiles => {
-                        repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst);
+                        repack_tiles::build(w.ty(), w.rows(), w.cols(), src, dst());
                         file.release_pages(&w.info);
                     }
                     Layout::Copy => {
@@ -214,12 +238,16 @@ impl Repacked {
                         // once copied: the process never holds a whole
                         // matrix twice (a 56 MB output head in F16)
                         const PIECE: usize = 2 << 20;
-                        for (d, s) in dst.chunks_mut(PIECE).zip(src.chunks(PIECE)) {
+                        for (d, s) in dst().chunks_mut(PIECE).zip(src.chunks(PIECE)) {
                             d.copy_from_slice(s);
                             file.release_slice(s);
                         }
                         // (the pages straddling two pieces)
                         file.release_pages(&w.info);
+                    }
+                    Layout::InPlace => {
+                        let copied = file.read_through_huge_pages(src, !no_thp, every_block).unwrap_or(0);
+                        copied_in_place.fetch_add(copied, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
             }
@@ -244,6 +272,17 @@ impl Repacked {
                 }
             }
         });
+        let (n, bytes) = plan
+            .iter()
+            .filter(|(_, r)| r.layout == Layout::InPlace)
+            .fold((0, 0), |(n, b), (_, r)| (n + 1, b + r.bytes));
+        if n > 0 {
+            crate::log_info!(
+                "load: {n} float matrices ({:.2} MiB) read in place through 2 MiB pages ({:.2} MiB of blocks not in 2 MiB folios copied over the file mapping)",
+                bytes as f64 / (1 << 20) as f64,
+                copied_in_place.into_inner() as f64 / (1 << 20) as f64
+            );
+        }
         Ok(me)
     }
 
@@ -283,18 +322,6 @@ impl Repacked {
 /// drop and read again; anonymous copies it could not.
 fn copies_fit(bytes: usize, free: Option<usize>) -> bool {
     free.is_none_or(|f| bytes <= f / 2)
-}
-
-/// Whether the file mapping reads `data` (a float matrix) through 2 MiB
-/// pages already, at least 90 % of its bytes: the page cache holds those
-/// blocks of the file as 2 MiB folios, each mapped by one TLB entry, so a
-/// copy onto huge pages would cost the load its time (the kernel zeroing
-/// fresh huge pages, then the copy) and the system a second copy of the
-/// matrix, and gain a decode nothing. The check faults in one page of
-/// every 2 MiB block of the matrix: called only where the matrix would
-/// otherwise be copied, which reads it all.
-fn on_huge_pages(file: &GgufFile, data: &[u8]) -> bool {
-    file.huge_mapped_bytes(data).is_some_and(|huge| huge >= data.len() / 10 * 9)
 }
 
 /// Free physical memory in bytes, where the system says.
