@@ -1129,24 +1129,35 @@ fn gguf_mapping_asks_for_huge_pages() {
 /// The `VmFlags:` line of the mapping that holds `addr` (`/proc/self/smaps`).
 #[cfg(target_os = "linux")]
 fn vm_flags_at(addr: usize) -> Option<String> {
+    smaps_line_at(addr, "VmFlags:")
+}
+
+/// The line starting with `field` in the `/proc/self/smaps` entry of the
+/// mapping that holds `addr`.
+#[cfg(target_os = "linux")]
+fn smaps_line_at(addr: usize, field: &str) -> Option<String> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
     // each mapping's block: its "start-end" line, then its fields
-    let mut flags = None;
     let mut inside = false;
     for line in smaps.lines() {
-        if let Some((range, _)) = line.split_once(' ') {
-            if let Some((a, b)) = range.split_once('-') {
-                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
-                    inside = (a..b).contains(&addr);
-                    continue;
-                }
+        if let Some((a, b)) = line.split_once(' ').and_then(|(range, _)| range.split_once('-')) {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = (a..b).contains(&addr);
+                continue;
             }
         }
-        if inside && line.starts_with("VmFlags:") {
-            flags = Some(line.to_string());
+        if inside && line.starts_with(field) {
+            return Some(line.to_string());
         }
     }
-    flags
+    None
+}
+
+/// A size field (`FilePmdMapped:`, `Anonymous:`, in kB there) of the
+/// mapping that holds `addr`, in bytes.
+#[cfg(target_os = "linux")]
+fn smaps_bytes_at(addr: usize, field: &str) -> Option<usize> {
+    Some(smaps_line_at(addr, field)?.split_whitespace().nth(1)?.parse::<usize>().ok()? * 1024)
 }
 
 /// Released pages are kept out of huge mappings (`VmFlags` "nh" over them):
@@ -1171,26 +1182,6 @@ fn released_pages_are_kept_out_of_huge_mappings() {
     assert!(has(inner, "nh") && !has(inner, "hg"), "released range: {:?}", vm_flags_at(inner));
     assert!(has(head, "hg"), "the header's page keeps the advice: {:?}", vm_flags_at(head));
     assert_eq!(f.tensor_data(&t), &data[..], "the bytes still read back");
-}
-
-/// `FilePmdMapped` of the mapping that holds `addr` (`/proc/self/smaps`), in
-/// bytes.
-#[cfg(target_os = "linux")]
-fn file_pmd_mapped_at(addr: usize) -> Option<usize> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-    let mut inside = false;
-    for line in smaps.lines() {
-        if let Some((a, b)) = line.split_once(' ').and_then(|(range, _)| range.split_once('-')) {
-            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
-                inside = (a..b).contains(&addr);
-                continue;
-            }
-        }
-        if inside && line.starts_with("FilePmdMapped:") {
-            return Some(line.split_whitespace().nth(1)?.parse::<usize>().ok()? * 1024);
-        }
-    }
-    None
 }
 
 /// `huge_mapped_bytes` (whether the loader copies a float matrix) faults in
@@ -1235,7 +1226,7 @@ fn huge_mapped_bytes_agrees_with_smaps() {
         assert_eq!(mapped_pages(&data_at[at..at + 1]), Some(1), "block at {block:#x}");
         block += HUGE;
     }
-    let pmd = file_pmd_mapped_at(lo).expect("the mapping in smaps");
+    let pmd = smaps_bytes_at(lo, "FilePmdMapped:").expect("the mapping in smaps");
     assert!(huge <= pmd && pmd - huge <= 2 * HUGE, "huge {huge} against FilePmdMapped {pmd}");
     // the bytes are the file's either way
     assert_eq!(f.tensor_data(&t), &data[..]);
@@ -1244,25 +1235,6 @@ fn huge_mapped_bytes_agrees_with_smaps() {
     assert_eq!(f.huge_mapped_bytes(&[]), None);
     let owned = GgufFile::from_bytes(w.to_bytes().expect("gguf")).expect("parse");
     assert_eq!(owned.huge_mapped_bytes(owned.tensor_data(&owned.find_tensor("t").expect("tensor"))), None);
-}
-
-/// The `Anonymous:` bytes of the mapping that holds `addr` (`/proc/self/smaps`).
-#[cfg(target_os = "linux")]
-fn anonymous_at(addr: usize) -> Option<usize> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-    let mut inside = false;
-    for line in smaps.lines() {
-        if let Some((a, b)) = line.split_once(' ').and_then(|(range, _)| range.split_once('-')) {
-            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
-                inside = (a..b).contains(&addr);
-                continue;
-            }
-        }
-        if inside && line.starts_with("Anonymous:") {
-            return Some(line.split_whitespace().nth(1)?.parse::<usize>().ok()? * 1024);
-        }
-    }
-    None
 }
 
 /// `read_through_huge_pages` with every block copied (what the load does to
@@ -1286,7 +1258,7 @@ fn blocks_copied_in_place_keep_their_bytes() {
     assert!(copied >= 2 * HUGE && copied % HUGE == 0 && copied <= data.len() + HUGE, "copied {copied}");
     assert_eq!(f.tensor_data(&t), &data[..], "the same bytes at the same addresses");
     let middle = at.as_ptr() as usize + data.len() / 2;
-    assert!(anonymous_at(middle).is_some_and(|b| b > 0), "the middle of the data is an anonymous copy");
+    assert!(smaps_bytes_at(middle, "Anonymous:").is_some_and(|b| b > 0), "the middle of the data is an anonymous copy");
     assert_eq!(f.read_through_huge_pages(at, true, true), Some(0), "nothing left to copy");
     let released = f.release_pages(&t);
     assert!(released < data.len() - copied + HUGE, "released {released} bytes: only file pages");
