@@ -1367,8 +1367,8 @@ group_quantize() { # split models, quantization, saving
     else
         skip "SmolLM2 F16 logits (no F16 requantization with the reference's sha256 in target/quantize-compare)"
     fi
-    # the float matrices are read from their load-time copy on huge pages, not
-    # from the file (src/model/repacked.rs): what the process holds after decodes
+    # the float matrices are read through 2 MiB pages, in place or from a
+    # load-time copy (src/model/repacked.rs): the process holds them once
     if [ -f "$F16_MODEL" ]; then
         compile test_float_copy "$ROOT/ffi-tests/test_float_copy.c" && run_prog test_float_copy "$F16_MODEL" "$SMOL" \
             || not_ok "test_float_copy build"
