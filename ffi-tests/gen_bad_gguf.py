@@ -729,9 +729,13 @@ def warn_cases(base):
 
     def merges_unknown(m):
         m.kvs[m.kv_index("tokenizer.ggml.model")] = kv_str("tokenizer.ggml.model", "gpt2")
-        m.kvs.append(KV("tokenizer.ggml.merges", ARR, array(STR, [gstr(b"c d"), gstr(b"zz yy")])))
+        # 4 distinct merges ("c d" and "zz yy" twice); not tokens: "zz yy",
+        # "cd" (no space: the reference's pair of empty strings) and "c "
+        # (an empty second half)
+        merges = [b"c d", b"zz yy", b"c d", b"zz yy", b"cd", b"c "]
+        m.kvs.append(KV("tokenizer.ggml.merges", ARR, array(STR, [gstr(x) for x in merges])))
         m.kvs.append(kv_str("tokenizer.ggml.pre", "gpt-2"))
-    yield variant("vocab_merges_unknown.gguf", "1 of 2 BPE merges name strings that are not tokens", merges_unknown)
+    yield variant("vocab_merges_unknown.gguf", "3 of 4 BPE merges name strings that are not tokens", merges_unknown)
 
     def eos_default_far(m):
         # SPM's default EOS id (2) exists; an explicit out-of-range EOS keeps it

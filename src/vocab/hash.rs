@@ -55,3 +55,12 @@ impl Hasher for FxHasher {
 }
 
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The 64-bit FxHash of a byte string (not the maps' hash of it, which
+/// also hashes its length).
+#[inline]
+pub fn fx_hash(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    h.finish()
+}

@@ -38,6 +38,7 @@ mod rwkv;
 mod spm;
 mod stdmap;
 mod stdsort;
+mod str_map;
 mod ugm;
 pub mod unicode;
 #[rustfmt::skip]
@@ -45,11 +46,12 @@ mod unicode_data;
 mod wpm;
 
 use crate::error::{Error, Result};
-use crate::gguf::{type_name_of, ArrayRef, GgufFile, GgufType, Value};
+use crate::gguf::{type_name_of, ArrayRef, GgufFile, GgufType, StrIter, Value};
 use crate::model::metadata::{Override, Overrides};
 use crate::model::vocab_info::VocabType;
-use hash::FxMap;
+use hash::fx_hash;
 use std::collections::BTreeSet;
+use str_map::{HashSet64, StrMap};
 
 pub const TOKEN_NULL: i32 = -1;
 
@@ -98,9 +100,9 @@ pub struct Vocab {
     pub pre_type: PreType,
     pub n_token_types: u32,
     pub tokens: Vec<TokenData>,
-    token_to_id: FxMap<Box<[u8]>, i32>,
+    token_to_id: StrMap,
     /// "left right" → rank
-    bpe_ranks: FxMap<Box<[u8]>, i32>,
+    bpe_ranks: StrMap,
     pub max_token_len: usize,
 
     pub bos: i32,
@@ -199,6 +201,84 @@ impl Keys<'_> {
     }
 }
 
+/// The `fx_hash` of every token's text as the vocabulary will hold it
+/// (empty when `tokenizer.ggml.tokens` is missing or malformed: the token
+/// loop reports that). Membership by hash alone: a merge string whose
+/// 64-bit hash equals a token's would pass for a token, which only makes
+/// a warning's count one short.
+fn token_text_hashes(f: &GgufFile) -> HashSet64 {
+    let strings = match get_array(f, "tokenizer.ggml.tokens", &[GgufType::Str]) {
+        Ok(Some(a)) => f.array_strings(&a),
+        _ => None,
+    };
+    let mut set = HashSet64::with_capacity(at_most_a_million(strings.as_ref().and_then(|s| s.size_hint().1)));
+    for (i, word) in strings.into_iter().flatten().enumerate() {
+        set.insert(if word.is_empty() { fx_hash(format!("[EMPTY_{i}]").as_bytes()) } else { fx_hash(word) });
+    }
+    set
+}
+
+/// Merges hashed and their slots asked for ahead of their inserts.
+const MERGE_BATCH: usize = 16;
+
+/// A merge of a batch: its key, the key's hash, its halves' hashes.
+struct MergeKey<'a> {
+    key: &'a [u8],
+    hash: u64,
+    halves: Option<(u64, u64)>,
+}
+
+/// Reads `tokenizer.ggml.merges` into `ranks` ("first second" → its index;
+/// a repeated merge keeps its first rank) and returns how many of the
+/// distinct merges name a string that is not a token (for `check_tokens`'
+/// warning; looking each merge's halves up in `token_to_id` after the
+/// tokens were read took half of a Llama 3 vocabulary's load). The tables
+/// are a cache miss per lookup: the merges go in batches whose slots are
+/// asked for first.
+fn read_merges(f: &GgufFile, merges: Option<StrIter>, ranks: &mut StrMap) -> Result<usize> {
+    let token_hashes = token_text_hashes(f);
+    ranks.reserve(at_most_a_million(merges.as_ref().and_then(|m| m.size_hint().1)), 12);
+    let mut unknown = 0;
+    let mut rank = 0i32;
+    let mut batch: Vec<MergeKey> = Vec::with_capacity(MERGE_BATCH);
+    let mut merges = merges.into_iter().flatten().peekable();
+    while merges.peek().is_some() {
+        batch.clear();
+        for word in merges.by_ref().take(MERGE_BATCH) {
+            // the key is the merge's text where it reads "first second" (a
+            // space after the first character), else " " (the reference's
+            // two empty halves)
+            let (key, halves) = match word.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
+                Some(p) => (word, Some((fx_hash(&word[..p + 1]), fx_hash(&word[p + 2..])))),
+                None => (&b" "[..], None),
+            };
+            let hash = fx_hash(key);
+            ranks.prefetch(hash);
+            if let Some((a, b)) = halves {
+                token_hashes.prefetch(a);
+                token_hashes.prefetch(b);
+            }
+            batch.push(MergeKey { key, hash, halves });
+        }
+        for m in &batch {
+            let inserted = ranks
+                .insert_hashed_if_absent(m.key, m.hash, rank)
+                .ok_or_else(|| Error::model("tokenizer.ggml.merges has too many entries"))?;
+            rank = rank.wrapping_add(1);
+            let known = m.halves.is_some_and(|(a, b)| token_hashes.contains(a) && token_hashes.contains(b));
+            unknown += usize::from(inserted && !known);
+        }
+    }
+    Ok(unknown)
+}
+
+/// A table's capacity for an array's claimed length: the largest
+/// vocabularies have a few hundred thousand entries, and a hostile file's
+/// claim must not reserve gigabytes before its entries are read.
+fn at_most_a_million(claimed: Option<usize>) -> usize {
+    claimed.unwrap_or(0).min(1 << 20)
+}
+
 fn get_array(f: &GgufFile, key: &str, elem: &[GgufType]) -> Result<Option<ArrayRef>> {
     match f.get(key).as_ref() {
         None => Ok(None),
@@ -244,7 +324,7 @@ impl Vocab {
     }
 
     pub fn text_to_token(&self, text: &[u8]) -> i32 {
-        self.token_to_id.get(text).copied().unwrap_or(TOKEN_NULL)
+        self.token_to_id.get(text).unwrap_or(TOKEN_NULL)
     }
 
     pub fn find_bpe_rank(&self, key: &mut Vec<u8>, left: &[u8], right: &[u8]) -> i32 {
@@ -255,7 +335,7 @@ impl Vocab {
         key.extend_from_slice(left);
         key.push(b' ');
         key.extend_from_slice(right);
-        self.bpe_ranks.get(key.as_slice()).copied().unwrap_or(-1)
+        self.bpe_ranks.get(key.as_slice()).unwrap_or(-1)
     }
 
     fn attr(&self, id: i32) -> u32 {
@@ -324,8 +404,8 @@ impl Vocab {
             pre_type: "DEFAULT",
             n_token_types,
             tokens: Vec::new(),
-            token_to_id: FxMap::default(),
-            bpe_ranks: FxMap::default(),
+            token_to_id: StrMap::default(),
+            bpe_ranks: StrMap::default(),
             max_token_len: 0,
             bos: 1,
             eos: 2,
@@ -374,6 +454,7 @@ impl Vocab {
         };
         const N: i32 = TOKEN_NULL;
         let mut charsmap: Vec<u8> = Vec::new();
+        let mut unknown_merges = 0usize; // distinct merges naming a string that is not a token
         match model_name.as_str() {
             "no_vocab" | "none" => {
                 v.kind = VocabType::None;
@@ -407,17 +488,7 @@ impl Vocab {
                     None if model_name != "gemma4" && pre_name == "kimi-k2" => None,
                     None => return Err(Error::model("cannot find tokenizer merges in model file")),
                 };
-                for (i, word) in merges.into_iter().flatten().enumerate() {
-                    let (first, second) = match word.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
-                        Some(p) => (&word[..p + 1], &word[p + 2..]),
-                        None => (&[][..], &[][..]),
-                    };
-                    let mut key = Vec::with_capacity(first.len() + 1 + second.len());
-                    key.extend_from_slice(first);
-                    key.push(b' ');
-                    key.extend_from_slice(second);
-                    v.bpe_ranks.entry(key.into_boxed_slice()).or_insert(i as i32);
-                }
+                unknown_merges = read_merges(f, merges, &mut v.bpe_ranks)?;
                 if model_name == "gemma4" {
                     set_ids(&mut v, N, N, N, N, N, N);
                     pre_name = "gemma4".into();
@@ -526,7 +597,7 @@ impl Vocab {
         let strings =
             f.array_strings(&ta).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.tokens"))?;
         v.tokens.reserve(n_tokens as usize);
-        v.token_to_id.reserve(n_tokens as usize);
+        v.token_to_id.reserve(at_most_a_million(Some(n_tokens as usize)), 8);
         for (i, word) in strings.enumerate() {
             let mut text: Vec<u8> = if word.is_empty() {
                 log_warn!("empty token at index {i}");
@@ -534,7 +605,11 @@ impl Vocab {
             } else {
                 word.to_vec()
             };
-            if v.token_to_id.insert(text.clone().into_boxed_slice(), i as i32).is_some() {
+            let inserted = v
+                .token_to_id
+                .insert_if_absent(&text, i as i32)
+                .ok_or_else(|| Error::model("tokenizer.ggml.tokens has too many entries"))?;
+            if !inserted {
                 return Err(Error::model(format!(
                     "tokenizer.ggml.tokens: token {i} ('{}') appears twice in the vocabulary",
                     String::from_utf8_lossy(&text)
@@ -559,7 +634,7 @@ impl Vocab {
             return Err(Error::model("tokenizer.ggml.tokens is truncated"));
         }
 
-        v.check_tokens();
+        v.check_tokens(unknown_merges);
 
         if model_name == "hybriddna" {
             let oov = v.text_to_token(b"<oov>");
@@ -622,8 +697,9 @@ impl Vocab {
 
     /// Warnings for what the reference accepts silently: byte tokens whose
     /// text is not `<0xHH>` (they decode as `strtol` reads them) and merges
-    /// naming strings that are not tokens.
-    fn check_tokens(&self) {
+    /// naming strings that are not tokens (`unknown_merges` of them, counted
+    /// while the merges were read).
+    fn check_tokens(&self, unknown_merges: usize) {
         let mut bad_bytes = self.tokens.iter().enumerate().filter(|(_, t)| {
             let x = t.text();
             t.attr & ATTR_BYTE != 0
@@ -637,23 +713,11 @@ impl Vocab {
                 self.token_to_byte(i as i32).unwrap_or(0)
             );
         }
-        if !self.bpe_ranks.is_empty() {
-            let unknown = self
-                .bpe_ranks
-                .keys()
-                .filter(|k| match k.get(1..).and_then(|r| r.iter().position(|&b| b == b' ')) {
-                    Some(p) => {
-                        !self.token_to_id.contains_key(&k[..p + 1]) || !self.token_to_id.contains_key(&k[p + 2..])
-                    }
-                    None => true,
-                })
-                .count();
-            if unknown > 0 {
-                log_warn!(
-                    "{unknown} of {} BPE merges name strings that are not tokens (kept, as in the reference)",
-                    self.bpe_ranks.len()
-                );
-            }
+        if unknown_merges > 0 {
+            log_warn!(
+                "{unknown_merges} of {} BPE merges name strings that are not tokens (kept, as in the reference)",
+                self.bpe_ranks.len()
+            );
         }
     }
 
