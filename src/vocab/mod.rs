@@ -138,7 +138,10 @@ pub struct Vocab {
     cache_special: Vec<i32>,
     /// Specials that can start a match, by first byte (a prefilter).
     special_first_bytes: [bool; 256],
-    cache_piece: Vec<Vec<u8>>,
+    // every token's piece (special tokens' text included), back to back:
+    // token i's is cache_piece[piece_ends[i - 1]..piece_ends[i]]
+    cache_piece: Vec<u8>,
+    piece_ends: Vec<usize>,
 
     pretok: Option<pretokenize::PreTokenizer>,
     ugm: Option<ugm::Ugm>,
@@ -220,6 +223,8 @@ fn token_text_hashes(f: &GgufFile) -> HashSet64 {
 
 /// Merges hashed and their slots asked for ahead of their inserts.
 const MERGE_BATCH: usize = 16;
+/// How far ahead the token loop asks for a token's slot.
+const TOKEN_PREFETCH: usize = 8;
 
 /// A merge of a batch: its key, the key's hash, its halves' hashes.
 struct MergeKey<'a> {
@@ -438,6 +443,7 @@ impl Vocab {
             cache_special: Vec::new(),
             special_first_bytes: [false; 256],
             cache_piece: Vec::new(),
+            piece_ends: Vec::new(),
             pretok: None,
             ugm: None,
             rwkv: None,
@@ -598,13 +604,24 @@ impl Vocab {
             f.array_strings(&ta).ok_or_else(|| Error::model("invalid gguf type for tokenizer.ggml.tokens"))?;
         v.tokens.reserve(n_tokens as usize);
         v.token_to_id.reserve(at_most_a_million(Some(n_tokens as usize)), 8);
+        // each token's slot is asked for TOKEN_PREFETCH tokens ahead (a
+        // cache miss per insert otherwise)
+        let mut ahead = strings.clone().skip(TOKEN_PREFETCH);
         for (i, word) in strings.enumerate() {
-            let mut text: Vec<u8> = if word.is_empty() {
+            if let Some(w) = ahead.next() {
+                v.token_to_id.prefetch(fx_hash(w));
+            }
+            let empty_name;
+            let word = if word.is_empty() {
                 log_warn!("empty token at index {i}");
-                format!("[EMPTY_{i}]").into_bytes()
+                empty_name = format!("[EMPTY_{i}]");
+                empty_name.as_bytes()
             } else {
-                word.to_vec()
+                word
             };
+            // with room for the NUL the text is kept with: one allocation
+            let mut text: Vec<u8> = Vec::with_capacity(word.len() + 1);
+            text.extend_from_slice(word);
             let inserted = v
                 .token_to_id
                 .insert_if_absent(&text, i as i32)
@@ -997,8 +1014,13 @@ impl Vocab {
             }
         }
         self.cache_special = special;
-        let pieces: Vec<Vec<u8>> = (0..self.tokens.len() as i32).map(|id| self.piece_uncached(id, true)).collect();
-        self.cache_piece = pieces;
+        let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(self.tokens.len()));
+        for id in 0..self.tokens.len() as i32 {
+            bytes.extend_from_slice(&self.piece_uncached(id, true));
+            ends.push(bytes.len());
+        }
+        self.cache_piece = bytes;
+        self.piece_ends = ends;
     }
 
     fn per_model_attrs(&mut self, k: &Keys) -> Result<()> {
@@ -1287,7 +1309,8 @@ impl Vocab {
         if !special && t.attr & (ATTR_UNKNOWN | ATTR_CONTROL) != 0 {
             return Ok(&[]);
         }
-        let mut p: &[u8] = &self.cache_piece[id as usize];
+        let at = id as usize;
+        let mut p: &[u8] = &self.cache_piece[if at == 0 { 0 } else { self.piece_ends[at - 1] }..self.piece_ends[at]];
         let mut i = 0;
         while i < lstrip && !p.is_empty() && p[0] == b' ' {
             p = &p[1..];
