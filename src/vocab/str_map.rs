@@ -1,9 +1,10 @@
 //! `StrMap`: an insert-only map from byte strings to `i32` for the
 //! vocabulary's token and merge tables. Its keys live back to back in one
 //! buffer and its slots are plain integers, so a Llama 3 vocabulary (128k
-//! tokens, 280k merges) loads without an allocation per key: with a boxed
-//! key per entry in a `HashMap`, building the two tables was about half of
-//! a vocabulary's load, and freeing them a tenth of a model's free.
+//! tokens, 280k merges) loads without an allocation per key (with a boxed
+//! key per entry in a `HashMap`, filling the two tables and looking the
+//! merges' halves up again for a warning were most of that vocabulary's
+//! load).
 //! `HashSet64` is a set of such keys' hashes. Both can ask for a key's
 //! first slot ahead of its lookup (`prefetch`).
 
@@ -35,7 +36,7 @@ impl StrMap {
     }
 
     /// Room for `n` more keys of about `bytes_per_key` bytes each without
-    /// growing.
+    /// growing (`n` is the caller's to bound: a file's claimed count is not).
     pub fn reserve(&mut self, n: usize, bytes_per_key: usize) {
         self.bytes.reserve(n.saturating_mul(bytes_per_key));
         self.ends.reserve(n);
@@ -87,8 +88,10 @@ impl StrMap {
         self.insert_hashed_if_absent(key, fx_hash(key), value)
     }
 
-    /// `insert_if_absent` with the key's `fx_hash` given.
+    /// `insert_if_absent` with the key's hash given: `h` must be
+    /// `fx_hash(key)` (a rehash recomputes it from the key).
     pub fn insert_hashed_if_absent(&mut self, key: &[u8], h: u64, value: i32) -> Option<bool> {
+        debug_assert_eq!(h, fx_hash(key));
         if self.len() >= MAX_KEYS {
             return None;
         }
