@@ -905,10 +905,6 @@ impl Vocab {
             "[e~[",
         ];
 
-        // The reference walks its unordered_map token_to_id and keeps the
-        // first candidate it meets: walk the same order (stdmap.rs).
-        let order: Vec<u32> = stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
-            .unwrap_or_else(|| (0..self.tokens.len() as u32).collect());
         let slots: [(IdField, &[&str]); 8] = [
             (|v| &mut v.eot, EOT),
             (|v| &mut v.eom, EOM),
@@ -919,10 +915,25 @@ impl Vocab {
             (|v| &mut v.fim_rep, FIM_REP),
             (|v| &mut v.fim_sep, FIM_SEP),
         ];
-        let all: Vec<&str> = slots.iter().flat_map(|(_, names)| names.iter().copied()).collect();
+        // the tokens some slot names (a few), sorted by id
+        let present = |v: &Vocab, names: &[&str]| -> Vec<i32> {
+            names.iter().map(|n| v.text_to_token(n.as_bytes())).filter(|&id| id != TOKEN_NULL).collect()
+        };
+        let mut candidates: Vec<i32> = slots.iter().flat_map(|(_, names)| present(self, names)).collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        // The reference walks its unordered_map token_to_id and keeps the
+        // first candidate it meets: where a slot has two, walk the same
+        // order (stdmap.rs); else any order gives each slot its one.
+        let ambiguous = slots.iter().any(|(_, names)| present(self, names).len() > 1);
+        let order: Vec<u32> = if ambiguous {
+            stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
+                .unwrap_or_else(|| (0..self.tokens.len() as u32).collect())
+        } else {
+            candidates.iter().map(|&id| id as u32).collect()
+        };
         for &id in &order {
-            let text = self.tokens[id as usize].text();
-            if !all.iter().any(|n| n.as_bytes() == text) {
+            if candidates.binary_search(&(id as i32)).is_err() {
                 continue;
             }
             for (slot, names) in &slots {
