@@ -915,31 +915,34 @@ impl Vocab {
             (|v| &mut v.fim_rep, FIM_REP),
             (|v| &mut v.fim_sep, FIM_SEP),
         ];
-        // the tokens some slot names (a few), sorted by id
-        let present = |v: &Vocab, names: &[&str]| -> Vec<i32> {
-            names.iter().map(|n| v.text_to_token(n.as_bytes())).filter(|&id| id != TOKEN_NULL).collect()
-        };
-        let mut candidates: Vec<i32> = slots.iter().flat_map(|(_, names)| present(self, names)).collect();
+        // each slot's named tokens present (a few); all of them, sorted by id
+        let named: Vec<Vec<i32>> = slots
+            .iter()
+            .map(|(_, names)| {
+                names.iter().map(|n| self.text_to_token(n.as_bytes())).filter(|&id| id != TOKEN_NULL).collect()
+            })
+            .collect();
+        let mut candidates: Vec<i32> = named.concat();
         candidates.sort_unstable();
         candidates.dedup();
         // The reference walks its unordered_map token_to_id and keeps the
         // first candidate it meets: where a slot has two, walk the same
         // order (stdmap.rs); else any order gives each slot its one.
-        let ambiguous = slots.iter().any(|(_, names)| present(self, names).len() > 1);
-        let order: Vec<u32> = if ambiguous {
+        let order: Vec<u32> = if named.iter().any(|ids| ids.len() > 1) {
             stdmap::iteration_order(self.tokens.iter().map(TokenData::text))
                 .unwrap_or_else(|| (0..self.tokens.len() as u32).collect())
         } else {
             candidates.iter().map(|&id| id as u32).collect()
         };
         for &id in &order {
-            if candidates.binary_search(&(id as i32)).is_err() {
+            let id = id as i32;
+            if candidates.binary_search(&id).is_err() {
                 continue;
             }
-            for (slot, names) in &slots {
-                if *slot(self) == TOKEN_NULL && names.iter().any(|n| n.as_bytes() == self.tokens[id as usize].text()) {
-                    *slot(self) = id as i32;
-                    self.force_control(id as i32);
+            for ((slot, _), ids) in slots.iter().zip(&named) {
+                if *slot(self) == TOKEN_NULL && ids.contains(&id) {
+                    *slot(self) = id;
+                    self.force_control(id);
                 }
             }
         }
